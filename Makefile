@@ -1,0 +1,58 @@
+# Two commands for a fresh machine: `make demo` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMPS := .stamps
+BUNDLE := tb_pipeline_plugin/static/index.js
+FRONTEND_SRC := $(shell find frontend/src -type f 2>/dev/null) frontend/package.json frontend/package-lock.json
+PORT ?= 6006
+
+.PHONY: demo test test-py test-js setup frontend samples chromium bench clean
+
+setup: $(STAMPS)/venv $(BUNDLE)
+
+$(STAMPS)/venv: setup.py requirements-dev.txt
+	@mkdir -p $(STAMPS)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-dev.txt
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	@touch $@
+
+$(STAMPS)/npm: frontend/package.json frontend/package-lock.json
+	@mkdir -p $(STAMPS)
+	cd frontend && npm ci --no-audit --no-fund
+	@touch $@
+
+$(BUNDLE): $(STAMPS)/npm $(FRONTEND_SRC)
+	cd frontend && npm run build
+
+frontend: $(BUNDLE)
+
+samples/runs/.recorded: $(STAMPS)/venv samples/record_samples.py
+	$(PY) samples/record_samples.py --out samples/runs
+	@touch $@
+
+samples: samples/runs/.recorded
+
+# Debian's chromium drives the browser tests (never `playwright install`).
+chromium:
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+demo: setup samples
+	$(VENV)/bin/tensorboard --logdir samples/runs --port $(PORT) --bind_all
+
+test-js: $(STAMPS)/npm
+	cd frontend && npm run typecheck && npm test
+
+test-py: setup chromium
+	$(PY) -m pytest -q tests
+
+test: setup chromium test-js test-py
+
+bench: setup
+	$(PY) benchmarks/bench_load.py
+
+clean:
+	rm -rf $(VENV) $(STAMPS) frontend/node_modules $(BUNDLE) samples/runs

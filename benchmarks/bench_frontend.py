@@ -1,0 +1,359 @@
+"""Browser measurements of the comparison UI (headless Debian chromium via Playwright).
+
+The page is the real bundle (tb_pipeline_plugin/static/index.js) loaded the
+way TensorBoard loads it: an iframe-like entry page with
+`<base href="plugin/tb_pipeline/">`, TensorBoard's CSP (scripts from 'self'
+only), and a module script that calls `render()`. API answers are synthetic
+but follow docs/http_api.md, so the table can be given 10,000 operators —
+more than any small recorded trace has.
+
+Prints:
+  - bundle size (raw and gzipped) against the 150 KB gz budget,
+  - first render of the 10k-row operator table (ms from the API answer
+    arriving to the rows being painted), budget 100 ms,
+  - re-sort of those rows (ms from the header click to the new order
+    painted), budget 50 ms (median of several sorts).
+
+Usage: .venv/bin/python benchmarks/bench_frontend.py [--rows 10000] [--shots DIR]
+(--shots also saves a screenshot of each view at 1280x800.)
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import random
+import statistics
+import sys
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+from playwright.sync_api import Route, sync_playwright
+
+REPO = Path(__file__).resolve().parent.parent
+BUNDLE = REPO / "tb_pipeline_plugin" / "static" / "index.js"
+ORIGIN = "http://tb.bench"
+ENTRY = f"{ORIGIN}/data/plugin_entry.html?name=tb_pipeline"
+PREFIX = "/data/plugin/tb_pipeline/"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+# TensorBoard's CSP for HTML (tensorboard/backend/http_util.py), minus the
+# inline-script hash: our entry page loads its bootstrap from 'self' instead.
+CSP = ("default-src 'self';font-src 'self' data:;frame-src 'self';img-src 'self' data: blob:;"
+       "object-src 'none';style-src 'self' https://www.gstatic.com data: 'unsafe-inline';"
+       "connect-src 'self';script-src 'self' 'unsafe-eval'")
+ENTRY_HTML = ('<!DOCTYPE html><head><base href="plugin/tb_pipeline/" /></head>'
+              '<body><script type="module" src="/bench_boot.js"></script></body>')
+# Loads the bundle like plugin_entry.html's `import("./index.js").then(m => m.render())`;
+# records when the operator table's API answer arrives (the start of "first render").
+BOOT_JS = """
+window.__bench = {opsAnswered: null, opsParsed: null};
+const realFetch = window.fetch.bind(window);
+window.fetch = async (url, init) => {
+  const res = await realFetch(url, init);
+  if (String(url).startsWith('diff/operators')) {
+    window.__bench.opsAnswered = performance.now();
+    const realJson = res.json.bind(res);
+    res.json = async () => {
+      const body = await realJson();
+      window.__bench.opsParsed = performance.now();
+      return body;
+    };
+  }
+  return res;
+};
+import('./data/plugin/tb_pipeline/index.js').then((m) => m.render());
+"""
+
+OP_METRICS = ["calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us"]
+KERNEL_METRICS = ["calls", "total_us", "mean_us", "min_us", "max_us"]
+CATS = ["kernel", "memcpy", "memset", "communication", "runtime", "data_loading", "cpu_exec", "other"]
+
+
+def _pct(b, e):
+    return None if b == 0 else 100.0 * (e - b) / b
+
+
+def _diff_row(name, metrics, base, exp, shape=None):
+    row = {"name": name, "input_shape": shape}
+    for m in metrics:
+        b, e = base[m], exp[m]
+        row[f"baseline_{m}"] = b
+        row[f"experimental_{m}"] = e
+        row[f"delta_{m}"] = e - b
+        row[f"delta_{m[:-3] if m.endswith('_us') else m}_pct"] = _pct(b, e)
+    return row
+
+
+class FakeApi:
+    """Answers every route of docs/http_api.md with deterministic synthetic data."""
+
+    def __init__(self, n_ops: int):
+        rnd = random.Random(42)
+        self.ops = []
+        for i in range(n_ops):
+            calls = rnd.randint(1, 200)
+            base = {"calls": calls}
+            exp = {"calls": calls + rnd.choice([0, 0, 0, 1, -1])}
+            if i % 97 == 0:
+                base = {"calls": 0}  # experimental only
+            for m in OP_METRICS[1:]:
+                b = round(rnd.lognormvariate(3, 1.5), 3) if base["calls"] else 0.0
+                base[m] = b
+                exp[m] = round(max(0.0, b * rnd.uniform(0.7, 1.4) + rnd.uniform(-2, 2)), 3)
+            name = f"aten::synthetic_op_{i:05d}" if i != 7 else "<img src=x onerror=alert(1)>"
+            self.ops.append(_diff_row(name, OP_METRICS, base, exp))
+        self.kernels = []
+        for i in range(min(n_ops, 400)):
+            b_tot = round(rnd.lognormvariate(4, 1.2), 3)
+            e_tot = round(b_tot * rnd.uniform(0.8, 1.3), 3)
+            calls = rnd.randint(1, 50)
+            base = {"calls": calls, "total_us": b_tot, "mean_us": b_tot / calls, "min_us": b_tot / calls * 0.8, "max_us": b_tot / calls * 1.3}
+            exp = {"calls": calls, "total_us": e_tot, "mean_us": e_tot / calls, "min_us": e_tot / calls * 0.8, "max_us": e_tot / calls * 1.3}
+            self.kernels.append(_diff_row(f"void gemm_kernel_{i}<float, 128>(...)", KERNEL_METRICS, base, exp))
+
+    # ---------------------------------------------------------- routes
+    def runs(self, q):
+        runs = [{"name": n, "workers": [{"name": "worker0", "spans": ["1", "2"]}], "kinds": ["trace"],
+                 "status": "ready", "error": None, "warnings": []} for n in ("baseline", "experimental")]
+        return {"runs": runs, "loading": False}
+
+    def _steps(self, scale):
+        steps = []
+        for i in range(4):
+            bd = {c: 0.0 for c in CATS}
+            bd.update(kernel=4000 * scale + 150 * i, memcpy=300.0, runtime=500.0, data_loading=900 * scale,
+                      cpu_exec=1200.0 * scale, other=250.0)
+            steps.append({"name": f"ProfilerStep#{i + 2}", "step": i + 2, "start_us": i * 8000.0,
+                          "duration_us": sum(bd.values()), "breakdown_us": bd})
+        return steps
+
+    def overview(self, q):
+        run = q.get("run", ["baseline"])[0]
+        scale = 1.0 if run == "baseline" else 1.15
+        steps = self._steps(scale)
+        avg = {c: sum(s["breakdown_us"][c] for s in steps) / len(steps) for c in CATS}
+        return {"run": run, "worker": "worker0", "span": "2",
+                "device": {"type": "GPU", "name": "NVIDIA A100-SXM4-40GB", "count": 1, "memory_bytes": 42505273344,
+                           "compute_capability": "8.0"},
+                "distributed": None, "trace_duration_us": 40000.0, "steps": steps,
+                "avg_step_time_us": sum(s["duration_us"] for s in steps) / len(steps), "breakdown_us": avg,
+                "gpu_utilization_pct": 61.5 / scale,
+                "memory": {"avg_bytes": 1.2e9 * scale, "peak_bytes": 2.0e9 * scale, "devices": []}, "warnings": []}
+
+    def diff_overview(self, q):
+        b, e = self.overview({"run": ["baseline"]}), self.overview({"run": ["experimental"]})
+
+        def row(metric, label, unit, bv, ev):
+            num = isinstance(bv, (int, float)) and isinstance(ev, (int, float))
+            d = (ev - bv) if num else None
+            return {"metric": metric, "label": label, "unit": unit, "baseline": bv, "experimental": ev,
+                    "delta": d, "delta_pct": _pct(bv, ev) if num else None}
+
+        rows = [row("device", "Device", None, b["device"]["name"], e["device"]["name"]),
+                row("device_count", "Devices", "count", 1, 1),
+                row("device_memory_bytes", "Device memory", "bytes", 42505273344, 42505273344),
+                row("steps", "Steps", "count", 4, 4),
+                row("avg_step_time_us", "Average step time", "us", b["avg_step_time_us"], e["avg_step_time_us"])]
+        rows += [row(f"breakdown_us.{c}", c.replace("_", " ").capitalize(), "us", b["breakdown_us"][c], e["breakdown_us"][c]) for c in CATS]
+        rows += [row("gpu_utilization_pct", "GPU utilization", "pct", b["gpu_utilization_pct"], e["gpu_utilization_pct"]),
+                 row("memory.avg_bytes", "Average memory", "bytes", b["memory"]["avg_bytes"], e["memory"]["avg_bytes"]),
+                 row("memory.peak_bytes", "Peak memory", "bytes", b["memory"]["peak_bytes"], e["memory"]["peak_bytes"])]
+        return {"baseline": {"run": "baseline", "worker": "worker0", "span": "2"},
+                "experimental": {"run": "experimental", "worker": "worker0", "span": "2"}, "rows": rows}
+
+    def diff_modules(self, q):
+        path = q.get("path", [""])[0]
+        rnd = random.Random(path)
+
+        def piece(name, kind, p, status="matched", step=None, has_children=False):
+            bh = 0.0 if status == "experimental_only" else round(rnd.uniform(100, 2000), 1)
+            eh = 0.0 if status == "baseline_only" else round(bh * rnd.uniform(0.8, 1.3) if bh else rnd.uniform(100, 900), 1)
+            bd, ed = bh * 0.6, eh * 0.6
+            return {"name": name, "kind": kind, "step": step, "path": p, "status": status, "has_children": has_children,
+                    "baseline_name": None if status == "experimental_only" else name,
+                    "experimental_name": None if status == "baseline_only" else name,
+                    "baseline_host_us": bh, "experimental_host_us": eh, "delta_host_us": eh - bh, "delta_host_pct": _pct(bh, eh),
+                    "baseline_device_us": bd, "experimental_device_us": ed, "delta_device_us": ed - bd, "delta_device_pct": _pct(bd, ed),
+                    "baseline_calls": 10, "experimental_calls": 12, "delta_calls": 2}
+
+        if path == "":
+            children = []
+            for s in range(3):
+                children += [piece("enumerate(DataLoader)", "data_loading", f"{s}.0", step=s),
+                             piece("nn.Module: Net_0", "module", f"{s}.1", step=s, has_children=True),
+                             piece("backward", "backward", f"{s}.2", step=s),
+                             piece("Optimizer.step#SGD.step", "optimizer", f"{s}.3", step=s),
+                             piece("unknown (not in any module)", "unknown", f"{s}.4", step=s)]
+            crumbs = [{"name": "All steps", "path": ""}]
+            node = piece("All steps", "root", "")
+        else:
+            children = [piece("nn.Module: Linear_0", "module", f"{path}.0"),
+                        *[piece(f"nn.Module: Block_{i}", "module", f"{path}.{i + 1}") for i in range(4)],
+                        piece("nn.Module: Block_4", "module", f"{path}.5", status="experimental_only"),
+                        piece("nn.Module: Linear_1", "module", f"{path}.6"),
+                        piece("unknown (not in any module)", "unknown", f"{path}.7")]
+            crumbs = [{"name": "All steps", "path": ""}, {"name": "nn.Module: Net_0", "path": path}]
+            node = piece("nn.Module: Net_0", "module", path)
+
+        def acc(key):
+            out, s = [], 0.0
+            for c in children:
+                s += c[key]
+                out.append(s)
+            return out
+
+        trend = {k: acc(k) for k in ("baseline_host_us", "experimental_host_us", "delta_host_us",
+                                     "baseline_device_us", "experimental_device_us", "delta_device_us")}
+        return {"path": path, "breadcrumb": crumbs, "node": node, "children": children, "trend": trend}
+
+    def _table(self, q, rows, metrics, primary):
+        limit = int(q.get("limit", ["500"])[0])
+        flt = q.get("filter", [""])[0].lower()
+        rows = [r for r in rows if flt in r["name"].lower()]
+        rows = sorted(rows, key=lambda r: -abs(r[f"delta_{primary}"]))
+        return {"total": len(rows), "offset": 0, "limit": limit, "sort": f"delta_{primary}", "order": "desc",
+                "primary": primary, "columns": metrics, "rows": rows[:limit]}
+
+    def diff_operators(self, q):
+        return self._table(q, self.ops, OP_METRICS, "device_self_us")
+
+    def diff_kernels(self, q):
+        return self._table(q, self.kernels, KERNEL_METRICS, "total_us")
+
+    def handle(self, route_name, q):
+        fn = {"runs": self.runs, "overview": self.overview, "diff/overview": self.diff_overview,
+              "diff/modules": self.diff_modules, "diff/operators": self.diff_operators,
+              "diff/kernels": self.diff_kernels}.get(route_name)
+        if fn is None:
+            return 404, {"error": f"unknown route {route_name}", "status": 404}
+        return 200, fn(q)
+
+
+def install_routes(page, api: FakeApi) -> None:
+    bundle = BUNDLE.read_bytes()
+
+    def on_route(route: Route):
+        url = urlparse(route.request.url)
+        if url.path == "/data/plugin_entry.html":
+            return route.fulfill(status=200, body=ENTRY_HTML, headers={"Content-Type": "text/html", "Content-Security-Policy": CSP})
+        if url.path == "/bench_boot.js":
+            return route.fulfill(status=200, body=BOOT_JS, headers={"Content-Type": "text/javascript"})
+        if url.path == PREFIX + "index.js":
+            return route.fulfill(status=200, body=bundle, headers={"Content-Type": "text/javascript"})
+        if url.path.startswith(PREFIX):
+            status, body = api.handle(url.path[len(PREFIX):], parse_qs(url.query))
+            return route.fulfill(status=status, body=json.dumps(body), headers={"Content-Type": "application/json"})
+        return route.fulfill(status=404, body="not found")
+
+    page.route(f"{ORIGIN}/**", on_route)
+    # Nothing else may be fetched: the page must work with no network.
+    page.route(lambda u: not u.startswith(ORIGIN) and not u.startswith("data:"), lambda r: r.abort())
+
+
+MEASURE_FIRST_RENDER = """
+() => new Promise((resolve) => {
+  const done = () => requestAnimationFrame(() => setTimeout(() => {
+    const b = window.__bench, now = performance.now();
+    resolve({total: now - b.opsAnswered, render: now - b.opsParsed, body: b.opsParsed - b.opsAnswered});
+  }, 0));
+  const rows = () => document.querySelectorAll('table.vt tbody tr:not(.spacer)').length;
+  if (rows() > 0) return done();
+  new MutationObserver((_, obs) => { if (rows() > 0) { obs.disconnect(); done(); } })
+    .observe(document.body, {childList: true, subtree: true});
+})
+"""
+
+MEASURE_SORT = """
+(key) => new Promise((resolve) => {
+  const th = document.querySelector(`table.vt th[data-key="${key}"]`);
+  const first = () => document.querySelector('table.vt tbody tr:not(.spacer) td')?.textContent;
+  const before = first();
+  const t0 = performance.now();
+  th.click();
+  const check = () => {
+    requestAnimationFrame(() => setTimeout(() => resolve({ms: performance.now() - t0, changed: first() !== before, first: first()}), 0));
+  };
+  // Preact re-renders in a microtask after the click; wait for it, then one frame to paint.
+  queueMicrotask(() => Promise.resolve().then(check));
+})
+"""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=10_000)
+    ap.add_argument("--repeat", type=int, default=5, help="first-render measurements (fresh page each)")
+    ap.add_argument("--shots", type=Path, default=None, help="save a screenshot of each view here")
+    args = ap.parse_args()
+    if not BUNDLE.exists():
+        print(f"bundle missing: {BUNDLE} (run `cd frontend && npm run build`)", file=sys.stderr)
+        return 2
+
+    raw = BUNDLE.read_bytes()
+    gz = len(gzip.compress(raw, compresslevel=9))
+    print(f"bundle: {len(raw) / 1024:.1f} KB raw, {gz / 1024:.1f} KB gzipped (budget 150 KB gz) -> {'OK' if gz < 150 * 1024 else 'OVER'}")
+
+    api = FakeApi(args.rows)
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+        firsts, sorts = [], []
+        for i in range(args.repeat):
+            page = ctx.new_page()
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            install_routes(page, api)
+            page.goto(ENTRY + "#b=baseline&e=experimental&view=operators")
+            page.wait_for_selector("table.vt tbody tr:not(.spacer)", timeout=30_000)
+            firsts.append(page.evaluate(MEASURE_FIRST_RENDER))
+            if i == 0:
+                n_dom = page.evaluate("document.querySelectorAll('table.vt tbody tr:not(.spacer)').length")
+                count = page.inner_text("[data-testid=row-count]")
+                print(f"table: {count}; {n_dom} rows in the DOM (virtualised)")
+                for key in ["baseline_host_self_us", "name", "delta_host_total_pct", "experimental_calls",
+                            "delta_device_self_us", "baseline_host_self_us", "name", "delta_calls"]:
+                    r = page.evaluate(MEASURE_SORT, key)
+                    if not r["changed"]:
+                        errors.append(f"sort by {key} did not change the first row")
+                    sorts.append(r["ms"])
+                if args.shots:
+                    args.shots.mkdir(parents=True, exist_ok=True)
+                    page.evaluate("document.querySelector('table.vt th[data-key=\"delta_device_self_us\"]').click()")
+                    page.screenshot(path=str(args.shots / "operators.png"))
+                    for view in ["overview", "kernels", "modules"]:
+                        page.click(f"[data-tab={view}]")
+                        page.wait_for_selector(f"[data-view={view}]")
+                        page.wait_for_timeout(300)
+                        page.screenshot(path=str(args.shots / f"{view}.png"), full_page=True)
+                    page.click("tr[data-path='0.1'] button:has-text('Zoom in')")
+                    page.wait_for_selector("nav.crumbs li:nth-child(2)")
+                    page.wait_for_timeout(300)
+                    page.screenshot(path=str(args.shots / "modules_zoomed.png"), full_page=True)
+            page.close()
+        browser.close()
+
+    med_first = statistics.median(f["render"] for f in firsts)
+    med_body = statistics.median(f["body"] for f in firsts)
+    med_total = statistics.median(f["total"] for f in firsts)
+    med_sort = statistics.median(sorts)
+    renders = [f["render"] for f in firsts]
+    print(f"first render of {args.rows:,} operator rows: median {med_first:.1f} ms "
+          f"(min {min(renders):.1f}, max {max(renders):.1f}; decoded JSON to painted rows: model + sort + virtualised render) "
+          f"budget 100 ms -> {'OK' if med_first < 100 else 'OVER'}")
+    print(f"  (receiving + JSON-decoding the {args.rows:,}-row answer before that: median {med_body:.1f} ms; "
+          f"answer headers to painted rows: median {med_total:.1f} ms)")
+    print(f"re-sort of {args.rows:,} rows: median {med_sort:.1f} ms (min {min(sorts):.1f}, max {max(sorts):.1f}; "
+          f"click to painted) budget 50 ms -> {'OK' if med_sort < 50 else 'OVER'}")
+    if errors:
+        print("page errors:", *errors, sep="\n  ")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

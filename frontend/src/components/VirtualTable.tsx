@@ -1,0 +1,205 @@
+/**
+ * The delta table: a real <table> (screen readers, copy/paste) whose body
+ * is virtualised with @tanstack/virtual-core — only the rows in view (plus
+ * a few) are in the DOM, spacer rows stand in for the rest, so 10k rows
+ * render and re-sort in milliseconds. Headers are focusable buttons-in-th
+ * with aria-sort; Enter/Space sort like a click.
+ */
+import { elementScroll, observeElementOffset, observeElementRect, Virtualizer } from "@tanstack/virtual-core";
+import type { TargetedKeyboardEvent } from "preact";
+import { useLayoutEffect, useReducer, useRef } from "preact/hooks";
+import type { DiffTableRow } from "../api";
+import { deltaArrow, deltaDirection } from "../model/format";
+import { cellText, isDuration, metricLabel, type Column, type SortSpec } from "../model/tableModel";
+
+const ROW_H = 26;
+const HEADER_H = 2 * ROW_H;
+const WIDTHS: Record<Column["role"], number> = {
+  name: 300,
+  shape: 190,
+  baseline: 76,
+  experimental: 76,
+  delta: 82,
+  delta_pct: 86,
+};
+
+export interface VirtualTableProps {
+  columns: Column[];
+  rows: DiffTableRow[];
+  sort: SortSpec;
+  onSort: (key: string) => void;
+  label: string;
+  height?: number;
+}
+
+export function VirtualTable({ columns, rows, sort, onSort, label, height = 520 }: VirtualTableProps) {
+  const scrollRef = useRef<HTMLDivElement>(null);
+  const [, rerender] = useReducer((n: number) => n + 1, 0);
+  const virt = useRef<Virtualizer<HTMLDivElement, HTMLTableRowElement> | null>(null);
+
+  const options = {
+    count: rows.length,
+    getScrollElement: () => scrollRef.current,
+    estimateSize: () => ROW_H,
+    paddingStart: HEADER_H,
+    overscan: 8,
+    scrollToFn: elementScroll,
+    observeElementRect,
+    observeElementOffset,
+    // Before the first layout the virtualiser does not know the viewport;
+    // the fixed height lets the first paint already show a full page of rows.
+    initialRect: { width: 0, height },
+    onChange: () => rerender(0),
+  };
+  if (!virt.current) virt.current = new Virtualizer<HTMLDivElement, HTMLTableRowElement>(options);
+  else virt.current.setOptions(options);
+  const v = virt.current;
+
+  useLayoutEffect(() => {
+    const cleanup = v._didMount();
+    v._willUpdate();
+    return cleanup;
+  }, []);
+  useLayoutEffect(() => {
+    v._willUpdate();
+  });
+  // A new sort or filter shows the top of the new order.
+  const orderKey = `${sort.key}|${sort.dir}|${rows.length}`;
+  const lastOrder = useRef(orderKey);
+  useLayoutEffect(() => {
+    if (lastOrder.current !== orderKey && scrollRef.current) scrollRef.current.scrollTop = 0;
+    lastOrder.current = orderKey;
+  }, [orderKey]);
+
+  const items = v.getVirtualItems();
+  const first = items[0];
+  const last = items[items.length - 1];
+  const padTop = first ? first.start - HEADER_H : 0;
+  const padBottom = last ? v.getTotalSize() - last.end : 0;
+  const totalWidth = columns.reduce((w, c) => w + WIDTHS[c.role], 0);
+
+  // Group header: name/shape, then one group of 4 columns per metric.
+  const groups: { label: string; span: number; cls: string }[] = [];
+  for (const c of columns) {
+    const g = c.metric ? `${metricLabel(c.metric)}${isDuration(c.metric) ? " (ms)" : ""}` : "";
+    const prev = groups[groups.length - 1];
+    if (c.metric && prev && prev.label === g) prev.span++;
+    else groups.push({ label: g, span: 1, cls: c.role === "name" ? "c-name" : c.metric ? "first-of-group" : "" });
+  }
+
+  return (
+    <div class="tbl-scroll" ref={scrollRef} style={{ height: `${height}px` }} tabIndex={-1}>
+      <table class="vt" style={{ width: `${totalWidth}px` }} aria-label={label} aria-rowcount={rows.length + 2}>
+        <colgroup>
+          {columns.map((c) => (
+            <col key={c.key} style={{ width: `${WIDTHS[c.role]}px` }} />
+          ))}
+        </colgroup>
+        <thead>
+          <tr class="groups" aria-rowindex={1}>
+            {groups.map((g, i) => (
+              <th key={i} colSpan={g.span} class={g.cls} scope="colgroup">
+                {g.label}
+              </th>
+            ))}
+          </tr>
+          <tr class="cols" aria-rowindex={2}>
+            {columns.map((c, i) => (
+              <HeaderCell key={c.key} col={c} sort={sort} onSort={onSort} firstOfGroup={c.role === "baseline" && i > 0} />
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {padTop > 0 && (
+            <tr class="spacer" aria-hidden="true">
+              <td colSpan={columns.length} style={{ height: `${padTop}px` }} />
+            </tr>
+          )}
+          {items.map((it) => {
+            const row = rows[it.index];
+            if (!row) return null;
+            return (
+              <tr key={it.key} aria-rowindex={it.index + 3}>
+                {columns.map((c) => (
+                  <Cell key={c.key} row={row} col={c} />
+                ))}
+              </tr>
+            );
+          })}
+          {padBottom > 0 && (
+            <tr class="spacer" aria-hidden="true">
+              <td colSpan={columns.length} style={{ height: `${padBottom}px` }} />
+            </tr>
+          )}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+function HeaderCell({ col, sort, onSort, firstOfGroup }: { col: Column; sort: SortSpec; onSort: (k: string) => void; firstOfGroup: boolean }) {
+  const active = sort.key === col.key;
+  const ariaSort = active ? (sort.dir === "asc" ? "ascending" : "descending") : "none";
+  const onKey = (e: TargetedKeyboardEvent<HTMLTableCellElement>) => {
+    if (e.key === "Enter" || e.key === " ") {
+      e.preventDefault();
+      onSort(col.key);
+    }
+  };
+  const cls = [
+    col.role === "name" ? "c-name" : col.role === "shape" ? "c-shape" : "",
+    active ? "sorted" : "",
+    firstOfGroup ? "first-of-group" : "",
+  ]
+    .filter(Boolean)
+    .join(" ");
+  const magnitude = col.role === "delta" ? " (by magnitude)" : "";
+  return (
+    <th
+      class={cls}
+      scope="col"
+      aria-sort={ariaSort}
+      tabIndex={0}
+      title={`${col.title}${magnitude} — click or press Enter to sort`}
+      data-key={col.key}
+      onClick={() => onSort(col.key)}
+      onKeyDown={onKey}
+    >
+      {col.label}
+      <span class="sort-ind" aria-hidden="true">
+        {active ? (sort.dir === "asc" ? "▲" : "▼") : ""}
+      </span>
+    </th>
+  );
+}
+
+function Cell({ row, col }: { row: DiffTableRow; col: Column }) {
+  const text = cellText(row, col);
+  if (col.role === "name" || col.role === "shape") {
+    // Names from traces are text nodes (never HTML); the title shows long names in full.
+    return (
+      <td class={col.role === "name" ? "c-name" : "c-shape"} title={text}>
+        {text}
+      </td>
+    );
+  }
+  const cls = col.role === "baseline" ? "first-of-group" : "";
+  if (col.role === "delta" || col.role === "delta_pct") {
+    const v = row[col.key];
+    const num = typeof v === "number" ? v : null;
+    // More calls is not "slower": counts get arrows but no red/green.
+    const dir = col.metric === "calls" ? (num === null ? "none" : "same") : deltaDirection(num);
+    const arrow = deltaArrow(num);
+    return (
+      <td class={`delta ${dir}`}>
+        {text}
+        {arrow && (
+          <span class="arrow" aria-hidden="true">
+            {arrow}
+          </span>
+        )}
+      </td>
+    );
+  }
+  return <td class={cls}>{text}</td>;
+}

@@ -1,0 +1,78 @@
+/**
+ * Pure data shaping for the charts (kept out of the components so the
+ * numbers drawn are easy to check): stacking, running sums, labels.
+ */
+import { BREAKDOWN_CATEGORIES, type BreakdownCategory, type DiffPiece, type StepInfo } from "../api";
+
+export const CATEGORY_LABELS: Record<BreakdownCategory, string> = {
+  kernel: "Kernel",
+  memcpy: "Memcpy",
+  memset: "Memset",
+  communication: "Communication",
+  runtime: "Runtime",
+  data_loading: "DataLoader",
+  cpu_exec: "CPU exec",
+  other: "Other",
+};
+
+export const CATEGORY_COLORS: Record<BreakdownCategory, string> = {
+  kernel: "#3f51b5",
+  memcpy: "#009688",
+  memset: "#8bc34a",
+  communication: "#9c27b0",
+  runtime: "#ff7043",
+  data_loading: "#fbc02d",
+  cpu_exec: "#78909c",
+  other: "#cfd8dc",
+};
+
+/** Categories with any time in any of the given step lists (empty ones would only clutter the legend). */
+export function presentCategories(...stepLists: StepInfo[][]): BreakdownCategory[] {
+  return BREAKDOWN_CATEGORIES.filter((c) => stepLists.some((steps) => steps.some((s) => (s.breakdown_us[c] ?? 0) > 0)));
+}
+
+/**
+ * Cumulative stacks in ms, top of the stack first: uPlot paints series in
+ * order, so drawing the tallest (sum of all) first and each shorter partial
+ * sum over it gives a stacked bar chart without a stacking plugin.
+ * Returns one array per category in `cats` reversed order, i.e. result[0]
+ * is the total and belongs to the last category.
+ */
+export function stackedSeries(steps: StepInfo[], cats: BreakdownCategory[]): { cat: BreakdownCategory; values: number[] }[] {
+  const out: { cat: BreakdownCategory; values: number[] }[] = [];
+  const running = steps.map(() => 0);
+  for (const cat of cats) {
+    steps.forEach((s, i) => {
+      running[i] = (running[i] ?? 0) + (s.breakdown_us[cat] ?? 0) / 1000;
+    });
+    out.push({ cat, values: running.slice() });
+  }
+  return out.reverse();
+}
+
+export function runningSum(values: readonly number[]): number[] {
+  let acc = 0;
+  return values.map((v) => (acc += v));
+}
+
+/** The time fields of a piece for the chosen clock; host and device are never mixed. */
+export function pieceTimes(p: DiffPiece, time: "host" | "device"): { baseline: number; experimental: number; delta: number; pct: number | null } {
+  return time === "host"
+    ? { baseline: p.baseline_host_us, experimental: p.experimental_host_us, delta: p.delta_host_us, pct: p.delta_host_pct }
+    : { baseline: p.baseline_device_us, experimental: p.experimental_device_us, delta: p.delta_device_us, pct: p.delta_device_pct };
+}
+
+/** True for the time not attributed to any module (an "unknown" piece), whatever its match status. */
+export function isUnknownPiece(p: DiffPiece): boolean {
+  return p.kind === "unknown";
+}
+
+/** A short axis label: instance-free class name for modules, the piece's own name otherwise. */
+export function shortPieceLabel(p: DiffPiece, max = 16): string {
+  let name = p.name.replace(/^nn\.Module: /, "");
+  if (p.kind === "data_loading") name = "DataLoader";
+  else if (p.kind === "unknown") name = "unknown";
+  const mark = p.status === "baseline_only" ? "−" : p.status === "experimental_only" ? "+" : "";
+  const s = mark + name;
+  return s.length > max ? s.slice(0, max - 1) + "…" : s;
+}

@@ -1,0 +1,88 @@
+/**
+ * Number formatting shared by tables, charts and CSV. Pure functions.
+ *
+ * Durations arrive in µs (the unit of Chrome traces); the UI shows ms with
+ * three decimals so a 1 µs operator stays visible and every figure in the
+ * plugin uses one unit.
+ */
+
+const msFmt = new Intl.NumberFormat("en-US", { minimumFractionDigits: 3, maximumFractionDigits: 3 });
+const intFmt = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
+const pctFmt = new Intl.NumberFormat("en-US", { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+const oneFmt = new Intl.NumberFormat("en-US", { maximumFractionDigits: 2 });
+
+export const EM_DASH = "—";
+
+export function usToMs(us: number): number {
+  return us / 1000;
+}
+
+/** 1234.5 µs -> "1.235" (ms, unit in the column header). */
+export function formatMs(us: number | null | undefined): string {
+  if (us === null || us === undefined || !Number.isFinite(us)) return EM_DASH;
+  return msFmt.format(us / 1000);
+}
+
+export function formatMsWithUnit(us: number | null | undefined): string {
+  const s = formatMs(us);
+  return s === EM_DASH ? s : `${s} ms`;
+}
+
+export function formatInt(n: number | null | undefined): string {
+  if (n === null || n === undefined || !Number.isFinite(n)) return EM_DASH;
+  return intFmt.format(n);
+}
+
+/** Signed: "+1.200", "−0.300", "0.000" (a real minus sign reads better in tables). */
+export function formatSignedMs(us: number | null | undefined): string {
+  if (us === null || us === undefined || !Number.isFinite(us)) return EM_DASH;
+  const s = msFmt.format(Math.abs(us) / 1000);
+  if (s === msFmt.format(0)) return s;
+  return (us > 0 ? "+" : "−") + s;
+}
+
+export function formatSignedInt(n: number | null | undefined): string {
+  if (n === null || n === undefined || !Number.isFinite(n)) return EM_DASH;
+  if (n === 0) return "0";
+  return (n > 0 ? "+" : "−") + intFmt.format(Math.abs(n));
+}
+
+/** 12.34 -> "+12.3 %"; null (baseline 0) -> "—". */
+export function formatPct(pct: number | null | undefined, signed = true): string {
+  if (pct === null || pct === undefined || !Number.isFinite(pct)) return EM_DASH;
+  const body = pctFmt.format(Math.abs(pct));
+  if (!signed) return `${pctFmt.format(pct)} %`;
+  if (body === pctFmt.format(0)) return `${body} %`;
+  return `${pct > 0 ? "+" : "−"}${body} %`;
+}
+
+const BYTE_UNITS = ["B", "KB", "MB", "GB", "TB"] as const;
+
+/** Binary-prefixed but labelled the way TensorBoard's memory view does (KB = 1024 B). */
+export function formatBytes(bytes: number | null | undefined, signed = false): string {
+  if (bytes === null || bytes === undefined || !Number.isFinite(bytes)) return EM_DASH;
+  let v = Math.abs(bytes);
+  let i = 0;
+  while (v >= 1024 && i < BYTE_UNITS.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  const sign = signed ? (bytes > 0 ? "+" : bytes < 0 ? "−" : "") : bytes < 0 ? "−" : "";
+  return `${sign}${oneFmt.format(v)} ${BYTE_UNITS[i]}`;
+}
+
+/** Direction of a delta for colouring: slower/bigger is "worse". */
+export type DeltaDirection = "worse" | "better" | "same" | "none";
+
+export function deltaDirection(delta: number | null | undefined): DeltaDirection {
+  if (delta === null || delta === undefined || !Number.isFinite(delta)) return "none";
+  if (delta > 0) return "worse";
+  if (delta < 0) return "better";
+  return "same";
+}
+
+/** A glyph so the direction is not told by colour alone. */
+export function deltaArrow(delta: number | null | undefined): string {
+  const d = deltaDirection(delta);
+  return d === "worse" ? "▲" : d === "better" ? "▼" : "";
+}

@@ -1,0 +1,270 @@
+/**
+ * Pure model of the operator / kernel delta tables: columns, deltas,
+ * filtering, sorting (default: largest absolute delta of the primary
+ * duration first) and CSV export. No DOM here, so it is unit-tested and the
+ * table component only renders what this returns.
+ *
+ * Row fields follow docs/http_api.md: for a metric `m`
+ * (`calls`, `host_self_us`, ...) a row has `baseline_m`, `experimental_m`,
+ * `delta_m` and `delta_<m without _us>_pct`.
+ */
+import type { DiffTableRow } from "../api";
+import { formatInt, formatMs, formatPct, formatSignedInt, formatSignedMs } from "./format";
+
+export type SortDir = "asc" | "desc";
+export interface SortSpec {
+  key: string;
+  dir: SortDir;
+}
+
+export type ColumnRole = "name" | "shape" | "baseline" | "experimental" | "delta" | "delta_pct";
+
+export interface Column {
+  /** Field of the row this column shows (also the server's sort key). */
+  key: string;
+  role: ColumnRole;
+  /** Metric the column belongs to (`host_self_us`), null for name/shape. */
+  metric: string | null;
+  /** Short header under the metric's group header. */
+  label: string;
+  /** Full description for tooltips, screen readers and CSV headers. */
+  title: string;
+}
+
+const METRIC_LABELS: Record<string, string> = {
+  calls: "Calls",
+  host_self_us: "Host self",
+  host_total_us: "Host total",
+  device_self_us: "Device self",
+  device_total_us: "Device total",
+  total_us: "Total",
+  mean_us: "Mean",
+  min_us: "Min",
+  max_us: "Max",
+};
+
+export function metricLabel(metric: string): string {
+  return METRIC_LABELS[metric] ?? metric.replace(/_us$/, "").replace(/_/g, " ");
+}
+
+/** Whether a metric is a duration (µs, shown in ms) rather than a count. */
+export function isDuration(metric: string): boolean {
+  return metric.endsWith("_us");
+}
+
+/** `host_self_us` -> `delta_host_self_pct`; `calls` -> `delta_calls_pct`. */
+export function pctKey(metric: string): string {
+  return `delta_${metric.replace(/_us$/, "")}_pct`;
+}
+
+export function metricOfKey(key: string): string | null {
+  const m = /^(?:baseline|experimental|delta)_(.+)$/.exec(key);
+  if (!m || m[1] === undefined) return null;
+  const rest = m[1];
+  if (key.startsWith("delta_") && rest.endsWith("_pct")) {
+    const base = rest.slice(0, -4);
+    return base === "calls" ? "calls" : `${base}_us`;
+  }
+  return rest;
+}
+
+/**
+ * Name (and shape), then four columns per metric. The primary duration's
+ * group comes first so the default sort column is in view without
+ * scrolling sideways; the others keep the server's order.
+ */
+export function buildColumns(metrics: readonly string[], withShape: boolean, primary: string | null = null): Column[] {
+  const cols: Column[] = [{ key: "name", role: "name", metric: null, label: "Name", title: "Name" }];
+  if (withShape) cols.push({ key: "input_shape", role: "shape", metric: null, label: "Input shape", title: "Input shape" });
+  const ordered = primary && metrics.includes(primary) ? [primary, ...metrics.filter((m) => m !== primary)] : metrics;
+  for (const m of ordered) {
+    const g = metricLabel(m);
+    const unit = isDuration(m) ? " (ms)" : "";
+    cols.push(
+      { key: `baseline_${m}`, role: "baseline", metric: m, label: "Base", title: `${g}${unit}, baseline` },
+      { key: `experimental_${m}`, role: "experimental", metric: m, label: "Exp", title: `${g}${unit}, experimental` },
+      { key: `delta_${m}`, role: "delta", metric: m, label: "Δ", title: `${g}${unit}, delta (experimental − baseline)` },
+      { key: pctKey(m), role: "delta_pct", metric: m, label: "Δ %", title: `${g}, delta %` },
+    );
+  }
+  return cols;
+}
+
+// ---------------------------------------------------------------- deltas
+
+/** delta = experimental − baseline; pct null when the baseline is 0 (undefined ratio). */
+export function computeDelta(baseline: number, experimental: number): { delta: number; pct: number | null } {
+  const delta = experimental - baseline;
+  return { delta, pct: baseline === 0 ? null : (100 * delta) / baseline };
+}
+
+function num(v: unknown): number {
+  return typeof v === "number" && Number.isFinite(v) ? v : 0;
+}
+
+/**
+ * Fills `delta_*` / `delta_*_pct` from the two sides when the server left
+ * them out (a row present in one run only may carry just its own side).
+ * Rows are mutated in place on purpose: tables hold up to 10k rows and a
+ * copy per load would double the memory for nothing.
+ */
+export function ensureDeltas(rows: DiffTableRow[], metrics: readonly string[]): DiffTableRow[] {
+  for (const row of rows) {
+    for (const m of metrics) {
+      const b = num(row[`baseline_${m}`]);
+      const e = num(row[`experimental_${m}`]);
+      row[`baseline_${m}`] = b;
+      row[`experimental_${m}`] = e;
+      if (typeof row[`delta_${m}`] !== "number" || !(pctKey(m) in row)) {
+        const d = computeDelta(b, e);
+        row[`delta_${m}`] = d.delta;
+        row[pctKey(m)] = d.pct;
+      }
+    }
+  }
+  return rows;
+}
+
+// ---------------------------------------------------------------- filter
+
+/** Case-insensitive substring on the name (and input shape); never a regex. */
+export function filterRows(rows: readonly DiffTableRow[], text: string): DiffTableRow[] {
+  const needle = text.trim().toLowerCase();
+  if (!needle) return rows.slice();
+  return rows.filter(
+    (r) => r.name.toLowerCase().includes(needle) || (typeof r.input_shape === "string" && r.input_shape.toLowerCase().includes(needle)),
+  );
+}
+
+// ---------------------------------------------------------------- sort
+
+export function defaultSort(primary: string): SortSpec {
+  return { key: `delta_${primary}`, dir: "desc" };
+}
+
+/** `delta_X` (not `_pct`) sorts by magnitude, like the server: "what changed most". */
+export function sortsByMagnitude(key: string): boolean {
+  return key.startsWith("delta_") && !key.endsWith("_pct");
+}
+
+function isTextKey(key: string): boolean {
+  return key === "name" || key === "input_shape";
+}
+
+/**
+ * Header click: the same column flips its direction; a new column starts
+ * descending for numbers (largest first is what one looks for) and
+ * ascending for text.
+ */
+export function nextSort(current: SortSpec, key: string): SortSpec {
+  if (current.key === key) return { key, dir: current.dir === "asc" ? "desc" : "asc" };
+  return { key, dir: isTextKey(key) ? "asc" : "desc" };
+}
+
+const collator = new Intl.Collator("en", { numeric: true, sensitivity: "base" });
+
+/**
+ * Returns a new sorted array. Missing values (null percentages) sort last in
+ * both directions; ties fall back to the name so the order is deterministic.
+ * Keys are extracted once (not per comparison) so 10k rows sort in a few ms.
+ */
+export function sortRows(rows: readonly DiffTableRow[], spec: SortSpec): DiffTableRow[] {
+  const n = rows.length;
+  const idx = new Array<number>(n);
+  for (let i = 0; i < n; i++) idx[i] = i;
+  const sign = spec.dir === "asc" ? 1 : -1;
+  const names = rows.map((r) => r.name);
+
+  if (isTextKey(spec.key)) {
+    const keys = rows.map((r) => {
+      const v = r[spec.key];
+      return typeof v === "string" ? v : null;
+    });
+    idx.sort((a, b) => {
+      const ka = keys[a] ?? null;
+      const kb = keys[b] ?? null;
+      if (ka === null || kb === null) return ka === kb ? 0 : ka === null ? 1 : -1;
+      return sign * collator.compare(ka, kb) || collator.compare(names[a] ?? "", names[b] ?? "");
+    });
+  } else {
+    const magnitude = sortsByMagnitude(spec.key);
+    const keys = new Float64Array(n);
+    for (let i = 0; i < n; i++) {
+      const v = rows[i]?.[spec.key];
+      keys[i] = typeof v === "number" && Number.isFinite(v) ? (magnitude ? Math.abs(v) : v) : Number.NaN;
+    }
+    idx.sort((a, b) => {
+      const ka = keys[a] as number;
+      const kb = keys[b] as number;
+      const na = Number.isNaN(ka);
+      const nb = Number.isNaN(kb);
+      if (na || nb) return na === nb ? cmpStr(names[a], names[b]) : na ? 1 : -1;
+      return sign * (ka - kb) || cmpStr(names[a], names[b]);
+    });
+  }
+  return idx.map((i) => rows[i] as DiffTableRow);
+}
+
+function cmpStr(a: string | undefined, b: string | undefined): number {
+  const x = a ?? "";
+  const y = b ?? "";
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/** Filter then sort: what the table shows. */
+export function viewRows(rows: readonly DiffTableRow[], filter: string, sort: SortSpec): DiffTableRow[] {
+  return sortRows(filterRows(rows, filter), sort);
+}
+
+// ---------------------------------------------------------------- cell text
+
+export function cellText(row: DiffTableRow, col: Column): string {
+  const v = row[col.key];
+  switch (col.role) {
+    case "name":
+    case "shape":
+      return typeof v === "string" ? v : "";
+    case "delta_pct":
+      return formatPct(typeof v === "number" ? v : null);
+    case "delta":
+      if (typeof v !== "number") return formatPct(null);
+      return col.metric && isDuration(col.metric) ? formatSignedMs(v) : formatSignedInt(v);
+    default:
+      if (typeof v !== "number") return formatPct(null);
+      return col.metric && isDuration(col.metric) ? formatMs(v) : formatInt(v);
+  }
+}
+
+// ---------------------------------------------------------------- CSV
+
+function csvField(value: string): string {
+  // Spreadsheet formula injection: a trace name like "=HYPERLINK(...)" must
+  // stay text when the CSV is opened, so prefix it with a quote.
+  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+  return /[",\n\r]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+}
+
+/**
+ * RFC 4180 CSV of the rows as shown (filtered, sorted), with raw numbers
+ * (durations in ms, full precision) so a spreadsheet can compute with them.
+ */
+export function toCsv(rows: readonly DiffTableRow[], columns: readonly Column[]): string {
+  const lines = [columns.map((c) => csvField(c.title)).join(",")];
+  for (const row of rows) {
+    const cells = columns.map((c) => {
+      const v = row[c.key];
+      if (typeof v === "string") return csvField(v);
+      if (typeof v !== "number" || !Number.isFinite(v)) return "";
+      // Durations are stored in µs; export ms like the header says.
+      const ms = c.metric !== null && isDuration(c.metric) && c.role !== "delta_pct";
+      return String(ms ? v / 1000 : v);
+    });
+    lines.push(cells.join(","));
+  }
+  return lines.join("\r\n") + "\r\n";
+}
+
+/** A data: URL (not a Blob URL) so the download works under any CSP and needs no revocation. */
+export function csvDataUrl(csv: string): string {
+  return `data:text/csv;charset=utf-8,${encodeURIComponent(csv)}`;
+}

@@ -1,0 +1,190 @@
+/**
+ * The view's state as URL parameters, so a comparison can be shared and
+ * survives a reload. Pure: parse/serialize only; where the string lives
+ * (our iframe's hash, TensorBoard's `p.tb_pipeline.*` hash keys) is
+ * src/hostState.ts's business.
+ */
+import type { RunInfo } from "../api";
+
+export const VIEWS = ["overview", "modules", "operators", "kernels"] as const;
+export type View = (typeof VIEWS)[number];
+
+export interface TraceChoice {
+  run: string;
+  worker: string;
+  span: string;
+}
+
+export interface UrlState {
+  baseline: TraceChoice;
+  experimental: TraceChoice;
+  view: View;
+  /** Zoom level in the module diff (a `diff/modules` path; "" = all steps). */
+  path: string;
+  /** Module piece the operator table is restricted to ("" = none). */
+  piece: string;
+  /** Host or device time in the module diff. */
+  time: "host" | "device";
+  /** Operators grouped by name and input shape. */
+  byShape: boolean;
+  /** Table sort column ("" = the default, largest absolute delta). */
+  sort: string;
+  dir: "asc" | "desc";
+  filter: string;
+}
+
+export const EMPTY_CHOICE: TraceChoice = { run: "", worker: "", span: "" };
+
+export const DEFAULT_STATE: UrlState = {
+  baseline: EMPTY_CHOICE,
+  experimental: EMPTY_CHOICE,
+  view: "overview",
+  path: "",
+  piece: "",
+  time: "host",
+  byShape: false,
+  sort: "",
+  dir: "desc",
+  filter: "",
+};
+
+/** Short keys keep shared URLs readable. */
+const KEYS = {
+  b: "b", bw: "bw", bs: "bs", e: "e", ew: "ew", es: "es",
+  view: "view", path: "path", piece: "piece", time: "time", shape: "shape",
+  sort: "sort", dir: "dir", q: "q",
+} as const;
+
+function isView(v: string | null): v is View {
+  return v !== null && (VIEWS as readonly string[]).includes(v);
+}
+
+/** Reads a state from `k=v&...` pairs (a hash without '#' or a query). Unknown or bad values fall back to defaults. */
+export function parseState(params: URLSearchParams | Record<string, string>): UrlState {
+  const get = (k: string): string | null =>
+    params instanceof URLSearchParams ? params.get(k) : Object.prototype.hasOwnProperty.call(params, k) ? (params[k] ?? null) : null;
+  const view = get(KEYS.view);
+  const time = get(KEYS.time);
+  const dir = get(KEYS.dir);
+  return {
+    baseline: { run: get(KEYS.b) ?? "", worker: get(KEYS.bw) ?? "", span: get(KEYS.bs) ?? "" },
+    experimental: { run: get(KEYS.e) ?? "", worker: get(KEYS.ew) ?? "", span: get(KEYS.es) ?? "" },
+    view: isView(view) ? view : DEFAULT_STATE.view,
+    path: get(KEYS.path) ?? "",
+    piece: get(KEYS.piece) ?? "",
+    time: time === "device" ? "device" : "host",
+    byShape: get(KEYS.shape) === "1",
+    sort: get(KEYS.sort) ?? "",
+    dir: dir === "asc" ? "asc" : "desc",
+    filter: get(KEYS.q) ?? "",
+  };
+}
+
+/** The state as ordered key/value pairs; defaults are left out to keep URLs short. */
+export function stateEntries(s: UrlState): [string, string][] {
+  const out: [string, string][] = [];
+  const put = (k: string, v: string, dflt: string) => {
+    if (v !== dflt) out.push([k, v]);
+  };
+  put(KEYS.b, s.baseline.run, "");
+  put(KEYS.bw, s.baseline.worker, "");
+  put(KEYS.bs, s.baseline.span, "");
+  put(KEYS.e, s.experimental.run, "");
+  put(KEYS.ew, s.experimental.worker, "");
+  put(KEYS.es, s.experimental.span, "");
+  put(KEYS.view, s.view, DEFAULT_STATE.view);
+  put(KEYS.path, s.path, "");
+  put(KEYS.piece, s.piece, "");
+  put(KEYS.time, s.time, "host");
+  put(KEYS.shape, s.byShape ? "1" : "0", "0");
+  put(KEYS.sort, s.sort, "");
+  if (s.sort) put(KEYS.dir, s.dir, "");
+  put(KEYS.q, s.filter, "");
+  return out;
+}
+
+export function serializeState(s: UrlState): string {
+  return new URLSearchParams(stateEntries(s)).toString();
+}
+
+/** `#a=1&b=2` or `a=1&b=2` -> state. */
+export function parseHash(hash: string): UrlState {
+  return parseState(new URLSearchParams(hash.replace(/^#/, "")));
+}
+
+/**
+ * Makes a choice valid against the runs the server has: an unknown run is
+ * dropped, an unknown or empty worker becomes the first one and an unknown
+ * or empty span the last (the server's defaults, so URLs without them name
+ * the same trace).
+ */
+export function resolveChoice(choice: TraceChoice, runs: readonly RunInfo[]): TraceChoice {
+  const run = runs.find((r) => r.name === choice.run);
+  if (!run) return EMPTY_CHOICE;
+  const worker = run.workers.find((w) => w.name === choice.worker) ?? run.workers[0];
+  if (!worker) return { run: run.name, worker: "", span: "" };
+  const span = worker.spans.includes(choice.span) ? choice.span : (worker.spans[worker.spans.length - 1] ?? "");
+  return { run: run.name, worker: worker.name, span };
+}
+
+/**
+ * Fills an incomplete selection: with no choice yet, the first run is the
+ * baseline and the next one the experimental (a sensible first view of a
+ * logdir with two runs); otherwise keeps what the URL says.
+ */
+export function resolveSelection(s: UrlState, runs: readonly RunInfo[]): UrlState {
+  let baseline = resolveChoice(s.baseline, runs);
+  let experimental = resolveChoice(s.experimental, runs);
+  if (!baseline.run && runs[0]) baseline = resolveChoice({ ...EMPTY_CHOICE, run: runs[0].name }, runs);
+  if (!experimental.run) {
+    const other = runs.find((r) => r.name !== baseline.run) ?? runs[0];
+    if (other) experimental = resolveChoice({ ...EMPTY_CHOICE, run: other.name }, runs);
+  }
+  return { ...s, baseline, experimental };
+}
+
+/** When the compared traces change, module zoom/piece selections refer to another tree: reset them. */
+export function withSelection(s: UrlState, side: "baseline" | "experimental", choice: TraceChoice, runs: readonly RunInfo[]): UrlState {
+  const resolved = resolveChoice(choice, runs);
+  return { ...s, [side]: resolved, path: "", piece: "" };
+}
+
+// ------------------------------------------------- TensorBoard hash mirror
+
+export const HOST_PREFIX = "p.tb_pipeline.";
+
+/**
+ * TensorBoard's own hash is `#<tab>&k=v&...` (tf_storage), and its plugin
+ * API hands a plugin the `p.<plugin>.*` keys. Returns the parent hash with
+ * our keys replaced by `state`'s, leaving TensorBoard's keys alone.
+ */
+export function mergeHostHash(parentHash: string, s: UrlState): string {
+  const parts = parentHash.replace(/^#/, "").split("&").filter((p) => p !== "");
+  const kept = parts.filter((p) => {
+    const eq = p.indexOf("=");
+    if (eq < 0) return true;
+    return !safeDecode(p.slice(0, eq)).startsWith(HOST_PREFIX);
+  });
+  const ours = stateEntries(s).map(([k, v]) => `${encodeURIComponent(HOST_PREFIX + k)}=${encodeURIComponent(v)}`);
+  return "#" + [...kept, ...ours].join("&");
+}
+
+/** Our keys from a TensorBoard hash, prefix stripped (like its GetURLPluginData). */
+export function readHostHash(parentHash: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const p of parentHash.replace(/^#/, "").split("&")) {
+    const eq = p.indexOf("=");
+    if (eq < 0) continue;
+    const k = safeDecode(p.slice(0, eq));
+    if (k.startsWith(HOST_PREFIX)) out[k.slice(HOST_PREFIX.length)] = safeDecode(p.slice(eq + 1));
+  }
+  return out;
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}

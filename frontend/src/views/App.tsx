@@ -1,0 +1,193 @@
+/**
+ * The plugin page: run picker, tabs, and the status of the runs in words.
+ * Owns the URL state and the runs list; views fetch their own data.
+ */
+import type { ComponentChildren, TargetedKeyboardEvent } from "preact";
+import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
+import type { ApiClient, DiffSelection, RunInfo, RunsResponse } from "../api";
+import { ErrorMessage, Message } from "../components/Message";
+import { MSG_DATA_RELOADED, type HostIpc } from "../hostIpc";
+import { writeState } from "../hostState";
+import { resolveSelection, VIEWS, withSelection, type TraceChoice, type UrlState, type View } from "../model/urlState";
+import { DiffTableView } from "./DiffTableView";
+import { ModuleDiffView } from "./ModuleDiffView";
+import { OverviewView } from "./OverviewView";
+import { RunPicker } from "./RunPicker";
+
+const VIEW_LABELS: Record<View, string> = {
+  overview: "Overview",
+  modules: "Module diff",
+  operators: "Operators",
+  kernels: "Kernels",
+};
+
+/** While the server parses runs, ask again this often. */
+const RUNS_POLL_MS = 1000;
+
+type RunsState = { state: "loading" } | { state: "ok"; data: RunsResponse } | { state: "error"; error: unknown };
+
+export function App({ client, ipc, initial }: { client: ApiClient; ipc: HostIpc; initial: UrlState }) {
+  const [state, setState] = useState<UrlState>(initial);
+  const [runs, setRuns] = useState<RunsState>({ state: "loading" });
+  // Bumped by TensorBoard's reload button so every view refetches.
+  const [reloadToken, setReloadToken] = useState(0);
+  const pollTimer = useRef<ReturnType<typeof setTimeout> | null>(null);
+
+  const loadRuns = useCallback(async () => {
+    if (pollTimer.current) clearTimeout(pollTimer.current);
+    pollTimer.current = null;
+    try {
+      const data = await client.runs();
+      setRuns({ state: "ok", data });
+      if (data.loading) pollTimer.current = setTimeout(() => void loadRuns(), RUNS_POLL_MS);
+    } catch (error) {
+      setRuns({ state: "error", error });
+    }
+  }, [client]);
+
+  useEffect(() => {
+    void loadRuns();
+    ipc.listen(MSG_DATA_RELOADED, () => {
+      void loadRuns();
+      setReloadToken((t) => t + 1);
+    });
+    return () => {
+      if (pollTimer.current) clearTimeout(pollTimer.current);
+    };
+  }, [loadRuns, ipc]);
+
+  const runList: RunInfo[] = runs.state === "ok" ? runs.data.runs : [];
+
+  // Repair the selection against the runs the server has (first load, a run deleted, a URL from elsewhere).
+  useEffect(() => {
+    if (runs.state !== "ok") return;
+    setState((s) => resolveSelection(s, runList));
+  }, [runs]);
+
+  useEffect(() => writeState(state), [state]);
+
+  const patch = useCallback((p: Partial<UrlState>) => setState((s) => ({ ...s, ...p })), []);
+  const choose = useCallback(
+    (side: "baseline" | "experimental", c: TraceChoice) => setState((s) => withSelection(s, side, c, runList)),
+    [runList],
+  );
+  const swap = useCallback(() => setState((s) => ({ ...s, baseline: s.experimental, experimental: s.baseline, path: "", piece: "" })), []);
+  const setView = (view: View) => setState((s) => (s.view === view ? s : { ...s, view, sort: "", dir: "desc", filter: "" }));
+
+  const sel: DiffSelection = useMemo(
+    () => ({
+      baseline: state.baseline.run,
+      experimental: state.experimental.run,
+      bWorker: state.baseline.worker || undefined,
+      bSpan: state.baseline.span || undefined,
+      eWorker: state.experimental.worker || undefined,
+      eSpan: state.experimental.span || undefined,
+    }),
+    [state.baseline, state.experimental],
+  );
+
+  if (runs.state === "loading") return <Shell><Message kind="info" title="Loading the list of runs…" /></Shell>;
+  if (runs.state === "error") return <Shell><ErrorMessage error={runs.error} what="the list of runs" /></Shell>;
+  if (runList.length === 0)
+    return (
+      <Shell>
+        <Message kind="info" title="No runs in the logdir">
+          A run is a directory under TensorBoard's --logdir holding <code>*.pt.trace.json</code> (or <code>.json.gz</code>) files, as written by{" "}
+          <code>torch.profiler.tensorboard_trace_handler(dir)</code>. Record two runs, then press TensorBoard's reload button.
+        </Message>
+      </Shell>
+    );
+
+  const b = runList.find((r) => r.name === state.baseline.run);
+  const e = runList.find((r) => r.name === state.experimental.run);
+  const blocking = [b, e].filter((r): r is RunInfo => !!r && r.status !== "ready");
+  const ready = b && e && blocking.length === 0;
+  const warned = [b, e].filter((r, i, a): r is RunInfo => !!r && r.warnings.length > 0 && a.indexOf(r) === i);
+
+  const onTabKey = (ev: TargetedKeyboardEvent<HTMLDivElement>) => {
+    const i = VIEWS.indexOf(state.view);
+    const next = ev.key === "ArrowRight" ? VIEWS[(i + 1) % VIEWS.length] : ev.key === "ArrowLeft" ? VIEWS[(i + VIEWS.length - 1) % VIEWS.length] : null;
+    if (next) {
+      ev.preventDefault();
+      setView(next);
+      (ev.currentTarget.querySelector(`[data-tab="${next}"]`) as HTMLElement | null)?.focus();
+    }
+  };
+
+  return (
+    <Shell>
+      <RunPicker runs={runList} baseline={state.baseline} experimental={state.experimental} onChange={choose} onSwap={swap} />
+      {b && e && b.name === e.name && b === e && state.baseline.span === state.experimental.span && state.baseline.worker === state.experimental.worker && (
+        <Message kind="info" title="Baseline and experimental are the same trace">
+          Every delta is zero. Pick another run (or span) on one side.
+        </Message>
+      )}
+      {blocking.map((r) =>
+        r.status === "loading" ? (
+          <Message key={r.name} kind="info" title={`Run “${r.name}” is still loading`}>
+            The server is parsing its trace files; this page checks again every second and shows the comparison once it is ready.
+          </Message>
+        ) : (
+          <Message key={r.name} kind="error" title={`Run “${r.name}” could not be read`}>
+            {r.error ?? "The server gave no reason."} Pick another run.
+          </Message>
+        ),
+      )}
+      {warned.map((r) => (
+        <Message key={`w-${r.name}`} kind="warn" title={`Run “${r.name}” was read partly`}>
+          <ul>
+            {r.warnings.map((w, i) => (
+              <li key={i}>{w}</li>
+            ))}
+          </ul>
+        </Message>
+      ))}
+      <div class="tabs" role="tablist" aria-label="Views" onKeyDown={onTabKey}>
+        {VIEWS.map((v) => (
+          <button
+            key={v}
+            type="button"
+            role="tab"
+            id={`tab-${v}`}
+            data-tab={v}
+            aria-selected={state.view === v}
+            aria-controls="panel"
+            tabIndex={state.view === v ? 0 : -1}
+            onClick={() => setView(v)}
+          >
+            {VIEW_LABELS[v]}
+          </button>
+        ))}
+      </div>
+      <div class="panel" id="panel" role="tabpanel" aria-labelledby={`tab-${state.view}`}>
+        {ready ? (
+          <ViewFor view={state.view} client={client} sel={sel} state={state} onChange={patch} reloadToken={reloadToken} />
+        ) : blocking.length === 0 ? (
+          <Message kind="info" title="Pick a baseline and an experimental run above" />
+        ) : null}
+      </div>
+    </Shell>
+  );
+}
+
+function ViewFor(props: { view: View; client: ApiClient; sel: DiffSelection; state: UrlState; onChange: (p: Partial<UrlState>) => void; reloadToken: number }) {
+  const { view, client, sel, state, onChange, reloadToken } = props;
+  switch (view) {
+    case "overview":
+      return <OverviewView client={client} sel={sel} reloadToken={reloadToken} />;
+    case "modules":
+      return <ModuleDiffView client={client} sel={sel} state={state} onChange={onChange} reloadToken={reloadToken} />;
+    case "operators":
+      return <DiffTableView client={client} sel={sel} kind="operators" state={state} onChange={onChange} reloadToken={reloadToken} />;
+    case "kernels":
+      return <DiffTableView client={client} sel={sel} kind="kernels" state={state} onChange={onChange} reloadToken={reloadToken} />;
+  }
+}
+
+function Shell({ children }: { children: ComponentChildren }) {
+  return (
+    <main class="app" aria-label="Run comparison">
+      {children}
+    </main>
+  );
+}

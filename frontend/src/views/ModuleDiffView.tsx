@@ -1,0 +1,398 @@
+/**
+ * Module diff: the two executions cut into aligned pieces (diff/modules).
+ * "Execution comparison" = bars per piece for both runs + their accumulated
+ * time; "Execution difference" = per-piece delta + accumulated delta.
+ * Clicking a piece zooms into its children; the breadcrumb goes back; the
+ * selected piece restricts the operator table below.
+ */
+import { useMemo } from "preact/hooks";
+import type uPlot from "uplot";
+import type { ApiClient, DiffModulesResponse, DiffPiece, DiffSelection } from "../api";
+import { DeltaText } from "../components/Delta";
+import { Loading } from "../components/Loading";
+import { ErrorMessage, Message } from "../components/Message";
+import { Legend, UPlotChart } from "../components/UPlotChart";
+import { isUnknownPiece, pieceTimes, runningSum, shortPieceLabel } from "../model/charts";
+import { formatMsWithUnit, formatPct, formatSignedMs } from "../model/format";
+import type { UrlState } from "../model/urlState";
+import { useRequest } from "../useRequest";
+import { BASELINE_COLOR, barsPath, BETTER_COLOR, EXPERIMENTAL_COLOR, indexAxis, msAxis, WORSE_COLOR } from "./chartKit";
+import { DiffTableView } from "./DiffTableView";
+
+interface Props {
+  client: ApiClient;
+  sel: DiffSelection;
+  state: UrlState;
+  onChange: (patch: Partial<UrlState>) => void;
+  reloadToken: number;
+}
+
+const STATUS_TEXT: Record<string, string> = {
+  baseline_only: "baseline only",
+  experimental_only: "experimental only",
+};
+const BAND_FILL: Record<string, string> = {
+  baseline_only: "rgba(25,118,210,0.10)",
+  experimental_only: "rgba(245,124,0,0.14)",
+  unknown: "rgba(158,158,158,0.16)",
+};
+const ACC_B = "#0d47a1";
+const ACC_E = "#bf360c";
+const ACC_D = "#424242";
+
+function bandOf(p: DiffPiece): string | null {
+  if (p.status === "baseline_only" || p.status === "experimental_only") return p.status;
+  return isUnknownPiece(p) ? "unknown" : null;
+}
+
+/** drawClear hook: tint the columns of one-sided and unknown pieces behind the bars. */
+function statusBands(pieces: DiffPiece[]): (u: uPlot) => void {
+  return (u) => {
+    const ctx = u.ctx;
+    const { top, height } = u.bbox;
+    pieces.forEach((p, i) => {
+      const band = bandOf(p);
+      if (!band) return;
+      const x0 = u.valToPos(i - 0.5, "x", true);
+      const x1 = u.valToPos(i + 0.5, "x", true);
+      ctx.fillStyle = BAND_FILL[band] ?? "transparent";
+      ctx.fillRect(x0, top, x1 - x0, height);
+    });
+  };
+}
+
+export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Props) {
+  const req = useRequest<DiffModulesResponse>(
+    (opts) => client.diffModules(sel, state.path, opts),
+    [client, sel.baseline, sel.bWorker, sel.bSpan, sel.experimental, sel.eWorker, sel.eSpan, state.path, reloadToken],
+  );
+  const time = state.time;
+
+  if (req.state === "loading" || req.state === "idle") return <Loading what="the module comparison" waitingFor={req.state === "loading" ? req.waitingFor : null} />;
+  if (req.state === "error") return <ErrorMessage error={req.error} what="the module comparison" />;
+  const d = req.data;
+  const pieces = d.children;
+
+  const zoom = (p: DiffPiece) => onChange({ path: p.path, piece: p.path });
+  const select = (p: DiffPiece) => onChange({ piece: p.path });
+  const pick = (idx: number) => {
+    const p = pieces[idx];
+    if (!p) return;
+    if (p.has_children) zoom(p);
+    else select(p);
+  };
+  const selected = pieces.find((p) => p.path === state.piece) ?? (state.piece === d.path ? d.node : null);
+
+  return (
+    <div data-view="modules">
+      <div class="toolbar">
+        <nav class="crumbs" aria-label="Module zoom level">
+          <ol>
+            {d.breadcrumb.map((b, i) => {
+              const current = i === d.breadcrumb.length - 1;
+              return (
+                <li key={b.path}>
+                  {current ? (
+                    <span aria-current="page">{b.name}</span>
+                  ) : (
+                    <button type="button" onClick={() => onChange({ path: b.path, piece: b.path })}>
+                      {b.name}
+                    </button>
+                  )}
+                </li>
+              );
+            })}
+          </ol>
+        </nav>
+        <span class="seg" role="group" aria-label="Which time to compare">
+          {(["host", "device"] as const).map((t) => (
+            <button key={t} type="button" aria-pressed={time === t} onClick={() => onChange({ time: t })}>
+              {t === "host" ? "Host time" : "Device time"}
+            </button>
+          ))}
+        </span>
+        <span class="muted small">
+          {d.node.name}: baseline {formatMsWithUnit(pieceTimes(d.node, time).baseline)}, experimental {formatMsWithUnit(pieceTimes(d.node, time).experimental)} (
+          <DeltaText value={pieceTimes(d.node, time).delta} text={`${formatSignedMs(pieceTimes(d.node, time).delta)} ms`} />)
+        </span>
+      </div>
+      {pieces.length === 0 ? (
+        <Message kind="info" title="Nothing to compare at this level">
+          {d.path === ""
+            ? "Neither trace has module, DataLoader or optimizer events. Record with torch.profiler(with_stack=True, with_modules=True) to get the module tree."
+            : "This piece has no sub-pieces."}
+        </Message>
+      ) : (
+        <>
+          <DiffCharts pieces={pieces} d={d} time={time} onPick={pick} />
+          <PieceTable pieces={pieces} time={time} selectedPath={state.piece} onZoom={zoom} onSelect={select} />
+        </>
+      )}
+      <section aria-labelledby="md-ops">
+        <h2 id="md-ops">
+          Operators in {selected ? `“${selected.name}”` : "all steps"}
+          {selected && state.piece !== "" && (
+            <>
+              {" "}
+              <button class="linklike small" type="button" onClick={() => onChange({ piece: "" })}>
+                show all operators
+              </button>
+            </>
+          )}
+        </h2>
+        <DiffTableView
+          client={client}
+          sel={sel}
+          kind="operators"
+          state={state}
+          onChange={onChange}
+          reloadToken={reloadToken}
+          piece={state.piece && selected ? { path: state.piece, name: selected.name } : null}
+          height={360}
+        />
+      </section>
+    </div>
+  );
+}
+
+function Tip({ p, i, time, accB, accE, accD }: { p: DiffPiece; i: number; time: "host" | "device"; accB: number[]; accE: number[]; accD: number[] }) {
+  const t = pieceTimes(p, time);
+  const renamed = p.baseline_name && p.experimental_name && p.baseline_name !== p.experimental_name;
+  return (
+    <div>
+      <div class="name">
+        #{i + 1} {p.name}
+        {p.step !== undefined ? ` (step ${p.step})` : ""}
+      </div>
+      {renamed && (
+        <div>
+          {p.baseline_name} → {p.experimental_name}
+        </div>
+      )}
+      {bandOf(p) && <div>{bandOf(p) === "unknown" ? "time outside any module" : STATUS_TEXT[p.status]}</div>}
+      <div>
+        <span class="k" style={{ background: BASELINE_COLOR }} />
+        Baseline {formatMsWithUnit(t.baseline)} (accumulated {formatMsWithUnit(accB[i])})
+      </div>
+      <div>
+        <span class="k" style={{ background: EXPERIMENTAL_COLOR }} />
+        Experimental {formatMsWithUnit(t.experimental)} (accumulated {formatMsWithUnit(accE[i])})
+      </div>
+      <div>
+        Δ {formatSignedMs(t.delta)} ms ({formatPct(t.pct)}), accumulated Δ {formatSignedMs(accD[i])} ms
+      </div>
+      <div style={{ opacity: 0.8 }}>{p.has_children ? "Click to zoom in" : "Click to list its operators"}</div>
+    </div>
+  );
+}
+
+function DiffCharts({ pieces, d, time, onPick }: { pieces: DiffPiece[]; d: DiffModulesResponse; time: "host" | "device"; onPick: (i: number) => void }) {
+  const model = useMemo(() => {
+    const xs = pieces.map((_, i) => i);
+    const ts = pieces.map((p) => pieceTimes(p, time));
+    const b = ts.map((t) => t.baseline / 1000);
+    const e = ts.map((t) => t.experimental / 1000);
+    const delta = ts.map((t) => t.delta / 1000);
+    // The server's trend arrays are the running sums; recompute when absent.
+    const tr = d.trend;
+    const accB = (time === "host" ? tr?.baseline_host_us : tr?.baseline_device_us) ?? runningSum(ts.map((t) => t.baseline));
+    const accE = (time === "host" ? tr?.experimental_host_us : tr?.experimental_device_us) ?? runningSum(ts.map((t) => t.experimental));
+    const accD = (time === "host" ? tr?.delta_host_us : tr?.delta_device_us) ?? runningSum(ts.map((t) => t.delta));
+    const labels = pieces.map((p) => shortPieceLabel(p));
+    const many = pieces.length > 12;
+    const xAxis = indexAxis("Pieces in execution order (− baseline only, + experimental only)", (i) => labels[i] ?? "", many ? -40 : 0);
+    const xScale: uPlot.Scale = { time: false, range: [-0.6, pieces.length - 0.4] };
+    const tint = statusBands(pieces);
+    const timeName = time === "host" ? "host" : "device";
+    const cmp: Omit<uPlot.Options, "width" | "height"> = {
+      scales: { x: xScale, y: { range: (_u, _min, max) => [0, max * 1.08 || 1] }, acc: { range: (_u, _min, max) => [0, max * 1.05 || 1] } },
+      axes: [xAxis, msAxis(`Piece ${timeName} time (ms)`), msAxis("Accumulated (ms)", 1, "acc")],
+      series: [
+        {},
+        { label: "Baseline", fill: BASELINE_COLOR, stroke: BASELINE_COLOR, width: 0, paths: barsPath({ size: [0.38, 40], align: -1 }), points: { show: false } },
+        { label: "Experimental", fill: EXPERIMENTAL_COLOR, stroke: EXPERIMENTAL_COLOR, width: 0, paths: barsPath({ size: [0.38, 40], align: 1 }), points: { show: false } },
+        { label: "Baseline accumulated", scale: "acc", stroke: ACC_B, width: 2, dash: [6, 3], points: { show: true, size: 5 } },
+        { label: "Experimental accumulated", scale: "acc", stroke: ACC_E, width: 2, dash: [6, 3], points: { show: true, size: 5 } },
+      ],
+      hooks: { drawClear: [tint] },
+      cursor: { drag: { x: false, y: false } },
+    };
+    const diff: Omit<uPlot.Options, "width" | "height"> = {
+      scales: {
+        x: xScale,
+        y: { range: (_u, min, max) => [Math.min(0, min) * 1.1 - 1e-3, Math.max(0, max) * 1.1 + 1e-3] },
+        acc: { range: (_u, min, max) => [Math.min(0, min) * 1.1 - 1e-3, Math.max(0, max) * 1.1 + 1e-3] },
+      },
+      axes: [xAxis, msAxis(`Δ ${timeName} time per piece (ms)`), msAxis("Accumulated Δ (ms)", 1, "acc")],
+      series: [
+        {},
+        { label: "Slower", fill: WORSE_COLOR, stroke: WORSE_COLOR, width: 0, paths: barsPath({ size: [0.5, 50] }), points: { show: false } },
+        { label: "Faster", fill: BETTER_COLOR, stroke: BETTER_COLOR, width: 0, paths: barsPath({ size: [0.5, 50] }), points: { show: false } },
+        { label: "Accumulated Δ", scale: "acc", stroke: ACC_D, width: 2, points: { show: true, size: 5 } },
+      ],
+      hooks: { drawClear: [tint] },
+      cursor: { drag: { x: false, y: false } },
+    };
+    const accDms = accD.map((v) => v / 1000);
+    return {
+      accB,
+      accE,
+      accD,
+      cmp,
+      cmpData: [xs, b, e, accB.map((v) => v / 1000), accE.map((v) => v / 1000)] as uPlot.AlignedData,
+      diff,
+      diffData: [xs, delta.map((v) => (v > 0 ? v : null)), delta.map((v) => (v < 0 ? v : null)), accDms] as uPlot.AlignedData,
+    };
+  }, [pieces, d, time]);
+
+  const tooltip = (i: number) => {
+    const p = pieces[i];
+    return p ? <Tip p={p} i={i} time={time} accB={model.accB} accE={model.accE} accD={model.accD} /> : null;
+  };
+  const bandLegend = (
+    <span class="legend small" style={{ margin: 0 }}>
+      <span class="item">
+        <span class="bar" style={{ background: BAND_FILL.baseline_only, border: "1px solid #90caf9" }} />
+        baseline only
+      </span>
+      <span class="item">
+        <span class="bar" style={{ background: BAND_FILL.experimental_only, border: "1px solid #ffcc80" }} />
+        experimental only
+      </span>
+      <span class="item">
+        <span class="bar" style={{ background: BAND_FILL.unknown, border: "1px dashed #9e9e9e" }} />
+        unknown (not in any module)
+      </span>
+    </span>
+  );
+  return (
+    <div class="grid2">
+      <section class="card" aria-labelledby="md-cmp" data-chart="execution-comparison">
+        <h2 id="md-cmp">Execution comparison</h2>
+        <Legend
+          items={[
+            { label: "Baseline per piece", color: BASELINE_COLOR, kind: "bar" },
+            { label: "Experimental per piece", color: EXPERIMENTAL_COLOR, kind: "bar" },
+            { label: "Baseline accumulated", color: ACC_B, kind: "dashed" },
+            { label: "Experimental accumulated", color: ACC_E, kind: "dashed" },
+          ]}
+        />
+        {bandLegend}
+        <UPlotChart
+          options={model.cmp}
+          data={model.cmpData}
+          height={300}
+          tooltip={tooltip}
+          onPick={onPick}
+          label={`${time} time of each piece for baseline and experimental, with accumulated time, in milliseconds`}
+        />
+      </section>
+      <section class="card" aria-labelledby="md-diff" data-chart="execution-difference">
+        <h2 id="md-diff">Execution difference</h2>
+        <Legend
+          items={[
+            { label: "Δ per piece, slower (experimental − baseline > 0)", color: WORSE_COLOR, kind: "bar" },
+            { label: "Δ per piece, faster", color: BETTER_COLOR, kind: "bar" },
+            { label: "Accumulated Δ", color: ACC_D, kind: "line" },
+          ]}
+        />
+        {bandLegend}
+        <UPlotChart
+          options={model.diff}
+          data={model.diffData}
+          height={300}
+          tooltip={tooltip}
+          onPick={onPick}
+          label={`Difference of ${time} time per piece and accumulated difference, in milliseconds`}
+        />
+      </section>
+    </div>
+  );
+}
+
+function PieceTable({
+  pieces,
+  time,
+  selectedPath,
+  onZoom,
+  onSelect,
+}: {
+  pieces: DiffPiece[];
+  time: "host" | "device";
+  selectedPath: string;
+  onZoom: (p: DiffPiece) => void;
+  onSelect: (p: DiffPiece) => void;
+}) {
+  const acc = runningSum(pieces.map((p) => pieceTimes(p, time).delta));
+  return (
+    <section aria-labelledby="md-pieces">
+      <h2 id="md-pieces">Pieces ({time === "host" ? "host" : "device"} time)</h2>
+      <div style={{ maxHeight: "300px", overflow: "auto", border: "1px solid var(--tb-border)", borderRadius: "4px" }}>
+        <table class="kv pieces" aria-label="Aligned pieces with their times and differences">
+          <thead>
+            <tr>
+              <th scope="col">#</th>
+              <th scope="col" class="text">Piece</th>
+              <th scope="col">Step</th>
+              <th scope="col">Baseline (ms)</th>
+              <th scope="col">Experimental (ms)</th>
+              <th scope="col">Δ (ms)</th>
+              <th scope="col">Δ %</th>
+              <th scope="col">Accumulated Δ (ms)</th>
+              <th scope="col">
+                <span class="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {pieces.map((p, i) => {
+              const t = pieceTimes(p, time);
+              const band = bandOf(p);
+              const renamed = p.baseline_name && p.experimental_name && p.baseline_name !== p.experimental_name;
+              return (
+                <tr key={p.path} class={selectedPath === p.path ? "selected" : ""} data-path={p.path} data-status={p.status} data-kind={p.kind}>
+                  <td>{i + 1}</td>
+                  <td class="text name" title={renamed ? `${p.baseline_name} → ${p.experimental_name}` : p.name}>
+                    {p.name}{" "}
+                    {band && <span class={`badge ${band}`}>{band === "unknown" ? "unknown" : STATUS_TEXT[p.status]}</span>}
+                    {renamed && <span class="muted small"> ({p.baseline_name} → {p.experimental_name})</span>}
+                  </td>
+                  <td>{p.step ?? ""}</td>
+                  <td>{p.status === "experimental_only" ? "—" : formatMsWithUnit(t.baseline).replace(" ms", "")}</td>
+                  <td>{p.status === "baseline_only" ? "—" : formatMsWithUnit(t.experimental).replace(" ms", "")}</td>
+                  <td>
+                    <DeltaText value={t.delta} text={formatSignedMs(t.delta)} />
+                  </td>
+                  <td>
+                    <DeltaText value={t.pct} text={formatPct(t.pct)} />
+                  </td>
+                  <td>
+                    <DeltaText value={acc[i] ?? 0} text={formatSignedMs(acc[i] ?? 0)} />
+                  </td>
+                  <td>
+                    <span class="acts">
+                      {p.has_children && (
+                        <button class="btn" type="button" onClick={() => onZoom(p)} aria-label={`Zoom into ${p.name}`}>
+                          Zoom in
+                        </button>
+                      )}
+                      <button
+                        class="btn"
+                        type="button"
+                        aria-pressed={selectedPath === p.path}
+                        onClick={() => onSelect(p)}
+                        aria-label={`Show operators of ${p.name}`}
+                      >
+                        Operators
+                      </button>
+                    </span>
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,34 @@
+import { describe, expect, it } from "vitest";
+import type { DiffPiece, StepInfo } from "../src/api";
+import { pieceTimes, presentCategories, runningSum, shortPieceLabel, stackedSeries } from "../src/model/charts";
+
+const zero = { kernel: 0, memcpy: 0, memset: 0, communication: 0, runtime: 0, data_loading: 0, cpu_exec: 0, other: 0 };
+const step = (n: number, b: Partial<typeof zero>): StepInfo => {
+  const breakdown_us = { ...zero, ...b };
+  return { name: `ProfilerStep#${n}`, step: n, start_us: 0, duration_us: Object.values(breakdown_us).reduce((a, c) => a + c, 0), breakdown_us };
+};
+
+describe("chart shaping", () => {
+  it("stacks categories top-first, in ms", () => {
+    const steps = [step(1, { data_loading: 1000, cpu_exec: 3000 }), step(2, { data_loading: 2000, cpu_exec: 1000, other: 500 })];
+    const cats = presentCategories(steps);
+    expect(cats).toEqual(["data_loading", "cpu_exec", "other"]);
+    const st = stackedSeries(steps, cats);
+    expect(st.map((s) => s.cat)).toEqual(["other", "cpu_exec", "data_loading"]);
+    expect(st[0]!.values).toEqual([4, 3.5]); // totals
+    expect(st[2]!.values).toEqual([1, 2]);
+  });
+  it("accumulates", () => {
+    expect(runningSum([1, 2, -4])).toEqual([1, 3, -1]);
+  });
+  it("picks host or device time and never mixes them", () => {
+    const p = {
+      name: "nn.Module: Linear_0", kind: "module", path: "0.1", status: "experimental_only",
+      baseline_host_us: 1, experimental_host_us: 2, delta_host_us: 1, delta_host_pct: 100,
+      baseline_device_us: 10, experimental_device_us: 30, delta_device_us: 20, delta_device_pct: 200,
+    } as DiffPiece;
+    expect(pieceTimes(p, "host")).toEqual({ baseline: 1, experimental: 2, delta: 1, pct: 100 });
+    expect(pieceTimes(p, "device")).toEqual({ baseline: 10, experimental: 30, delta: 20, pct: 200 });
+    expect(shortPieceLabel(p)).toBe("+Linear_0");
+  });
+});

@@ -1,0 +1,252 @@
+import { describe, expect, it } from "vitest";
+import type { DiffTableRow } from "../src/api";
+import {
+  buildColumns,
+  cellText,
+  computeDelta,
+  csvDataUrl,
+  defaultSort,
+  ensureDeltas,
+  filterRows,
+  metricOfKey,
+  nextSort,
+  pctKey,
+  sortRows,
+  toCsv,
+  viewRows,
+} from "../src/model/tableModel";
+
+const METRICS = ["calls", "host_self_us"];
+
+function row(name: string, bCalls: number, eCalls: number, bSelf: number, eSelf: number, shape: string | null = null): DiffTableRow {
+  return {
+    name,
+    input_shape: shape,
+    baseline_calls: bCalls,
+    experimental_calls: eCalls,
+    baseline_host_self_us: bSelf,
+    experimental_host_self_us: eSelf,
+  };
+}
+
+function sample(): DiffTableRow[] {
+  return ensureDeltas(
+    [
+      row("aten::linear", 10, 10, 100, 150, "[[32, 64]]"), // +50
+      row("aten::relu", 10, 12, 300, 200), //               -100 (largest |delta|)
+      row("aten::add_", 5, 5, 40, 40), //                      0
+      row("aten::new_op", 0, 3, 0, 30), //                   +30, pct null (baseline 0)
+      row("aten::gone", 4, 0, 70, 0), //                      -70, -100 %
+    ],
+    METRICS,
+  );
+}
+
+const names = (rows: DiffTableRow[]) => rows.map((r) => r.name);
+
+describe("delta", () => {
+  it("is experimental minus baseline with a percentage of the baseline", () => {
+    expect(computeDelta(200, 250)).toEqual({ delta: 50, pct: 25 });
+    expect(computeDelta(200, 150)).toEqual({ delta: -50, pct: -25 });
+  });
+  it("has no percentage when the baseline is zero", () => {
+    expect(computeDelta(0, 30)).toEqual({ delta: 30, pct: null });
+  });
+  it("fills missing delta fields with the API's naming", () => {
+    const rows = sample();
+    const relu = rows.find((r) => r.name === "aten::relu")!;
+    expect(relu.delta_host_self_us).toBe(-100);
+    expect(relu.delta_host_self_pct).toBeCloseTo(-33.333, 3);
+    expect(relu.delta_calls).toBe(2);
+    expect(relu.delta_calls_pct).toBe(20);
+    expect(rows.find((r) => r.name === "aten::new_op")!.delta_host_self_pct).toBeNull();
+  });
+  it("keeps the server's deltas when present", () => {
+    const r: DiffTableRow = { name: "x", baseline_calls: 1, experimental_calls: 2, delta_calls: 1, delta_calls_pct: 100 };
+    ensureDeltas([r], ["calls"]);
+    expect(r.delta_calls_pct).toBe(100);
+  });
+  it("treats a side missing from one run as zero", () => {
+    const r: DiffTableRow = { name: "only_exp", experimental_calls: 3 };
+    ensureDeltas([r], ["calls"]);
+    expect(r.baseline_calls).toBe(0);
+    expect(r.delta_calls).toBe(3);
+    expect(r.delta_calls_pct).toBeNull();
+  });
+  it("maps metric names to percentage keys and back", () => {
+    expect(pctKey("host_self_us")).toBe("delta_host_self_pct");
+    expect(pctKey("calls")).toBe("delta_calls_pct");
+    expect(metricOfKey("delta_host_self_pct")).toBe("host_self_us");
+    expect(metricOfKey("baseline_total_us")).toBe("total_us");
+    expect(metricOfKey("name")).toBeNull();
+  });
+});
+
+describe("default order", () => {
+  it("puts the largest absolute delta of the primary duration first", () => {
+    const sorted = sortRows(sample(), defaultSort("host_self_us"));
+    expect(names(sorted)).toEqual(["aten::relu", "aten::gone", "aten::linear", "aten::new_op", "aten::add_"]);
+    expect(defaultSort("device_self_us")).toEqual({ key: "delta_device_self_us", dir: "desc" });
+  });
+  it("reverses to the smallest magnitude first when ascending", () => {
+    const sorted = sortRows(sample(), { key: "delta_host_self_us", dir: "asc" });
+    expect(names(sorted)[0]).toBe("aten::add_");
+    expect(names(sorted)[4]).toBe("aten::relu");
+  });
+});
+
+describe("sort", () => {
+  it("sorts plain values by value both ways", () => {
+    const desc = sortRows(sample(), { key: "baseline_host_self_us", dir: "desc" });
+    expect(names(desc)).toEqual(["aten::relu", "aten::linear", "aten::gone", "aten::add_", "aten::new_op"]);
+    const asc = sortRows(sample(), { key: "baseline_host_self_us", dir: "asc" });
+    expect(names(asc)).toEqual([...names(desc)].reverse());
+  });
+  it("sorts names as text", () => {
+    expect(names(sortRows(sample(), { key: "name", dir: "asc" }))).toEqual([
+      "aten::add_",
+      "aten::gone",
+      "aten::linear",
+      "aten::new_op",
+      "aten::relu",
+    ]);
+  });
+  it("puts null percentages last in both directions", () => {
+    for (const dir of ["asc", "desc"] as const) {
+      const sorted = sortRows(sample(), { key: "delta_host_self_pct", dir });
+      expect(sorted[sorted.length - 1]!.name).toBe("aten::new_op");
+    }
+    const desc = sortRows(sample(), { key: "delta_host_self_pct", dir: "desc" });
+    expect(desc[0]!.name).toBe("aten::linear"); // +50 %
+  });
+  it("breaks ties by name so the order is stable", () => {
+    const rows = ensureDeltas([row("b", 1, 1, 5, 5), row("a", 1, 1, 5, 5), row("c", 1, 1, 5, 5)], METRICS);
+    expect(names(sortRows(rows, { key: "delta_host_self_us", dir: "desc" }))).toEqual(["a", "b", "c"]);
+  });
+  it("does not mutate its input", () => {
+    const rows = sample();
+    const before = names(rows);
+    sortRows(rows, { key: "name", dir: "desc" });
+    expect(names(rows)).toEqual(before);
+  });
+  it("toggles the same column and starts a new one descending (ascending for text)", () => {
+    const s = { key: "delta_calls", dir: "desc" as const };
+    expect(nextSort(s, "delta_calls")).toEqual({ key: "delta_calls", dir: "asc" });
+    expect(nextSort({ key: "delta_calls", dir: "asc" }, "delta_calls")).toEqual({ key: "delta_calls", dir: "desc" });
+    expect(nextSort(s, "baseline_calls")).toEqual({ key: "baseline_calls", dir: "desc" });
+    expect(nextSort(s, "name")).toEqual({ key: "name", dir: "asc" });
+  });
+  it("sorts 10,000 rows quickly", () => {
+    const rows: DiffTableRow[] = [];
+    for (let i = 0; i < 10_000; i++) rows.push(row(`op_${i}`, i % 7, (i * 3) % 11, (i * 37) % 1000, (i * 91) % 1000));
+    ensureDeltas(rows, METRICS);
+    const t0 = performance.now();
+    const sorted = sortRows(rows, defaultSort("host_self_us"));
+    expect(performance.now() - t0).toBeLessThan(200);
+    for (let i = 1; i < sorted.length; i++) {
+      expect(Math.abs(sorted[i - 1]!.delta_host_self_us as number)).toBeGreaterThanOrEqual(Math.abs(sorted[i]!.delta_host_self_us as number));
+    }
+  });
+});
+
+describe("filter", () => {
+  it("is a case-insensitive substring, not a regex", () => {
+    expect(names(filterRows(sample(), "LINEAR"))).toEqual(["aten::linear"]);
+    expect(filterRows(sample(), ".*")).toEqual([]);
+    expect(names(filterRows(sample(), "aten::"))).toHaveLength(5);
+  });
+  it("matches the input shape too and ignores surrounding blanks", () => {
+    expect(names(filterRows(sample(), " [[32 "))).toEqual(["aten::linear"]);
+  });
+  it("returns everything for an empty filter", () => {
+    expect(filterRows(sample(), "")).toHaveLength(5);
+  });
+  it("combines with sorting", () => {
+    expect(names(viewRows(sample(), "o", defaultSort("host_self_us")))).toEqual(["aten::gone", "aten::new_op"]);
+  });
+});
+
+describe("columns and cells", () => {
+  it("has four columns per metric plus the name (and shape when grouped)", () => {
+    const cols = buildColumns(METRICS, false);
+    expect(cols.map((c) => c.key)).toEqual([
+      "name",
+      "baseline_calls",
+      "experimental_calls",
+      "delta_calls",
+      "delta_calls_pct",
+      "baseline_host_self_us",
+      "experimental_host_self_us",
+      "delta_host_self_us",
+      "delta_host_self_pct",
+    ]);
+    expect(buildColumns(METRICS, true)[1]!.key).toBe("input_shape");
+  });
+  it("formats durations in ms and deltas with a sign", () => {
+    const cols = buildColumns(METRICS, false);
+    const relu = sample().find((r) => r.name === "aten::relu")!;
+    const text = (key: string) => cellText(relu, cols.find((c) => c.key === key)!);
+    expect(text("baseline_host_self_us")).toBe("0.300");
+    expect(text("delta_host_self_us")).toBe("−0.100");
+    expect(text("delta_host_self_pct")).toBe("−33.3 %");
+    expect(text("delta_calls")).toBe("+2");
+    expect(text("delta_calls_pct")).toBe("+20.0 %");
+    const newOp = sample().find((r) => r.name === "aten::new_op")!;
+    expect(cellText(newOp, cols.find((c) => c.key === "delta_host_self_pct")!)).toBe("—");
+  });
+});
+
+describe("CSV", () => {
+  it("has a header, raw numbers with durations in ms, and RFC 4180 quoting", () => {
+    const cols = buildColumns(["calls", "host_self_us"], true);
+    const rows = ensureDeltas([row('say "hi", twice', 1, 2, 1500, 1000, "[[1, 2]]")], METRICS);
+    const lines = toCsv(rows, cols).trimEnd().split("\r\n");
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toBe(
+      "Name,Input shape,\"Calls, baseline\",\"Calls, experimental\",\"Calls, delta (experimental − baseline)\",\"Calls, delta %\"," +
+        "\"Host self (ms), baseline\",\"Host self (ms), experimental\",\"Host self (ms), delta (experimental − baseline)\",\"Host self, delta %\"",
+    );
+    expect(lines[1]).toBe('"say ""hi"", twice","[[1, 2]]",1,2,1,100,1.5,1,-0.5,-33.333333333333336');
+  });
+  it("leaves undefined percentages empty", () => {
+    const cols = buildColumns(["calls"], false);
+    const rows = ensureDeltas([row("x", 0, 3, 0, 0)], ["calls"]);
+    expect(toCsv(rows, cols).split("\r\n")[1]).toBe("x,0,3,3,");
+  });
+  it("keeps names that look like formulas as text", () => {
+    const cols = buildColumns([], false);
+    expect(toCsv([{ name: "=1+1" }, { name: "<img src=x onerror=alert(1)>" }], cols).split("\r\n").slice(1, 3)).toEqual([
+      "'=1+1",
+      "<img src=x onerror=alert(1)>",
+    ]);
+  });
+  it("exports the rows in the order shown", () => {
+    const cols = buildColumns(METRICS, false);
+    const csv = toCsv(viewRows(sample(), "", { key: "name", dir: "desc" }), cols);
+    expect(csv.split("\r\n").slice(1, 6).map((l) => l.split(",")[0])).toEqual([
+      "aten::relu",
+      "aten::new_op",
+      "aten::linear",
+      "aten::gone",
+      "aten::add_",
+    ]);
+  });
+  it("is downloadable as a data: URL", () => {
+    const url = csvDataUrl("a,b\r\n1,2\r\n");
+    expect(url.startsWith("data:text/csv;charset=utf-8,")).toBe(true);
+    expect(decodeURIComponent(url.slice(url.indexOf(",") + 1))).toBe("a,b\r\n1,2\r\n");
+  });
+});
+
+describe("column order", () => {
+  it("puts the primary metric's group first so the default sort column is in view", () => {
+    const cols = buildColumns(["calls", "host_self_us", "device_self_us"], false, "device_self_us");
+    expect(cols.slice(1, 6).map((c) => c.key)).toEqual([
+      "baseline_device_self_us",
+      "experimental_device_self_us",
+      "delta_device_self_us",
+      "delta_device_self_pct",
+      "baseline_calls",
+    ]);
+  });
+});

@@ -1,0 +1,53 @@
+"""Packaging for tb_pipeline_plugin.
+
+`pip wheel .` / `pip install .` build the TypeScript frontend into
+tb_pipeline_plugin/static/ when it is missing, so the bundle is a build output
+and never committed.
+"""
+import os
+import subprocess
+
+from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUNDLE = os.path.join(HERE, "tb_pipeline_plugin", "static", "index.js")
+
+
+class BuildPyWithFrontend(build_py):
+    def run(self):
+        frontend = os.path.join(HERE, "frontend", "package.json")
+        if os.path.exists(frontend) and not os.path.exists(BUNDLE):
+            subprocess.check_call(["npm", "ci", "--no-audit", "--no-fund"], cwd=os.path.join(HERE, "frontend"))
+            subprocess.check_call(["npm", "run", "build"], cwd=os.path.join(HERE, "frontend"))
+        super().run()
+
+
+setup(
+    name="tb_pipeline_plugin",
+    version="0.1.0",
+    description="TensorBoard plugin: why is one training run slower than another",
+    packages=find_packages(include=["tb_pipeline_plugin", "tb_pipeline_plugin.*"]),
+    package_data={"tb_pipeline_plugin": ["static/*"]},
+    python_requires=">=3.10",
+    install_requires=[
+        "tensorboard>=2.16,<3",
+        "msgspec>=0.18,<1",
+        "numpy>=1.24,<3",
+        "pandas>=2.0,<4",
+        "psutil>=5.9,<8",
+        "werkzeug>=2.2,<4",
+    ],
+    extras_require={
+        "record": ["torch>=2.0"],
+    },
+    entry_points={
+        "tensorboard_plugins": [
+            "tb_pipeline = tb_pipeline_plugin.plugin:PipelinePlugin",
+        ],
+        "console_scripts": [
+            "tb-pipeline = tb_pipeline_plugin.cli:main",
+        ],
+    },
+    cmdclass={"build_py": BuildPyWithFrontend},
+)

@@ -1,0 +1,53 @@
+"""Operator statistics: one row per operator name (or name and input shape)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..trace.link import LinkedTrace
+from ..trace.table import Kind, Phase
+
+GROUP_BY = ("name", "name_and_shape")
+OPERATOR_COLUMNS = ["name", "input_shape", "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us"]
+
+
+def operator_rows(linked: LinkedTrace, rows: np.ndarray | None = None) -> np.ndarray:
+    """Rows of operator events, optionally restricted to a subset of rows."""
+    t = linked.table
+    mask = (t.kind == Kind.CPU_OP) & (t.phase == Phase.COMPLETE)
+    ops = np.flatnonzero(mask)
+    return ops if rows is None else np.intersect1d(ops, rows)
+
+
+def operators(linked: LinkedTrace, group_by: str = "name", rows: np.ndarray | None = None) -> pd.DataFrame:
+    """calls, host self/total µs and device self/total µs per operator.
+
+    `rows` restricts the statistics to those operator events (a module
+    piece's operators in the diff view).
+    """
+    if group_by not in GROUP_BY:
+        raise ValueError(f"group_by must be one of {', '.join(GROUP_BY)}")
+    t = linked.table
+    ops = operator_rows(linked, rows)
+    keys = {"name_id": t.name_id[ops]}
+    if group_by == "name_and_shape":
+        keys["shape_id"] = t.shape_id[ops]
+    frame = pd.DataFrame({
+        **keys,
+        "calls": np.ones(len(ops), dtype=np.int64),
+        "host_self_us": linked.host_self_us[ops],
+        "host_total_us": t.dur_us[ops],
+        "device_self_us": linked.device_self_us[ops],
+        "device_total_us": linked.device_total_us[ops],
+    })
+    grouped = frame.groupby(list(keys), sort=False, as_index=False).sum()
+    grouped.insert(0, "name", t.names(grouped["name_id"].to_numpy()))
+    if group_by == "name_and_shape":
+        shapes = t.names(grouped["shape_id"].to_numpy())
+        shapes[grouped["shape_id"].to_numpy() < 0] = ""
+        grouped.insert(1, "input_shape", shapes)
+    else:
+        grouped.insert(1, "input_shape", None)
+    primary = "device_self_us" if linked.has_device else "host_self_us"
+    out = grouped[OPERATOR_COLUMNS].sort_values([primary, "name"], ascending=[False, True], kind="stable")
+    return out.reset_index(drop=True)

@@ -1,0 +1,115 @@
+"""Run overview: device, steps and their time breakdown, GPU utilisation, memory."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..trace.link import LinkedTrace
+from ..trace.table import Kind, Phase
+from .device import device_info, distributed_info
+from .intervals import measure_in, merge, union
+from .memory import memory_summary
+from .names import (
+    DATA_LOADING_PREFIXES,
+    HOST_COLLECTIVE_PREFIXES,
+    STEP_PREFIX,
+    is_communication_kernel,
+    name_mask,
+    starts_with,
+)
+
+# Priority order: each microsecond of a step goes to the first active category.
+CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "data_loading", "cpu_exec", "other")
+
+
+def _category_rows(linked: LinkedTrace) -> dict[str, np.ndarray]:
+    t = linked.table
+    complete = t.phase == Phase.COMPLETE
+
+    def rows_of(*kinds: Kind) -> np.ndarray:
+        return np.flatnonzero(complete & np.isin(t.kind, kinds))
+
+    kernels = rows_of(Kind.KERNEL)
+    comm_kernel = name_mask(t, kernels, is_communication_kernel)
+    annotations = rows_of(Kind.USER_ANNOTATION)
+    ops = rows_of(Kind.CPU_OP)
+    host_named = np.concatenate([annotations, ops])
+    collectives = host_named[name_mask(t, host_named, starts_with(HOST_COLLECTIVE_PREFIXES))]
+    # With device activity the collectives' real cost is their kernels; the
+    # host-side call only enqueues them.
+    communication = kernels[comm_kernel] if linked.has_device else collectives
+    data_loading = annotations[name_mask(t, annotations, starts_with(DATA_LOADING_PREFIXES))]
+    not_step = annotations[~name_mask(t, annotations, starts_with((STEP_PREFIX,)))]
+    return {
+        "kernel": kernels[~comm_kernel],
+        "memcpy": rows_of(Kind.MEMCPY),
+        "memset": rows_of(Kind.MEMSET),
+        "communication": communication,
+        "runtime": rows_of(Kind.RUNTIME, Kind.DRIVER),
+        "data_loading": data_loading,
+        "cpu_exec": np.concatenate([ops, not_step]),
+    }
+
+
+def step_breakdown(linked: LinkedTrace) -> pd.DataFrame:
+    """One row per step: name, step, start/duration µs and µs per category."""
+    t = linked.table
+    steps = linked.steps
+    base = steps.start_us[0] if len(steps.start_us) else 0.0
+    ws, we = steps.start_us - base, steps.end_us - base
+    duration = we - ws
+    frame = pd.DataFrame({"name": steps.name, "step": steps.number, "start_us": ws, "duration_us": duration})
+    covered = (np.empty(0), np.empty(0))
+    before = np.zeros(len(ws))
+    for category, rows in _category_rows(linked).items():
+        s = t.ts_us[rows] - base
+        covered = merge(covered, (s, s + t.dur_us[rows]))
+        now = measure_in(covered, ws, we)
+        frame[category] = now - before
+        before = now
+    frame["other"] = np.maximum(duration - before, 0.0)
+    return frame
+
+
+def gpu_utilization_pct(linked: LinkedTrace) -> float | None:
+    if not linked.has_device:
+        return None
+    t = linked.table
+    steps = linked.steps
+    rows = np.flatnonzero((t.phase == Phase.COMPLETE) & (t.kind == Kind.KERNEL))
+    busy = union(t.ts_us[rows] - steps.start_us[0], t.ts_us[rows] + t.dur_us[rows] - steps.start_us[0])
+    total = float(np.sum(steps.end_us - steps.start_us))
+    if total <= 0:
+        return None
+    return float(100.0 * measure_in(busy, steps.start_us - steps.start_us[0], steps.end_us - steps.start_us[0]).sum() / total)
+
+
+def trace_duration_us(linked: LinkedTrace) -> float:
+    t = linked.table
+    valid = (t.phase == Phase.COMPLETE) & (t.kind != Kind.TRACE_SPAN)
+    if not valid.any():
+        return 0.0
+    return float((t.ts_us[valid] + t.dur_us[valid]).max() - t.ts_us[valid].min())
+
+
+def overview(linked: LinkedTrace) -> dict:
+    frame = step_breakdown(linked)
+    steps = []
+    for rec in frame.to_dict("records"):
+        steps.append({
+            "name": rec["name"], "step": int(rec["step"]), "start_us": float(rec["start_us"]),
+            "duration_us": float(rec["duration_us"]),
+            "breakdown_us": {c: float(rec[c]) for c in CATEGORIES},
+        })
+    n = max(len(frame), 1)
+    return {
+        "device": device_info(linked),
+        "distributed": distributed_info(linked.table),
+        "trace_duration_us": trace_duration_us(linked),
+        "steps": steps,
+        "avg_step_time_us": float(frame["duration_us"].sum() / n),
+        "breakdown_us": {c: float(frame[c].sum() / n) for c in CATEGORIES},
+        "gpu_utilization_pct": gpu_utilization_pct(linked),
+        "memory": memory_summary(linked),
+        "warnings": list(linked.table.warnings),
+    }

@@ -1,0 +1,45 @@
+"""Typed request errors.
+
+Pure code (discovery, analyses) raises these; the HTTP layer maps `status`
+to the response code, so no route ever needs its own try/except ladder and
+nothing unexpected turns into a 500.
+"""
+from __future__ import annotations
+
+
+class PluginError(Exception):
+    status: int = 500
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+    def to_json(self) -> dict:
+        return {"error": self.message, "status": self.status}
+
+
+class BadRequest(PluginError):
+    """A missing or malformed parameter."""
+
+    status = 400
+
+
+class NotFound(PluginError):
+    """An unknown run, worker or span."""
+
+    status = 404
+
+
+class Conflict(PluginError):
+    """The run is still loading; the client should retry later."""
+
+    status = 409
+
+    def to_json(self) -> dict:
+        return {**super().to_json(), "run_status": "loading"}
+
+
+class Unprocessable(PluginError):
+    """The run's trace could not be parsed; the message says why."""
+
+    status = 422

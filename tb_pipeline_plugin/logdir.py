@@ -1,0 +1,328 @@
+"""Which runs, workers and spans a logdir holds.
+
+Discovery only lists and stats files (plus a small header sniff for generic
+Chrome traces); it never parses events, so it is cheap enough to repeat on
+every `runs` request and picks up runs written while TensorBoard is up.
+
+Listing goes through TensorBoard's gfile compat layer so `gs://`, `s3://` and
+fsspec logdirs work like local ones; symlink containment is enforced where it
+is meaningful, on the local filesystem.
+"""
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import zlib
+from dataclasses import dataclass, field
+
+from tensorboard.compat import tf
+
+from tb_pipeline_plugin.errors import BadRequest, NotFound
+
+KINETO_RE = re.compile(r"^(.*?)(\.\d+)?\.pt\.trace\.json(\.gz)?$")
+GENERIC_JSON_RE = re.compile(r"^(.+?)\.json(\.gz)?$")
+PIPELINE_DIR = "pipeline"
+DIAGNOSTIC_RE = re.compile(r"^diagnostic.*\.jsonl$")
+KINDS_ORDER = ("trace", "pipeline", "diagnostic")
+
+# Enough to get past a Kineto header with many deviceProperties entries.
+SNIFF_BYTES = 64 * 1024
+_SPAN_RE = re.compile(r"^\d+$")
+_PH_KEY_RE = re.compile(rb'"ph"\s*:')
+_MAX_NAME_CHARS = 4096
+
+
+@dataclass(frozen=True)
+class TraceFile:
+    run: str
+    worker: str
+    span: str
+    path: str
+    size: int
+    mtime: float
+
+
+@dataclass
+class RunInfo:
+    name: str
+    path: str
+    # worker -> span -> file; workers sorted, spans in ascending numeric order.
+    traces: dict[str, dict[str, TraceFile]] = field(default_factory=dict)
+    kinds: list[str] = field(default_factory=list)
+    pipeline_files: list[str] = field(default_factory=list)
+    diagnostic_files: list[str] = field(default_factory=list)
+
+    def workers(self) -> list[dict]:
+        """The `workers` field of the `runs` route."""
+        return [{"name": w, "spans": list(spans)} for w, spans in self.traces.items()]
+
+    def trace_files(self) -> list[TraceFile]:
+        return [tf_ for spans in self.traces.values() for tf_ in spans.values()]
+
+
+def discover_runs(logdir: str) -> dict[str, RunInfo]:
+    """All runs under `logdir`, sorted by name. A missing logdir has no runs."""
+    if not logdir or not _exists(logdir):
+        return {}
+    if not _is_remote(logdir):
+        # Absolute paths keep store keys stable if the process changes directory.
+        logdir = os.path.abspath(logdir)
+    found: dict[str, _RunBuilder] = {}
+    for parts, dirpath, files, pipeline_dir in _walk(logdir):
+        name = "/".join(parts) if parts else "."
+        builder = _RunBuilder(name, dirpath)
+        for fname in sorted(files):
+            builder.add_file(fname)
+        if pipeline_dir is not None:
+            builder.add_pipeline_dir(pipeline_dir)
+        if builder.has_data():
+            found[name] = builder
+    return {name: found[name].build() for name in sorted(found)}
+
+
+def resolve(
+    runs: dict[str, RunInfo], run: str | None, worker: str | None = None, span: str | None = None
+) -> TraceFile:
+    """The trace a request selects; worker and span default as documented.
+
+    An empty `worker`/`span` counts as absent (a client with nothing selected
+    yet); an empty `run` is a bad request.
+    """
+    run = _check_run_name(run)
+    if worker:
+        _check_component("worker", worker)
+    if span and not _SPAN_RE.match(span):
+        raise BadRequest(f"span must be a decimal number, got {span!r}")
+    info = runs.get(run)
+    if info is None:
+        raise NotFound(f"unknown run {run!r}")
+    if not info.traces:
+        raise NotFound(f"run {run!r} has no trace files")
+    if not worker:
+        worker = next(iter(info.traces))
+    spans = info.traces.get(worker)
+    if spans is None:
+        raise NotFound(f"unknown worker {worker!r} in run {run!r}")
+    if not span:
+        span = next(reversed(spans))
+    found = spans.get(span)
+    if found is None:
+        raise NotFound(f"unknown span {span!r} for worker {worker!r} in run {run!r}")
+    return found
+
+
+def _check_run_name(run: str | None) -> str:
+    if run is None or run == "":
+        raise BadRequest("missing parameter 'run'")
+    if len(run) > _MAX_NAME_CHARS or "\x00" in run or "\\" in run:
+        raise BadRequest(f"malformed run name {run!r}")
+    if run.startswith("/") or ".." in run.split("/"):
+        raise BadRequest(f"run must be a path relative to the logdir without '..': {run!r}")
+    if posixpath.normpath(run) != run:
+        raise BadRequest(f"run name is not normalized: {run!r}")
+    return run
+
+
+def _check_component(what: str, value: str) -> None:
+    if (
+        len(value) > _MAX_NAME_CHARS
+        or value in (".", "..")
+        or any(c in value for c in "/\\\x00")
+    ):
+        raise BadRequest(f"malformed {what} {value!r}")
+
+
+class _RunBuilder:
+    def __init__(self, name: str, path: str):
+        self.name = name
+        self.path = path
+        self.traces: dict[str, dict[str, TraceFile]] = {}
+        self.pipeline_files: list[str] = []
+        self.diagnostic_files: list[str] = []
+
+    def add_file(self, fname: str) -> None:
+        full = _join(self.path, fname)
+        m = KINETO_RE.match(fname)
+        if m:
+            worker, span = m.group(1), (m.group(2) or ".0")[1:]
+        else:
+            g = GENERIC_JSON_RE.match(fname)
+            if not g:
+                return
+            worker, span = g.group(1), "0"
+        if not worker:
+            return
+        size, mtime = _stat(full)
+        if size is None:
+            return
+        if not m and not _looks_like_trace(full, bool(g.group(2)), size, mtime):
+            return
+        spans = self.traces.setdefault(worker, {})
+        # Files arrive in name order, so `w.json` beats `w.json.gz` for the
+        # same (worker, span): deterministic, and the plain one decodes faster.
+        spans.setdefault(span, TraceFile(self.name, worker, span, full, size, mtime))
+
+    def add_pipeline_dir(self, pdir: str) -> None:
+        for fname in sorted(_listdir(pdir)):
+            if fname.startswith(".") or not fname.endswith(".jsonl"):
+                continue
+            full = _join(pdir, fname)
+            if _isdir(full):
+                continue
+            if DIAGNOSTIC_RE.match(fname):
+                self.diagnostic_files.append(full)
+            else:
+                self.pipeline_files.append(full)
+
+    def has_data(self) -> bool:
+        return bool(self.traces or self.pipeline_files or self.diagnostic_files)
+
+    def build(self) -> RunInfo:
+        traces = {
+            w: {s: self.traces[w][s] for s in sorted(self.traces[w], key=int)}
+            for w in sorted(self.traces)
+        }
+        present = {
+            "trace": bool(traces),
+            "pipeline": bool(self.pipeline_files),
+            "diagnostic": bool(self.diagnostic_files),
+        }
+        return RunInfo(
+            name=self.name,
+            path=self.path,
+            traces=traces,
+            kinds=[k for k in KINDS_ORDER if present[k]],
+            pipeline_files=self.pipeline_files,
+            diagnostic_files=self.diagnostic_files,
+        )
+
+
+# ---- filesystem helpers -------------------------------------------------------
+
+def _is_remote(path: str) -> bool:
+    return "://" in path
+
+
+def _join(a: str, b: str) -> str:
+    if _is_remote(a):
+        return a.rstrip("/") + "/" + b
+    return os.path.join(a, b)
+
+
+def _exists(path: str) -> bool:
+    try:
+        return bool(tf.io.gfile.exists(path))
+    except Exception:  # an unreachable remote logdir is simply empty for now
+        return False
+
+
+def _isdir(path: str) -> bool:
+    try:
+        return bool(tf.io.gfile.isdir(path))
+    except Exception:
+        return False
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        # Object stores list sub-"directories" with a trailing slash.
+        return [n.rstrip("/") for n in tf.io.gfile.listdir(path)]
+    except Exception:  # unreadable directory: skip it, keep discovering the rest
+        return []
+
+
+def _stat(path: str) -> tuple[int | None, float]:
+    if not _is_remote(path):
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None, 0.0
+        return st.st_size, st.st_mtime
+    try:
+        st = tf.io.gfile.stat(path)
+    except Exception:
+        return None, 0.0
+    # The TF-less stub reports only the length; a size change still shows a rewrite.
+    return int(st.length), getattr(st, "mtime_nsec", 0) / 1e9
+
+
+def _walk(logdir: str):
+    """Yield (relative parts, dir path, file names, pipeline dir or None).
+
+    Hidden directories are skipped, `pipeline/` directories are reported to
+    their parent instead of being walked, and on the local filesystem a
+    symlinked directory is entered only if it resolves inside the logdir and
+    is not one of its own ancestors (no escapes, no cycles). An alias to a
+    sibling run is listed under both names, as TensorBoard itself does.
+    """
+    local = not _is_remote(logdir)
+    real_root = os.path.realpath(logdir) if local else ""
+    stack: list[tuple[tuple[str, ...], str, frozenset]] = [((), logdir, frozenset())]
+    while stack:
+        parts, dirpath, ancestors = stack.pop()
+        if local:
+            real = os.path.realpath(dirpath)
+            if real in ancestors or not _within(real, real_root):
+                continue
+            ancestors = ancestors | {real}
+        files: list[str] = []
+        subdirs: list[str] = []
+        pipeline_dir = None
+        for name in _listdir(dirpath):
+            if not name or name.startswith("."):
+                continue
+            full = _join(dirpath, name)
+            if local and os.path.islink(full) and not _within(os.path.realpath(full), real_root):
+                continue
+            if _isdir(full):
+                if name == PIPELINE_DIR:
+                    pipeline_dir = full
+                else:
+                    subdirs.append(name)
+            else:
+                files.append(name)
+        yield parts, dirpath, files, pipeline_dir
+        for name in sorted(subdirs, reverse=True):
+            stack.append((parts + (name,), _join(dirpath, name), ancestors))
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+# ---- generic Chrome trace sniffing --------------------------------------------
+
+_sniff_cache: dict[tuple[str, int, float], bool] = {}
+_SNIFF_CACHE_MAX = 4096
+
+
+def _looks_like_trace(path: str, gz: bool, size: int, mtime: float) -> bool:
+    key = (path, size, mtime)
+    hit = _sniff_cache.get(key)
+    if hit is not None:
+        return hit
+    try:
+        with tf.io.gfile.GFile(path, "rb") as f:
+            head = f.read(SNIFF_BYTES)
+        if gz:
+            # A partial inflate of the first block; tolerant of truncated files.
+            head = zlib.decompressobj(wbits=47).decompress(head, SNIFF_BYTES)
+        result = looks_like_trace_head(head)
+    except Exception:
+        result = False
+    if len(_sniff_cache) >= _SNIFF_CACHE_MAX:
+        _sniff_cache.clear()
+    _sniff_cache[key] = result
+    return result
+
+
+def looks_like_trace_head(head: bytes) -> bool:
+    """Whether the first bytes of a JSON document look like a Chrome trace."""
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text.startswith(b"{"):
+        return b'"traceEvents"' in text
+    if text.startswith(b"["):
+        rest = text[1:].lstrip(b" \t\r\n")
+        return rest.startswith(b"{") and _PH_KEY_RE.search(rest) is not None
+    return False

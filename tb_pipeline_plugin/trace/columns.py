@@ -1,0 +1,316 @@
+"""Decoded events of one chunk -> column arrays; chunks -> EventTable.
+
+Attribute extraction goes through `operator.attrgetter` + `zip(*...)` so the
+per-event work stays in C; only the distinct values of a chunk (names,
+categories, shapes) go through Python code.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from operator import attrgetter, itemgetter
+
+import numpy as np
+import pandas as pd
+
+from .intern import Interner
+from .table import (
+    CATEGORY_KINDS,
+    FLOW_KINDS,
+    NO_ID,
+    EventTable,
+    FlowColumns,
+    FlowKind,
+    Kind,
+    KernelColumns,
+    MemoryColumns,
+    Phase,
+)
+
+GET_EVENT = attrgetter("ph", "cat", "name", "pid", "tid", "ts", "dur", "args")
+GET_LINKS = attrgetter("external_id", "external_id_2021", "correlation", "python_id", "python_parent_id", "device")
+GET_KERNEL = attrgetter(
+    "grid", "block", "registers_per_thread", "shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "occupancy_pct"
+)
+GET_MEMORY = attrgetter("bytes_delta", "total_allocated", "total_reserved", "device_type", "device_id")
+
+# Phase codes while decoding; B/E are paired into COMPLETE rows in build_table.
+_PH_BEGIN, _PH_END, _PH_META, _PH_FLOW, _PH_DROP = 10, 11, 12, 13, 14
+_PHASES = {
+    "X": Phase.COMPLETE, "B": _PH_BEGIN, "E": _PH_END, "i": Phase.INSTANT, "I": Phase.INSTANT,
+    "n": Phase.INSTANT, "C": Phase.COUNTER, "M": _PH_META, "s": _PH_FLOW, "t": _PH_FLOW, "f": _PH_FLOW,
+}
+_MAIN_PHASES = (Phase.COMPLETE, Phase.INSTANT, Phase.COUNTER, _PH_BEGIN, _PH_END)
+
+
+def _ints(values) -> np.ndarray:
+    """None -> NO_ID; ids are far below 2**53 so float64 holds them exactly."""
+    arr = np.array(values, dtype=np.float64)
+    out = np.full(len(arr), NO_ID, dtype=np.int64)
+    ok = ~np.isnan(arr)
+    out[ok] = arr[ok].astype(np.int64)
+    return out
+
+
+def _floats(values) -> np.ndarray:
+    return np.array(values, dtype=np.float64)
+
+
+def _take(seq, rows: np.ndarray) -> list:
+    """seq[i] for i in rows, in C."""
+    if len(rows) == len(seq):
+        return list(seq)
+    if len(rows) == 0:
+        return []
+    if len(rows) == 1:
+        return [seq[int(rows[0])]]
+    return list(itemgetter(*rows.tolist())(seq))
+
+
+def _raw_text_ids(raws, strings: Interner) -> np.ndarray:
+    """String ids of Raw JSON snippets (shapes, grids), -1 where absent."""
+    if not raws:
+        return np.empty(0, dtype=np.int32)
+    as_bytes = np.asarray([bytes(r) if len(r) else None for r in raws], dtype=object)
+    local, uniques = pd.factorize(as_bytes)
+    lut = np.fromiter((strings.id_of(u.decode("utf-8", "replace")) for u in uniques), dtype=np.int32, count=len(uniques))
+    out = np.full(len(raws), NO_ID, dtype=np.int32)
+    ok = local >= 0
+    out[ok] = lut[local[ok]]
+    return out
+
+
+def _lut(values, mapping, default) -> tuple[np.ndarray, np.ndarray]:
+    local, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
+    lut = np.array([mapping(u) for u in uniques], dtype=np.int64) if len(uniques) else np.empty(0, np.int64)
+    return lut[local], uniques
+
+
+def _category_kind(cat) -> int:
+    return int(CATEGORY_KINDS.get(cat.lower(), Kind.OTHER)) if isinstance(cat, str) else int(Kind.OTHER)
+
+
+@dataclass
+class ChunkColumns:
+    main: dict[str, np.ndarray]
+    kernel: dict[str, np.ndarray]  # "row" is local to the chunk's main rows
+    memory: dict[str, np.ndarray]
+    flow: dict[str, np.ndarray]
+    process_names: dict = field(default_factory=dict)
+    thread_names: dict = field(default_factory=dict)
+
+
+def chunk_columns(events: list, strings: Interner, keys: Interner) -> ChunkColumns:
+    if not events:
+        return _empty_chunk()
+    ph, cat, name, pid, tid, ts, dur, args = zip(*map(GET_EVENT, events))
+    phase = _lut(ph, lambda p: _PHASES.get(p, _PH_DROP), _PH_DROP)[0]
+    kind = _lut(cat, _category_kind, Kind.OTHER)[0].astype(np.uint8)
+    name_id = strings.codes(name)
+    pid_key = keys.codes(pid)
+    tid_key = keys.codes(tid)
+    thread_key = pid_key.astype(np.int64) << 32 | tid_key.astype(np.int64)
+
+    memory_name = strings.id_of("[memory]")
+    is_memory = (kind == Kind.MEMORY) & (name_id == memory_name)
+    kind[(kind == Kind.MEMORY) & ~is_memory] = Kind.OTHER
+    keep = np.isin(phase, _MAIN_PHASES) & ~is_memory
+    rows = np.flatnonzero(keep)
+    kept_args = _take(args, rows)
+
+    links = list(zip(*map(GET_LINKS, kept_args))) if len(rows) else [()] * 6
+    external = _ints(links[0])
+    external_2021 = _ints(links[1])
+    external = np.where(external == NO_ID, external_2021, external)
+    main_kind = kind[rows]
+    op_rows = np.flatnonzero(main_kind == Kind.CPU_OP)
+    shape_id = np.full(len(rows), NO_ID, dtype=np.int32)
+    shape_id[op_rows] = _raw_text_ids([a.input_dims for a in _take(kept_args, op_rows)], strings)
+    main = {
+        "phase": phase[rows].astype(np.uint8),
+        "kind": main_kind,
+        "name_id": name_id[rows],
+        "pid_key": pid_key[rows],
+        "thread_key": thread_key[rows],
+        "ts_us": _floats(ts)[rows],
+        "dur_us": _floats(dur)[rows],
+        "external_id": external,
+        "correlation": _ints(links[2]),
+        "python_id": _ints(links[3]),
+        "python_parent_id": _ints(links[4]),
+        "device": _ints(links[5]).astype(np.int32),
+        "shape_id": shape_id,
+    }
+
+    kernel_rows = np.flatnonzero(main_kind == Kind.KERNEL)
+    kernel = _kernel_columns(_take(kept_args, kernel_rows), strings)
+    kernel["row"] = kernel_rows.astype(np.int64)
+
+    mem_rows = np.flatnonzero(is_memory)
+    memory = _memory_columns(_take(args, mem_rows))
+    memory["ts_us"] = _floats(_take(ts, mem_rows))
+
+    flow_rows = np.flatnonzero(phase == _PH_FLOW)
+    flow = _flow_columns(_take(events, flow_rows), keys)
+    flow["thread_key"] = thread_key[flow_rows]
+
+    out = ChunkColumns(main, kernel, memory, flow)
+    for i in np.flatnonzero(phase == _PH_META):
+        label = args[i].name
+        if label is None:
+            continue
+        if name[i] == "process_name":
+            out.process_names[pid[i]] = label
+        elif name[i] == "thread_name":
+            out.thread_names[(pid[i], tid[i])] = label
+    return out
+
+
+def _kernel_columns(kargs: list, strings: Interner) -> dict[str, np.ndarray]:
+    cols = list(zip(*map(GET_KERNEL, kargs))) if kargs else [()] * 7
+    return {
+        "grid_id": _raw_text_ids(list(cols[0]), strings),
+        "block_id": _raw_text_ids(list(cols[1]), strings),
+        "registers_per_thread": _floats(cols[2]),
+        "shared_memory_bytes": _floats(cols[3]),
+        "blocks_per_sm": _floats(cols[4]),
+        "warps_per_sm": _floats(cols[5]),
+        "occupancy_pct": _floats(cols[6]),
+    }
+
+
+def _memory_columns(margs: list) -> dict[str, np.ndarray]:
+    cols = list(zip(*map(GET_MEMORY, margs))) if margs else [()] * 5
+    return {
+        "bytes_delta": np.where((b := _ints(cols[0])) == NO_ID, 0, b),
+        "total_allocated_bytes": _ints(cols[1]),
+        "total_reserved_bytes": _ints(cols[2]),
+        "device_type": _ints(cols[3]).astype(np.int8),
+        "device_id": _ints(cols[4]).astype(np.int32),
+    }
+
+
+def _flow_columns(flow_events: list, keys: Interner) -> dict[str, np.ndarray]:
+    n = len(flow_events)
+    if not n:
+        return {k: np.empty(0, dtype=t) for k, t in _FLOW_DTYPES.items()}
+    ph = [e.ph for e in flow_events]
+    ids = [e.id if e.id is not None else "" for e in flow_events]
+    return {
+        "kind": np.fromiter((FLOW_KINDS.get(e.cat.lower(), FlowKind.OTHER) for e in flow_events), np.uint8, n),
+        "flow_id": keys.codes(ids).astype(np.int64),
+        "is_start": np.array([p == "s" for p in ph], dtype=bool),
+        "binds_enclosing": np.array([e.bp == "e" for e in flow_events], dtype=bool),
+        "ts_us": _floats([e.ts for e in flow_events]),
+    }
+
+
+_FLOW_DTYPES = {"kind": np.uint8, "flow_id": np.int64, "is_start": bool, "binds_enclosing": bool, "ts_us": np.float64}
+
+
+def _empty_chunk() -> ChunkColumns:
+    return ChunkColumns({}, {}, {}, {})
+
+
+def _concat(parts: list[dict[str, np.ndarray]], key: str, dtype) -> np.ndarray:
+    arrays = [p[key] for p in parts if key in p]
+    return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.empty(0, dtype=dtype)
+
+
+_MAIN_DTYPES = {
+    "phase": np.uint8, "kind": np.uint8, "name_id": np.int32, "pid_key": np.int32, "thread_key": np.int64,
+    "ts_us": np.float64, "dur_us": np.float64, "external_id": np.int64, "correlation": np.int64,
+    "python_id": np.int64, "python_parent_id": np.int64, "device": np.int32, "shape_id": np.int32,
+}
+_KERNEL_DTYPES = {
+    "row": np.int64, "grid_id": np.int32, "block_id": np.int32, "registers_per_thread": np.float64,
+    "shared_memory_bytes": np.float64, "blocks_per_sm": np.float64, "warps_per_sm": np.float64,
+    "occupancy_pct": np.float64,
+}
+_MEMORY_DTYPES = {
+    "ts_us": np.float64, "bytes_delta": np.int64, "total_allocated_bytes": np.int64,
+    "total_reserved_bytes": np.int64, "device_type": np.int8, "device_id": np.int32,
+}
+
+
+def build_table(parts: list[ChunkColumns], strings: Interner, keys: Interner, metadata: dict) -> EventTable:
+    offsets = np.cumsum([0] + [len(p.main.get("ts_us", ())) for p in parts])
+    for part, off in zip(parts, offsets):
+        if "row" in part.kernel:
+            part.kernel["row"] = part.kernel["row"] + off
+    main = {k: _concat([p.main for p in parts], k, t) for k, t in _MAIN_DTYPES.items()}
+    kernel = {k: _concat([p.kernel for p in parts], k, t) for k, t in _KERNEL_DTYPES.items()}
+    memory = {k: _concat([p.memory for p in parts], k, t) for k, t in _MEMORY_DTYPES.items()}
+    flow = {k: _concat([p.flow for p in parts], k, t) for k, t in {**_FLOW_DTYPES, "thread_key": np.int64}.items()}
+    process_names: dict = {}
+    thread_names: dict = {}
+    for p in parts:
+        process_names.update(p.process_names)
+        thread_names.update(p.thread_names)
+    warnings: list[str] = []
+
+    if np.any(main["phase"] >= _PH_BEGIN):
+        keep, kernel_row_map = _pair_begin_end(main, warnings)
+        main = {k: v[keep] for k, v in main.items()}
+        kernel["row"] = kernel_row_map[kernel["row"]]
+
+    # Dense thread ids over (pid, tid) pairs seen anywhere (events and flows).
+    all_keys = np.concatenate([main["thread_key"], flow["thread_key"]])
+    uniq, inverse = np.unique(all_keys, return_inverse=True)
+    n_main = len(main["thread_key"])
+    threads = [(keys.values[int(u) >> 32], keys.values[int(u) & 0xFFFFFFFF]) for u in uniq]
+    pid_uniq, pid_inverse = np.unique(main["pid_key"], return_inverse=True)
+
+    return EventTable(
+        strings=strings.values,
+        phase=main["phase"],
+        kind=main["kind"],
+        name_id=main["name_id"],
+        pid_id=pid_inverse.astype(np.int32),
+        thread_id=inverse[:n_main].astype(np.int32),
+        ts_us=main["ts_us"],
+        dur_us=main["dur_us"],
+        external_id=main["external_id"],
+        correlation=main["correlation"],
+        python_id=main["python_id"],
+        python_parent_id=main["python_parent_id"],
+        device=main["device"],
+        shape_id=main["shape_id"],
+        kernels=KernelColumns(**kernel),
+        memory=MemoryColumns(**memory),
+        flows=FlowColumns(
+            kind=flow["kind"], flow_id=flow["flow_id"], is_start=flow["is_start"],
+            binds_enclosing=flow["binds_enclosing"], ts_us=flow["ts_us"],
+            thread_id=inverse[n_main:].astype(np.int32),
+        ),
+        pids=[keys.values[int(p)] for p in pid_uniq],
+        threads=threads,
+        process_names=process_names,
+        thread_names=thread_names,
+        metadata=metadata,
+        warnings=warnings,
+    )
+
+
+def _pair_begin_end(main: dict[str, np.ndarray], warnings: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Turn B/E pairs (per thread, properly nested) into complete events."""
+    phase = main["phase"]
+    idx = np.flatnonzero((phase == _PH_BEGIN) | (phase == _PH_END))
+    order = idx[np.lexsort((main["ts_us"][idx], main["thread_key"][idx]))]
+    stacks: dict[int, list[int]] = {}
+    unmatched = 0
+    for i in order.tolist():
+        stack = stacks.setdefault(int(main["thread_key"][i]), [])
+        if phase[i] == _PH_BEGIN:
+            stack.append(i)
+        elif stack:
+            b = stack.pop()
+            main["dur_us"][b] = main["ts_us"][i] - main["ts_us"][b]
+            main["phase"][b] = Phase.COMPLETE
+        else:
+            unmatched += 1
+    open_count = sum(len(s) for s in stacks.values())
+    if unmatched or open_count:
+        warnings.append(f"{unmatched} end (E) events without a begin and {open_count} begin (B) events without an end were ignored")
+    keep = main["phase"] <= Phase.COUNTER
+    row_map = np.cumsum(keep) - 1
+    return keep, row_map

@@ -1,0 +1,113 @@
+"""Trace bytes -> EventTable, chunk by chunk, tolerant of damaged input."""
+from __future__ import annotations
+
+import re
+
+import msgspec
+
+from .columns import ChunkColumns, build_table, chunk_columns
+from .intern import Interner
+from .locate import BOUNDARY, chunk_bounds, chunk_text, last_boundaries, locate_events
+from .reader import read_trace_bytes
+from .schema import Event, LenientEvent
+from .coerce import coerce_events
+from .table import EventTable
+
+CHUNK_BYTES = 8 << 20
+_ERROR_BYTE = re.compile(r"\(byte (\d+)\)")
+_EVENTS = msgspec.json.Decoder(list[Event])
+_LENIENT = msgspec.json.Decoder(list[LenientEvent])
+
+
+def load_trace(path: str) -> EventTable:
+    data, warnings = read_trace_bytes(path)
+    table = decode_trace(data)
+    table.warnings[:0] = warnings
+    return table
+
+
+def decode_trace(data: bytes, chunk_bytes: int = CHUNK_BYTES) -> EventTable:
+    region = locate_events(data)
+    warnings = list(region.warnings)
+    interners = _Interners()
+    parts: list[ChunkColumns] = []
+    bounds = chunk_bounds(data, region.start, region.end, chunk_bytes)
+    i = 0
+    while i < len(bounds) - 1:
+        a, b = bounds[i], bounds[i + 1]
+        events, consumed_to, warning = _decode_range(data, a, b, is_last=(i == len(bounds) - 2), closed=region.closed)
+        if warning:
+            warnings.append(warning)
+        if events is None:
+            # A chunk boundary fell inside a nested object: merge with the next.
+            del bounds[i + 1]
+            continue
+        parts.append(chunk_columns(events, interners.strings, interners.keys))
+        del events
+        if consumed_to < b:
+            # Corrupt bytes were skipped: resume at the next event start.
+            bounds[i + 1] = consumed_to
+        i += 1
+    if not parts and region.end > region.start and data[region.start : region.end].strip():
+        raise ValueError("no trace event could be decoded" + (f": {warnings[-1]}" if warnings else ""))
+    table = build_table(parts, interners.strings, interners.keys, region.metadata)
+    table.warnings.extend(warnings)
+    return table
+
+
+class _Interners:
+    def __init__(self) -> None:
+        self.strings = Interner()  # names, categories, shapes
+        self.keys = Interner()  # pids, tids, (pid, tid) pairs, flow ids
+
+
+def _error_byte(exc: Exception) -> int | None:
+    m = _ERROR_BYTE.search(str(exc))
+    return int(m.group(1)) if m else None
+
+
+def _decode_text(text: bytes):
+    try:
+        return _EVENTS.decode(text), None
+    except msgspec.ValidationError:
+        # Valid JSON with unexpected value types: decode loosely, keep what fits.
+        events, dropped = coerce_events(_LENIENT.decode(text))
+        warning = f"{dropped} events with values of unexpected types were ignored" if dropped else None
+        return events, warning
+
+
+def _decode_range(data: bytes, a: int, b: int, is_last: bool, closed: bool):
+    """(events or None to merge, offset decoded up to, warning)."""
+    text = chunk_text(data, a, b)
+    try:
+        events, warning = _decode_text(text)
+        return events, b, warning
+    except msgspec.DecodeError as exc:  # malformed JSON, not a type mismatch
+        pos = _error_byte(exc)
+        at_end = pos is None or pos >= len(text) - 2
+        if at_end and not is_last:
+            return None, b, None
+        # Truncated tail or corrupt bytes: keep the complete events before the damage.
+        limit = b if pos is None else a + max(pos - 1, 0)
+        for cut in last_boundaries(data, a, limit):
+            try:
+                events, warning = _decode_text(chunk_text(data, a, cut))
+            except msgspec.DecodeError:
+                continue
+            return events, _resume_after(data, a, pos, b, is_last), _damage_warning(data, a, cut, b, pos, is_last, closed)
+        return [], _resume_after(data, a, pos, b, is_last), _damage_warning(data, a, a, b, pos, is_last, closed)
+
+
+def _resume_after(data: bytes, a: int, pos: int | None, b: int, is_last: bool) -> int:
+    if is_last or pos is None:
+        return b
+    m = BOUNDARY.search(data, a + pos, b)
+    return m.end() - 1 if m else b
+
+
+def _damage_warning(data: bytes, a: int, cut: int, b: int, pos: int | None, is_last: bool, closed: bool) -> str:
+    if is_last and (pos is None or not closed):
+        return f"the trace ends in the middle of an event: the last {b - cut:,} bytes were ignored"
+    where = a + (pos or 0)
+    return f"corrupt JSON near byte {where:,}: events between bytes {cut:,} and the next event were skipped"
+

@@ -1,0 +1,229 @@
+"""Links between events: nesting, launch -> device activity, op -> launch,
+forward -> backward, and the device time each host event is responsible for.
+
+Computed once per trace (`link(table)`), then shared by every analysis.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .nesting import nest
+from .table import DEVICE_ACTIVITY_KINDS, DEVICE_KINDS, EventTable, FlowKind, Kind, Phase
+
+HOST_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON_FUNCTION, Kind.RUNTIME, Kind.DRIVER, Kind.OTHER)
+_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+
+
+@dataclass
+class Steps:
+    name: list[str]
+    number: np.ndarray  # int64, N of ProfilerStep#N
+    row: np.ndarray  # int64 row of the annotation, -1 for the synthetic "all" step
+    start_us: np.ndarray  # float64, absolute
+    host_end_us: np.ndarray
+    end_us: np.ndarray  # host end or end of the last device activity launched in the step
+
+
+@dataclass
+class LinkedTrace:
+    table: EventTable
+    is_host: np.ndarray  # bool: complete host events taking part in nesting
+    parent: np.ndarray  # int64 enclosing host event on the same thread, -1
+    depth: np.ndarray  # int32
+    launch_of: np.ndarray  # int64: for device activity, the runtime row that launched it
+    op_of_launch: np.ndarray  # int64: for runtime rows, the cpu_op that issued it
+    owner: np.ndarray  # int64: for device activity, the host row its time is charged to
+    host_self_us: np.ndarray  # float64, host rows: dur minus direct host children
+    device_self_us: np.ndarray  # float64, host rows: device activity charged to it
+    device_total_us: np.ndarray  # float64, host rows: self plus all descendants
+    backward_of: np.ndarray  # int64: for a backward entry row, its forward op (fwdbwd), -1
+    steps: Steps
+    has_device: bool
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """values[j] where keys[j] == query, -1 when absent (last duplicate wins)."""
+    out = np.full(len(queries), -1, dtype=np.int64)
+    if len(keys) == 0 or len(queries) == 0:
+        return out
+    s = pd.Series(values, index=keys)
+    s = s[~s.index.duplicated(keep="last")]
+    pos = s.index.get_indexer(queries)
+    ok = pos >= 0
+    out[ok] = s.to_numpy()[pos[ok]]
+    return out
+
+
+def _nearest_ancestor_of_kind(parent: np.ndarray, kind: np.ndarray, start: np.ndarray, wanted: Kind) -> np.ndarray:
+    cur = start.copy()
+    pending = np.flatnonzero((cur >= 0))
+    pending = pending[kind[cur[pending]] != wanted]
+    while len(pending):
+        cur[pending] = parent[cur[pending]]
+        pending = pending[cur[pending] >= 0]
+        pending = pending[kind[cur[pending]] != wanted]
+    return cur
+
+
+def _bind_flows(table: EventTable, host_rows: np.ndarray, kind: FlowKind, start: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(flow_id, row) for flow endpoints bound to the host event starting at
+    the same instant on the same thread (the outermost one if several)."""
+    f = table.flows
+    sel = np.flatnonzero((f.kind == kind) & (f.is_start == start))
+    if len(sel) == 0 or len(host_rows) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    events = pd.DataFrame({
+        "thread": table.thread_id[host_rows], "ts": table.ts_us[host_rows],
+        "dur": table.dur_us[host_rows], "row": host_rows,
+    }).sort_values("dur", ascending=False).drop_duplicates(["thread", "ts"])
+    flows = pd.DataFrame({"thread": f.thread_id[sel], "ts": f.ts_us[sel], "flow_id": f.flow_id[sel]})
+    merged = flows.merge(events, on=["thread", "ts"], how="inner")
+    return merged["flow_id"].to_numpy(np.int64), merged["row"].to_numpy(np.int64)
+
+
+def link(table: EventTable) -> LinkedTrace:
+    n = len(table)
+    kind = table.kind
+    complete = table.phase == Phase.COMPLETE
+    is_host = complete & np.isin(kind, HOST_KINDS)
+    host_rows = np.flatnonzero(is_host)
+    parent = np.full(n, -1, dtype=np.int64)
+    depth = np.zeros(n, dtype=np.int32)
+    p, d = nest(table.thread_id, table.ts_us, table.dur_us, host_rows)
+    parent[host_rows] = p
+    depth[host_rows] = d
+
+    # Host self time: minus the direct children of any host kind.
+    dur = np.where(complete, table.dur_us, 0.0)
+    child_sum = np.zeros(n)
+    kids = host_rows[p >= 0]
+    np.add.at(child_sum, parent[kids], dur[kids])
+    host_self = np.where(is_host, dur - child_sum, 0.0)
+
+    # Device activity -> launching runtime call (correlation, else ac2g flows).
+    runtime_rows = np.flatnonzero(complete & np.isin(kind, (Kind.RUNTIME, Kind.DRIVER)))
+    device_rows = np.flatnonzero(complete & np.isin(kind, DEVICE_ACTIVITY_KINDS))
+    launch_of = np.full(n, -1, dtype=np.int64)
+    rt_corr = table.correlation[runtime_rows]
+    ok = rt_corr >= 0
+    launch_of[device_rows] = _lookup(rt_corr[ok], runtime_rows[ok], table.correlation[device_rows])
+    missing = device_rows[launch_of[device_rows] < 0]
+    if len(missing):
+        start_ids, start_rows = _bind_flows(table, runtime_rows, FlowKind.LAUNCH, True)
+        end_ids, end_rows = _device_flow_ends(table, missing)
+        launch = _lookup(start_ids, start_rows, end_ids)
+        launch_of[end_rows] = launch
+
+    # Runtime call -> operator: External id when it names an operator that
+    # encloses the call on the same thread, else the innermost enclosing op.
+    op_rows = np.flatnonzero(complete & (kind == Kind.CPU_OP))
+    op_of_launch = np.full(n, -1, dtype=np.int64)
+    by_containment = _nearest_ancestor_of_kind(parent, kind, parent[runtime_rows], Kind.CPU_OP)
+    op_ext = table.external_id[op_rows]
+    has_ext = op_ext >= 0
+    by_ext = _lookup(op_ext[has_ext], op_rows[has_ext], table.external_id[runtime_rows])
+    valid = by_ext >= 0
+    bx = by_ext[valid]
+    rt = runtime_rows[valid]
+    valid_idx = np.flatnonzero(valid)
+    encloses = (
+        (table.thread_id[bx] == table.thread_id[rt])
+        & (table.ts_us[bx] <= table.ts_us[rt])
+        & (table.ts_us[bx] + table.dur_us[bx] >= table.ts_us[rt])
+    )
+    chosen = by_containment.copy()
+    chosen[valid_idx[encloses]] = bx[encloses]
+    op_of_launch[runtime_rows] = chosen
+
+    # Charge device time to the op, else to whatever host event encloses the
+    # launch, so module and annotation totals include it either way.
+    owner = np.full(n, -1, dtype=np.int64)
+    launched = device_rows[launch_of[device_rows] >= 0]
+    launch = launch_of[launched]
+    who = op_of_launch[launch]
+    who = np.where(who >= 0, who, parent[launch])
+    who = np.where(who >= 0, who, launch)
+    owner[launched] = who
+    device_self = np.zeros(n)
+    np.add.at(device_self, who, table.dur_us[launched])
+    device_total = _propagate_up(device_self, parent, depth, host_rows)
+
+    backward_of = np.full(n, -1, dtype=np.int64)
+    fwd_ids, fwd_rows = _bind_flows(table, host_rows, FlowKind.FWD_BWD, True)
+    bwd_ids, bwd_rows = _bind_flows(table, host_rows, FlowKind.FWD_BWD, False)
+    backward_of[bwd_rows] = _lookup(fwd_ids, fwd_rows, bwd_ids)
+
+    has_device = bool(np.any(np.isin(kind, DEVICE_KINDS)))
+    steps = _steps(table, launch_of, device_rows)
+    return LinkedTrace(
+        table=table, is_host=is_host, parent=parent, depth=depth, launch_of=launch_of,
+        op_of_launch=op_of_launch, owner=owner, host_self_us=host_self, device_self_us=device_self,
+        device_total_us=device_total, backward_of=backward_of, steps=steps, has_device=has_device,
+    )
+
+
+def _device_flow_ends(table: EventTable, device_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    f = table.flows
+    sel = np.flatnonzero((f.kind == FlowKind.LAUNCH) & ~f.is_start)
+    if len(sel) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    events = pd.DataFrame({"thread": table.thread_id[device_rows], "ts": table.ts_us[device_rows], "row": device_rows})
+    flows = pd.DataFrame({"thread": f.thread_id[sel], "ts": f.ts_us[sel], "flow_id": f.flow_id[sel]})
+    merged = flows.merge(events.drop_duplicates(["thread", "ts"]), on=["thread", "ts"], how="inner")
+    return merged["flow_id"].to_numpy(np.int64), merged["row"].to_numpy(np.int64)
+
+
+def _propagate_up(values: np.ndarray, parent: np.ndarray, depth: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """values plus the sum over all descendants, deepest level first."""
+    total = values.astype(np.float64, copy=True)
+    if len(rows) == 0:
+        return total
+    d = depth[rows]
+    order = np.argsort(-d, kind="stable")
+    sorted_rows = rows[order]
+    sorted_d = d[order]
+    cuts = np.concatenate(([0], np.flatnonzero(np.diff(sorted_d)) + 1, [len(rows)]))
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        level = sorted_rows[a:b]
+        level = level[parent[level] >= 0]
+        np.add.at(total, parent[level], total[level])
+    return total
+
+
+def _steps(table: EventTable, launch_of: np.ndarray, device_rows: np.ndarray) -> Steps:
+    ann = np.flatnonzero((table.kind == Kind.USER_ANNOTATION) & (table.phase == Phase.COMPLETE))
+    names = table.names(table.name_id[ann]) if len(ann) else np.empty(0, dtype=object)
+    found = [(int(m.group(1)), r, nm) for r, nm in zip(ann.tolist(), names) if (m := _STEP.match(nm or ""))]
+    if found:
+        found.sort(key=lambda x: table.ts_us[x[1]])
+        number = np.array([f[0] for f in found], dtype=np.int64)
+        rows = np.array([f[1] for f in found], dtype=np.int64)
+        step_names = [f[2] for f in found]
+        start = table.ts_us[rows]
+        host_end = start + table.dur_us[rows]
+    else:
+        complete = table.phase == Phase.COMPLETE
+        valid = complete & (table.kind != Kind.TRACE_SPAN)
+        if not valid.any():
+            valid = table.phase >= 0
+        if len(table) == 0:
+            z = np.zeros(1)
+            return Steps(["all"], np.zeros(1, np.int64), np.full(1, -1, np.int64), z, z, z)
+        number = np.zeros(1, dtype=np.int64)
+        rows = np.full(1, -1, dtype=np.int64)
+        step_names = ["all"]
+        start = np.array([table.ts_us[valid].min()])
+        host_end = np.array([(table.ts_us + table.dur_us)[valid].max()])
+    end = host_end.copy()
+    launched = device_rows[launch_of[device_rows] >= 0]
+    if len(launched) and found:
+        launch_ts = table.ts_us[launch_of[launched]]
+        dev_end = table.ts_us[launched] + table.dur_us[launched]
+        idx = np.searchsorted(start, launch_ts, side="right") - 1
+        inside = (idx >= 0) & (launch_ts <= host_end[np.clip(idx, 0, None)])
+        np.maximum.at(end, idx[inside], dev_end[inside])
+    return Steps(step_names, number, rows, start, host_end, end)

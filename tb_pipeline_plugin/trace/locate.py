@@ -1,0 +1,126 @@
+"""Find the event array inside a trace document and cut it into chunks.
+
+The array is decoded chunk by chunk so that only one chunk's Python objects
+exist at a time. Chunk boundaries are guessed with a cheap pattern (`}` `,`
+`{`); a guess that falls inside a nested object makes that chunk fail to
+decode, and the caller then merges it with the next one, so a wrong guess
+costs time, never correctness.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import msgspec
+import numpy as np
+
+from .schema import Header
+
+BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_TRACE_EVENTS_KEY = b'"traceEvents"'
+_WS = b" \t\r\n"
+
+
+@dataclass
+class EventRegion:
+    start: int  # offset of the first byte after `[`
+    end: int  # offset of the closing `]`, or of the end of data when missing
+    closed: bool  # the array's `]` was found
+    metadata: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _addr(buf) -> int:
+    return np.frombuffer(buf, dtype=np.uint8).ctypes.data if len(buf) else 0
+
+
+def _header_metadata(header: Header) -> dict:
+    return {
+        k: getattr(header, k)
+        for k in header.__struct_fields__
+        if k != "traceEvents" and getattr(header, k) is not None
+    }
+
+
+def locate_events(data: bytes) -> EventRegion:
+    """Where the event array lies in `data`, plus the top-level metadata."""
+    stripped = data.lstrip(_WS)
+    first = stripped[:1]
+    if first == b"[":
+        start = data.index(b"[") + 1
+        body = data.rstrip(_WS)
+        closed = body.endswith(b"]")
+        # Chrome accepts an array without its closing bracket.
+        return EventRegion(start, len(body) - 1 if closed else len(body), closed)
+    if first != b"{":
+        raise ValueError("not a trace: the file is neither a JSON object nor a JSON array")
+    try:
+        header = msgspec.json.decode(data, type=Header)
+    except msgspec.ValidationError as exc:
+        raise ValueError(f"not a trace: {exc}") from None
+    except msgspec.DecodeError:
+        return _locate_in_broken_object(data)
+    if not len(header.traceEvents):
+        raise ValueError('not a trace: the object has no "traceEvents" array')
+    raw = memoryview(header.traceEvents)
+    length = len(raw)
+    # Raw is a zero-copy view into `data`; its address gives the offset
+    # without copying hundreds of MB.
+    offset = _addr(raw) - _addr(data)
+    if not length or raw[0] != ord("["):
+        raise ValueError('not a trace: "traceEvents" is not an array')
+    del raw
+    metadata = _header_metadata(header)
+    return EventRegion(offset + 1, offset + length - 1, True, metadata)
+
+
+def _locate_in_broken_object(data: bytes) -> EventRegion:
+    """A document that does not parse: most often cut while being written."""
+    key = data.find(_TRACE_EVENTS_KEY)
+    if key < 0:
+        raise ValueError('not a trace: the JSON is malformed and has no "traceEvents" array')
+    open_bracket = data.find(b"[", key)
+    if open_bracket < 0:
+        raise ValueError('not a trace: "traceEvents" has no array')
+    metadata: dict = {}
+    warnings = ["the trace file is not valid JSON (cut short or still being written)"]
+    # Keys written before the events still give device and rank metadata.
+    try:
+        head = data[:key].rstrip(_WS)
+        head = head[:-1] if head.endswith(b",") else head
+        header = msgspec.json.decode(head + b"}", type=Header)
+        metadata = _header_metadata(header)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        pass
+    return EventRegion(open_bracket + 1, len(data.rstrip(_WS)), False, metadata, warnings)
+
+
+def chunk_bounds(data: bytes, start: int, end: int, chunk_bytes: int) -> list[int]:
+    """Offsets where a chunk starts (at an event's `{`), then `end`."""
+    first = start
+    while first < end and data[first] in _WS:
+        first += 1
+    bounds = [first]
+    pos = first + chunk_bytes
+    while pos < end:
+        m = BOUNDARY.search(data, pos, end)
+        if m is None:
+            break
+        bounds.append(m.end() - 1)
+        pos = m.end() - 1 + chunk_bytes
+    bounds.append(end)
+    return bounds
+
+
+def chunk_text(data: bytes, a: int, b: int) -> bytes:
+    """The events in [a, b) as a JSON array."""
+    body = data[a:b].rstrip(_WS)
+    if body.endswith(b","):
+        body = body[:-1]
+    return b"[" + body + b"]"
+
+
+def last_boundaries(data: bytes, a: int, b: int, limit: int = 64) -> list[int]:
+    """Event starts inside [a, b), the last ones first (salvage candidates)."""
+    starts = [m.end() - 1 for m in BOUNDARY.finditer(data, a, b)]
+    return starts[::-1][:limit]

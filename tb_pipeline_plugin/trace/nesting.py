@@ -1,0 +1,60 @@
+"""Per-thread nesting of host events, vectorised.
+
+A Python stack walk over a million events costs about a second; this does
+the same with sorts and binary searches. For events of one thread sorted by
+(start, longest first), the nesting depth of event i is the number of
+earlier events that have not ended when i starts; its parent is the last
+earlier event one level up.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+# Zero-length events get this length (µs) so that they nest inside an event
+# starting at the same instant instead of enclosing the ones after them.
+_ZERO_DUR_US = 1e-4
+
+
+def nest(thread_id: np.ndarray, ts_us: np.ndarray, dur_us: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Parent row (or -1) and depth for each of `rows`, in the order of `rows`.
+
+    Parents are found among `rows` on the same thread. Partially overlapping
+    events (children a rounding error longer than their parent) get the
+    nearest preceding event one level up, which is what a stack would give.
+    """
+    n = len(rows)
+    parent = np.full(n, -1, dtype=np.int64)
+    depth = np.zeros(n, dtype=np.int32)
+    if n == 0:
+        return parent, depth
+    base = ts_us[rows].min()
+    start = ts_us[rows] - base  # relative: absolute µs since epoch lose ns precision
+    length = np.maximum(dur_us[rows], _ZERO_DUR_US)
+    thread = thread_id[rows]
+    order = np.lexsort((-length, start, thread))
+    s, e, t = start[order], (start + length)[order], thread[order]
+
+    sorted_depth = np.empty(n, dtype=np.int64)
+    cuts = np.concatenate(([0], np.flatnonzero(np.diff(t)) + 1, [n]))
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        ends = np.sort(e[a:b])
+        sorted_depth[a:b] = np.arange(b - a) - np.searchsorted(ends, s[a:b], side="right")
+
+    sorted_parent = np.full(n, -1, dtype=np.int64)
+    by_depth = np.argsort(sorted_depth, kind="stable")
+    level_cuts = np.concatenate(([0], np.flatnonzero(np.diff(sorted_depth[by_depth])) + 1, [n]))
+    levels = [by_depth[a:b] for a, b in zip(level_cuts[:-1], level_cuts[1:])]
+    for upper, lower in zip(levels[:-1], levels[1:]):
+        # `upper` holds depth d-1 positions, `lower` depth d, both ascending.
+        k = np.searchsorted(upper, lower) - 1
+        ok = k >= 0
+        sorted_parent[lower[ok]] = upper[k[ok]]
+
+    # Back from sorted positions to row numbers, in the caller's order.
+    row_of_sorted = rows[order]
+    has_parent = sorted_parent >= 0
+    parent_sorted_rows = np.full(n, -1, dtype=np.int64)
+    parent_sorted_rows[has_parent] = row_of_sorted[sorted_parent[has_parent]]
+    parent[order] = parent_sorted_rows
+    depth[order] = sorted_depth
+    return parent, depth

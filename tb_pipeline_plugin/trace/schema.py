@@ -1,0 +1,84 @@
+"""Typed msgspec schema of a Kineto / Chrome trace event.
+
+Only the fields the analyses read are declared: msgspec skips unknown keys
+without allocating them, which is what keeps decoding a 1 GB trace cheap.
+`Input Dims`, `grid` and `block` stay `Raw` (bytes of the JSON text) because
+they are only grouped on, never computed with.
+"""
+from __future__ import annotations
+
+import msgspec
+from msgspec import Raw, field
+
+
+class Args(msgspec.Struct, gc=False, frozen=True):
+    # Linking ids. 2021 traces spell the external id in lower case.
+    external_id: int | None = field(name="External id", default=None)
+    external_id_2021: int | None = field(name="external id", default=None)
+    correlation: int | None = None
+    python_id: int | None = field(name="Python id", default=None)
+    python_parent_id: int | None = field(name="Python parent id", default=None)
+    input_dims: Raw = field(name="Input Dims", default=Raw())
+    device: int | None = None
+    # Kernel launch properties.
+    grid: Raw = Raw()
+    block: Raw = Raw()
+    registers_per_thread: float | None = field(name="registers per thread", default=None)
+    shared_memory_bytes: float | None = field(name="shared memory", default=None)
+    blocks_per_sm: float | None = field(name="blocks per SM", default=None)
+    warps_per_sm: float | None = field(name="warps per SM", default=None)
+    occupancy_pct: float | None = field(name="est. achieved occupancy %", default=None)
+    # `[memory]` instant events.
+    bytes_delta: int | None = field(name="Bytes", default=None)
+    total_allocated: int | None = field(name="Total Allocated", default=None)
+    total_reserved: int | None = field(name="Total Reserved", default=None)
+    device_type: int | None = field(name="Device Type", default=None)
+    device_id: int | None = field(name="Device Id", default=None)
+    # `M` metadata events (process_name / thread_name).
+    name: str | None = None
+
+
+EMPTY_ARGS = Args()
+
+
+class Event(msgspec.Struct, gc=False):
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: int | str = 0
+    tid: int | str = 0
+    ts: float = 0.0
+    dur: float = 0.0
+    id: int | str | None = None
+    bp: str = ""
+    args: Args = EMPTY_ARGS
+
+
+class LenientEvent(msgspec.Struct, gc=False):
+    """Fallback for a chunk whose values do not fit `Event` (a string where a
+    number belongs, say): everything is taken as it comes and coerced later."""
+
+    ph: object = ""
+    cat: object = ""
+    name: object = ""
+    pid: object = 0
+    tid: object = 0
+    ts: object = 0.0
+    dur: object = 0.0
+    id: object = None
+    bp: object = ""
+    args: object = None
+
+
+class Header(msgspec.Struct, gc=False):
+    """The top-level object with the event array left undecoded."""
+
+    traceEvents: Raw = Raw()
+    schemaVersion: object = None
+    deviceProperties: object = None
+    distributedInfo: object = None
+    baseTimeNanoseconds: object = None
+    displayTimeUnit: object = None
+    with_modules: object = None
+    record_shapes: object = None
+    profile_memory: object = None

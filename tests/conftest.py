@@ -1,0 +1,147 @@
+"""Shared fixtures: real recorded traces and the real TensorBoard WSGI app.
+
+Nothing here imitates a trace format or TensorBoard: runs are recorded with
+`torch.profiler` (samples/record_samples.py) and requests go through
+`TensorBoardWSGI`, the same dispatcher `tensorboard --logdir` serves.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PLUGIN_PREFIX = "/data/plugin/tb_pipeline"
+
+# Run name -> record_run kwargs of the session logdir.
+RECORDED_RUNS = {
+    "baseline": dict(layers=4),
+    "experimental": dict(layers=5),
+    "slow_loader": dict(layers=4, loader_delay_s=0.005),
+}
+
+
+def _record_samples():
+    samples = str(REPO_ROOT / "samples")
+    if samples not in sys.path:
+        sys.path.insert(0, samples)
+    import record_samples
+
+    return record_samples
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def shared_traces(repo_root) -> Path:
+    """HTA's real traces (A100/V100/MI250/NCCL/CPU), from ../shared beside the repo."""
+    path = (repo_root.parent / "shared" / "traces" / "hta").resolve()
+    if not path.is_dir():
+        pytest.skip(f"shared traces not found at {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def _recorded(tmp_path_factory):
+    record_samples = _record_samples()
+    logdir = tmp_path_factory.mktemp("recorded_logdir")
+    profiles = {
+        name: record_samples.record_run(str(logdir / name), **kwargs)
+        for name, kwargs in RECORDED_RUNS.items()
+    }
+    return logdir, profiles
+
+
+@pytest.fixture(scope="session")
+def recorded_logdir(_recorded) -> Path:
+    """A logdir with runs `baseline`, `experimental` (one more block) and
+    `slow_loader` (slower DataLoader), each one Kineto trace. Session-wide:
+    treat it as read-only (copy it to modify)."""
+    return _recorded[0]
+
+
+@pytest.fixture(scope="session")
+def recorded_profiles(_recorded) -> dict:
+    """Run name -> the `torch.profiler.profile` that wrote it, as an oracle
+    (`prof.key_averages()`) independent of our trace parsing."""
+    return _recorded[1]
+
+
+def build_tb_app(logdir):
+    """The real TensorBoard WSGI app serving only our plugin; returns (app, plugin).
+
+    Flags come from TensorBoard's own argument parser so the plugin sees the
+    same `context.flags` it gets under `tensorboard --logdir`.
+    """
+    from tensorboard import program
+    from tensorboard.backend import application
+    from tensorboard.plugins import base_plugin
+    from tensorboard.plugins.core import core_plugin
+
+    from tb_pipeline_plugin.plugin import PipelinePlugin
+
+    tb = program.TensorBoard(plugins=[core_plugin.CorePluginLoader()])
+    tb.configure(argv=["tensorboard", "--logdir", str(logdir)])
+    flags = tb.flags
+    plugin_name_to_instance: dict = {}
+    context = base_plugin.TBContext(
+        flags=flags,
+        logdir=flags.logdir,
+        plugin_name_to_instance=plugin_name_to_instance,
+        sampling_hints=flags.samples_per_plugin,
+        window_title=flags.window_title,
+    )
+    plugin = PipelinePlugin(context)
+    plugin_name_to_instance[plugin.plugin_name] = plugin
+    app = application.TensorBoardWSGI([plugin], flags.path_prefix)
+    return app, plugin
+
+
+@pytest.fixture
+def make_tb_client():
+    """Factory: `make_tb_client(logdir)` -> `werkzeug.test.Client` over the
+    real TensorBoard app with our plugin; `client.plugin` is the instance.
+    Plugins are closed (if they have `close()`) at teardown."""
+    from werkzeug.test import Client
+
+    plugins = []
+
+    def make(logdir):
+        app, plugin = build_tb_app(logdir)
+        plugins.append(plugin)
+        client = Client(app)
+        client.plugin = plugin
+        return client
+
+    yield make
+    for plugin in plugins:
+        close = getattr(plugin, "close", None)
+        if callable(close):
+            close()
+
+
+def wait_ready(client, run: str, timeout: float = 60) -> dict:
+    """Poll `runs` until `run` is no longer loading; returns its `runs` entry
+    (status "ready" or "failed"). Fails the test on timeout."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        resp = client.get(f"{PLUGIN_PREFIX}/runs")
+        assert resp.status_code == 200, resp.get_data(as_text=True)
+        last = next((r for r in resp.get_json()["runs"] if r["name"] == run), None)
+        if last is not None and last["status"] != "loading":
+            return last
+        if time.monotonic() > deadline:
+            pytest.fail(f"run {run!r} not loaded after {timeout} s; last state: {last!r}")
+        time.sleep(0.05)
+
+
+@pytest.fixture(name="wait_ready")
+def _wait_ready_fixture():
+    """`wait_ready` as a fixture, for tests that prefer not to import conftest."""
+    return wait_ready
