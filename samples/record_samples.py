@@ -80,6 +80,18 @@ def record_run(
     """
     torch.manual_seed(seed)
     os.makedirs(out_dir, exist_ok=True)
+    # One intra-op thread: on a busy 2-core box OpenMP workers spinning
+    # against other processes turn a 50 µs matmul into 20 ms spikes, and
+    # tests compare run timings. Restored so callers keep their setting.
+    threads_before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _train_profiled(out_dir, layers, hidden, batch, active_steps, loader_delay_s, with_stack, seed)
+    finally:
+        torch.set_num_threads(threads_before)
+
+
+def _train_profiled(out_dir, layers, hidden, batch, active_steps, loader_delay_s, with_stack, seed):
     model = Net(layers, hidden)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()

@@ -153,7 +153,7 @@ class _RunBuilder:
             worker, span = g.group(1), "0"
         if not worker:
             return
-        size, mtime = _stat(full)
+        size, mtime = stat_file(full)
         if size is None:
             return
         if not m and not _looks_like_trace(full, bool(g.group(2)), size, mtime):
@@ -232,7 +232,7 @@ def _listdir(path: str) -> list[str]:
         return []
 
 
-def _stat(path: str) -> tuple[int | None, float]:
+def stat_file(path: str) -> tuple[int | None, float]:
     if not _is_remote(path):
         try:
             st = os.stat(path)

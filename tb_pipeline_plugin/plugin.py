@@ -16,7 +16,7 @@ from werkzeug import wrappers
 from . import run_api
 from .errors import Conflict, NotFound, Unprocessable
 from .http import json_response, json_route
-from .logdir import RunInfo, TraceFile, discover_runs, resolve
+from .logdir import RunInfo, TraceFile, discover_runs, resolve, stat_file
 from .store import LoadStore
 from .trace_processor import TraceProcessor
 
@@ -82,7 +82,12 @@ class PipelinePlugin(base_plugin.TBPlugin):
 
     def _trace(self, run, worker, span) -> tuple[TraceProcessor, dict]:
         tf = self._resolve(run, worker, span)
-        state = self._store.request(tf.path, tf.size, tf.mtime)
+        # One stat per request: a file still being written must not be served
+        # from the version the last (cached) scan saw.
+        size, mtime = stat_file(tf.path)
+        if size is None:
+            raise NotFound(f"the trace file of run {tf.run!r} (worker {tf.worker!r}) is gone")
+        state = self._store.request(tf.path, size, mtime)
         if state.status == "loading":
             raise Conflict(f"run {tf.run!r} (worker {tf.worker!r}) is still loading")
         if state.status == "failed":

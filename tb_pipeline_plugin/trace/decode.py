@@ -48,7 +48,8 @@ def decode_trace(data: bytes, chunk_bytes: int = CHUNK_BYTES) -> EventTable:
             # Corrupt bytes were skipped: resume at the next event start.
             bounds[i + 1] = consumed_to
         i += 1
-    if not parts and region.end > region.start and data[region.start : region.end].strip():
+    decoded = sum(len(p.main.get("ts_us", ())) + len(p.flow.get("ts_us", ())) for p in parts)
+    if not decoded and data[region.start : region.end].strip():
         raise ValueError("no trace event could be decoded" + (f": {warnings[-1]}" if warnings else ""))
     table = build_table(parts, interners.strings, interners.keys, region.metadata)
     table.warnings.extend(warnings)

@@ -42,7 +42,7 @@ export function VirtualTable({ columns, rows, sort, onSort, label, height = 520 
     getScrollElement: () => scrollRef.current,
     estimateSize: () => ROW_H,
     paddingStart: HEADER_H,
-    overscan: 8,
+    overscan: 4,
     scrollToFn: elementScroll,
     observeElementRect,
     observeElementOffset,

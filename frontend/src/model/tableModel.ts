@@ -109,16 +109,18 @@ function num(v: unknown): number {
  * copy per load would double the memory for nothing.
  */
 export function ensureDeltas(rows: DiffTableRow[], metrics: readonly string[]): DiffTableRow[] {
+  // Field names computed once, not per row: this runs over 10k rows × 5 metrics.
+  const keys = metrics.map((m) => ({ b: `baseline_${m}`, e: `experimental_${m}`, d: `delta_${m}`, p: pctKey(m) }));
   for (const row of rows) {
-    for (const m of metrics) {
-      const b = num(row[`baseline_${m}`]);
-      const e = num(row[`experimental_${m}`]);
-      row[`baseline_${m}`] = b;
-      row[`experimental_${m}`] = e;
-      if (typeof row[`delta_${m}`] !== "number" || !(pctKey(m) in row)) {
+    for (const k of keys) {
+      const b = num(row[k.b]);
+      const e = num(row[k.e]);
+      row[k.b] = b;
+      row[k.e] = e;
+      if (typeof row[k.d] !== "number" || row[k.p] === undefined) {
         const d = computeDelta(b, e);
-        row[`delta_${m}`] = d.delta;
-        row[pctKey(m)] = d.pct;
+        row[k.d] = d.delta;
+        row[k.p] = d.pct;
       }
     }
   }
@@ -161,12 +163,12 @@ export function nextSort(current: SortSpec, key: string): SortSpec {
   return { key, dir: isTextKey(key) ? "asc" : "desc" };
 }
 
-const collator = new Intl.Collator("en", { numeric: true, sensitivity: "base" });
-
 /**
  * Returns a new sorted array. Missing values (null percentages) sort last in
  * both directions; ties fall back to the name so the order is deterministic.
- * Keys are extracted once (not per comparison) so 10k rows sort in a few ms.
+ * Keys are extracted once (not per comparison) and text is compared by
+ * lower-cased code units rather than Intl.Collator, which is several times
+ * slower: 10k rows sort in a few ms.
  */
 export function sortRows(rows: readonly DiffTableRow[], spec: SortSpec): DiffTableRow[] {
   const n = rows.length;
@@ -178,13 +180,13 @@ export function sortRows(rows: readonly DiffTableRow[], spec: SortSpec): DiffTab
   if (isTextKey(spec.key)) {
     const keys = rows.map((r) => {
       const v = r[spec.key];
-      return typeof v === "string" ? v : null;
+      return typeof v === "string" ? v.toLowerCase() : null;
     });
     idx.sort((a, b) => {
       const ka = keys[a] ?? null;
       const kb = keys[b] ?? null;
-      if (ka === null || kb === null) return ka === kb ? 0 : ka === null ? 1 : -1;
-      return sign * collator.compare(ka, kb) || collator.compare(names[a] ?? "", names[b] ?? "");
+      if (ka === null || kb === null) return ka === kb ? cmpStr(names[a], names[b]) : ka === null ? 1 : -1;
+      return sign * cmpStr(ka, kb) || cmpStr(names[a], names[b]);
     });
   } else {
     const magnitude = sortsByMagnitude(spec.key);

@@ -1,0 +1,1 @@
+"""Baseline vs experimental: pieces, alignment, delta tables (issue 3)."""

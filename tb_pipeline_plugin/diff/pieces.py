@@ -1,0 +1,429 @@
+"""Cut one linked trace into comparable pieces, per step and per level.
+
+A *piece* is a stretch of host time a user can name: a DataLoader fetch, a
+top-level `nn.Module` call, the backward pass, an optimizer call, a user
+annotation, or the time inside its parent that belongs to none of those
+("unknown (not in any module)"). Pieces nest: a module's children are its
+submodule calls (plus its own unknown time), a step's children are the
+top-level pieces of that step.
+
+Where the time is measured. Each trace has one *step thread* (the thread of
+the `ProfilerStep#N` annotations) and zero or more *autograd threads* (other
+threads running backward nodes: on GPU the autograd engine runs the backward
+on its own thread while the step thread waits). Together they are the
+*region threads*. A piece is a time interval; its numbers are read from the
+region threads inside that interval:
+
+* `host_us`: the interval's length (wall time on the host);
+* `device_us`: summed duration of kernels / memcpy / memset whose launching
+  host event (`LinkedTrace.owner`) starts inside the interval;
+* `calls`: operators (`cpu_op`, every nesting level) starting inside it.
+
+Children never overlap on the step thread, so a parent's numbers are exactly
+the sum of its children's plus its unknown piece's.
+
+Backward detection (the scope asks for both sources):
+* rows at the receiving end of a `fwdbwd` flow (`LinkedTrace.backward_of`);
+* every `autograd::engine::evaluate_function: ...` operator: the autograd
+  engine wraps each node it runs in this record function (engine.cpp), which
+  also covers nodes that get no flow (`AccumulateGrad` has no sequence
+  number);
+* on an autograd thread, every top-level host event (DDP's `nccl:all_reduce`
+  hooks run there too and are backward work).
+Consecutive backward events of one parent form one `backward` piece spanning
+from the first one's start to the last one's end, so the engine's own time
+between nodes is counted as backward rather than unknown.
+
+Everything here is computed once per trace with sorts and binary searches
+(`piece_index`, cache it with `TraceProcessor.memo`); children are cut on
+demand, which costs a few binary searches per piece.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..trace.link import LinkedTrace
+from ..trace.nesting import nest
+from ..trace.table import DEVICE_ACTIVITY_KINDS, Kind, Phase
+
+STEP = "step"
+DATA_LOADING = "data_loading"
+MODULE = "module"
+BACKWARD = "backward"
+OPTIMIZER = "optimizer"
+ANNOTATION = "annotation"
+UNKNOWN = "unknown"
+ATOM_KINDS = (STEP, DATA_LOADING, MODULE, BACKWARD, OPTIMIZER, ANNOTATION)
+_CODE = {k: i for i, k in enumerate(ATOM_KINDS)}
+
+UNKNOWN_NAME = "unknown (not in any module)"
+MODULE_PREFIX = "nn.Module: "
+EVALUATE_PREFIX = "autograd::engine::evaluate_function: "
+_STEP_RE = re.compile(r"^ProfilerStep#\d+$")
+_DATA_RE = re.compile(r"^(enumerate\(DataLoader\))#")
+_OPTIMIZER_RE = re.compile(r"^(Optimizer\.\w+)#")
+_INSTANCE_SUFFIX = re.compile(r"_\d+$")
+
+
+@dataclass(frozen=True)
+class Piece:
+    kind: str
+    name: str
+    key: str  # alignment key: the module class (no `_N`), the annotation family
+    step: int  # index of the profiled step it belongs to
+    start_us: float
+    end_us: float
+    host_us: float
+    device_us: float
+    calls: int
+    atom: int = -1  # index into PieceIndex atoms; -1 for backward groups and unknown
+    gaps: tuple = ()  # unknown pieces: the ((start, end), ...) intervals they cover
+
+    @property
+    def intervals(self) -> tuple:
+        return self.gaps if self.kind == UNKNOWN else ((self.start_us, self.end_us),)
+
+
+@dataclass
+class Region:
+    """Operators and device time of the region threads, sorted by start time,
+    so any interval's numbers are two binary searches away."""
+
+    op_ts: np.ndarray  # float64, sorted
+    op_rows: np.ndarray  # int64, EventTable rows in op_ts order
+    dev_ts: np.ndarray  # float64, sorted start of the owning host event
+    dev_cum_us: np.ndarray  # float64, len(dev_ts) + 1 prefix sums of device durations
+
+    def stats(self, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(device_us, calls) for each half-open interval [start, end)."""
+        lo = np.searchsorted(self.op_ts, starts, side="left")
+        hi = np.searchsorted(self.op_ts, ends, side="left")
+        dlo = np.searchsorted(self.dev_ts, starts, side="left")
+        dhi = np.searchsorted(self.dev_ts, ends, side="left")
+        return self.dev_cum_us[dhi] - self.dev_cum_us[dlo], hi - lo
+
+    def op_rows_in(self, intervals) -> np.ndarray:
+        parts = []
+        for start, end in intervals:
+            lo, hi = np.searchsorted(self.op_ts, [start, end], side="left")
+            parts.append(self.op_rows[lo:hi])
+        return np.concatenate(parts) if parts else np.empty(0, np.int64)
+
+
+@dataclass
+class PieceIndex:
+    # Atoms: the events pieces are made of (steps, annotations, module calls,
+    # backward events), nested by time as if they were on one thread.
+    kind: np.ndarray  # int8 code into ATOM_KINDS
+    name: np.ndarray  # object
+    key: np.ndarray  # object
+    start_us: np.ndarray
+    end_us: np.ndarray
+    step: np.ndarray  # int64 step index, -1 outside the profiled steps
+    child_ptr: np.ndarray  # children of atom a: child_idx[child_ptr[a]:child_ptr[a + 1]], by start
+    child_idx: np.ndarray
+    step_atoms: np.ndarray  # atom index of each step, in step order
+    region: Region
+    step_thread: int  # EventTable thread id, -1 for an empty trace
+    autograd_threads: np.ndarray  # EventTable thread ids
+
+    def piece(self, a: int) -> Piece:
+        return self.pieces(np.array([a], dtype=np.int64))[0]
+
+    def pieces(self, atoms: np.ndarray) -> list[Piece]:
+        starts, ends = self.start_us[atoms], self.end_us[atoms]
+        device, calls = self.region.stats(starts, ends)
+        return [
+            Piece(
+                kind=ATOM_KINDS[self.kind[a]], name=self.name[a], key=self.key[a], step=int(self.step[a]),
+                start_us=float(s), end_us=float(e), host_us=float(e - s), device_us=float(d), calls=int(c), atom=int(a),
+            )
+            for a, s, e, d, c in zip(atoms.tolist(), starts, ends, device, calls)
+        ]
+
+    def has_children(self, piece: Piece) -> bool:
+        """Steps always split (at least into their unknown time); other
+        pieces when they hold child atoms; backward and unknown never."""
+        a = piece.atom
+        if a < 0 or self.kind[a] == _CODE[BACKWARD]:
+            return False
+        return self.kind[a] == _CODE[STEP] or bool(self.child_ptr[a + 1] > self.child_ptr[a])
+
+
+def steps(index: PieceIndex) -> list[Piece]:
+    """One piece per profiled step, in step order."""
+    return index.pieces(index.step_atoms)
+
+
+def children(index: PieceIndex, parent: Piece) -> list[Piece]:
+    """The pieces inside `parent`, in execution order, then its unknown piece.
+
+    Empty for pieces that cannot be cut further (backward, unknown, leaf
+    module calls)."""
+    if not index.has_children(parent):
+        return []
+    a = parent.atom
+    kids = index.child_idx[index.child_ptr[a] : index.child_ptr[a + 1]]
+    is_bwd = index.kind[kids] == _CODE[BACKWARD]
+    singles = iter(index.pieces(kids[~is_bwd]))
+    # Runs of consecutive backward atoms become one backward piece each.
+    run_starts = np.flatnonzero(is_bwd & ~np.concatenate(([False], is_bwd[:-1])))
+    run_ends = np.flatnonzero(is_bwd & ~np.concatenate((is_bwd[1:], [False]))) + 1
+    runs = iter(_backward_runs(index, kids, run_starts, run_ends, parent))
+    out: list[Piece] = []
+    i = 0
+    while i < len(kids):
+        if is_bwd[i]:
+            out.append(next(runs))
+            while i < len(kids) and is_bwd[i]:
+                i += 1
+        else:
+            out.append(next(singles))
+            i += 1
+    out.append(_unknown(index, parent, out))
+    return out
+
+
+def op_rows(index: PieceIndex, piece: Piece) -> np.ndarray:
+    """Operator rows inside a piece (for the per-piece operator table)."""
+    return index.region.op_rows_in(piece.intervals)
+
+
+def _backward_runs(index: PieceIndex, kids: np.ndarray, run_starts: np.ndarray, run_ends: np.ndarray,
+                   parent: Piece) -> list[Piece]:
+    if len(run_starts) == 0:
+        return []
+    starts = np.minimum.reduceat(index.start_us[kids], run_starts)
+    ends = np.array([index.end_us[kids[a:b]].max() for a, b in zip(run_starts, run_ends)])
+    # Backward on an autograd thread can outlast the annotation that waits for
+    # it by a rounding error; keep pieces inside their parent.
+    starts = np.clip(starts, parent.start_us, parent.end_us)
+    ends = np.clip(ends, parent.start_us, parent.end_us)
+    device, calls = index.region.stats(starts, ends)
+    return [
+        Piece(kind=BACKWARD, name="backward", key="backward", step=parent.step, start_us=float(s), end_us=float(e),
+              host_us=float(e - s), device_us=float(d), calls=int(c))
+        for s, e, d, c in zip(starts, ends, device, calls)
+    ]
+
+
+def _unknown(index: PieceIndex, parent: Piece, kids: list[Piece]) -> Piece:
+    """The parent's time outside every child: the gaps between them."""
+    s0, e0 = parent.start_us, parent.end_us
+    starts = np.clip(np.array([k.start_us for k in kids], dtype=np.float64), s0, e0)
+    ends = np.clip(np.array([k.end_us for k in kids], dtype=np.float64), s0, e0)
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    covered_to = np.maximum.accumulate(ends) if len(ends) else ends
+    gap_starts = np.concatenate(([s0], covered_to))
+    gap_ends = np.concatenate((starts, [e0]))
+    keep = gap_ends > gap_starts
+    gap_starts, gap_ends = gap_starts[keep], gap_ends[keep]
+    device, calls = index.region.stats(gap_starts, gap_ends)
+    return Piece(
+        kind=UNKNOWN, name=UNKNOWN_NAME, key=UNKNOWN, step=parent.step, start_us=s0, end_us=e0,
+        host_us=float((gap_ends - gap_starts).sum()), device_us=float(device.sum()), calls=int(calls.sum()),
+        gaps=tuple(zip(gap_starts.tolist(), gap_ends.tolist())),
+    )
+
+
+# ---------------------------------------------------------------- building
+
+
+def piece_index(linked: LinkedTrace) -> PieceIndex:
+    t = linked.table
+    complete = t.phase == Phase.COMPLETE
+    host = linked.is_host
+    names = _NameLookup(t.strings)
+
+    kind_of_row = np.full(len(t), -1, dtype=np.int8)
+    key_of_row: dict[int, str] = {}
+    name_of_row: dict[int, str] = {}
+
+    # Backward markers (see module docstring).
+    ops = np.flatnonzero(host & (t.kind == Kind.CPU_OP))
+    evaluate = ops[names.startswith(t.name_id[ops], EVALUATE_PREFIX)]
+    markers = np.union1d(np.flatnonzero(linked.backward_of >= 0), evaluate)
+
+    step_thread = _step_thread(linked, markers)
+    if step_thread < 0:
+        return _empty_index(linked)
+    marker_threads = np.unique(t.thread_id[markers])
+    autograd_threads = marker_threads[marker_threads != step_thread]
+    on_step = host & (t.thread_id == step_thread)
+
+    # Annotations and module calls on the step thread.
+    ann = np.flatnonzero(on_step & np.isin(t.kind, (Kind.USER_ANNOTATION, Kind.CPU_OP)))
+    for rows, kind, key, name in _annotation_atoms(t, names, ann):
+        kind_of_row[rows] = _CODE[kind]
+        key_of_row.update(zip(rows.tolist(), key))
+        name_of_row.update(zip(rows.tolist(), name))
+    py = np.flatnonzero(on_step & (t.kind == Kind.PYTHON_FUNCTION))
+    py = py[names.startswith(t.name_id[py], MODULE_PREFIX)]
+    module_names = [n[len(MODULE_PREFIX):] for n in names.of(t.name_id[py])]
+    kind_of_row[py] = _CODE[MODULE]
+    name_of_row.update(zip(py.tolist(), module_names))
+    key_of_row.update(zip(py.tolist(), (_INSTANCE_SUFFIX.sub("", n) for n in module_names)))
+
+    # Backward: markers on the step thread, top-level events on autograd threads.
+    bwd = markers[t.thread_id[markers] == step_thread]
+    top_autograd = np.flatnonzero(host & np.isin(t.thread_id, autograd_threads) & (linked.parent < 0))
+    bwd = np.union1d(bwd, top_autograd)
+    kind_of_row[bwd] = _CODE[BACKWARD]  # a marker annotation is backward work first
+
+    atom_rows = np.flatnonzero(kind_of_row >= 0)
+    # ProfilerStep annotations are the steps themselves, never pieces.
+    atom_rows = atom_rows[~np.isin(atom_rows, linked.steps.row)]
+    st = linked.steps
+    n_steps = len(st.name)
+    n = n_steps + len(atom_rows)
+    kind = np.concatenate((np.full(n_steps, _CODE[STEP], np.int8), kind_of_row[atom_rows]))
+    start = np.concatenate((st.start_us, t.ts_us[atom_rows]))
+    end = np.concatenate((st.host_end_us, t.ts_us[atom_rows] + t.dur_us[atom_rows]))
+    name = np.empty(n, dtype=object)
+    key = np.empty(n, dtype=object)
+    name[:n_steps] = st.name
+    key[:n_steps] = STEP
+    rows_list = atom_rows.tolist()
+    name[n_steps:] = [name_of_row.get(r, "backward") for r in rows_list]
+    key[n_steps:] = [key_of_row.get(r, BACKWARD) for r in rows_list]
+
+    # Nest by time on one virtual thread: autograd-thread work lands under
+    # the step-thread piece that was waiting for it (`## backward ##`, the step).
+    parent, _ = nest(np.zeros(n, np.int32), start, end - start, np.arange(n, dtype=np.int64))
+    step_of = _step_of(parent, n_steps)
+    child_ptr, child_idx = _children_csr(parent, start, n)
+    region = _region(linked, np.concatenate(([step_thread], autograd_threads)))
+    return PieceIndex(
+        kind=kind, name=name, key=key, start_us=start, end_us=end, step=step_of,
+        child_ptr=child_ptr, child_idx=child_idx, step_atoms=np.arange(n_steps, dtype=np.int64),
+        region=region, step_thread=int(step_thread), autograd_threads=autograd_threads,
+    )
+
+
+class _NameLookup:
+    """String tests on interned name ids, evaluated once per distinct id."""
+
+    def __init__(self, strings: list[str]):
+        self.strings = strings
+
+    def of(self, ids: np.ndarray) -> list[str]:
+        return [self.strings[i] if i >= 0 else "" for i in ids.tolist()]
+
+    def startswith(self, ids: np.ndarray, prefix: str) -> np.ndarray:
+        uniq, inverse = np.unique(ids, return_inverse=True)
+        hit = np.array([i >= 0 and self.strings[i].startswith(prefix) for i in uniq.tolist()], dtype=bool)
+        return hit[inverse] if len(ids) else np.zeros(0, dtype=bool)
+
+
+def _annotation_atoms(t, names: _NameLookup, rows: np.ndarray):
+    """(rows, kind, keys, names) groups for DataLoader, optimizer and other
+    user annotations. 2021 traces record the DataLoader / optimizer
+    annotations as operators, so those names count whatever the category."""
+    if len(rows) == 0:
+        return []
+    uniq, inverse = np.unique(t.name_id[rows], return_inverse=True)
+    kinds, keys, texts = [], [], []
+    for i in uniq.tolist():
+        text = t.strings[i] if i >= 0 else ""
+        if m := _DATA_RE.match(text):
+            kinds.append(DATA_LOADING), keys.append(m.group(1))
+        elif m := _OPTIMIZER_RE.match(text):
+            kinds.append(OPTIMIZER), keys.append(m.group(1))
+        else:
+            kinds.append(ANNOTATION if not _STEP_RE.match(text) else ""), keys.append(text)
+        texts.append(text)
+    kind_per_row = np.array(kinds, dtype=object)[inverse]
+    is_annotation = t.kind[rows] == Kind.USER_ANNOTATION
+    out = []
+    for kind in (DATA_LOADING, OPTIMIZER, ANNOTATION):
+        sel = kind_per_row == kind
+        if kind == ANNOTATION:
+            sel &= is_annotation  # plain operators are not pieces
+        if sel.any():
+            ids = inverse[sel]
+            out.append((rows[sel], kind, [keys[j] for j in ids], [texts[j] for j in ids]))
+    return out
+
+
+def _step_thread(linked: LinkedTrace, markers: np.ndarray) -> int:
+    """The thread of the step annotations; without them, the thread that
+    holds the module calls / annotations (not an autograd thread)."""
+    t = linked.table
+    st = linked.steps
+    if len(st.row) and st.row[0] >= 0:
+        return int(t.thread_id[st.row[0]])
+    host = np.flatnonzero(linked.is_host)
+    if len(host) == 0:
+        return -1
+    threads = t.thread_id[host]
+    n_threads = max(len(t.threads), int(threads.max()) + 1)
+    marked = np.zeros(n_threads, dtype=bool)
+    marked[t.thread_id[markers]] = True
+    mine = np.bincount(threads, weights=np.isin(t.kind[host], (Kind.PYTHON_FUNCTION, Kind.USER_ANNOTATION)),
+                       minlength=n_threads)
+    top_time = np.bincount(threads, weights=np.where(linked.parent[host] < 0, t.dur_us[host], 0.0),
+                           minlength=n_threads)
+    present = np.bincount(threads, minlength=n_threads) > 0
+    # Lexicographic: annotations/python first, then time at the top level;
+    # a thread only running backward nodes loses ties against one that does not.
+    order = np.lexsort((top_time, ~marked, mine, present))
+    return int(order[-1])
+
+
+def _step_of(parent: np.ndarray, n_steps: int) -> np.ndarray:
+    """Step index of each atom: that of its outermost ancestor, if a step."""
+    root = np.arange(len(parent), dtype=np.int64)
+    up = parent.copy()
+    while True:
+        moving = up >= 0
+        if not moving.any():
+            break
+        root[moving] = up[moving]
+        up[moving] = parent[up[moving]]
+    return np.where(root < n_steps, root, -1)
+
+
+def _children_csr(parent: np.ndarray, start: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    has = np.flatnonzero(parent >= 0)
+    order = np.lexsort((start[has], parent[has]))
+    child_idx = has[order]
+    counts = np.bincount(parent[has], minlength=n)
+    child_ptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    return child_ptr, child_idx
+
+
+def _region(linked: LinkedTrace, threads: np.ndarray) -> Region:
+    t = linked.table
+    complete = t.phase == Phase.COMPLETE
+    in_region = np.isin(t.thread_id, threads)
+    ops = np.flatnonzero(complete & (t.kind == Kind.CPU_OP) & in_region)
+    order = np.argsort(t.ts_us[ops], kind="stable")
+    dev = np.flatnonzero(complete & np.isin(t.kind, DEVICE_ACTIVITY_KINDS) & (linked.owner >= 0))
+    owner = linked.owner[dev]
+    keep = in_region[owner]
+    dev, owner = dev[keep], owner[keep]
+    dorder = np.argsort(t.ts_us[owner], kind="stable")
+    return Region(
+        op_ts=t.ts_us[ops][order], op_rows=ops[order],
+        dev_ts=t.ts_us[owner][dorder],
+        dev_cum_us=np.concatenate(([0.0], np.cumsum(t.dur_us[dev][dorder]))),
+    )
+
+
+def _empty_index(linked: LinkedTrace) -> PieceIndex:
+    st = linked.steps
+    n = len(st.name)
+    name = np.empty(n, dtype=object)
+    name[:] = st.name
+    key = np.full(n, STEP, dtype=object)
+    empty_f, empty_i = np.empty(0), np.empty(0, np.int64)
+    return PieceIndex(
+        kind=np.full(n, _CODE[STEP], np.int8), name=name, key=key, start_us=st.start_us.copy(),
+        end_us=st.host_end_us.copy(), step=np.arange(n, dtype=np.int64), child_ptr=np.zeros(n + 1, np.int64),
+        child_idx=empty_i, step_atoms=np.arange(n, dtype=np.int64),
+        region=Region(empty_f, empty_i, empty_f, np.zeros(1)), step_thread=-1, autograd_threads=empty_i,
+    )

@@ -1,0 +1,63 @@
+"""Independent oracles: numbers computed straight from the trace JSON with the
+standard library, sharing no code with the plugin's decoder."""
+from __future__ import annotations
+
+import collections
+import gzip
+import json
+
+
+def load_events(path) -> tuple[dict, list[dict]]:
+    path = str(path)
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        doc = json.load(f)
+    if isinstance(doc, list):
+        return {}, doc
+    return doc, doc["traceEvents"]
+
+
+def category(e: dict) -> str:
+    return (e.get("cat") or "").lower()
+
+
+def counts_by_name(events: list[dict], cats: tuple[str, ...]) -> collections.Counter:
+    return collections.Counter(e["name"] for e in events if e.get("ph") == "X" and category(e) in cats)
+
+
+def duration_by_name(events: list[dict], cats: tuple[str, ...]) -> dict[str, float]:
+    out: dict[str, float] = collections.defaultdict(float)
+    for e in events:
+        if e.get("ph") == "X" and category(e) in cats:
+            out[e["name"]] += float(e.get("dur", 0))
+    return dict(out)
+
+
+def device_self_by_op_external_id(events: list[dict]) -> dict[str, float]:
+    """Device time per operator name, linking kernel -> launch by
+    `correlation` and launch -> operator by `External id` (Kineto's own link)."""
+    ops = {}
+    for e in events:
+        if e.get("ph") == "X" and category(e) in ("cpu_op", "operator"):
+            ext = (e.get("args") or {}).get("External id")
+            if ext is not None:
+                ops[ext] = e
+    launches = {}
+    for e in events:
+        if e.get("ph") == "X" and category(e) in ("cuda_runtime", "runtime", "cuda_driver"):
+            corr = (e.get("args") or {}).get("correlation")
+            if corr is not None:
+                launches[corr] = e
+    out: dict[str, float] = collections.defaultdict(float)
+    for e in events:
+        if e.get("ph") == "X" and category(e) in ("kernel", "gpu_memcpy", "gpu_memset"):
+            launch = launches.get((e.get("args") or {}).get("correlation"))
+            if launch is None:
+                continue
+            op = ops.get((launch.get("args") or {}).get("External id"))
+            if op is None or op.get("tid") != launch.get("tid"):
+                continue
+            if not (op["ts"] <= launch["ts"] <= op["ts"] + op["dur"]):
+                continue
+            out[op["name"]] += float(e["dur"])
+    return dict(out)
