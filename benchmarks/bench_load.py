@@ -105,6 +105,7 @@ def measure(mode: str, path: str, repeat: int) -> dict:
     best["wall_s_all"] = [r["wall_s"] for r in runs]
     best["wall_s_median"] = statistics.median(best["wall_s_all"])
     best["peak_rss_bytes"] = max(r["peak_rss_bytes"] for r in runs)
+    best["imports_rss_bytes"] = max(r["imports_rss_bytes"] for r in runs)
     return best
 
 

@@ -8,6 +8,7 @@ import {
   defaultSort,
   ensureDeltas,
   filterRows,
+  informativeMetrics,
   metricOfKey,
   nextSort,
   pctKey,
@@ -248,5 +249,14 @@ describe("column order", () => {
       "delta_device_self_pct",
       "baseline_calls",
     ]);
+  });
+});
+
+describe("informative metrics", () => {
+  it("drops metrics that are zero on both sides everywhere, keeps calls", () => {
+    const rows: DiffTableRow[] = [
+      { name: "a", baseline_calls: 0, experimental_calls: 0, baseline_host_self_us: 3, experimental_host_self_us: 0, baseline_device_self_us: 0, experimental_device_self_us: 0 },
+    ];
+    expect(informativeMetrics(rows, ["calls", "host_self_us", "device_self_us"])).toEqual(["calls", "host_self_us"]);
   });
 });

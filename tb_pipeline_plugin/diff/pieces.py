@@ -150,7 +150,7 @@ class PieceIndex:
         a = piece.atom
         if a < 0 or self.kind[a] == _CODE[BACKWARD]:
             return False
-        return self.kind[a] == _CODE[STEP] or bool(self.child_ptr[a + 1] > self.child_ptr[a])
+        return bool(self.kind[a] == _CODE[STEP] or self.child_ptr[a + 1] > self.child_ptr[a])
 
 
 def steps(index: PieceIndex) -> list[Piece]:
@@ -183,7 +183,7 @@ def children(index: PieceIndex, parent: Piece) -> list[Piece]:
         else:
             out.append(next(singles))
             i += 1
-    out.append(_unknown(index, parent, out))
+    out.append(unknown_piece(index, parent, out))
     return out
 
 
@@ -210,8 +210,8 @@ def _backward_runs(index: PieceIndex, kids: np.ndarray, run_starts: np.ndarray, 
     ]
 
 
-def _unknown(index: PieceIndex, parent: Piece, kids: list[Piece]) -> Piece:
-    """The parent's time outside every child: the gaps between them."""
+def unknown_piece(index: PieceIndex, parent: Piece, kids: list[Piece]) -> Piece:
+    """The parent's time outside every child in `kids`: the gaps between them."""
     s0, e0 = parent.start_us, parent.end_us
     starts = np.clip(np.array([k.start_us for k in kids], dtype=np.float64), s0, e0)
     ends = np.clip(np.array([k.end_us for k in kids], dtype=np.float64), s0, e0)

@@ -127,6 +127,18 @@ export function ensureDeltas(rows: DiffTableRow[], metrics: readonly string[]): 
   return rows;
 }
 
+/**
+ * Metrics worth a column: those with a non-zero value on either side in
+ * some row. A CPU-only pair of traces has all-zero device columns, which
+ * would only push the useful ones off screen. `calls` and `keep` (the
+ * primary metric, the default sort) always stay.
+ */
+export function informativeMetrics(rows: readonly DiffTableRow[], metrics: readonly string[], keep: string | null = null): string[] {
+  return metrics.filter(
+    (m) => m === "calls" || m === keep || rows.some((r) => num(r[`baseline_${m}`]) !== 0 || num(r[`experimental_${m}`]) !== 0),
+  );
+}
+
 // ---------------------------------------------------------------- filter
 
 /** Case-insensitive substring on the name (and input shape); never a regex. */

@@ -9,7 +9,7 @@ import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
 import { VirtualTable } from "../components/VirtualTable";
 import { formatInt } from "../model/format";
-import { buildColumns, csvDataUrl, defaultSort, ensureDeltas, metricLabel, nextSort, toCsv, viewRows, type SortSpec } from "../model/tableModel";
+import { buildColumns, csvDataUrl, defaultSort, ensureDeltas, informativeMetrics, metricLabel, nextSort, toCsv, viewRows, type SortSpec } from "../model/tableModel";
 import type { UrlState } from "../model/urlState";
 import { useRequest } from "../useRequest";
 
@@ -38,7 +38,10 @@ export function DiffTableView({ client, sel, kind, state, onChange, reloadToken,
   const table = useMemo(() => {
     if (req.state !== "ok") return null;
     const r = req.data;
-    return { resp: r, rows: ensureDeltas(r.rows, r.columns), columns: buildColumns(r.columns, byShape, r.primary) };
+    const rows = ensureDeltas(r.rows, r.columns);
+    const shownMetrics = informativeMetrics(rows, r.columns, r.primary);
+    const hidden = r.columns.filter((m) => !shownMetrics.includes(m));
+    return { resp: r, rows, columns: buildColumns(shownMetrics, byShape, r.primary), hidden };
   }, [req, byShape]);
 
   const sort: SortSpec = useMemo(() => {
@@ -54,7 +57,7 @@ export function DiffTableView({ client, sel, kind, state, onChange, reloadToken,
   if (req.state === "loading" || req.state === "idle") return <Loading what={what} waitingFor={req.state === "loading" ? req.waitingFor : null} />;
   if (req.state === "error") return <ErrorMessage error={req.error} what={what} />;
   if (!table) return null;
-  const { resp, rows, columns } = table;
+  const { resp, rows, columns, hidden } = table;
   const noun = kind === "operators" ? "operators" : "kernels";
 
   const exportCsv = () => {
@@ -116,6 +119,7 @@ export function DiffTableView({ client, sel, kind, state, onChange, reloadToken,
           ? `Sorted by the largest absolute change in ${primaryLabel.toLowerCase()} time first. `
           : "Click a column header (or focus it and press Enter) to sort; again to reverse. "}
         Red ▲ = slower or more in the experimental run, green ▼ = faster or less.
+        {hidden.length > 0 && rows.length > 0 && ` Not shown: ${hidden.map(metricLabel).join(", ")} (zero in both runs).`}
         {note && <span role="status"> {note}</span>}
       </p>
       {resp.total > rows.length && (
@@ -142,7 +146,7 @@ export function DiffTableView({ client, sel, kind, state, onChange, reloadToken,
             onChange({ sort: next.key, dir: next.dir });
           }}
           label={`${kind === "operators" ? "Operator" : "Kernel"} comparison, baseline versus experimental`}
-          height={height}
+          height={height ?? Math.max(320, window.innerHeight - 300)}
         />
       )}
     </div>

@@ -199,7 +199,8 @@ function DiffCharts({ pieces, d, time, onPick }: { pieces: DiffPiece[]; d: DiffM
     const accE = (time === "host" ? tr?.experimental_host_us : tr?.experimental_device_us) ?? runningSum(ts.map((t) => t.experimental));
     const accD = (time === "host" ? tr?.delta_host_us : tr?.delta_device_us) ?? runningSum(ts.map((t) => t.delta));
     const labels = pieces.map((p) => shortPieceLabel(p));
-    const many = pieces.length > 12;
+    // Horizontal labels only fit a handful of pieces per chart half.
+    const many = pieces.length > 4;
     const xAxis = indexAxis("Pieces in execution order (− baseline only, + experimental only)", (i) => labels[i] ?? "", many ? -40 : 0);
     const xScale: uPlot.Scale = { time: false, range: [-0.6, pieces.length - 0.4] };
     const tint = statusBands(pieces);

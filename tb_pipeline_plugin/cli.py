@@ -1,0 +1,158 @@
+"""`tb-pipeline`: the plugin's engine on the command line.
+
+    tb-pipeline diff BASELINE EXPERIMENTAL [--top N] [--fail-if METRIC>PCT ...]
+
+BASELINE / EXPERIMENTAL are trace files or run directories. `diff` prints
+the overview deltas and the operators / kernels with the largest absolute
+deltas; `--fail-if avg_step_time_us>5` makes it exit 1 when the average
+step time grows by more than 5 %, so CI can gate on it (`<` gates a drop,
+e.g. `gpu_utilization_pct<-10`).
+
+Exit status: 0 fine, 1 a `--fail-if` gate tripped, 2 bad usage or input.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from dataclasses import dataclass
+
+import pandas as pd
+
+from .diff.compare import OVERVIEW_METRICS
+
+EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
+_NUMERIC_METRICS = [m for m, _, unit in OVERVIEW_METRICS if unit is not None]
+_GATE = re.compile(r"^\s*([\w.]+)\s*([<>])\s*([-+]?\d+(?:\.\d+)?)\s*%?\s*$")
+
+
+@dataclass(frozen=True)
+class Gate:
+    metric: str
+    op: str  # ">" fails on a rise above pct, "<" on a fall below pct
+    pct: float
+
+    def check(self, row: dict) -> str | None:
+        """A message when the gate trips, else None. With a baseline of 0 the
+        change is unbounded: any rise trips `>`, any fall trips `<`."""
+        delta, pct = row["delta"], row["delta_pct"]
+        if delta is None:
+            return None
+        change = pct if pct is not None else math.copysign(math.inf, delta) if delta else 0.0
+        tripped = change > self.pct if self.op == ">" else change < self.pct
+        if not tripped:
+            return None
+        shown = f"{change:+.2f}%" if math.isfinite(change) else f"{delta:+g} from a baseline of 0"
+        return f"{self.metric} changed {shown}, limit {self.op}{self.pct:g}%"
+
+
+def parse_gate(text: str) -> Gate:
+    m = _GATE.match(text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"expected METRIC>PCT or METRIC<PCT (e.g. avg_step_time_us>5), got {text!r}")
+    metric, op, pct = m.group(1), m.group(2), float(m.group(3))
+    if metric not in _NUMERIC_METRICS:
+        raise argparse.ArgumentTypeError(f"unknown metric {metric!r}; one of: {', '.join(_NUMERIC_METRICS)}")
+    return Gate(metric, op, pct)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tb-pipeline", description="Why is one PyTorch training run slower than another?")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    d = sub.add_parser("diff", help="compare a baseline and an experimental run",
+                       description="Compare two runs (trace files or run directories).")
+    d.add_argument("baseline", help="baseline trace file or run directory")
+    d.add_argument("experimental", help="experimental trace file or run directory")
+    d.add_argument("--b-worker", help="baseline worker (run directories; default: the first)")
+    d.add_argument("--b-span", help="baseline span (default: the last)")
+    d.add_argument("--e-worker", help="experimental worker")
+    d.add_argument("--e-span", help="experimental span")
+    d.add_argument("--top", type=int, default=10, metavar="N", help="operators / kernels to list (default 10)")
+    d.add_argument("--group-by", choices=("name", "name_and_shape"), default="name", help="operator grouping")
+    d.add_argument("--fail-if", type=parse_gate, action="append", default=[], metavar="METRIC>PCT",
+                   help=f"exit 1 if METRIC's delta %% is above PCT (or below, with <); METRIC: {', '.join(_NUMERIC_METRICS)}")
+    d.set_defaults(run=run_diff)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except (OSError, ValueError) as exc:
+        print(f"tb-pipeline: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def run_diff(args, out=None) -> int:
+    from .compare import compare
+
+    out = out or sys.stdout
+    if args.top < 0:
+        raise ValueError("--top must be >= 0")
+    c = compare(args.baseline, args.experimental, b_worker=args.b_worker, b_span=args.b_span,
+                e_worker=args.e_worker, e_span=args.e_span, group_by=args.group_by)
+    print(f"baseline:     {args.baseline}\nexperimental: {args.experimental}\n", file=out)
+    overview = c.overview.reset_index()
+    print("Overview (delta = experimental - baseline)", file=out)
+    print(_table(overview, ["metric", "unit", "baseline", "experimental", "delta", "delta_pct"]), file=out)
+
+    ops = c.operators
+    primary = "device_self_us" if (c.baseline.linked.has_device or c.experimental.linked.has_device) else "host_self_us"
+    print(f"\nTop {args.top} operators by |delta {primary}| (µs)", file=out)
+    print(_table(ops.head(args.top), ["name"] + ([] if args.group_by == "name" else ["input_shape"]) + [
+        "baseline_calls", "experimental_calls", f"baseline_{primary}", f"experimental_{primary}",
+        f"delta_{primary}", f"delta_{primary.removesuffix('_us')}_pct"]), file=out)
+
+    kernels = c.kernels
+    print(f"\nTop {args.top} kernels by |delta total_us| (µs)", file=out)
+    if len(kernels):
+        print(_table(kernels.head(args.top), ["name", "baseline_calls", "experimental_calls", "baseline_total_us",
+                                              "experimental_total_us", "delta_total_us", "delta_total_pct"]), file=out)
+    else:
+        print("(no kernels in either trace)", file=out)
+
+    rows = {r["metric"]: r for r in overview.to_dict("records")}
+    failures = [msg for gate in args.fail_if if (msg := gate.check(_clean(rows[gate.metric])))]
+    for msg in failures:
+        print(f"REGRESSION: {msg}", file=out)
+    return EXIT_REGRESSION if failures else EXIT_OK
+
+
+def _clean(row: dict) -> dict:
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+
+
+def _table(frame: pd.DataFrame, columns: list[str]) -> str:
+    """Plain aligned text: numbers right-aligned, text left, '-' for null."""
+    header = [_short(c) for c in columns]
+    body = [[_cell(v) for v in frame[c].tolist()] for c in columns]
+    widths = [max([len(h)] + [len(v) for v in col]) for h, col in zip(header, body)]
+    numeric = [all(_is_num(v) for v in frame[c].tolist()) for c in columns]
+    lines = ["  ".join(h.rjust(w) if n else h.ljust(w) for h, w, n in zip(header, widths, numeric))]
+    for i in range(len(frame)):
+        lines.append("  ".join(col[i].rjust(w) if n else col[i].ljust(w) for col, w, n in zip(body, widths, numeric)))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _short(column: str) -> str:
+    return column.replace("baseline_", "b_").replace("experimental_", "e_")
+
+
+def _is_num(v) -> bool:
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def _cell(v) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.3f}".rstrip("0").rstrip(".") if abs(v) < 1e15 else f"{v:.3e}"
+    if isinstance(v, str) and len(v) > 60:
+        return v[:57] + "..."
+    return str(v)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""Baseline vs experimental in a notebook: the diff engine without a browser.
+
+    from tb_pipeline_plugin.compare import compare
+    c = compare("runs/baseline", "runs/experimental")   # run dirs or trace files
+    c.overview        # metric, label, unit, baseline, experimental, delta, delta_pct
+    c.modules         # every aligned piece, depth first (path, depth, status, µs ...)
+    c.level("0.2")    # one level of the piece tree, with the accumulated trend
+    c.operators       # operators joined by name, largest |delta| of the primary time first
+    c.kernels         # kernels joined by name, largest |delta total_us| first
+
+Same numbers as the `diff/*` routes (docs/http_api.md): they share
+`tb_pipeline_plugin.diff`.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cached_property
+
+import pandas as pd
+
+from .diff import api, compare as tables
+from .diff import modules as M
+from .logdir import discover_runs, resolve
+from .trace_processor import TraceProcessor
+
+def load(source, worker: str | None = None, span: str | None = None) -> TraceProcessor:
+    """A trace file, a run directory (its traces directly inside; the first
+    worker and its last span unless given) or an already loaded trace."""
+    if isinstance(source, TraceProcessor):
+        return source
+    path = os.fspath(source)
+    if os.path.isfile(path):
+        if worker or span:
+            raise ValueError(f"{path} is a trace file: worker/span select among the traces of a run directory")
+        return TraceProcessor.load(path)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"no trace file or run directory at {path}")
+    runs = {name: info for name, info in discover_runs(path).items() if info.traces}
+    if not runs:
+        raise FileNotFoundError(f"no trace files (*.pt.trace.json[.gz], *.json[.gz]) in {path}")
+    if "." in runs:
+        run = "."
+    elif len(runs) == 1:
+        run = next(iter(runs))
+    else:
+        raise ValueError(f"{path} holds several runs ({', '.join(runs)}); pass one of them")
+    return TraceProcessor.load(resolve(runs, run, worker, span).path)
+
+
+@dataclass
+class Comparison:
+    baseline: TraceProcessor
+    experimental: TraceProcessor
+    group_by: str = "name"
+
+    @cached_property
+    def overview(self) -> pd.DataFrame:
+        rows = api.diff_overview_impl(self.baseline, self.experimental)["rows"]
+        return pd.DataFrame(rows).set_index("metric")
+
+    @cached_property
+    def modules(self) -> pd.DataFrame:
+        bi, ei = api.piece_index(self.baseline), api.piece_index(self.experimental)
+        return pd.DataFrame(list(M.walk(bi, ei)))
+
+    def level(self, path: str = "") -> pd.DataFrame:
+        """The aligned children of the piece at `path`, with the accumulated
+        trend (`acc_*` columns: running sums in execution order, µs)."""
+        out = api.diff_modules_impl(self.baseline, self.experimental, path)
+        frame = pd.DataFrame(out["children"])
+        for key, values in out["trend"].items():
+            frame[f"acc_{key}"] = values
+        return frame
+
+    @cached_property
+    def operators(self) -> pd.DataFrame:
+        return self.operators_at("")
+
+    def operators_at(self, path: str) -> pd.DataFrame:
+        """Operator deltas inside the piece at `path` ("" = everything)."""
+        table = api.operator_table(self.baseline, self.experimental, self.group_by, path)
+        primary = api.operator_primary(self.baseline, self.experimental)
+        return tables.sort_table(table, f"delta_{primary}", "desc", api.OPERATOR_KEYS).reset_index(drop=True)
+
+    @cached_property
+    def kernels(self) -> pd.DataFrame:
+        table = api.kernel_table(self.baseline, self.experimental)
+        return tables.sort_table(table, f"delta_{api.KERNEL_PRIMARY}", "desc", api.KERNEL_KEYS).reset_index(drop=True)
+
+
+def compare(
+    baseline,
+    experimental,
+    *,
+    b_worker: str | None = None,
+    b_span: str | None = None,
+    e_worker: str | None = None,
+    e_span: str | None = None,
+    group_by: str = "name",
+) -> Comparison:
+    """Load both sides (paths or TraceProcessors) and compare them; tables
+    are computed when first read. Baseline and experimental may be the same
+    trace, or two workers of one run."""
+    return Comparison(load(baseline, b_worker, b_span), load(experimental, e_worker, e_span), group_by)

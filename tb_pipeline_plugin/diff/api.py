@@ -1,0 +1,100 @@
+"""The diff routes as pure functions of two loaded traces.
+
+`plugin.py` resolves the two selections to TraceProcessors and adds the
+`baseline` / `experimental` selection objects; everything else in the
+responses comes from here. Bad parameters raise `BadRequest` (400).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..analysis.operators import GROUP_BY, operators
+from ..errors import BadRequest
+from ..trace_processor import TraceProcessor
+from . import compare
+from . import modules as M
+from . import pieces as P
+
+PIECES_MEMO_KEY = ("diff", "pieces")
+
+
+def piece_index(tp: TraceProcessor) -> P.PieceIndex:
+    """The trace's pieces, computed once per loaded trace."""
+    return tp.memo(PIECES_MEMO_KEY, lambda: P.piece_index(tp.linked))
+
+
+def diff_overview_impl(b: TraceProcessor, e: TraceProcessor) -> dict:
+    return {"rows": compare.overview_rows(b.overview(), e.overview())}
+
+
+def diff_modules_impl(b: TraceProcessor, e: TraceProcessor, path: str | None) -> dict:
+    bi, ei = piece_index(b), piece_index(e)
+    chain = M.resolve(bi, ei, path or "")
+    node = chain[-1]
+    kids = M.children(bi, ei, node)
+    return {
+        "path": node.path,
+        "breadcrumb": [{"name": n.any.name, "path": n.path} for n in chain],
+        "node": M.row(bi, ei, node),
+        "children": [M.row(bi, ei, k) for k in kids],
+        "trend": M.trend(kids),
+    }
+
+
+def diff_operators_impl(b: TraceProcessor, e: TraceProcessor, args: Mapping[str, str]) -> dict:
+    group_by = args.get("group_by") or "name"
+    path = args.get("path") or ""
+    table = operator_table(b, e, group_by, path)
+    primary = operator_primary(b, e)
+    out = compare.query(table, OPERATOR_KEYS, compare.OPERATOR_COLUMNS, primary, args)
+    return {"group_by": group_by, "path": path, "device_present": primary == "device_self_us", **out}
+
+
+def diff_kernels_impl(b: TraceProcessor, e: TraceProcessor, args: Mapping[str, str]) -> dict:
+    return compare.query(kernel_table(b, e), KERNEL_KEYS, compare.KERNEL_COLUMNS, KERNEL_PRIMARY, args)
+
+
+OPERATOR_KEYS = ["name", "input_shape"]
+KERNEL_KEYS = ["name"]
+KERNEL_PRIMARY = "total_us"
+
+
+def operator_primary(b: TraceProcessor, e: TraceProcessor) -> str:
+    """Device self time when either trace has device activity, else host self time."""
+    return "device_self_us" if (b.linked.has_device or e.linked.has_device) else "host_self_us"
+
+
+def operator_table(b: TraceProcessor, e: TraceProcessor, group_by: str = "name", path: str = ""):
+    """Operators of both runs joined by name (and input shape when grouped
+    so), optionally restricted to the `diff/modules` piece at `path`."""
+    if group_by not in GROUP_BY:
+        raise BadRequest(f"group_by must be one of {', '.join(GROUP_BY)}, got {group_by!r}")
+    if path:
+        bi, ei = piece_index(b), piece_index(e)
+        node = M.resolve(bi, ei, path)[-1]
+        b_table = _piece_operators(b, bi, node.b, group_by)
+        e_table = _piece_operators(e, ei, node.e, group_by)
+    else:
+        b_table, e_table = b.operators(group_by), e.operators(group_by)
+    if group_by == "name_and_shape":
+        return compare.join(b_table, e_table, OPERATOR_KEYS, compare.OPERATOR_COLUMNS)
+    table = compare.join(b_table, e_table, ["name"], compare.OPERATOR_COLUMNS)
+    table.insert(1, "input_shape", None)
+    return table
+
+
+def kernel_table(b: TraceProcessor, e: TraceProcessor):
+    """Kernels of both runs joined by name."""
+    return compare.join(b.kernels(), e.kernels(), KERNEL_KEYS, compare.KERNEL_COLUMNS)
+
+
+def _piece_operators(tp: TraceProcessor, index: P.PieceIndex, piece: P.Piece | None, group_by: str):
+    if piece is None:
+        rows = np.empty(0, dtype=np.int64)
+    elif piece.kind == M.ROOT:
+        return tp.operators(group_by)
+    else:
+        rows = P.op_rows(index, piece)
+    return operators(tp.linked, group_by, rows=rows)

@@ -1,0 +1,335 @@
+"""End-to-end: real TensorBoard, real recorded traces, the built bundle, Debian chromium.
+
+Starts `tensorboard --logdir` on a free port over a copy of the session's
+recorded logdir (runs recorded with torch.profiler) plus one small
+hand-written Chrome trace whose operator is named like an HTML injection,
+opens the plugin's tab, and drives the UI the way a user would: picks the
+runs, checks the overview deltas against the API, sorts, filters, zooms
+into a module piece and back, and saves a screenshot of each view to
+`test-artifacts/` at the repo root.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BUNDLE = REPO / "tb_pipeline_plugin" / "static" / "index.js"
+ARTIFACTS = REPO / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+XSS_NAME = "<img src=x onerror=alert(1)>"
+XSS_RUN = "xss"
+
+pytestmark = [
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make chromium)"),
+    pytest.mark.skipif(not BUNDLE.exists(), reason="frontend bundle not built (cd frontend && npm run build)"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _write_xss_run(logdir: Path) -> None:
+    """A one-step Chrome trace whose operator name is an HTML injection attempt."""
+    run = logdir / XSS_RUN
+    run.mkdir()
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0.0, "dur": 1000.0},
+        {"ph": "X", "cat": "cpu_op", "name": XSS_NAME, "pid": 1, "tid": 1, "ts": 10.0, "dur": 500.0,
+         "args": {"External id": 1}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": 600.0, "dur": 300.0,
+         "args": {"External id": 2}},
+    ]
+    trace = {"schemaVersion": 1, "deviceProperties": [], "traceEvents": events}
+    (run / "xssworker.1.pt.trace.json").write_text(json.dumps(trace))
+
+
+def _get(port: int, route: str, **params) -> dict:
+    q = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
+    url = f"http://127.0.0.1:{port}/data/plugin/tb_pipeline/{route}" + (f"?{q}" if q else "")
+    with urllib.request.urlopen(url, timeout=60) as resp:
+        return json.loads(resp.read())
+
+
+@pytest.fixture(scope="module")
+def tensorboard(recorded_logdir, tmp_path_factory):
+    """`tensorboard --logdir` (the real CLI) on a free port; yields (port, logdir)."""
+    logdir = tmp_path_factory.mktemp("e2e_logdir")
+    # The session logdir is shared and read-only: copy it, then add our run.
+    shutil.copytree(recorded_logdir, logdir, dirs_exist_ok=True)
+    _write_xss_run(logdir)
+    port = _free_port()
+    exe = Path(sys.executable).parent / "tensorboard"
+    cmd = [str(exe) if exe.exists() else "tensorboard", "--logdir", str(logdir), "--port", str(port), "--host", "127.0.0.1"]
+    log = open(tmp_path_factory.mktemp("tb_log") / "tensorboard.log", "w+")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                runs = _get(port, "runs")
+                if not runs["loading"] and {"baseline", "experimental", XSS_RUN} <= {r["name"] for r in runs["runs"]}:
+                    break
+            except (urllib.error.URLError, ConnectionError, OSError):
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log.seek(0)
+                pytest.fail(f"TensorBoard did not serve the runs (exit {proc.poll()}):\n{log.read()[-4000:]}")
+            time.sleep(0.3)
+        yield port, logdir
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    pg = ctx.new_page()
+    pg.problems = []  # page errors and dialogs: must stay empty
+    pg.on("pageerror", lambda e: pg.problems.append(f"pageerror: {e}"))
+    pg.on("dialog", lambda d: (pg.problems.append(f"dialog: {d.message}"), d.dismiss()))
+    yield pg
+    ctx.close()
+
+
+def _plugin_frame(page):
+    """The iframe TensorBoard made for our plugin (data/plugin_entry.html?name=tb_pipeline)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for f in page.frames:
+            if "plugin_entry.html" in f.url and "name=tb_pipeline" in f.url:
+                return f
+        page.wait_for_timeout(100)
+    raise AssertionError(f"plugin iframe not found; frames: {[f.url for f in page.frames]}")
+
+
+def _open_tab(page, port: int):
+    page.goto(f"http://127.0.0.1:{port}/#tb_pipeline")
+    frame = _plugin_frame(page)
+    frame.wait_for_selector("form.picker", timeout=60_000)
+    return frame
+
+
+def _shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.wait_for_timeout(250)  # let charts settle after their ResizeObserver pass
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def _pick(frame, baseline: str, experimental: str) -> None:
+    frame.select_option("#pick-baseline-run", baseline)
+    frame.select_option("#pick-experimental-run", experimental)
+    assert frame.eval_on_selector("#pick-baseline-run", "e => e.value") == baseline
+    assert frame.eval_on_selector("#pick-experimental-run", "e => e.value") == experimental
+
+
+def _visible_names(frame) -> list[str]:
+    return frame.eval_on_selector_all("table.vt tbody tr:not(.spacer) td.c-name", "tds => tds.map(td => td.textContent)")
+
+
+def _selection(frame) -> dict:
+    return {
+        "baseline": frame.eval_on_selector("#pick-baseline-run", "e => e.value"),
+        "experimental": frame.eval_on_selector("#pick-experimental-run", "e => e.value"),
+        "b_worker": frame.eval_on_selector("#pick-baseline-worker", "e => e.value"),
+        "b_span": frame.eval_on_selector("#pick-baseline-span", "e => e.value"),
+        "e_worker": frame.eval_on_selector("#pick-experimental-worker", "e => e.value"),
+        "e_span": frame.eval_on_selector("#pick-experimental-span", "e => e.value"),
+    }
+
+
+def test_compare_runs_in_tensorboard(tensorboard, page):
+    port, _ = tensorboard
+    frame = _open_tab(page, port)
+    _pick(frame, "baseline", "experimental")
+    sel = _selection(frame)
+
+    # ---- Overview: every numeric delta on screen is the API's.
+    frame.click("[data-tab=overview]")
+    frame.wait_for_selector("[data-view=overview] tr[data-metric=avg_step_time_us]", timeout=60_000)
+    api = _get(port, "diff/overview", **sel)
+    checked = 0
+    for row in api["rows"]:
+        tr = frame.locator(f"[data-view=overview] tr[data-metric='{row['metric']}']")
+        assert tr.count() == 1, f"overview lacks a row for {row['metric']}"
+        raw = tr.locator("td[data-col=delta]").get_attribute("data-raw")
+        if row["delta"] is None:
+            assert raw == ""
+        else:
+            assert math.isclose(float(raw), row["delta"], rel_tol=1e-9, abs_tol=1e-9), row
+            checked += 1
+    assert checked >= 5
+    avg = next(r for r in api["rows"] if r["metric"] == "avg_step_time_us")
+    shown = frame.inner_text("tr[data-metric=avg_step_time_us] td[data-col=delta]")
+    sign = "+" if avg["delta"] > 0 else "−" if avg["delta"] < 0 else ""
+    assert shown.startswith(sign) and "ms" in shown, shown
+    assert frame.locator("[data-chart=breakdown-baseline] canvas").count() >= 1
+    _shot(page, "overview")
+
+    # ---- Operators: default order = largest absolute delta of the primary duration.
+    frame.click("[data-tab=operators]")
+    frame.wait_for_selector("table.vt tbody tr:not(.spacer)", timeout=60_000)
+    ops = _get(port, "diff/operators", **sel, limit=10000)
+    primary = ops["primary"]
+    by_name = {r["name"]: r for r in ops["rows"]}
+    biggest = max(abs(r[f"delta_{primary}"]) for r in ops["rows"])
+    first = _visible_names(frame)[0]
+    assert math.isclose(abs(by_name[first][f"delta_{primary}"]), biggest), (first, biggest)
+    sorted_th = frame.locator(f"table.vt th[data-key='delta_{primary}']")
+    assert sorted_th.get_attribute("aria-sort") == "descending"
+    assert frame.inner_text("[data-testid=row-count]").startswith(f"{len(ops['rows']):,}")
+    _shot(page, "operators")
+
+    # Sort by name (a click), then by baseline calls (keyboard: focus + Enter).
+    frame.click("table.vt th[data-key=name]")
+    assert frame.get_attribute("table.vt th[data-key=name]", "aria-sort") == "ascending"
+    assert sorted_th.get_attribute("aria-sort") == "none"
+    names = _visible_names(frame)
+    assert names == sorted(names, key=str.lower) and names[0].lower() == min(by_name, key=str.lower).lower()
+    frame.focus("table.vt th[data-key=baseline_calls]")
+    page.keyboard.press("Enter")
+    assert frame.get_attribute("table.vt th[data-key=baseline_calls]", "aria-sort") == "descending"
+    first = _visible_names(frame)[0]
+    assert by_name[first]["baseline_calls"] == max(r["baseline_calls"] for r in ops["rows"])
+    page.keyboard.press(" ")
+    assert frame.get_attribute("table.vt th[data-key=baseline_calls]", "aria-sort") == "ascending"
+
+    # Filter: case-insensitive substring; the count matches the server's filter.
+    frame.fill("input[type=search]", "LINEAR")
+    frame.wait_for_function("() => document.querySelector('[data-testid=row-count]').textContent.includes(' of ')")
+    filtered = _get(port, "diff/operators", **sel, filter="linear", limit=10000)
+    assert filtered["total"] > 0
+    assert all("linear" in n.lower() for n in _visible_names(frame))
+    assert frame.inner_text("[data-testid=row-count]").startswith(f"{filtered['total']:,} of")
+    _shot(page, "operators_filtered")
+
+    # ---- Module diff: zoom into a piece and come back.
+    frame.click("[data-tab=modules]")
+    frame.wait_for_selector("[data-view=modules] table.pieces tbody tr", timeout=60_000)
+    root = _get(port, "diff/modules", **sel, path="")
+    assert frame.locator("table.pieces tbody tr").count() == len(root["children"])
+    assert frame.locator("[data-chart=execution-comparison] canvas").count() >= 1
+    assert frame.locator("[data-chart=execution-difference] canvas").count() >= 1
+    # The experimental run has one more Block: some piece is marked as one-sided.
+    _shot(page, "modules")
+    target = next(c for c in root["children"] if c.get("has_children"))
+    frame.click(f"table.pieces tr[data-path='{target['path']}'] button:has-text('Zoom in')")
+    frame.wait_for_selector("nav.crumbs li:nth-child(2)", timeout=60_000)
+    zoomed = _get(port, "diff/modules", **sel, path=target["path"])
+    frame.wait_for_function(
+        "n => document.querySelectorAll('table.pieces tbody tr').length === n", arg=len(zoomed["children"]), timeout=30_000
+    )
+    statuses = frame.eval_on_selector_all("table.pieces tbody tr", "trs => trs.map(t => t.dataset.status)")
+    assert statuses == [c["status"] for c in zoomed["children"]]
+    for c in zoomed["children"]:
+        if c["status"] != "matched":
+            badge = frame.locator(f"table.pieces tr[data-path='{c['path']}'] .badge")
+            assert badge.count() == 1, f"one-sided piece {c['name']} is not marked"
+    # The operator table below follows the selected piece.
+    frame.wait_for_selector("#md-ops", timeout=30_000)
+    assert target["name"] in frame.inner_text("#md-ops")
+    _shot(page, "modules_zoomed")
+    frame.click("nav.crumbs button:has-text('All steps')")
+    frame.wait_for_function("() => document.querySelectorAll('nav.crumbs li').length === 1", timeout=30_000)
+    assert frame.locator("table.pieces tbody tr").count() == len(root["children"])
+
+    # ---- Kernels: a CPU-only trace has none, and the page says so in words.
+    frame.click("[data-tab=kernels]")
+    frame.wait_for_selector("[data-view=kernels]", timeout=60_000)
+    kernels = _get(port, "diff/kernels", **sel, limit=10000)
+    if not kernels["rows"]:
+        assert "No kernels" in frame.inner_text("[data-view=kernels]")
+    _shot(page, "kernels")
+
+    # ---- The selection survives a reload (kept in the URL).
+    frame.click("[data-tab=operators]")
+    page.reload()
+    frame = _plugin_frame(page)
+    frame.wait_for_selector("table.vt tbody tr:not(.spacer)", timeout=60_000)
+    assert _selection(frame)["experimental"] == "experimental"
+    assert frame.get_attribute("[data-tab=operators]", "aria-selected") == "true"
+
+    # ---- TensorBoard's reload button makes the plugin refetch its runs.
+    with page.expect_request(lambda r: r.url.endswith("/data/plugin/tb_pipeline/runs"), timeout=30_000):
+        page.click("button.reload-button")
+
+    assert page.problems == []
+
+
+def test_trace_names_are_text_not_html(tensorboard, page):
+    port, _ = tensorboard
+    frame = _open_tab(page, port)
+    _pick(frame, "baseline", XSS_RUN)
+    frame.click("[data-tab=operators]")
+    frame.wait_for_selector("table.vt tbody tr:not(.spacer)", timeout=60_000)
+    frame.fill("input[type=search]", "onerror")
+    frame.wait_for_function(
+        "name => [...document.querySelectorAll('table.vt td.c-name')].some(td => td.textContent === name)", arg=XSS_NAME,
+        timeout=30_000,
+    )
+    assert frame.locator("table.vt img").count() == 0
+    assert frame.locator("img[src=x]").count() == 0
+    _shot(page, "xss_name_as_text")
+    assert page.problems == []
+
+
+def test_failed_run_is_explained(tensorboard, page, tmp_path):
+    """A run that failed to parse shows the server's reason instead of a spinner."""
+    port, logdir = tensorboard
+    runs = _get(port, "runs")["runs"]
+    failed = [r for r in runs if r["status"] == "failed"]
+    if not failed:
+        broken = logdir / "broken"
+        broken.mkdir(exist_ok=True)
+        (broken / "w.1.pt.trace.json").write_text('{"traceEvents": [{"ph": "X", "name": ')  # cut mid-event
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            runs = _get(port, "runs")["runs"]
+            entry = next((r for r in runs if r["name"] == "broken"), None)
+            if entry and entry["status"] != "loading":
+                break
+            time.sleep(0.5)
+        failed = [r for r in runs if r["status"] == "failed"]
+    frame = _open_tab(page, port)
+    if not failed:
+        pytest.skip("the backend salvaged the truncated trace (ready with warnings); nothing failed to show")
+    name = failed[0]["name"]
+    frame.select_option("#pick-experimental-run", name)
+    msg = frame.locator(".msg.error", has_text=name)
+    msg.wait_for(timeout=30_000)
+    assert failed[0]["error"] and failed[0]["error"] in msg.inner_text()
+    _shot(page, "failed_run")
