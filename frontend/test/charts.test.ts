@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { DiffPiece, StepInfo } from "../src/api";
-import { pieceTimes, presentCategories, runningSum, shortPieceLabel, stackedSeries } from "../src/model/charts";
+import { pieceTimes, presentCategories, runningSum, shortPieceLabel, stackedSeries, zeroAlignedRanges } from "../src/model/charts";
 
 const zero = { kernel: 0, memcpy: 0, memset: 0, communication: 0, runtime: 0, data_loading: 0, cpu_exec: 0, other: 0 };
 const step = (n: number, b: Partial<typeof zero>): StepInfo => {
@@ -30,5 +30,25 @@ describe("chart shaping", () => {
     expect(pieceTimes(p, "host")).toEqual({ baseline: 1, experimental: 2, delta: 1, pct: 100 });
     expect(pieceTimes(p, "device")).toEqual({ baseline: 10, experimental: 30, delta: 20, pct: 200 });
     expect(shortPieceLabel(p)).toBe("+Linear_0");
+  });
+});
+
+describe("zero-aligned ranges", () => {
+  const zeroAt = ([lo, hi]: [number, number]) => -lo / (hi - lo);
+  it("puts zero at the same height on both axes", () => {
+    const [a, b] = zeroAlignedRanges([-1, 2], [0.5, 10]);
+    expect(zeroAt(a)).toBeCloseTo(zeroAt(b), 9);
+    expect(a[0]).toBeLessThanOrEqual(-1);
+    expect(a[1]).toBeGreaterThanOrEqual(2);
+    expect(b[1]).toBeGreaterThanOrEqual(10);
+  });
+  it("starts at zero when nothing is negative", () => {
+    const [a, b] = zeroAlignedRanges([1, 2], [3]);
+    expect(a[0]).toBeCloseTo(0);
+    expect(b[0]).toBeCloseTo(0);
+  });
+  it("copes with all zeros", () => {
+    const [a] = zeroAlignedRanges([0, 0], [0]);
+    expect(a[1]).toBeGreaterThan(a[0]);
   });
 });

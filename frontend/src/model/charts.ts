@@ -77,3 +77,22 @@ export function shortPieceLabel(p: DiffPiece, max = 16): string {
   const s = mark + name;
   return s.length > max ? s.slice(0, max - 1) + "…" : s;
 }
+
+/**
+ * Ranges for two y scales (per-piece Δ and accumulated Δ) that put zero at
+ * the same height, so "above the line = slower" reads the same for bars and
+ * line. Each range is padded by 8 %.
+ */
+export function zeroAlignedRanges(a: readonly number[], b: readonly number[]): [[number, number], [number, number]] {
+  const ext = (v: readonly number[]) => ({ neg: Math.max(0, ...v.map((x) => -x)), pos: Math.max(0, ...v) });
+  const ea = ext(a);
+  const eb = ext(b);
+  const frac = (e: { neg: number; pos: number }) => (e.neg + e.pos === 0 ? 0 : e.neg / (e.neg + e.pos));
+  // Share of the height below zero: the larger need of the two.
+  const f = Math.max(frac(ea), frac(eb));
+  const range = (e: { neg: number; pos: number }): [number, number] => {
+    const total = Math.max(f < 1 ? e.pos / (1 - f) : 0, f > 0 ? e.neg / f : 0) * 1.08 || 1e-3;
+    return [-f * total, (1 - f) * total];
+  };
+  return [range(ea), range(eb)];
+}

@@ -129,7 +129,7 @@ export function App({ client, ipc, initial }: { client: ApiClient; ipc: HostIpc;
           </Message>
         ) : (
           <Message key={r.name} kind="error" title={`Run “${r.name}” could not be read`}>
-            {r.error ?? "The server gave no reason."} Pick another run.
+            {r.error ? (/[.!?]$/.test(r.error.trim()) ? r.error : `${r.error}.`) : "The server gave no reason."} Pick another run.
           </Message>
         ),
       )}

@@ -12,7 +12,7 @@ import { DeltaText } from "../components/Delta";
 import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
 import { Legend, UPlotChart } from "../components/UPlotChart";
-import { isUnknownPiece, pieceTimes, runningSum, shortPieceLabel } from "../model/charts";
+import { isUnknownPiece, pieceTimes, runningSum, shortPieceLabel, zeroAlignedRanges } from "../model/charts";
 import { formatMsWithUnit, formatPct, formatSignedMs } from "../model/format";
 import type { UrlState } from "../model/urlState";
 import { useRequest } from "../useRequest";
@@ -198,9 +198,9 @@ function DiffCharts({ pieces, d, time, onPick }: { pieces: DiffPiece[]; d: DiffM
     const accB = (time === "host" ? tr?.baseline_host_us : tr?.baseline_device_us) ?? runningSum(ts.map((t) => t.baseline));
     const accE = (time === "host" ? tr?.experimental_host_us : tr?.experimental_device_us) ?? runningSum(ts.map((t) => t.experimental));
     const accD = (time === "host" ? tr?.delta_host_us : tr?.delta_device_us) ?? runningSum(ts.map((t) => t.delta));
-    const labels = pieces.map((p) => shortPieceLabel(p));
     // Horizontal labels only fit a handful of pieces per chart half.
     const many = pieces.length > 4;
+    const labels = pieces.map((p) => shortPieceLabel(p, many ? 20 : 16));
     const xAxis = indexAxis("Pieces in execution order (− baseline only, + experimental only)", (i) => labels[i] ?? "", many ? -40 : 0);
     const xScale: uPlot.Scale = { time: false, range: [-0.6, pieces.length - 0.4] };
     const tint = statusBands(pieces);
@@ -218,12 +218,10 @@ function DiffCharts({ pieces, d, time, onPick }: { pieces: DiffPiece[]; d: DiffM
       hooks: { drawClear: [tint] },
       cursor: { drag: { x: false, y: false } },
     };
+    const accDms = accD.map((v) => v / 1000);
+    const [yRange, accRange] = zeroAlignedRanges(delta, accDms);
     const diff: Omit<uPlot.Options, "width" | "height"> = {
-      scales: {
-        x: xScale,
-        y: { range: (_u, min, max) => [Math.min(0, min) * 1.1 - 1e-3, Math.max(0, max) * 1.1 + 1e-3] },
-        acc: { range: (_u, min, max) => [Math.min(0, min) * 1.1 - 1e-3, Math.max(0, max) * 1.1 + 1e-3] },
-      },
+      scales: { x: xScale, y: { range: () => yRange }, acc: { range: () => accRange } },
       axes: [xAxis, msAxis(`Δ ${timeName} time per piece (ms)`), msAxis("Accumulated Δ (ms)", 1, "acc")],
       series: [
         {},
@@ -234,7 +232,6 @@ function DiffCharts({ pieces, d, time, onPick }: { pieces: DiffPiece[]; d: DiffM
       hooks: { drawClear: [tint] },
       cursor: { drag: { x: false, y: false } },
     };
-    const accDms = accD.map((v) => v / 1000);
     return {
       accB,
       accE,

@@ -47,7 +47,8 @@ export function indexAxis(label: string, labelAt: (i: number) => string, rotate 
     ticks: { stroke: "#e0e0e0", width: 1 },
     incrs: [1, 2, 5, 10, 20, 50, 100],
     rotate,
-    size: rotate ? 80 : 40,
+    // Rotated labels need room below them, above the axis title.
+    size: rotate ? 110 : 40,
     values: (_u, splits) => splits.map((s) => (Number.isInteger(s) ? labelAt(s) : "")),
   };
 }
