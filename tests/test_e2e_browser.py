@@ -10,6 +10,7 @@ into a module piece and back, and saves a screenshot of each view to
 """
 from __future__ import annotations
 
+import csv
 import json
 import math
 import os
@@ -131,7 +132,8 @@ def _plugin_frame(page):
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         for f in page.frames:
-            if "plugin_entry.html" in f.url and "name=tb_pipeline" in f.url:
+            # After a reload the old frame can linger detached for a moment.
+            if "plugin_entry.html" in f.url and "name=tb_pipeline" in f.url and not f.is_detached():
                 return f
         page.wait_for_timeout(100)
     raise AssertionError(f"plugin iframe not found; frames: {[f.url for f in page.frames]}")
@@ -237,6 +239,16 @@ def test_compare_runs_in_tensorboard(tensorboard, page):
     assert frame.inner_text("[data-testid=row-count]").startswith(f"{filtered['total']:,} of")
     _shot(page, "operators_filtered")
 
+    # Export: the table as shown (filtered, sorted) as a CSV download.
+    with page.expect_download(timeout=30_000) as dl:
+        frame.click("button:has-text('Export CSV')")
+    with open(dl.value.path(), newline="", encoding="utf-8") as fh:
+        table = list(csv.reader(fh))
+    assert table[0][0] == "Name"
+    assert len(table) == filtered["total"] + 1
+    shown_names = _visible_names(frame)
+    assert [r[0] for r in table[1 : 1 + len(shown_names)]] == shown_names
+
     # ---- Module diff: zoom into a piece and come back.
     frame.click("[data-tab=modules]")
     frame.wait_for_selector("[data-view=modules] table.pieces tbody tr", timeout=60_000)
@@ -262,6 +274,11 @@ def test_compare_runs_in_tensorboard(tensorboard, page):
     # The operator table below follows the selected piece.
     frame.wait_for_selector("#md-ops", timeout=30_000)
     assert target["name"] in frame.inner_text("#md-ops")
+    in_piece = _get(port, "diff/operators", **sel, path=target["path"], limit=10000)
+    frame.wait_for_function(
+        "t => (document.querySelector('[data-view=modules] [data-testid=row-count]')?.textContent || '').startsWith(t)",
+        arg=f"{in_piece['total']:,} ", timeout=30_000,
+    )
     _shot(page, "modules_zoomed")
     frame.click("nav.crumbs button:has-text('All steps')")
     frame.wait_for_function("() => document.querySelectorAll('nav.crumbs li').length === 1", timeout=30_000)
@@ -277,9 +294,12 @@ def test_compare_runs_in_tensorboard(tensorboard, page):
 
     # ---- The selection survives a reload (kept in the URL).
     frame.click("[data-tab=operators]")
-    page.reload()
+    page.reload(wait_until="load")
     frame = _plugin_frame(page)
-    frame.wait_for_selector("table.vt tbody tr:not(.spacer)", timeout=60_000)
+    try:
+        frame.wait_for_selector("table.vt tbody tr:not(.spacer)", timeout=60_000)
+    finally:
+        _shot(page, "after_reload")
     assert _selection(frame)["experimental"] == "experimental"
     assert frame.get_attribute("[data-tab=operators]", "aria-selected") == "true"
 

@@ -26,7 +26,6 @@ export function useRequest<T>(fn: ((opts: RequestOpts) => Promise<T>) | null, de
       (error: unknown) => !ctrl.signal.aborted && setSt({ state: "error", error }),
     );
     return () => ctrl.abort();
-    // eslint-disable-next-line react-hooks/exhaustive-deps -- the caller lists the inputs of fn
   }, deps);
   return st;
 }

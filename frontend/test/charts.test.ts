@@ -42,6 +42,14 @@ describe("zero-aligned ranges", () => {
     expect(a[1]).toBeGreaterThanOrEqual(2);
     expect(b[1]).toBeGreaterThanOrEqual(10);
   });
+  it("keeps every value inside when one series is all negative and the other mixed", () => {
+    const per = [-0.371, 0.002, 0.262];
+    const acc = [-0.371, -0.369, -0.107];
+    const [a, b] = zeroAlignedRanges(per, acc);
+    expect(zeroAt(a)).toBeCloseTo(zeroAt(b), 9);
+    for (const v of per) expect(v >= a[0] && v <= a[1]).toBe(true);
+    for (const v of acc) expect(v >= b[0] && v <= b[1]).toBe(true);
+  });
   it("starts at zero when nothing is negative", () => {
     const [a, b] = zeroAlignedRanges([1, 2], [3]);
     expect(a[0]).toBeCloseTo(0);

@@ -14,9 +14,11 @@ OPERATOR_COLUMNS = ["name", "input_shape", "calls", "host_self_us", "host_total_
 def operator_rows(linked: LinkedTrace, rows: np.ndarray | None = None) -> np.ndarray:
     """Rows of operator events, optionally restricted to a subset of rows."""
     t = linked.table
-    mask = (t.kind == Kind.CPU_OP) & (t.phase == Phase.COMPLETE)
-    ops = np.flatnonzero(mask)
-    return ops if rows is None else np.intersect1d(ops, rows)
+    if rows is None:
+        return np.flatnonzero((t.kind == Kind.CPU_OP) & (t.phase == Phase.COMPLETE))
+    # A piece's few rows: filter them, don't scan the whole table.
+    rows = np.unique(rows)
+    return rows[(t.kind[rows] == Kind.CPU_OP) & (t.phase[rows] == Phase.COMPLETE)]
 
 
 def operators(linked: LinkedTrace, group_by: str = "name", rows: np.ndarray | None = None) -> pd.DataFrame:

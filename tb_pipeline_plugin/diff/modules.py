@@ -149,12 +149,14 @@ def _window(steps: list[P.Piece]) -> P.Piece:
 def row(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> dict:
     """One node as the `diff/modules` route returns it (µs, calls, deltas)."""
     b, e, p = node.b, node.e, node.any
-    out = {
-        "name": p.name, "kind": p.kind, "key": p.key, "step": None if p.kind == ROOT else p.step,
+    out = {"name": p.name, "kind": p.kind, "key": p.key}
+    if p.kind != ROOT:  # the root spans every step
+        out["step"] = p.step
+    out.update({
         "path": node.path, "status": node.status, "has_children": has_children(bi, ei, node),
         "baseline_name": b.name if b is not None else None,
         "experimental_name": e.name if e is not None else None,
-    }
+    })
     for what in ("host", "device"):
         bv, ev = _value(b, what), _value(e, what)
         out[f"baseline_{what}_us"] = round(bv, 3)

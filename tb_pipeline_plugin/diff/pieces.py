@@ -130,9 +130,6 @@ class PieceIndex:
     step_thread: int  # EventTable thread id, -1 for an empty trace
     autograd_threads: np.ndarray  # EventTable thread ids
 
-    def piece(self, a: int) -> Piece:
-        return self.pieces(np.array([a], dtype=np.int64))[0]
-
     def pieces(self, atoms: np.ndarray) -> list[Piece]:
         starts, ends = self.start_us[atoms], self.end_us[atoms]
         device, calls = self.region.stats(starts, ends)
@@ -235,13 +232,8 @@ def unknown_piece(index: PieceIndex, parent: Piece, kids: list[Piece]) -> Piece:
 
 def piece_index(linked: LinkedTrace) -> PieceIndex:
     t = linked.table
-    complete = t.phase == Phase.COMPLETE
     host = linked.is_host
     names = _NameLookup(t.strings)
-
-    kind_of_row = np.full(len(t), -1, dtype=np.int8)
-    key_of_row: dict[int, str] = {}
-    name_of_row: dict[int, str] = {}
 
     # Backward markers (see module docstring).
     ops = np.flatnonzero(host & (t.kind == Kind.CPU_OP))
@@ -255,28 +247,20 @@ def piece_index(linked: LinkedTrace) -> PieceIndex:
     autograd_threads = marker_threads[marker_threads != step_thread]
     on_step = host & (t.thread_id == step_thread)
 
+    kind_of_row = np.full(len(t), -1, dtype=np.int8)
     # Annotations and module calls on the step thread.
-    ann = np.flatnonzero(on_step & np.isin(t.kind, (Kind.USER_ANNOTATION, Kind.CPU_OP)))
-    for rows, kind, key, name in _annotation_atoms(t, names, ann):
-        kind_of_row[rows] = _CODE[kind]
-        key_of_row.update(zip(rows.tolist(), key))
-        name_of_row.update(zip(rows.tolist(), name))
+    named = np.flatnonzero(on_step & np.isin(t.kind, (Kind.USER_ANNOTATION, Kind.CPU_OP)))
+    kind_of_row[named] = _annotation_kinds(t, names, named)
     py = np.flatnonzero(on_step & (t.kind == Kind.PYTHON_FUNCTION))
-    py = py[names.startswith(t.name_id[py], MODULE_PREFIX)]
-    module_names = [n[len(MODULE_PREFIX):] for n in names.of(t.name_id[py])]
-    kind_of_row[py] = _CODE[MODULE]
-    name_of_row.update(zip(py.tolist(), module_names))
-    key_of_row.update(zip(py.tolist(), (_INSTANCE_SUFFIX.sub("", n) for n in module_names)))
-
-    # Backward: markers on the step thread, top-level events on autograd threads.
-    bwd = markers[t.thread_id[markers] == step_thread]
+    kind_of_row[py[names.startswith(t.name_id[py], MODULE_PREFIX)]] = _CODE[MODULE]
+    # Backward: markers on the step thread, top-level events on autograd
+    # threads; a marker that is also an annotation is backward work first.
     top_autograd = np.flatnonzero(host & np.isin(t.thread_id, autograd_threads) & (linked.parent < 0))
-    bwd = np.union1d(bwd, top_autograd)
-    kind_of_row[bwd] = _CODE[BACKWARD]  # a marker annotation is backward work first
+    kind_of_row[np.union1d(markers[t.thread_id[markers] == step_thread], top_autograd)] = _CODE[BACKWARD]
+    # ProfilerStep annotations are the steps themselves, never pieces.
+    kind_of_row[linked.steps.row[linked.steps.row >= 0]] = -1
 
     atom_rows = np.flatnonzero(kind_of_row >= 0)
-    # ProfilerStep annotations are the steps themselves, never pieces.
-    atom_rows = atom_rows[~np.isin(atom_rows, linked.steps.row)]
     st = linked.steps
     n_steps = len(st.name)
     n = n_steps + len(atom_rows)
@@ -287,9 +271,7 @@ def piece_index(linked: LinkedTrace) -> PieceIndex:
     key = np.empty(n, dtype=object)
     name[:n_steps] = st.name
     key[:n_steps] = STEP
-    rows_list = atom_rows.tolist()
-    name[n_steps:] = [name_of_row.get(r, "backward") for r in rows_list]
-    key[n_steps:] = [key_of_row.get(r, BACKWARD) for r in rows_list]
+    name[n_steps:], key[n_steps:] = _labels(t, kind_of_row[atom_rows], t.name_id[atom_rows])
 
     # Nest by time on one virtual thread: autograd-thread work lands under
     # the step-thread piece that was waiting for it (`## backward ##`, the step).
@@ -310,43 +292,62 @@ class _NameLookup:
     def __init__(self, strings: list[str]):
         self.strings = strings
 
-    def of(self, ids: np.ndarray) -> list[str]:
-        return [self.strings[i] if i >= 0 else "" for i in ids.tolist()]
-
     def startswith(self, ids: np.ndarray, prefix: str) -> np.ndarray:
+        if len(ids) == 0:
+            return np.zeros(0, dtype=bool)
         uniq, inverse = np.unique(ids, return_inverse=True)
         hit = np.array([i >= 0 and self.strings[i].startswith(prefix) for i in uniq.tolist()], dtype=bool)
-        return hit[inverse] if len(ids) else np.zeros(0, dtype=bool)
+        return hit[inverse]
 
 
-def _annotation_atoms(t, names: _NameLookup, rows: np.ndarray):
-    """(rows, kind, keys, names) groups for DataLoader, optimizer and other
-    user annotations. 2021 traces record the DataLoader / optimizer
-    annotations as operators, so those names count whatever the category."""
+def _annotation_kinds(t, names: _NameLookup, rows: np.ndarray) -> np.ndarray:
+    """Kind code per row (-1: not a piece) for DataLoader, optimizer and
+    other user annotations. 2021 traces record the DataLoader / optimizer
+    annotations as operators, so those names count whatever the category;
+    other operators are not pieces."""
     if len(rows) == 0:
-        return []
+        return np.zeros(0, dtype=np.int8)
     uniq, inverse = np.unique(t.name_id[rows], return_inverse=True)
-    kinds, keys, texts = [], [], []
-    for i in uniq.tolist():
-        text = t.strings[i] if i >= 0 else ""
-        if m := _DATA_RE.match(text):
-            kinds.append(DATA_LOADING), keys.append(m.group(1))
-        elif m := _OPTIMIZER_RE.match(text):
-            kinds.append(OPTIMIZER), keys.append(m.group(1))
-        else:
-            kinds.append(ANNOTATION if not _STEP_RE.match(text) else ""), keys.append(text)
-        texts.append(text)
-    kind_per_row = np.array(kinds, dtype=object)[inverse]
-    is_annotation = t.kind[rows] == Kind.USER_ANNOTATION
-    out = []
-    for kind in (DATA_LOADING, OPTIMIZER, ANNOTATION):
-        sel = kind_per_row == kind
-        if kind == ANNOTATION:
-            sel &= is_annotation  # plain operators are not pieces
-        if sel.any():
-            ids = inverse[sel]
-            out.append((rows[sel], kind, [keys[j] for j in ids], [texts[j] for j in ids]))
+    codes = np.array([_annotation_code(t.strings[i] if i >= 0 else "") for i in uniq.tolist()], dtype=np.int8)
+    out = codes[inverse]
+    out[(out == _CODE[ANNOTATION]) & (t.kind[rows] != Kind.USER_ANNOTATION)] = -1
     return out
+
+
+def _annotation_code(text: str) -> int:
+    if _DATA_RE.match(text):
+        return _CODE[DATA_LOADING]
+    if _OPTIMIZER_RE.match(text):
+        return _CODE[OPTIMIZER]
+    return -1 if _STEP_RE.match(text) else _CODE[ANNOTATION]
+
+
+def _labels(t, kinds: np.ndarray, name_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(display name, alignment key) per atom, computed once per distinct
+    (kind, name): `Linear_0` / `Linear` for modules, the annotation and its
+    family (`Optimizer.step#SGD.step` / `Optimizer.step`), `backward`."""
+    if len(kinds) == 0:
+        return np.empty(0, dtype=object), np.empty(0, dtype=object)
+    pair = kinds.astype(np.int64) * (len(t.strings) + 1) + (name_ids.astype(np.int64) + 1)
+    uniq, inverse = np.unique(pair, return_inverse=True)
+    labels = [_label(ATOM_KINDS[int(k)], t.strings[i] if i >= 0 else "")
+              for k, i in zip((uniq // (len(t.strings) + 1)).tolist(), (uniq % (len(t.strings) + 1) - 1).tolist())]
+    names = np.empty(len(labels), dtype=object)
+    keys = np.empty(len(labels), dtype=object)
+    names[:] = [n for n, _ in labels]
+    keys[:] = [k for _, k in labels]
+    return names[inverse], keys[inverse]
+
+
+def _label(kind: str, text: str) -> tuple[str, str]:
+    if kind == BACKWARD:
+        return "backward", BACKWARD
+    if kind == MODULE:
+        name = text[len(MODULE_PREFIX):]
+        return name, _INSTANCE_SUFFIX.sub("", name)
+    family = {DATA_LOADING: _DATA_RE, OPTIMIZER: _OPTIMIZER_RE}.get(kind)
+    m = family.match(text) if family else None
+    return text, m.group(1) if m else text
 
 
 def _step_thread(linked: LinkedTrace, markers: np.ndarray) -> int:

@@ -4,7 +4,7 @@
  * legend are DOM so names stay text and stay readable.
  */
 import type { ComponentChildren } from "preact";
-import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
+import { useLayoutEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
 
 export interface UPlotChartProps {

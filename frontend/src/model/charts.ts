@@ -87,9 +87,13 @@ export function zeroAlignedRanges(a: readonly number[], b: readonly number[]): [
   const ext = (v: readonly number[]) => ({ neg: Math.max(0, ...v.map((x) => -x)), pos: Math.max(0, ...v) });
   const ea = ext(a);
   const eb = ext(b);
-  const frac = (e: { neg: number; pos: number }) => (e.neg + e.pos === 0 ? 0 : e.neg / (e.neg + e.pos));
-  // Share of the height below zero: the larger need of the two.
-  const f = Math.max(frac(ea), frac(eb));
+  // Share of the height below zero: the mean of what each series needs,
+  // kept off 0 and 1 when either series has values on that side (otherwise
+  // those values would fall outside the plot).
+  const needs = [ea, eb].filter((e) => e.neg + e.pos > 0).map((e) => e.neg / (e.neg + e.pos));
+  let f = needs.length ? needs.reduce((x, y) => x + y, 0) / needs.length : 0;
+  if (f === 0 && (ea.neg > 0 || eb.neg > 0)) f = 0.1;
+  if (f === 1 && (ea.pos > 0 || eb.pos > 0)) f = 0.9;
   const range = (e: { neg: number; pos: number }): [number, number] => {
     const total = Math.max(f < 1 ? e.pos / (1 - f) : 0, f > 0 ? e.neg / f : 0) * 1.08 || 1e-3;
     return [-f * total, (1 - f) * total];

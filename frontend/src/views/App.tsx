@@ -61,7 +61,12 @@ export function App({ client, ipc, initial }: { client: ApiClient; ipc: HostIpc;
   // Repair the selection against the runs the server has (first load, a run deleted, a URL from elsewhere).
   useEffect(() => {
     if (runs.state !== "ok") return;
-    setState((s) => resolveSelection(s, runList));
+    // Keep the same object when nothing changed: the runs list is polled
+    // while any run loads, and a new selection object would refetch every view.
+    setState((s) => {
+      const r = resolveSelection(s, runList);
+      return sameChoice(r.baseline, s.baseline) && sameChoice(r.experimental, s.experimental) ? s : r;
+    });
   }, [runs]);
 
   useEffect(() => writeState(state), [state]);
@@ -182,6 +187,10 @@ function ViewFor(props: { view: View; client: ApiClient; sel: DiffSelection; sta
     case "kernels":
       return <DiffTableView client={client} sel={sel} kind="kernels" state={state} onChange={onChange} reloadToken={reloadToken} />;
   }
+}
+
+function sameChoice(a: TraceChoice, b: TraceChoice): boolean {
+  return a.run === b.run && a.worker === b.worker && a.span === b.span;
 }
 
 function Shell({ children }: { children: ComponentChildren }) {

@@ -1,0 +1,107 @@
+"""`tb-pipeline diff` on real recorded runs and the HTA GPU pair."""
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import sys
+
+import pytest
+
+from json_oracle import duration_by_name, load_events
+from tb_pipeline_plugin import cli
+
+
+def trace_file(run_dir) -> str:
+    (path,) = glob.glob(str(run_dir / "*.pt.trace.json*"))
+    return path
+
+
+def run_cli(capsys, *argv):
+    code = cli.main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def overview_line(text: str, metric: str) -> list[str]:
+    return next(line.split() for line in text.splitlines() if line.startswith(metric + " "))
+
+
+def test_diff_prints_overview_and_top_operators(capsys, recorded_logdir):
+    code, out, _ = run_cli(capsys, "diff", str(recorded_logdir / "baseline"), str(recorded_logdir / "experimental"), "--top", "3")
+    assert code == 0
+    assert "Overview (delta = experimental - baseline)" in out
+    for metric in ("avg_step_time_us", "breakdown_us.data_loading", "memory.peak_bytes"):
+        assert overview_line(out, metric)
+    steps = overview_line(out, "steps")
+    assert steps[:5] == ["steps", "count", "3", "3", "0"]
+    section = out.split("Top 3 operators by |delta host_self_us| (µs)")[1].split("Top 3 kernels")[0]
+    rows = [line for line in section.strip().splitlines()[1:] if line.strip()]
+    assert len(rows) == 3
+    assert "(no kernels in either trace)" in out
+
+
+def test_fail_if_gates_on_a_regression(capsys, recorded_logdir):
+    base, slow = str(recorded_logdir / "baseline"), str(recorded_logdir / "slow_loader")
+    code, out, _ = run_cli(capsys, "diff", base, slow, "--fail-if", "breakdown_us.data_loading>100")
+    assert code == cli.EXIT_REGRESSION
+    assert "REGRESSION: breakdown_us.data_loading changed +" in out
+    # The same change against a limit it stays under passes; a drop gate on a rise too.
+    code, out, _ = run_cli(capsys, "diff", base, slow, "--fail-if", "breakdown_us.data_loading>1000000",
+                           "--fail-if", "avg_step_time_us<-50")
+    assert code == cli.EXIT_OK and "REGRESSION" not in out
+    # Identical runs never trip a gate.
+    code, _, _ = run_cli(capsys, "diff", base, base, "--fail-if", "avg_step_time_us>0", "--fail-if", "steps<0")
+    assert code == cli.EXIT_OK
+
+
+def test_gate_parsing_and_zero_baselines():
+    gate = cli.parse_gate("avg_step_time_us>5")
+    assert gate == cli.Gate("avg_step_time_us", ">", 5.0)
+    assert cli.parse_gate(" gpu_utilization_pct < -10% ") == cli.Gate("gpu_utilization_pct", "<", -10.0)
+    for bad in ("avg_step_time_us", "avg_step_time_us=5", "device>5", "nope>5", "avg_step_time_us>x"):
+        with pytest.raises(Exception):
+            cli.parse_gate(bad)
+    up = {"delta": 3.0, "delta_pct": None}  # from a baseline of 0
+    assert cli.Gate("breakdown_us.kernel", ">", 5).check(up)
+    assert cli.Gate("breakdown_us.kernel", "<", -5).check(up) is None
+    assert cli.Gate("breakdown_us.kernel", ">", 5).check({"delta": 0, "delta_pct": None}) is None
+    assert cli.Gate("memory.avg_bytes", ">", 5).check({"delta": None, "delta_pct": None}) is None
+
+
+def test_gpu_pair_lists_kernels(capsys, shared_traces):
+    d = shared_traces / "trace_diff"
+    code, out, _ = run_cli(capsys, "diff", str(d / "control.json.gz"), str(d / "test.json.gz"), "--top", "2",
+                           "--group-by", "name_and_shape", "--fail-if", "avg_step_time_us>50")
+    assert code == cli.EXIT_REGRESSION  # the V100 run takes twice as long per step
+    assert "Top 2 operators by |delta device_self_us| (µs)" in out and "input_shape" in out
+    kernels = out.split("Top 2 kernels by |delta total_us| (µs)")[1].strip().splitlines()
+    b_sum = duration_by_name(load_events(d / "control.json.gz")[1], ("kernel",))
+    e_sum = duration_by_name(load_events(d / "test.json.gz")[1], ("kernel",))
+    leader = max(set(b_sum) | set(e_sum), key=lambda n: abs(e_sum.get(n, 0.0) - b_sum.get(n, 0.0)))
+    assert kernels[1].startswith(leader[:50])
+
+
+def test_usage_errors_exit_2(capsys, tmp_path, recorded_logdir):
+    code, _, err = run_cli(capsys, "diff", str(tmp_path / "missing"), str(recorded_logdir / "baseline"))
+    assert code == cli.EXIT_USAGE and "no trace file or run directory" in err
+    with pytest.raises(SystemExit) as info:
+        cli.main(["diff", "a", "b", "--fail-if", "bogus>1"])
+    assert info.value.code == 2
+    with pytest.raises(SystemExit):
+        cli.main([])
+    (tmp_path / "empty").mkdir()
+    code, _, err = run_cli(capsys, "diff", str(tmp_path / "empty"), str(recorded_logdir / "baseline"))
+    assert code == cli.EXIT_USAGE and "no trace files" in err
+
+
+def test_console_script_entry_point(recorded_logdir):
+    """`python -m tb_pipeline_plugin.cli` and the installed `tb-pipeline` agree."""
+    base = trace_file(recorded_logdir / "baseline")
+    args = ["diff", base, base, "--top", "1", "--fail-if", "avg_step_time_us>0"]
+    proc = subprocess.run([sys.executable, "-m", "tb_pipeline_plugin.cli", *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    script = os.path.join(os.path.dirname(sys.executable), "tb-pipeline")
+    if os.path.exists(script):
+        proc2 = subprocess.run([script, *args], capture_output=True, text=True, timeout=120)
+        assert proc2.returncode == 0 and proc2.stdout == proc.stdout
