@@ -51,8 +51,10 @@ test-py: setup chromium
 
 test: setup chromium test-js test-py
 
-bench: setup
-	$(PY) benchmarks/bench_load.py
+bench: setup chromium
+	$(PY) benchmarks/bench_load.py --keep
+	$(PY) benchmarks/bench_diff.py --keep
+	$(PY) benchmarks/bench_frontend.py
 
 clean:
 	rm -rf $(VENV) $(STAMPS) frontend/node_modules $(BUNDLE) samples/runs

@@ -294,6 +294,8 @@ def test_compare_runs_in_tensorboard(tensorboard, page):
 
     # ---- The selection survives a reload (kept in the URL).
     frame.click("[data-tab=operators]")
+    frame.wait_for_selector("[data-tab=operators][aria-selected=true]")
+    frame.wait_for_selector("table.vt tbody tr:not(.spacer)", timeout=60_000)
     page.reload(wait_until="load")
     frame = _plugin_frame(page)
     try:

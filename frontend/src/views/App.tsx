@@ -3,7 +3,7 @@
  * Owns the URL state and the runs list; views fetch their own data.
  */
 import type { ComponentChildren, TargetedKeyboardEvent } from "preact";
-import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { ApiClient, DiffSelection, RunInfo, RunsResponse } from "../api";
 import { ErrorMessage, Message } from "../components/Message";
 import { MSG_DATA_RELOADED, type HostIpc } from "../hostIpc";
@@ -69,7 +69,9 @@ export function App({ client, ipc, initial }: { client: ApiClient; ipc: HostIpc;
     });
   }, [runs]);
 
-  useEffect(() => writeState(state), [state]);
+  // Layout effect: the URL is written in the same task as the click that
+  // changed the state, so a reload right after it cannot lose the change.
+  useLayoutEffect(() => writeState(state), [state]);
 
   const patch = useCallback((p: Partial<UrlState>) => setState((s) => ({ ...s, ...p })), []);
   const choose = useCallback(
