@@ -14,7 +14,7 @@ from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
 from . import run_api
-from .errors import Conflict, NotFound, Unprocessable
+from .errors import BadRequest, Conflict, NotFound, Unprocessable
 from .http import json_response, json_route
 from .logdir import RunInfo, TraceFile, discover_runs, resolve, stat_file
 from .store import LoadStore
@@ -24,6 +24,7 @@ PLUGIN_NAME = "tb_pipeline"
 _STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 # A rescan walks the logdir; data routes reuse a recent one.
 _RESCAN_INTERVAL_S = 2.0
+_FORCED_RESCAN_INTERVAL_S = 0.5
 
 
 class PipelinePlugin(base_plugin.TBPlugin):
@@ -73,15 +74,18 @@ class PipelinePlugin(base_plugin.TBPlugin):
                 self._store.retain_only(tf.path for info in self._runs.values() for tf in info.trace_files())
             return self._runs
 
-    def _resolve(self, run, worker, span) -> TraceFile:
+    def _resolve(self, run, worker, span, param: str = "run") -> TraceFile:
+        if not run:
+            raise BadRequest(f"missing parameter {param!r}")
         try:
             return resolve(self._scan(_RESCAN_INTERVAL_S), run, worker or None, span or None)
         except NotFound:
-            # A run written since the last scan.
-            return resolve(self._scan(0.0), run, worker or None, span or None)
+            # Maybe a run written since the last scan; the interval keeps a
+            # client asking for unknown runs from walking the logdir each time.
+            return resolve(self._scan(_FORCED_RESCAN_INTERVAL_S), run, worker or None, span or None)
 
-    def _trace(self, run, worker, span) -> tuple[TraceProcessor, dict]:
-        tf = self._resolve(run, worker, span)
+    def _trace(self, run, worker, span, param: str = "run") -> tuple[TraceProcessor, dict]:
+        tf = self._resolve(run, worker, span, param)
         # One stat per request: a file still being written must not be served
         # from the version the last (cached) scan saw.
         size, mtime = stat_file(tf.path)
@@ -95,8 +99,8 @@ class PipelinePlugin(base_plugin.TBPlugin):
         return state.value, run_api.selection(tf.run, tf.worker, tf.span)
 
     def _pair(self, args) -> tuple[TraceProcessor, TraceProcessor, dict, dict]:
-        b, b_sel = self._trace(args.get("baseline"), args.get("b_worker"), args.get("b_span"))
-        e, e_sel = self._trace(args.get("experimental"), args.get("e_worker"), args.get("e_span"))
+        b, b_sel = self._trace(args.get("baseline"), args.get("b_worker"), args.get("b_span"), "baseline")
+        e, e_sel = self._trace(args.get("experimental"), args.get("e_worker"), args.get("e_span"), "experimental")
         return b, e, b_sel, e_sel
 
     # ---- routes ------------------------------------------------------------------

@@ -1,0 +1,81 @@
+"""What event names mean: the one place that knows PyTorch's naming rules.
+
+Every layer (linking, analyses, diff pieces) asks here, so a rule cannot
+drift between the overview and the diff.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+import numpy as np
+
+from .table import EventTable
+
+STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+# `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__` -> family `enumerate(DataLoader)`.
+DATA_LOADING_RE = re.compile(r"^(enumerate\(DataLoader\))#")
+# `Optimizer.step#SGD.step`, `Optimizer.zero_grad#SGD.zero_grad` -> `Optimizer.step`, ...
+OPTIMIZER_RE = re.compile(r"^(Optimizer\.\w+)#")
+MODULE_PREFIX = "nn.Module: "
+EVALUATE_PREFIX = "autograd::engine::evaluate_function: "
+HOST_COLLECTIVE_PREFIXES = ("nccl:", "gloo:", "c10d::", "record_param_comms")
+COMMUNICATION_KERNEL_MARKERS = ("nccl", "rccl")
+_INSTANCE_SUFFIX = re.compile(r"_\d+$")
+
+
+def module_class(name: str) -> str:
+    """`Linear_3` -> `Linear`: the instance counter says nothing about the work."""
+    return _INSTANCE_SUFFIX.sub("", name)
+
+
+def is_step(name: str) -> bool:
+    return STEP_RE.match(name) is not None
+
+
+def step_number(name: str) -> int | None:
+    m = STEP_RE.match(name)
+    if m is None:
+        return None
+    # Clamp absurd numbers instead of overflowing int64 later.
+    return min(int(m.group(1)), 2**62)
+
+
+def is_data_loading(name: str) -> bool:
+    return DATA_LOADING_RE.match(name) is not None
+
+
+def is_optimizer(name: str) -> bool:
+    return OPTIMIZER_RE.match(name) is not None
+
+
+def is_profiler_annotation(name: str) -> bool:
+    """Annotations the profiler itself records around steps, data loading and
+    the optimizer. 2021 traces file them under the `Operator` category."""
+    return is_step(name) or is_data_loading(name) or is_optimizer(name)
+
+
+def is_communication_kernel(name: str) -> bool:
+    low = name.lower()
+    return any(m in low for m in COMMUNICATION_KERNEL_MARKERS)
+
+
+def is_host_collective(name: str) -> bool:
+    return name.startswith(HOST_COLLECTIVE_PREFIXES)
+
+
+def is_module(name: str) -> bool:
+    return name.startswith(MODULE_PREFIX)
+
+
+def name_mask(table: EventTable, rows: np.ndarray, test: Callable[[str], bool]) -> np.ndarray:
+    """test(name) for each row, evaluated once per distinct name id."""
+    if len(rows) == 0:
+        return np.zeros(0, dtype=bool)
+    ids = table.name_id[rows]
+    uniq, inverse = np.unique(ids, return_inverse=True)
+    strings = table.strings
+    verdict = np.fromiter(
+        (bool(i >= 0 and test(strings[i])) for i in uniq.tolist()), dtype=bool, count=len(uniq)
+    )
+    return verdict[inverse]
