@@ -17,7 +17,7 @@ from . import run_api
 from .errors import BadRequest, Conflict, NotFound, Unprocessable
 from .http import json_response, json_route
 from .logdir import RunInfo, TraceFile, discover_runs, resolve, stat_file
-from .store import LoadStore
+from .store import LoadState, LoadStore
 from .trace_processor import TraceProcessor
 
 PLUGIN_NAME = "tb_pipeline"
@@ -33,6 +33,9 @@ class PipelinePlugin(base_plugin.TBPlugin):
     def __init__(self, context: base_plugin.TBContext):
         self._logdir = context.logdir or ""
         max_ready = int(os.environ.get("TB_PIPELINE_MAX_LOADED_TRACES", "8"))
+        # One parse at a time: a parse is mostly Python holding the GIL, so
+        # more threads would not finish sooner. The store's queue serves the
+        # traces a data route asks for before `runs`' background prefetches.
         self._store = LoadStore(TraceProcessor.load, max_workers=1, max_ready=max_ready)
         self._runs: dict[str, RunInfo] = {}
         self._scanned_at = -1e9
@@ -84,23 +87,35 @@ class PipelinePlugin(base_plugin.TBPlugin):
             # client asking for unknown runs from walking the logdir each time.
             return resolve(self._scan(_FORCED_RESCAN_INTERVAL_S), run, worker or None, span or None)
 
-    def _trace(self, run, worker, span, param: str = "run") -> tuple[TraceProcessor, dict]:
+    def _request(self, run, worker, span, param: str = "run") -> tuple[TraceFile, LoadState]:
+        """Resolves a selection and asks the store for it: a load it starts
+        (or a queued prefetch of it) goes before every background prefetch."""
         tf = self._resolve(run, worker, span, param)
         # One stat per request: a file still being written must not be served
         # from the version the last (cached) scan saw.
         size, mtime = stat_file(tf.path)
         if size is None:
             raise NotFound(f"the trace file of run {tf.run!r} (worker {tf.worker!r}) is gone")
-        state = self._store.request(tf.path, size, mtime)
+        return tf, self._store.request(tf.path, size, mtime)
+
+    @staticmethod
+    def _loaded(tf: TraceFile, state: LoadState) -> tuple[TraceProcessor, dict]:
         if state.status == "loading":
             raise Conflict(f"run {tf.run!r} (worker {tf.worker!r}) is still loading")
         if state.status == "failed":
             raise Unprocessable(f"run {tf.run!r} (worker {tf.worker!r}) could not be read: {state.error}")
         return state.value, run_api.selection(tf.run, tf.worker, tf.span)
 
+    def _trace(self, run, worker, span, param: str = "run") -> tuple[TraceProcessor, dict]:
+        return self._loaded(*self._request(run, worker, span, param))
+
     def _pair(self, args) -> tuple[TraceProcessor, TraceProcessor, dict, dict]:
-        b, b_sel = self._trace(args.get("baseline"), args.get("b_worker"), args.get("b_span"), "baseline")
-        e, e_sel = self._trace(args.get("experimental"), args.get("e_worker"), args.get("e_span"), "experimental")
+        # Both sides are requested before either answers 409, so a diff's
+        # first request queues both traces ahead of the prefetches.
+        b_req = self._request(args.get("baseline"), args.get("b_worker"), args.get("b_span"), "baseline")
+        e_req = self._request(args.get("experimental"), args.get("e_worker"), args.get("e_span"), "experimental")
+        b, b_sel = self._loaded(*b_req)
+        e, e_sel = self._loaded(*e_req)
         return b, e, b_sel, e_sel
 
     # ---- routes ------------------------------------------------------------------
@@ -124,7 +139,10 @@ class PipelinePlugin(base_plugin.TBPlugin):
         for name, info in runs.items():
             if info.traces:
                 tf = resolve(runs, name)
-                states[name] = self._store.summary(tf.path, tf.size, tf.mtime)
+                # Prefetches the default traces in the listed order (the UI
+                # opens the first two runs by default) while the store has room
+                # for them; the others stay `unloaded` until a data route asks.
+                states[name] = self._store.summary(tf.path, tf.size, tf.mtime, prefetch=True)
         return run_api.runs_impl(runs, states)
 
     @json_route

@@ -7,24 +7,38 @@ mtime changed (still being written, or rewritten) is loaded again and the
 stale result dropped. At most `max_ready` parsed values are kept, least
 recently used evicted first, which bounds memory however many runs the logdir
 holds; an evicted entry still remembers that it parsed (see `summary`).
+
+Loads wait in a priority queue served by `max_workers` threads. A load some
+caller wants the value of (`request`, `wait`) goes before every background
+prefetch (`summary`) that has not started yet, including one queued earlier
+for the same file, which is promoted; a parse that has started is never
+interrupted. `summary` prefetches only while fewer than `max_ready` values
+are parsed or being parsed, so a listing of many runs never parses more than
+the cache keeps, and never evicts anything.
 """
 from __future__ import annotations
 
+import heapq
 import itertools
 import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
-Status = Literal["loading", "ready", "failed"]
+Status = Literal["loading", "ready", "failed", "unloaded"]
 _MAX_ERROR_CHARS = 1000
+# Queue priorities: lower is served first.
+_REQUESTED = 0
+_PREFETCH = 1
 
 
 @dataclass(frozen=True)
 class LoadState:
-    """A snapshot of one load; safe to hand to another thread."""
+    """A snapshot of one load; safe to hand to another thread.
+
+    `unloaded` (from `summary` only): not parsed, not queued; a `request`
+    loads it."""
 
     status: Status
     value: Any = None
@@ -32,10 +46,13 @@ class LoadState:
     warnings: list[str] = field(default_factory=list)
 
 
-class _Entry:
-    __slots__ = ("key", "token", "status", "value", "error", "warnings", "evicted", "done", "future")
+_UNLOADED = LoadState("unloaded")
 
-    def __init__(self, key: tuple, token: int):
+
+class _Entry:
+    __slots__ = ("key", "token", "status", "value", "error", "warnings", "evicted", "done", "priority", "started")
+
+    def __init__(self, key: tuple, token: int, priority: int):
         self.key = key
         self.token = token
         self.status: Status = "loading"
@@ -44,7 +61,8 @@ class _Entry:
         self.warnings: list[str] = []
         self.evicted = False
         self.done = threading.Event()
-        self.future: Future | None = None
+        self.priority = priority
+        self.started = False
 
     def snapshot(self) -> LoadState:
         return LoadState(self.status, self.value, self.error, list(self.warnings))
@@ -61,38 +79,64 @@ class LoadStore:
     def __init__(self, load_fn: Callable[[str], Any], max_workers: int = 1, max_ready: int = 8):
         if max_ready < 1:
             raise ValueError("max_ready must be at least 1")
+        if max_workers < 1:
+            raise ValueError("max_workers must be at least 1")
         self._load_fn = load_fn
         self._max_ready = max_ready
-        self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="tb_pipeline_load")
+        self._max_workers = max_workers
         self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
         self._entries: dict[str, _Entry] = {}
         self._ready_lru: OrderedDict[str, None] = OrderedDict()
+        # Paths whose current entry is queued or parsing.
+        self._in_flight: set[str] = set()
+        # (priority, seq, path, entry). Stale items (promoted, dropped or
+        # superseded entries) stay until popped and are skipped then.
+        self._queue: list[tuple[int, int, str, _Entry]] = []
+        self._seq = itertools.count()
         self._tokens = itertools.count()
+        self._threads: list[threading.Thread] = []
         self._closed = False
 
     # ---- public API ------------------------------------------------------------
 
     def request(self, path: str, size: int, mtime: float) -> LoadState:
-        """The current state; starts a load if none is cached for this version.
+        """The current state; starts a load if none is cached for this version,
+        ahead of every queued prefetch.
 
         An evicted value is loaded again (the caller wants the value).
         """
         with self._lock:
-            return self._current(path, (path, size, mtime), reload_evicted=True).snapshot()
+            return self._wanted(path, (path, size, mtime)).snapshot()
 
-    def summary(self, path: str, size: int, mtime: float) -> LoadState:
-        """Like `request`, but an evicted value counts as ready (with `value`
-        None) instead of being reloaded: for status listings that must not
-        make runs thrash in and out of the cache."""
+    def summary(self, path: str, size: int, mtime: float, prefetch: bool = True) -> LoadState:
+        """The state for a status listing, which must not make runs thrash in
+        and out of the cache: an evicted value counts as ready (with `value`
+        None) instead of being reloaded. A version never asked for is queued
+        as a background prefetch (behind every `request`) when `prefetch` is
+        true and fewer than `max_ready` values are parsed or being parsed;
+        otherwise it is reported `unloaded` and nothing starts."""
+        key = (path, size, mtime)
         with self._lock:
-            return self._current(path, (path, size, mtime), reload_evicted=False).snapshot()
+            entry = self._entries.get(path)
+            if entry is not None and entry.key != key:
+                self._drop(path)
+                entry = None
+            if entry is not None:
+                if entry.status == "ready" and not entry.evicted:
+                    self._ready_lru.move_to_end(path)
+                return entry.snapshot()
+            if prefetch and len(self._ready_lru) + len(self._in_flight) < self._max_ready:
+                return self._start(path, key, _PREFETCH).snapshot()
+            return _UNLOADED
 
     def wait(self, path: str, size: int, mtime: float, timeout: float) -> LoadState:
-        """Block until this version is loaded or failed, or `timeout` seconds pass."""
+        """Block until this version is loaded or failed, or `timeout` seconds
+        pass. Loads it like `request` does."""
         deadline = time.monotonic() + timeout
         while True:
             with self._lock:
-                entry = self._current(path, (path, size, mtime), reload_evicted=True)
+                entry = self._wanted(path, (path, size, mtime))
                 if entry.status != "loading":
                     return entry.snapshot()
             remaining = deadline - time.monotonic()
@@ -103,7 +147,7 @@ class LoadStore:
 
     def any_loading(self) -> bool:
         with self._lock:
-            return any(e.status == "loading" for e in self._entries.values())
+            return bool(self._in_flight)
 
     def discard(self, path: str) -> None:
         """Forget a file (deleted from the logdir)."""
@@ -118,43 +162,64 @@ class LoadStore:
                 self._drop(path)
 
     def close(self) -> None:
+        """Stop the workers; loads not started yet fail ("shutting down"), a
+        running parse finishes in the background and is discarded."""
         with self._lock:
             self._closed = True
-        self._executor.shutdown(wait=False, cancel_futures=True)
+            for _, _, path, entry in self._queue:
+                if not entry.started and self._entries.get(path) is entry and entry.status == "loading":
+                    entry.status, entry.error = "failed", "the plugin is shutting down"
+                    self._in_flight.discard(path)
+                    entry.done.set()
+            self._queue.clear()
+            self._wake.notify_all()
 
     # ---- internals (hold self._lock) -------------------------------------------
 
-    def _current(self, path: str, key: tuple, reload_evicted: bool) -> _Entry:
+    def _wanted(self, path: str, key: tuple) -> _Entry:
+        """The entry for this version, loading it (or again, if evicted) at
+        request priority; a queued prefetch of it is promoted."""
         entry = self._entries.get(path)
         if entry is not None and entry.key != key:
             self._drop(path)
             entry = None
-        if entry is None or (reload_evicted and entry.evicted):
-            entry = self._start(path, key)
-        elif entry.status == "ready" and not entry.evicted:
+        if entry is None or entry.evicted:
+            return self._start(path, key, _REQUESTED)
+        if entry.status == "ready":
             self._ready_lru.move_to_end(path)
+        elif entry.status == "loading" and not entry.started and entry.priority > _REQUESTED:
+            entry.priority = _REQUESTED
+            heapq.heappush(self._queue, (_REQUESTED, next(self._seq), path, entry))
+            # The prefetch's own queue item is skipped when popped (started).
         return entry
 
-    def _start(self, path: str, key: tuple) -> _Entry:
+    def _start(self, path: str, key: tuple, priority: int) -> _Entry:
         self._drop(path)
-        entry = _Entry(key, next(self._tokens))
+        entry = _Entry(key, next(self._tokens), priority)
         self._entries[path] = entry
         if self._closed:
             entry.status, entry.error = "failed", "the plugin is shutting down"
             entry.done.set()
             return entry
-        entry.future = self._executor.submit(self._run, path, entry)
+        self._in_flight.add(path)
+        heapq.heappush(self._queue, (priority, next(self._seq), path, entry))
+        if len(self._threads) < self._max_workers:
+            for i in range(len(self._threads), self._max_workers):
+                # Daemon: a parse in progress must not keep TensorBoard from exiting.
+                t = threading.Thread(target=self._worker, name=f"tb_pipeline_load_{i}", daemon=True)
+                t.start()
+                self._threads.append(t)
+        self._wake.notify()
         return entry
 
     def _drop(self, path: str) -> None:
         entry = self._entries.pop(path, None)
         self._ready_lru.pop(path, None)
+        self._in_flight.discard(path)
         if entry is not None:
+            # A queued load is skipped when popped; a running one finishes and
+            # its result is discarded in `_run`.
             entry.value = None
-            if entry.future is not None:
-                # Only a queued load can be cancelled; a running one finishes
-                # and its result is discarded in `_run`.
-                entry.future.cancel()
             entry.done.set()
 
     def _evict_over_limit(self) -> None:
@@ -164,7 +229,20 @@ class LoadStore:
             old.value = None
             old.evicted = True
 
-    # ---- worker thread -----------------------------------------------------------
+    # ---- worker threads ------------------------------------------------------------
+
+    def _worker(self) -> None:
+        while True:
+            with self._lock:
+                while not self._queue and not self._closed:
+                    self._wake.wait()
+                if self._closed:
+                    return
+                _, _, path, entry = heapq.heappop(self._queue)
+                if entry.started or self._entries.get(path) is not entry:
+                    continue  # promoted (already served), dropped or superseded
+                entry.started = True
+            self._run(path, entry)
 
     def _run(self, path: str, entry: _Entry) -> None:
         value, error, warnings = None, None, []
@@ -178,6 +256,7 @@ class LoadStore:
         with self._lock:
             if self._entries.get(path) is entry:
                 entry.warnings = warnings
+                self._in_flight.discard(path)
                 if error is None:
                     entry.status, entry.value = "ready", value
                     self._ready_lru[path] = None

@@ -19,6 +19,7 @@ class TraceProcessor:
         self.linked: LinkedTrace = link(table)
         self._memo: dict[Any, Any] = {}
         self._lock = threading.Lock()
+        self._key_locks: dict[Any, threading.Lock] = {}
 
     @classmethod
     def load(cls, path: str) -> "TraceProcessor":
@@ -29,13 +30,21 @@ class TraceProcessor:
         return self.table.warnings
 
     def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
-        """compute() once per key for this trace (views, diff pieces)."""
+        """compute() once per key for this trace (views, diff pieces), even
+        when several requests ask for it at the same time."""
         with self._lock:
             if key in self._memo:
                 return self._memo[key]
-        value = compute()
-        with self._lock:
-            return self._memo.setdefault(key, value)
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            with self._lock:
+                if key in self._memo:
+                    return self._memo[key]
+            value = compute()
+            with self._lock:
+                self._memo[key] = value
+                self._key_locks.pop(key, None)
+            return value
 
     def overview(self) -> dict:
         from .analysis.overview import overview

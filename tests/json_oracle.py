@@ -61,3 +61,37 @@ def device_self_by_op_external_id(events: list[dict]) -> dict[str, float]:
                 continue
             out[op["name"]] += float(e["dur"])
     return dict(out)
+
+
+def step_windows(events: list[dict]) -> list[tuple[str, float, float]]:
+    """(name, start, end) per ProfilerStep: from the annotation's start to the
+    later of its end and the end of the last device activity launched inside
+    it; a step starts no earlier than the previous one ended."""
+    steps = sorted(
+        (e for e in events if e.get("ph") == "X" and category(e) in ("user_annotation", "cpu_op", "operator")
+         and str(e.get("name", "")).startswith("ProfilerStep#")),
+        key=lambda e: e["ts"],
+    )
+    launches = {}
+    for e in events:
+        if e.get("ph") == "X" and category(e) in ("cuda_runtime", "runtime", "cuda_driver"):
+            corr = (e.get("args") or {}).get("correlation")
+            if corr is not None:
+                launches[corr] = e
+    ends = [s["ts"] + s["dur"] for s in steps]
+    for e in events:
+        if e.get("ph") == "X" and category(e) in ("kernel", "gpu_memcpy", "gpu_memset"):
+            launch = launches.get((e.get("args") or {}).get("correlation"))
+            if launch is None:
+                continue
+            for i, s in enumerate(steps):
+                if s["ts"] <= launch["ts"] <= s["ts"] + s["dur"]:
+                    ends[i] = max(ends[i], e["ts"] + e["dur"])
+    out = []
+    previous_end = float("-inf")
+    for s, end in zip(steps, ends):
+        start = max(s["ts"], previous_end)
+        end = max(end, start)
+        out.append((s["name"], start, end))
+        previous_end = max(previous_end, end)
+    return out

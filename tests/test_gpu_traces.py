@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from json_oracle import counts_by_name, device_self_by_op_external_id, duration_by_name, load_events
+from json_oracle import counts_by_name, device_self_by_op_external_id, duration_by_name, load_events, step_windows
 from tb_pipeline_plugin.trace_processor import TraceProcessor
 
 GPU_TRACES = [
@@ -93,3 +93,26 @@ def test_gpu_overview_has_device_and_utilization(loaded):
     assert len(ov["steps"]) == len(steps)
     assert 0 < ov["gpu_utilization_pct"] <= 100
     assert ov["breakdown_us"]["kernel"] > 0
+
+
+@pytest.mark.parametrize("rel", [r for r in GPU_TRACES if "multi_rank" not in r])
+def test_step_times_match_the_json_and_never_overlap(loaded, rel):
+    tp, events = loaded(rel)
+    ov = tp.overview()
+    oracle = step_windows(events)
+    assert [s["name"] for s in ov["steps"]] == [name for name, _, _ in oracle]
+    for step, (_, start, end) in zip(ov["steps"], oracle):
+        assert step["duration_us"] == pytest.approx(end - start, rel=1e-9, abs=1e-3)
+        assert step["breakdown_us"]["kernel"] <= step["duration_us"] + 1e-6
+    # No microsecond in two steps: together they fit in the profiled wall time.
+    wall = oracle[-1][2] - oracle[0][1]
+    assert sum(s["duration_us"] for s in ov["steps"]) <= wall + 1e-6
+    expected_avg = sum(end - start for _, start, end in oracle) / len(oracle)
+    assert ov["avg_step_time_us"] == pytest.approx(expected_avg, rel=1e-9)
+
+
+def test_single_rank_average_step_time(loaded):
+    # The GPU runs behind the CPU here: overlapping windows would count the
+    # shared time twice (163.6 ms instead of 96.7 ms per step).
+    tp, _ = loaded("single_rank/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")
+    assert tp.overview()["avg_step_time_us"] == pytest.approx(96703.55, rel=1e-6)

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from conftest import PLUGIN_PREFIX, wait_ready
+from json_oracle import device_self_by_op_external_id, duration_by_name, load_events
 
 P = PLUGIN_PREFIX
 
@@ -87,13 +88,21 @@ def test_all_views_answer(client, run):
     get(client, f"/modules?run={run}")
 
 
-def test_gpu_run_numbers(client):
+def test_gpu_run_numbers(client, mixed_logdir):
     ops = get(client, "/operators?run=gpu")
     assert ops["device_present"] is True
     # Sorted by device self time.
     selfs = [r["device_self_us"] for r in ops["rows"]]
     assert selfs == sorted(selfs, reverse=True)
+    oracle = device_self_by_op_external_id(load_events(next((mixed_logdir / "gpu").iterdir()))[1])
+    by_name = {r["name"]: r for r in ops["rows"]}
+    top = max(oracle, key=oracle.get)
+    assert by_name[top]["device_self_us"] == pytest.approx(oracle[top], rel=1e-9)
+    assert ops["rows"][0]["name"] == top
     kernels = get(client, "/kernels?run=gpu")
+    expected = duration_by_name(load_events(next((mixed_logdir / "gpu").iterdir()))[1], ("kernel",))
+    assert kernels["rows"][0]["name"] == max(expected, key=expected.get)
+    assert kernels["rows"][0]["total_us"] == pytest.approx(max(expected.values()), rel=1e-9)
     assert kernels["rows"][0]["grid"].startswith("[")
     assert get(client, "/overview?run=gpu")["device"]["name"] == "Tesla V100-SXM2-32GB"
 

@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import threading
 import time
 
 import pytest
+from werkzeug.test import Client
 
+from conftest import PLUGIN_PREFIX, build_tb_app
 from tb_pipeline_plugin.store import LoadStore
 
 WAIT_S = 10
@@ -28,12 +31,14 @@ class JsonLoader:
         if not gated:
             self.gate.set()
         self.calls: dict[str, int] = {}
+        self.order: list[str] = []  # paths in the order their loads started
         self.started = threading.Event()
         self._lock = threading.Lock()
 
     def __call__(self, path):
         with self._lock:
             self.calls[path] = self.calls.get(path, 0) + 1
+            self.order.append(path)
         with open(path) as f:
             data = json.load(f)
         self.started.set()
@@ -221,3 +226,214 @@ def test_closed_store_fails_new_requests(tmp_path):
 def test_rejects_zero_capacity():
     with pytest.raises(ValueError):
         LoadStore(JsonLoader(), max_ready=0)
+
+
+# ---- priorities: what a data route asks for goes before background prefetches
+
+
+def wait_until(pred, timeout=WAIT_S):
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.005)
+
+
+def test_requested_load_overtakes_queued_prefetches(tmp_path, stores):
+    loader = JsonLoader(gated=True)
+    store = stores(loader, max_workers=1, max_ready=8)
+    keys = {n: write(tmp_path / f"{n}.json", {"n": n}) for n in "abcde"}
+    for n in "abcd":
+        assert store.summary(*keys[n]).status == "loading"
+    assert loader.started.wait(WAIT_S)  # `a` is parsing, held at the gate
+    assert loader.order == [keys["a"][0]]
+
+    # A queued prefetch asked for by a data route is promoted; a file never
+    # seen before is queued at the same (request) priority, behind it.
+    assert store.request(*keys["d"]).status == "loading"
+    assert store.request(*keys["e"]).status == "loading"
+    loader.gate.set()
+    for n in "abcde":
+        assert store.wait(*keys[n], timeout=WAIT_S).status == "ready"
+
+    # `a` was not interrupted; then the requested ones, then the prefetches.
+    assert [p for p in loader.order] == [keys[n][0] for n in "adebc"]
+    assert all(c == 1 for c in loader.calls.values())
+
+
+def test_requested_load_is_not_stuck_behind_slow_prefetches(tmp_path, stores):
+    """Ungated, with real (sleeping) loads: the requested file is ready while
+    most prefetches queued before it are still waiting."""
+    order = []
+
+    def slow_load(path):
+        order.append(path)
+        time.sleep(0.2)
+        with open(path) as f:
+            return Loaded(json.load(f))
+
+    store = stores(slow_load, max_workers=1, max_ready=8)
+    keys = [write(tmp_path / f"{i}.json", {"i": i}) for i in range(9)]
+    for k in keys[:8]:
+        assert store.summary(*k).status == "loading"
+    assert store.summary(*keys[8]).status == "unloaded"  # over max_ready: not prefetched
+    assert store.wait(*keys[8], timeout=WAIT_S).status == "ready"
+    # Parsed first: at most the prefetch running when it was requested (and,
+    # had this thread stalled over 0.2 s before asking, the next one).
+    assert order.index(keys[8][0]) <= 2
+    assert sum(store.summary(*k).status == "loading" for k in keys[:8]) >= 5
+
+
+def test_prefetch_never_exceeds_max_ready_nor_evicts(tmp_path, stores):
+    loader = JsonLoader()
+    store = stores(loader, max_ready=2)
+    keys = [write(tmp_path / f"{i}.json", {"i": i}) for i in range(4)]
+    states = [store.summary(*k) for k in keys]
+    assert [s.status for s in states] == ["loading", "loading", "unloaded", "unloaded"]
+    assert store.wait(*keys[0], timeout=WAIT_S).status == "ready"
+    assert store.wait(*keys[1], timeout=WAIT_S).status == "ready"
+
+    # The cache is full: listing again prefetches nothing and evicts nothing.
+    again = [store.summary(*k) for k in keys]
+    assert [s.status for s in again] == ["ready", "ready", "unloaded", "unloaded"]
+    assert again[0].value.data == {"i": 0} and again[1].value.data == {"i": 1}
+    assert sorted(loader.calls) == sorted(k[0] for k in keys[:2])
+
+    # Asking for one loads it (and evicts the least recently used: `0`,
+    # since the listing touched `0` before `1`); it was not parsed before.
+    assert store.request(*keys[3]).status == "loading"
+    assert store.wait(*keys[3], timeout=WAIT_S).value.data == {"i": 3}
+    assert store.summary(*keys[0]).status == "ready" and store.summary(*keys[0]).value is None
+    assert store.summary(*keys[2]).status == "unloaded"
+    assert all(c == 1 for c in loader.calls.values())
+    assert not store.any_loading()
+
+
+def test_prefetch_false_only_reports(tmp_path, stores):
+    loader = JsonLoader()
+    store = stores(loader)
+    key = write(tmp_path / "a.json", {})
+    assert store.summary(*key, prefetch=False).status == "unloaded"
+    assert loader.calls == {} and not store.any_loading()
+
+
+def test_close_fails_queued_loads_and_finishes_the_running_one(tmp_path, stores):
+    loader = JsonLoader(gated=True)
+    store = stores(loader, max_workers=1)
+    a = write(tmp_path / "a.json", {"a": 1})
+    b = write(tmp_path / "b.json", {"b": 1})
+    store.request(*a)
+    assert loader.started.wait(WAIT_S)
+    store.summary(*b)
+    store.close()
+    late = store.request(*b)
+    assert late.status == "failed" and "shutting down" in late.error
+    loader.gate.set()
+    assert store.wait(*a, timeout=WAIT_S).status == "ready"
+    assert b[0] not in loader.calls
+
+
+# ---- through the real TensorBoard app: `runs` must not delay the run a user opens
+
+
+def _many_runs(recorded_logdir, tmp_path, n=10):
+    """`n` runs, each a copy of the recorded baseline trace (run00 .. run09)."""
+    src = sorted((recorded_logdir / "baseline").glob("*.pt.trace.json*"))[0]
+    logdir = tmp_path / "many"
+    for i in range(n):
+        run = logdir / f"run{i:02d}"
+        run.mkdir(parents=True)
+        shutil.copy(src, run / src.name)
+    return logdir
+
+
+def _json(client, route):
+    resp = client.get(f"{PLUGIN_PREFIX}/{route}")
+    return resp.status_code, resp.get_json()
+
+
+def _statuses(client):
+    code, body = _json(client, "runs")
+    assert code == 200, body
+    return {r["name"]: r["status"] for r in body["runs"]}, body["loading"]
+
+
+def test_route_requested_run_parses_before_prefetches(recorded_logdir, tmp_path, monkeypatch):
+    """Ten runs, `runs` prefetches eight; the overview of the last one is
+    parsed right after the parse already running, and nothing twice. The
+    first parse is held until the overview was asked for, so the order is
+    deterministic; the loads themselves are the real ones."""
+    from tb_pipeline_plugin.trace_processor import TraceProcessor
+
+    logdir = _many_runs(recorded_logdir, tmp_path)
+    real_load = TraceProcessor.load
+    order, first_held, release = [], threading.Event(), threading.Event()
+
+    def load(path):
+        order.append(os.path.basename(os.path.dirname(path)))
+        if len(order) == 1:
+            first_held.set()
+            assert release.wait(WAIT_S)
+        return real_load(path)
+
+    monkeypatch.delenv("TB_PIPELINE_MAX_LOADED_TRACES", raising=False)
+    monkeypatch.setattr(TraceProcessor, "load", staticmethod(load))
+    app, plugin = build_tb_app(logdir)
+    try:
+        client = Client(app)
+        statuses, loading = _statuses(client)
+        assert loading
+        assert [statuses[f"run{i:02d}"] for i in range(10)] == ["loading"] * 8 + ["unloaded"] * 2
+        assert first_held.wait(WAIT_S)
+        code, body = _json(client, "overview?run=run09")
+        assert code == 409 and body["run_status"] == "loading"
+        assert _statuses(client)[0]["run09"] == "loading"
+        release.set()
+
+        deadline = time.monotonic() + 60
+        while (code := _json(client, "overview?run=run09")[0]) == 409:
+            assert time.monotonic() < deadline, "run09 never loaded"
+            time.sleep(0.02)
+        assert code == 200
+        assert order[:2] == ["run00", "run09"]
+
+        while _statuses(client)[1]:
+            assert time.monotonic() < deadline, "prefetches never finished"
+            time.sleep(0.05)
+        statuses, _ = _statuses(client)
+        assert statuses["run08"] == "unloaded"  # over max_ready: never prefetched
+        assert sorted(order) == sorted(f"run{i:02d}" for i in range(10) if i != 8)  # each parsed once
+    finally:
+        release.set()
+        plugin.close()
+
+
+def test_route_requested_run_is_ready_while_prefetches_still_run(recorded_logdir, tmp_path, monkeypatch):
+    """No hooks: `runs` queues all twelve runs, then the UI polls the last
+    run's overview. It answers while most of the runs queued before it are
+    still loading (with FIFO loading none would be)."""
+    n = 12
+    last = f"run{n - 1:02d}"
+    logdir = _many_runs(recorded_logdir, tmp_path, n)
+    monkeypatch.setenv("TB_PIPELINE_MAX_LOADED_TRACES", str(n))
+    app, plugin = build_tb_app(logdir)
+    try:
+        client = Client(app)
+        t0 = time.perf_counter()
+        statuses, _ = _statuses(client)
+        assert set(statuses.values()) == {"loading"}
+        deadline = time.monotonic() + 60
+        while _json(client, f"overview?run={last}")[0] == 409:
+            assert time.monotonic() < deadline, f"{last} never loaded"
+            time.sleep(0.02)
+        t_requested = time.perf_counter() - t0
+        statuses, loading = _statuses(client)
+        still = sum(status == "loading" for name, status in statuses.items() if name != last)
+        while _statuses(client)[1]:
+            assert time.monotonic() < deadline, "prefetches never finished"
+            time.sleep(0.05)
+        t_all = time.perf_counter() - t0
+        print(f"{last} overview after {t_requested:.2f} s; all {n} runs parsed after {t_all:.2f} s; "
+              f"{still} of {n - 1} runs queued before it were still loading then")
+        assert loading and still >= 3
+    finally:
+        plugin.close()

@@ -88,13 +88,14 @@ def test_wrong_value_types_and_unknown_fields(single):
     # Only the event whose timestamp is unusable is lost; "12.5" is read as 12.5.
     assert len(table) == len(intact) - 1
     assert 12.5 in set(table.dur_us.tolist())
-    assert any("1 events with values of unexpected types" in w for w in table.warnings)
+    assert "1 events without a usable timestamp (`ts`) were ignored" in table.warnings
 
 
 def test_2021_category_names_give_the_same_views(shared_traces, tmp_path, single):
+    """2021 spellings, including ProfilerStep / DataLoader under `Operator`."""
     meta, events = single
-    renamed = {"cpu_op": "Operator", "cuda_runtime": "Runtime", "kernel": "Kernel", "gpu_memcpy": "Memcpy",
-               "gpu_memset": "Memset", "ac2g": "async"}
+    renamed = {"cpu_op": "Operator", "user_annotation": "Operator", "cuda_runtime": "Runtime", "kernel": "Kernel",
+               "gpu_memcpy": "Memcpy", "gpu_memset": "Memset", "ac2g": "async"}
     old = []
     for e in events:
         e = dict(e)
@@ -110,10 +111,31 @@ def test_2021_category_names_give_the_same_views(shared_traces, tmp_path, single
     path.write_bytes(kineto_layout(meta, old))
     now = TraceProcessor.load(str(shared_traces / SINGLE))
     then = TraceProcessor.load(str(path))
-    cols = ["name", "calls", "host_self_us", "device_self_us", "device_total_us"]
-    assert then.operators()[cols].equals(now.operators()[cols])
+    now_ops = now.operators()
+    then_ops = then.operators()
+    # Other user annotations (`## forward ##`, `nccl:*`) were operators in 2021.
+    annotations = {e["name"] for e in events if e.get("cat") == "user_annotation"}
+    extra = then_ops[then_ops["name"].isin(annotations)]
+    assert not any(n.startswith("ProfilerStep#") for n in extra["name"])
+    cols = ["name", "calls", "device_self_us", "device_total_us"]
+    kept = then_ops[~then_ops["name"].isin(annotations)].reset_index(drop=True)
+    assert kept[cols].equals(now_ops[cols])
     assert then.kernels()[["name", "calls", "total_us"]].equals(now.kernels()[["name", "calls", "total_us"]])
-    assert then.overview()["breakdown_us"] == now.overview()["breakdown_us"]
+    assert [s["name"] for s in then.overview()["steps"]] == [s["name"] for s in now.overview()["steps"]]
+    assert then.overview()["avg_step_time_us"] == now.overview()["avg_step_time_us"]
+
+
+def test_2021_dataloader_annotation_counts_as_data_loading(recorded_logdir, tmp_path):
+    path = next((recorded_logdir / "slow_loader").glob("*.pt.trace.json*"))
+    doc = json.loads(path.read_bytes())
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "user_annotation":
+            e["cat"] = "Operator"
+    old = TraceProcessor(decode_trace(json.dumps(doc).encode())).overview()
+    new = TraceProcessor.load(str(path)).overview()
+    assert [s["name"] for s in old["steps"]] == [s["name"] for s in new["steps"]]
+    assert old["breakdown_us"]["data_loading"] == pytest.approx(new["breakdown_us"]["data_loading"])
+    assert new["breakdown_us"]["data_loading"] > 4000
 
 
 def test_begin_end_pairs_string_ids_and_float_ts():
@@ -156,3 +178,69 @@ def test_unreadable_gzip(tmp_path):
     path.write_bytes(b"\x1f\x8b" + b"\x00" * 50)
     with pytest.raises(ValueError, match="gzip"):
         load_trace(str(path))
+
+
+def _recorded_doc(recorded_logdir, run="baseline"):
+    return json.loads(next((recorded_logdir / run).glob("*.pt.trace.json*")).read_bytes())
+
+
+def test_missing_or_bad_times_are_dropped_with_a_warning(recorded_logdir):
+    doc = _recorded_doc(recorded_logdir)
+    ops = [e for e in doc["traceEvents"] if e.get("cat") == "cpu_op"]
+    ops[0].pop("ts")
+    ops[1]["dur"] = "1314.8us"
+    ops[2]["dur"] = -100
+    ops[3].pop("dur")
+    intact = TraceProcessor.load(str(next((recorded_logdir / "baseline").glob("*.pt.trace.json*"))))
+    tp = TraceProcessor(decode_trace(json.dumps(doc).encode()))
+    assert "1 events without a usable timestamp (`ts`) were ignored" in tp.warnings
+    assert "3 complete (X) events with a missing, unreadable or negative duration (`dur`) were ignored" in tp.warnings
+    assert int(tp.operators()["calls"].sum()) == int(intact.operators()["calls"].sum()) - 4
+    assert tp.overview()["trace_duration_us"] == pytest.approx(intact.overview()["trace_duration_us"], rel=0.01)
+    assert all(s["duration_us"] > 0 for s in tp.overview()["steps"])
+
+
+def test_ids_beyond_64_bits_do_not_fail_the_run(recorded_logdir):
+    doc = _recorded_doc(recorded_logdir)
+    op = next(e for e in doc["traceEvents"] if e.get("cat") == "cpu_op")
+    op["args"]["External id"] = 2**64 + 5
+    step = next(e for e in doc["traceEvents"] if e.get("name", "").startswith("ProfilerStep#"))
+    step["name"] = "ProfilerStep#99999999999999999999999"
+    kernel_like = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": op["ts"], "dur": 1,
+                   "args": {"device": 2**33, "correlation": 1}}
+    doc["traceEvents"].append(kernel_like)
+    tp = TraceProcessor(decode_trace(json.dumps(doc).encode()))
+    assert "1 ids or numbers outside the 64-bit range were ignored" in tp.warnings
+    assert tp.table.device.max() == 2**33  # not wrapped to 0
+    ov = tp.overview()
+    assert len(ov["steps"]) == 3
+
+
+def test_odd_metadata_does_not_break_the_overview(recorded_logdir):
+    doc = _recorded_doc(recorded_logdir)
+    doc["deviceProperties"] = [1, {"id": [1]}, {"name": 5, "totalGlobalMem": "lots"}]
+    doc["distributedInfo"] = "x"
+    ov = TraceProcessor(decode_trace(json.dumps(doc).encode())).overview()
+    assert ov["device"]["type"] == "GPU"
+    assert ov["device"]["name"] is None or isinstance(ov["device"]["name"], str)
+    assert ov["device"]["memory_bytes"] is None
+    assert ov["distributed"] is None
+
+
+def test_memory_only_trace_bom_and_nan(recorded_logdir):
+    doc = _recorded_doc(recorded_logdir)
+    mem_only = {"traceEvents": [e for e in doc["traceEvents"] if e.get("name") == "[memory]"]}
+    table = decode_trace(json.dumps(mem_only).encode())
+    assert len(table.memory.ts_us) == len(mem_only["traceEvents"]) > 0
+
+    raw = json.dumps(doc).encode()
+    with_bom = decode_trace(b"\xef\xbb\xbf" + raw)
+    assert len(with_bom) == len(decode_trace(raw))
+
+    op = next(e for e in doc["traceEvents"] if e.get("cat") == "cpu_op")
+    op["args"]["Sequence number"] = float("nan")  # json.dumps writes NaN
+    op["dur"] = float("nan")
+    table = decode_trace(json.dumps(doc).encode())
+    assert any("NaN" in w for w in table.warnings)
+    assert any("duration" in w for w in table.warnings)
+    assert not any("middle of an event" in w for w in table.warnings)

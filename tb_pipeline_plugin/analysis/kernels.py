@@ -42,6 +42,7 @@ def kernels(linked: LinkedTrace, rows: np.ndarray | None = None) -> pd.DataFrame
         has = ~np.isnan(values)
         frame[col + "_wsum"] = np.where(has, values * dur, 0.0)
         frame[col + "_w"] = np.where(has, dur, 0.0)
+        frame[col + "_sum"] = np.where(has, values, 0.0)
         frame[col + "_n"] = has.astype(np.int64)
     g = frame.groupby("name_id", sort=False)
     out = pd.DataFrame({
@@ -51,7 +52,7 @@ def kernels(linked: LinkedTrace, rows: np.ndarray | None = None) -> pd.DataFrame
     for col in _WEIGHTED:
         wsum, w, n = g[col + "_wsum"].sum(), g[col + "_w"].sum(), g[col + "_n"].sum()
         # Zero-length kernels still report their properties: fall back to a plain mean.
-        plain = g[col + "_wsum"].size() * 0.0
+        plain = g[col + "_sum"].sum() / n.where(n > 0, 1)
         mean = np.where(w > 0, wsum / w.where(w > 0, 1.0), plain)
         out[col] = np.where(n > 0, mean, np.nan)
     for col, src in (("grid", "grid_id"), ("block", "block_id")):

@@ -14,43 +14,53 @@ def _label(device_type: int, device_id: int) -> str:
 
 
 def _time_weighted(ts: np.ndarray, value: np.ndarray, before: float, t0: float, t1: float) -> float:
-    """Average of a step function (value[k] from ts[k] on) over [t0, t1]."""
+    """Average over [t0, t1] of the step function that is `before` until
+    ts[0] and value[k] from ts[k] on (samples outside the window get zero
+    width after clipping, so the level in force at t0 is counted from t0)."""
     if t1 <= t0:
-        return float(value[-1]) if len(value) else before
+        return _level_at(ts, value, before, t1)
     points = np.concatenate(([t0], np.clip(ts, t0, t1), [t1]))
     levels = np.concatenate(([before], value))
-    # Level in effect before each sample inside the window.
-    inside_before = np.searchsorted(ts, t0, side="right")
-    if inside_before > 0:
-        levels[0] = value[inside_before - 1]
-    widths = np.diff(points)
-    return float(np.sum(levels * widths) / (t1 - t0))
+    return float(np.sum(levels * np.diff(points)) / (t1 - t0))
+
+
+def _level_at(ts: np.ndarray, value: np.ndarray, before: float, t: float) -> float:
+    i = np.searchsorted(ts, t, side="right")
+    return float(value[i - 1]) if i > 0 else before
+
+
+def _peak(ts: np.ndarray, value: np.ndarray, before: float, t0: float, t1: float) -> float:
+    inside = value[(ts >= t0) & (ts <= t1)]
+    at_start = _level_at(ts, value, before, t0)
+    return float(max(inside.max(), at_start)) if len(inside) else at_start
 
 
 def memory_summary(linked: LinkedTrace) -> dict:
+    """Per device: time-weighted average and peak of allocated bytes, and the
+    peak of reserved bytes, all over the steps' window."""
     m = linked.table.memory
-    devices = []
     steps = linked.steps
-    t0 = float(steps.start_us[0]) if len(steps.start_us) else 0.0
-    t1 = float(steps.end_us[-1]) if len(steps.end_us) else 0.0
+    t0 = float(steps.start_us.min()) if len(steps.start_us) else 0.0
+    t1 = float(steps.end_us.max()) if len(steps.end_us) else 0.0
     has_total = m.total_allocated_bytes >= 0
     keys = sorted({(int(a), int(b)) for a, b in zip(m.device_type[has_total], m.device_id[has_total])})
+    devices = []
     for dtype, did in keys:
         sel = np.flatnonzero(has_total & (m.device_type == dtype) & (m.device_id == did))
         sel = sel[np.argsort(m.ts_us[sel], kind="stable")]
         ts = m.ts_us[sel]
         alloc = m.total_allocated_bytes[sel].astype(np.float64)
-        reserved = m.total_reserved_bytes[sel]
+        # The allocator's state before the first event in the trace.
         before = float(alloc[0] - m.bytes_delta[sel[0]])
-        in_window = (ts >= t0) & (ts <= t1)
-        peak_candidates = alloc[in_window]
-        start_level = alloc[np.searchsorted(ts, t0, side="right") - 1] if np.searchsorted(ts, t0, side="right") > 0 else before
-        peak = float(max(peak_candidates.max() if len(peak_candidates) else start_level, start_level))
+        reserved = m.total_reserved_bytes[sel].astype(np.float64)
+        has_reserved = reserved >= 0
         devices.append({
             "device": _label(dtype, did),
             "avg_allocated_bytes": _time_weighted(ts, alloc, before, t0, t1),
-            "peak_allocated_bytes": int(peak),
-            "peak_reserved_bytes": int(reserved.max()) if len(reserved) and reserved.max() >= 0 else None,
+            "peak_allocated_bytes": int(_peak(ts, alloc, before, t0, t1)),
+            "peak_reserved_bytes": (
+                int(_peak(ts[has_reserved], reserved[has_reserved], 0.0, t0, t1)) if has_reserved.any() else None
+            ),
             "samples": int(len(sel)),
         })
     gpus = [d for d in devices if d["device"] != "CPU"]

@@ -1,28 +1,18 @@
 """nn.Module call tree with host and device time per module."""
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
 from ..trace.link import LinkedTrace
 from ..trace.table import Kind, Phase
-from .names import name_mask
-
-MODULE_PREFIX = "nn.Module: "
-_INSTANCE_SUFFIX = re.compile(r"_\d+$")
-
-
-def module_class(name: str) -> str:
-    """`Linear_3` -> `Linear`: the instance counter says nothing about the work."""
-    return _INSTANCE_SUFFIX.sub("", name)
+from ..trace.names import MODULE_PREFIX, is_module, module_class, name_mask
 
 
 def module_rows(linked: LinkedTrace) -> np.ndarray:
     t = linked.table
     py = np.flatnonzero((t.phase == Phase.COMPLETE) & (t.kind == Kind.PYTHON_FUNCTION))
-    return py[name_mask(t, py, lambda n: n.startswith(MODULE_PREFIX))]
+    return py[name_mask(t, py, is_module)]
 
 
 def module_parents(linked: LinkedTrace, rows: np.ndarray) -> np.ndarray:

@@ -4,19 +4,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace.link import LinkedTrace
+from ..trace.link import LinkedTrace, timed_window
 from ..trace.table import Kind, Phase
 from .device import device_info, distributed_info
 from .intervals import measure_in, merge, union
 from .memory import memory_summary
-from .names import (
-    DATA_LOADING_PREFIXES,
-    HOST_COLLECTIVE_PREFIXES,
-    STEP_PREFIX,
-    is_communication_kernel,
-    name_mask,
-    starts_with,
-)
+from ..trace.names import is_communication_kernel, is_data_loading, is_host_collective, is_step, name_mask
 
 # Priority order: each microsecond of a step goes to the first active category.
 CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "data_loading", "cpu_exec", "other")
@@ -34,12 +27,12 @@ def _category_rows(linked: LinkedTrace) -> dict[str, np.ndarray]:
     annotations = rows_of(Kind.USER_ANNOTATION)
     ops = rows_of(Kind.CPU_OP)
     host_named = np.concatenate([annotations, ops])
-    collectives = host_named[name_mask(t, host_named, starts_with(HOST_COLLECTIVE_PREFIXES))]
+    collectives = host_named[name_mask(t, host_named, is_host_collective)]
     # With device activity the collectives' real cost is their kernels; the
     # host-side call only enqueues them.
     communication = kernels[comm_kernel] if linked.has_device else collectives
-    data_loading = annotations[name_mask(t, annotations, starts_with(DATA_LOADING_PREFIXES))]
-    not_step = annotations[~name_mask(t, annotations, starts_with((STEP_PREFIX,)))]
+    data_loading = annotations[name_mask(t, annotations, is_data_loading)]
+    not_step = annotations[~name_mask(t, annotations, is_step)]
     return {
         "kernel": kernels[~comm_kernel],
         "memcpy": rows_of(Kind.MEMCPY),
@@ -85,11 +78,8 @@ def gpu_utilization_pct(linked: LinkedTrace) -> float | None:
 
 
 def trace_duration_us(linked: LinkedTrace) -> float:
-    t = linked.table
-    valid = (t.phase == Phase.COMPLETE) & (t.kind != Kind.TRACE_SPAN)
-    if not valid.any():
-        return 0.0
-    return float((t.ts_us[valid] + t.dur_us[valid]).max() - t.ts_us[valid].min())
+    start, end = timed_window(linked.table)
+    return float(end - start)
 
 
 def overview(linked: LinkedTrace) -> dict:

@@ -24,6 +24,9 @@ def _args(value) -> Args:
     return msgspec.convert(good, Args, strict=False)
 
 
+_NAN = float("nan")
+
+
 def _number(value) -> float | None:
     if isinstance(value, bool):
         return None
@@ -46,9 +49,10 @@ def coerce_events(events: list[LenientEvent]) -> tuple[list[Event], int]:
     out: list[Event] = []
     dropped = 0
     for e in events:
-        ts = _number(e.ts) if e.ts is not None else 0.0
-        dur = _number(e.dur) if e.dur is not None else 0.0
-        if not isinstance(e.ph, str) or ts is None:
+        # Unusable times become NaN; the column builder drops and counts them.
+        ts = _number(e.ts)
+        dur = _number(e.dur)
+        if not isinstance(e.ph, str):
             dropped += 1
             continue
         out.append(
@@ -58,8 +62,8 @@ def coerce_events(events: list[LenientEvent]) -> tuple[list[Event], int]:
                 name=e.name if isinstance(e.name, str) else str(e.name),
                 pid=_key(e.pid),
                 tid=_key(e.tid),
-                ts=ts,
-                dur=dur or 0.0,
+                ts=_NAN if ts is None else ts,
+                dur=_NAN if dur is None else dur,
                 id=_key(e.id) if e.id is not None else None,
                 bp=e.bp if isinstance(e.bp, str) else "",
                 args=_args(e.args),

@@ -6,6 +6,7 @@ categories, shapes) go through Python code.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 
@@ -13,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .intern import Interner
+from .names import ids_mask, is_profiler_annotation
 from .table import (
     CATEGORY_KINDS,
     FLOW_KINDS,
@@ -42,10 +44,20 @@ _PHASES = {
 _MAIN_PHASES = (Phase.COMPLETE, Phase.INSTANT, Phase.COUNTER, _PH_BEGIN, _PH_END)
 
 
-def _ints(values) -> np.ndarray:
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _ints(values, issues: Counter | None = None) -> np.ndarray:
     """None -> NO_ID. (np.array on a list holding None takes a slow path,
-    about 40 times slower than this comprehension.)"""
-    return np.array([NO_ID if v is None else v for v in values], dtype=np.int64)
+    about 40 times slower than this comprehension.) JSON integers can be
+    arbitrarily large (uint64 ids exist): those become NO_ID, counted."""
+    try:
+        return np.array([NO_ID if v is None else v for v in values], dtype=np.int64)
+    except OverflowError:
+        out = [NO_ID if v is None or not _INT64_MIN <= v <= _INT64_MAX else v for v in values]
+        if issues is not None:
+            issues["out_of_range"] += sum(1 for v in values if v is not None and not _INT64_MIN <= v <= _INT64_MAX)
+        return np.array(out, dtype=np.int64)
 
 
 def _floats(values) -> np.ndarray:
@@ -95,6 +107,7 @@ class ChunkColumns:
     kernel: dict[str, np.ndarray]  # "row" is local to the chunk's main rows
     memory: dict[str, np.ndarray]
     flow: dict[str, np.ndarray]
+    issues: Counter = field(default_factory=Counter)  # what was dropped, and why
     process_names: dict = field(default_factory=dict)
     thread_names: dict = field(default_factory=dict)
 
@@ -114,13 +127,24 @@ def chunk_columns(events: list, strings: Interner, keys: Interner) -> ChunkColum
     memory_name = strings.id_of("[memory]")
     is_memory = (kind == Kind.MEMORY) & (name_id == memory_name)
     kind[(kind == Kind.MEMORY) & ~is_memory] = Kind.OTHER
-    keep = np.isin(phase, _MAIN_PHASES) & ~is_memory
+    issues: Counter = Counter()
+    ts_all = np.array(ts, dtype=np.float64)
+    dur_all = np.array(dur, dtype=np.float64)
+    timed = np.isin(phase, _MAIN_PHASES) | is_memory | (phase == _PH_FLOW)
+    no_ts = timed & np.isnan(ts_all)
+    complete = phase == Phase.COMPLETE
+    bad_dur = complete & ~no_ts & ~(dur_all >= 0)  # missing, unreadable or negative
+    issues["no_ts"] += int(no_ts.sum())
+    issues["bad_dur"] += int(bad_dur.sum())
+    usable = ~no_ts & ~bad_dur
+    dur_all = np.where(complete, dur_all, 0.0)
+    keep = np.isin(phase, _MAIN_PHASES) & ~is_memory & usable
     rows = np.flatnonzero(keep)
     kept_args = _take(args, rows)
 
     links = [list(map(attrgetter(f), kept_args)) for f in _LINK_FIELDS]
-    external = _ints(links[0])
-    external_2021 = _ints(links[1])
+    external = _ints(links[0], issues)
+    external_2021 = _ints(links[1], issues)
     external = np.where(external == NO_ID, external_2021, external)
     main_kind = kind[rows]
     op_rows = np.flatnonzero(main_kind == Kind.CPU_OP)
@@ -132,13 +156,13 @@ def chunk_columns(events: list, strings: Interner, keys: Interner) -> ChunkColum
         "name_id": name_id[rows],
         "pid_key": pid_key[rows],
         "thread_key": thread_key[rows],
-        "ts_us": np.array(ts, dtype=np.float64)[rows],
-        "dur_us": np.array(dur, dtype=np.float64)[rows],
+        "ts_us": ts_all[rows],
+        "dur_us": dur_all[rows],
         "external_id": external,
-        "correlation": _ints(links[2]),
-        "python_id": _ints(links[3]),
-        "python_parent_id": _ints(links[4]),
-        "device": _ints(links[5]).astype(np.int32),
+        "correlation": _ints(links[2], issues),
+        "python_id": _ints(links[3], issues),
+        "python_parent_id": _ints(links[4], issues),
+        "device": _ints(links[5], issues),
         "shape_id": shape_id,
     }
 
@@ -146,15 +170,15 @@ def chunk_columns(events: list, strings: Interner, keys: Interner) -> ChunkColum
     kernel = _kernel_columns(_take(kept_args, kernel_rows), strings)
     kernel["row"] = kernel_rows.astype(np.int64)
 
-    mem_rows = np.flatnonzero(is_memory)
-    memory = _memory_columns(_take(args, mem_rows))
-    memory["ts_us"] = np.array(_take(ts, mem_rows), dtype=np.float64)
+    mem_rows = np.flatnonzero(is_memory & usable)
+    memory = _memory_columns(_take(args, mem_rows), issues)
+    memory["ts_us"] = ts_all[mem_rows]
 
-    flow_rows = np.flatnonzero(phase == _PH_FLOW)
+    flow_rows = np.flatnonzero((phase == _PH_FLOW) & usable)
     flow = _flow_columns(_take(events, flow_rows), keys)
     flow["thread_key"] = thread_key[flow_rows]
 
-    out = ChunkColumns(main, kernel, memory, flow)
+    out = ChunkColumns(main, kernel, memory, flow, issues)
     for i in np.flatnonzero(phase == _PH_META):
         label = args[i].name
         if label is None:
@@ -179,14 +203,14 @@ def _kernel_columns(kargs: list, strings: Interner) -> dict[str, np.ndarray]:
     }
 
 
-def _memory_columns(margs: list) -> dict[str, np.ndarray]:
+def _memory_columns(margs: list, issues: Counter) -> dict[str, np.ndarray]:
     cols = list(zip(*map(GET_MEMORY, margs))) if margs else [()] * 5
     return {
-        "bytes_delta": np.where((b := _ints(cols[0])) == NO_ID, 0, b),
-        "total_allocated_bytes": _ints(cols[1]),
-        "total_reserved_bytes": _ints(cols[2]),
-        "device_type": _ints(cols[3]).astype(np.int8),
-        "device_id": _ints(cols[4]).astype(np.int32),
+        "bytes_delta": np.where((b := _ints(cols[0], issues)) == NO_ID, 0, b),
+        "total_allocated_bytes": _ints(cols[1], issues),
+        "total_reserved_bytes": _ints(cols[2], issues),
+        "device_type": _ints(cols[3], issues),
+        "device_id": _ints(cols[4], issues),
     }
 
 
@@ -201,7 +225,7 @@ def _flow_columns(flow_events: list, keys: Interner) -> dict[str, np.ndarray]:
         "flow_id": keys.codes(ids).astype(np.int64),
         "is_start": np.array([p == "s" for p in ph], dtype=bool),
         "binds_enclosing": np.array([e.bp == "e" for e in flow_events], dtype=bool),
-        "ts_us": _floats([e.ts for e in flow_events]),
+        "ts_us": np.array([e.ts for e in flow_events], dtype=np.float64),
     }
 
 
@@ -220,7 +244,7 @@ def _concat(parts: list[dict[str, np.ndarray]], key: str, dtype) -> np.ndarray:
 _MAIN_DTYPES = {
     "phase": np.uint8, "kind": np.uint8, "name_id": np.int32, "pid_key": np.int32, "thread_key": np.int64,
     "ts_us": np.float64, "dur_us": np.float64, "external_id": np.int64, "correlation": np.int64,
-    "python_id": np.int64, "python_parent_id": np.int64, "device": np.int32, "shape_id": np.int32,
+    "python_id": np.int64, "python_parent_id": np.int64, "device": np.int64, "shape_id": np.int32,
 }
 _KERNEL_DTYPES = {
     "row": np.int64, "grid_id": np.int32, "block_id": np.int32, "registers_per_thread": np.float64,
@@ -229,7 +253,7 @@ _KERNEL_DTYPES = {
 }
 _MEMORY_DTYPES = {
     "ts_us": np.float64, "bytes_delta": np.int64, "total_allocated_bytes": np.int64,
-    "total_reserved_bytes": np.int64, "device_type": np.int8, "device_id": np.int32,
+    "total_reserved_bytes": np.int64, "device_type": np.int64, "device_id": np.int64,
 }
 
 
@@ -244,10 +268,13 @@ def build_table(parts: list[ChunkColumns], strings: Interner, keys: Interner, me
     flow = {k: _concat([p.flow for p in parts], k, t) for k, t in {**_FLOW_DTYPES, "thread_key": np.int64}.items()}
     process_names: dict = {}
     thread_names: dict = {}
+    issues: Counter = Counter()
     for p in parts:
         process_names.update(p.process_names)
         thread_names.update(p.thread_names)
-    warnings: list[str] = []
+        issues.update(p.issues)
+    warnings = _issue_warnings(issues)
+    _reclassify_profiler_annotations(main, strings.values)
 
     if np.any(main["phase"] >= _PH_BEGIN):
         keep, kernel_row_map = _pair_begin_end(main, warnings)
@@ -315,3 +342,21 @@ def _pair_begin_end(main: dict[str, np.ndarray], warnings: list[str]) -> tuple[n
     keep = main["phase"] <= Phase.COUNTER
     row_map = np.cumsum(keep) - 1
     return keep, row_map
+
+
+def _issue_warnings(issues: Counter) -> list[str]:
+    messages = {
+        "no_ts": "{n} events without a usable timestamp (`ts`) were ignored",
+        "bad_dur": "{n} complete (X) events with a missing, unreadable or negative duration (`dur`) were ignored",
+        "out_of_range": "{n} ids or numbers outside the 64-bit range were ignored",
+    }
+    return [messages[k].format(n=f"{n:,}") for k, n in issues.items() if n and k in messages]
+
+
+def _reclassify_profiler_annotations(main: dict[str, np.ndarray], strings: list[str]) -> None:
+    """2021 traces record ProfilerStep#N, DataLoader and optimizer
+    annotations under the `Operator` category; they are annotations (steps,
+    not operators), whatever category the file gives them."""
+    ops = np.flatnonzero(main["kind"] == Kind.CPU_OP)
+    hits = ops[ids_mask(strings, main["name_id"][ops], is_profiler_annotation)]
+    main["kind"][hits] = Kind.USER_ANNOTATION

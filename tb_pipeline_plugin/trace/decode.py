@@ -16,6 +16,8 @@ from .table import EventTable
 
 CHUNK_BYTES = 8 << 20
 _ERROR_BYTE = re.compile(r"\(byte (\d+)\)")
+_NON_FINITE_WARNING = "non-standard NaN / Infinity values were read as missing"
+_NON_FINITE = re.compile(rb"([:\[,]\s*)-?(?:NaN|Infinity)(?=\s*[,\]}])")
 _EVENTS = msgspec.json.Decoder(list[Event])
 _LENIENT = msgspec.json.Decoder(list[LenientEvent])
 
@@ -42,6 +44,14 @@ def decode_trace(data: bytes, chunk_bytes: int = CHUNK_BYTES) -> EventTable:
 def _decode(data: bytes, chunk_bytes: int) -> EventTable:
     region = locate_events(data)
     warnings = list(region.warnings)
+    if not region.closed and _NON_FINITE.search(data):
+        # Python's json.dump writes NaN / Infinity, which JSON does not allow
+        # and which make the whole document look broken.
+        fixed = _NON_FINITE.sub(rb"\1null", data)
+        fixed_region = locate_events(fixed)
+        if fixed_region.closed:
+            data, region = fixed, fixed_region
+            warnings = [_NON_FINITE_WARNING]
     interners = _Interners()
     parts: list[ChunkColumns] = []
     bounds = chunk_bounds(data, region.start, region.end, chunk_bytes)
@@ -61,7 +71,7 @@ def _decode(data: bytes, chunk_bytes: int) -> EventTable:
             # Corrupt bytes were skipped: resume at the next event start.
             bounds[i + 1] = consumed_to
         i += 1
-    decoded = sum(len(p.main.get("ts_us", ())) + len(p.flow.get("ts_us", ())) for p in parts)
+    decoded = sum(len(p.main.get("ts_us", ())) + len(p.flow.get("ts_us", ())) + len(p.memory.get("ts_us", ())) for p in parts)
     if not decoded and data[region.start : region.end].strip():
         raise ValueError("no trace event could be decoded" + (f": {warnings[-1]}" if warnings else ""))
     table = build_table(parts, interners.strings, interners.keys, region.metadata)
@@ -88,6 +98,12 @@ def _decode_text(text: bytes):
         events, dropped = coerce_events(_LENIENT.decode(text))
         warning = f"{dropped} events with values of unexpected types were ignored" if dropped else None
         return events, warning
+    except msgspec.DecodeError:
+        if not _NON_FINITE.search(text):
+            raise
+        # Python's json.dump writes NaN / Infinity, which JSON does not allow.
+        events, warning = _decode_text(_NON_FINITE.sub(rb"\1null", text))
+        return events, warning or _NON_FINITE_WARNING
 
 
 def _decode_range(data: bytes, a: int, b: int, is_last: bool, closed: bool):

@@ -30,20 +30,3 @@ class Interner:
         local, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
         lut = np.fromiter((self.id_of(v) for v in uniques), dtype=np.int32, count=len(uniques))
         return lut[local]
-
-
-def pair_codes(first: np.ndarray, second: np.ndarray, interner: Interner, first_values: list, second_values: list) -> np.ndarray:
-    """Ids of (first, second) value pairs, e.g. (pid, tid) -> thread id."""
-    if len(first) == 0:
-        return np.empty(0, dtype=np.int32)
-    combined = first.astype(np.int64) << 32 | second.astype(np.int64)
-    local, uniques = pd.factorize(combined)
-    lut = np.fromiter(
-        (
-            interner.id_of((first_values[u >> 32], second_values[u & 0xFFFFFFFF]))
-            for u in uniques.tolist()
-        ),
-        dtype=np.int32,
-        count=len(uniques),
-    )
-    return lut[local]

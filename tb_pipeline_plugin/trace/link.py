@@ -5,17 +5,16 @@ Computed once per trace (`link(table)`), then shared by every analysis.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from .names import is_step, name_mask, step_number
 from .nesting import nest
 from .table import DEVICE_ACTIVITY_KINDS, DEVICE_KINDS, EventTable, FlowKind, Kind, Phase
 
 HOST_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON_FUNCTION, Kind.RUNTIME, Kind.DRIVER, Kind.OTHER)
-_STEP = re.compile(r"^ProfilerStep#(\d+)$")
 
 
 @dataclass
@@ -23,8 +22,8 @@ class Steps:
     name: list[str]
     number: np.ndarray  # int64, N of ProfilerStep#N
     row: np.ndarray  # int64 row of the annotation, -1 for the synthetic "all" step
-    start_us: np.ndarray  # float64, absolute
-    host_end_us: np.ndarray
+    start_us: np.ndarray  # float64, absolute: the annotation's start, or the previous step's end if later
+    host_end_us: np.ndarray  # the annotation's end
     end_us: np.ndarray  # host end or end of the last device activity launched in the step
 
 
@@ -196,36 +195,48 @@ def _propagate_up(values: np.ndarray, parent: np.ndarray, depth: np.ndarray, row
     return total
 
 
+def timed_window(table: EventTable) -> tuple[float, float]:
+    """First start and last end of the trace's timed events (complete events,
+    or any events when there are only instants); (0, 0) for an empty trace."""
+    timed = (table.phase == Phase.COMPLETE) & (table.kind != Kind.TRACE_SPAN)
+    if not timed.any():
+        timed = np.ones(len(table), dtype=bool)
+    if not timed.any():
+        return 0.0, 0.0
+    return float(table.ts_us[timed].min()), float((table.ts_us + table.dur_us)[timed].max())
+
+
 def _steps(table: EventTable, launch_of: np.ndarray, device_rows: np.ndarray) -> Steps:
-    ann = np.flatnonzero((table.kind == Kind.USER_ANNOTATION) & (table.phase == Phase.COMPLETE))
-    names = table.names(table.name_id[ann]) if len(ann) else np.empty(0, dtype=object)
-    found = [(int(m.group(1)), r, nm) for r, nm in zip(ann.tolist(), names) if (m := _STEP.match(nm or ""))]
-    if found:
-        found.sort(key=lambda x: table.ts_us[x[1]])
-        number = np.array([f[0] for f in found], dtype=np.int64)
-        rows = np.array([f[1] for f in found], dtype=np.int64)
-        step_names = [f[2] for f in found]
-        start = table.ts_us[rows]
+    complete = table.phase == Phase.COMPLETE
+    # 2021 traces file ProfilerStep under `Operator`; the decoder reclassifies
+    # profiler annotations, but accept both in case a trace mixes them.
+    candidates = np.flatnonzero(complete & np.isin(table.kind, (Kind.USER_ANNOTATION, Kind.CPU_OP)))
+    rows = candidates[name_mask(table, candidates, is_step)]
+    if len(rows):
+        rows = rows[np.argsort(table.ts_us[rows], kind="stable")]
+        step_names = [table.strings[i] for i in table.name_id[rows].tolist()]
+        number = np.array([step_number(n) for n in step_names], dtype=np.int64)
+        start = table.ts_us[rows].copy()
         host_end = start + table.dur_us[rows]
     else:
-        complete = table.phase == Phase.COMPLETE
-        valid = complete & (table.kind != Kind.TRACE_SPAN)
-        if not valid.any():
-            valid = table.phase >= 0
-        if len(table) == 0:
-            z = np.zeros(1)
-            return Steps(["all"], np.zeros(1, np.int64), np.full(1, -1, np.int64), z, z, z)
-        number = np.zeros(1, dtype=np.int64)
         rows = np.full(1, -1, dtype=np.int64)
         step_names = ["all"]
-        start = np.array([table.ts_us[valid].min()])
-        host_end = np.array([(table.ts_us + table.dur_us)[valid].max()])
+        number = np.zeros(1, dtype=np.int64)
+        first, last = timed_window(table)
+        start = np.array([first])
+        host_end = np.array([last])
     end = host_end.copy()
     launched = device_rows[launch_of[device_rows] >= 0]
-    if len(launched) and found:
+    if len(launched) and rows[0] >= 0:
         launch_ts = table.ts_us[launch_of[launched]]
         dev_end = table.ts_us[launched] + table.dur_us[launched]
         idx = np.searchsorted(start, launch_ts, side="right") - 1
         inside = (idx >= 0) & (launch_ts <= host_end[np.clip(idx, 0, None)])
         np.maximum.at(end, idx[inside], dev_end[inside])
+    # The GPU runs behind the CPU: step i's device work ends after step i+1
+    # has started on the host. Like torch-tb-profiler, a step starts where the
+    # previous one ended, so no time is counted in two steps.
+    if len(start) > 1:
+        start[1:] = np.maximum(start[1:], np.maximum.accumulate(end)[:-1])
+        end = np.maximum(end, start)
     return Steps(step_names, number, rows, start, host_end, end)

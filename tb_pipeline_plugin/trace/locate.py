@@ -42,8 +42,14 @@ def _header_metadata(header: Header) -> dict:
     }
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
 def locate_events(data: bytes) -> EventRegion:
     """Where the event array lies in `data`, plus the top-level metadata."""
+    if data.startswith(_BOM):
+        # Offsets stay valid: the BOM becomes whitespace-equivalent padding.
+        data = b"   " + data[3:]
     stripped = data.lstrip(_WS)
     first = stripped[:1]
     if first == b"[":

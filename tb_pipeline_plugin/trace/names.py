@@ -68,14 +68,17 @@ def is_module(name: str) -> bool:
     return name.startswith(MODULE_PREFIX)
 
 
-def name_mask(table: EventTable, rows: np.ndarray, test: Callable[[str], bool]) -> np.ndarray:
-    """test(name) for each row, evaluated once per distinct name id."""
-    if len(rows) == 0:
+def ids_mask(strings: list[str], ids: np.ndarray, test: Callable[[str], bool]) -> np.ndarray:
+    """test(strings[id]) for each id, evaluated once per distinct id."""
+    if len(ids) == 0:
         return np.zeros(0, dtype=bool)
-    ids = table.name_id[rows]
     uniq, inverse = np.unique(ids, return_inverse=True)
-    strings = table.strings
     verdict = np.fromiter(
         (bool(i >= 0 and test(strings[i])) for i in uniq.tolist()), dtype=bool, count=len(uniq)
     )
     return verdict[inverse]
+
+
+def name_mask(table: EventTable, rows: np.ndarray, test: Callable[[str], bool]) -> np.ndarray:
+    """test(name) for each row, evaluated once per distinct name id."""
+    return ids_mask(table.strings, table.name_id[rows], test)

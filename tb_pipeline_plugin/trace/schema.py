@@ -47,8 +47,10 @@ class Event(msgspec.Struct, gc=False):
     name: str = ""
     pid: int | str = 0
     tid: int | str = 0
-    ts: float = 0.0
-    dur: float = 0.0
+    # NaN marks "absent": an event without a timestamp must not land at 1970,
+    # and a complete event without a duration must not pass as 0 µs.
+    ts: float = float("nan")
+    dur: float = float("nan")
     id: int | str | None = None
     bp: str = ""
     args: Args = EMPTY_ARGS
@@ -63,8 +65,8 @@ class LenientEvent(msgspec.Struct, gc=False):
     name: object = ""
     pid: object = 0
     tid: object = 0
-    ts: object = 0.0
-    dur: object = 0.0
+    ts: object = None
+    dur: object = None
     id: object = None
     bp: object = ""
     args: object = None

@@ -96,8 +96,8 @@ class MemoryColumns:
     bytes_delta: np.ndarray  # int64
     total_allocated_bytes: np.ndarray  # int64, -1 if absent
     total_reserved_bytes: np.ndarray  # int64, -1 if absent
-    device_type: np.ndarray  # int8: 0 CPU, 1 CUDA (c10::DeviceType)
-    device_id: np.ndarray  # int32
+    device_type: np.ndarray  # int64: 0 CPU, 1 CUDA (c10::DeviceType)
+    device_id: np.ndarray  # int64
 
 
 @dataclass
@@ -126,7 +126,7 @@ class EventTable:
     correlation: np.ndarray  # int64
     python_id: np.ndarray  # int64
     python_parent_id: np.ndarray  # int64
-    device: np.ndarray  # int32, args.device of device events, else -1
+    device: np.ndarray  # int64, args.device of device events, else -1
     shape_id: np.ndarray  # int32 string id of `Input Dims` JSON text, -1 if absent
     kernels: KernelColumns
     memory: MemoryColumns
@@ -146,16 +146,13 @@ class EventTable:
         return self.ts_us + self.dur_us
 
     def names(self, ids: np.ndarray) -> np.ndarray:
-        """Strings for an array of string ids, as an object array."""
-        table = np.asarray(self.strings, dtype=object)
+        """Strings for an array of string ids (None for -1), as an object array."""
+        table = self.__dict__.get("_strings_array")
+        if table is None or len(table) != len(self.strings):
+            # Strings never change after decoding: build the lookup array once.
+            table = self.__dict__["_strings_array"] = np.asarray(self.strings, dtype=object)
         out = np.empty(len(ids), dtype=object)
         ok = ids >= 0
         out[ok] = table[ids[ok]]
         out[~ok] = None
         return out
-
-    def string_id(self, text: str) -> int:
-        try:
-            return self.strings.index(text)
-        except ValueError:
-            return NO_ID
