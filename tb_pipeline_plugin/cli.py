@@ -8,21 +8,26 @@ deltas; `--fail-if avg_step_time_us>5` makes it exit 1 when the average
 step time grows by more than 5 %, so CI can gate on it (`<` gates a drop,
 e.g. `gpu_utilization_pct<-10`).
 
-Exit status: 0 fine, 1 a `--fail-if` gate tripped, 2 bad usage or input.
+Exit status: 0 fine, 1 a `--fail-if` gate tripped, 2 bad usage or input,
+or a gate that cannot be evaluated because its metric is null on either side
+(e.g. `memory.peak_bytes` for a trace without memory events); 2 wins over 1,
+since the verdict is incomplete.
 """
 from __future__ import annotations
 
 import argparse
 import math
+import numbers
 import re
 import sys
 from dataclasses import dataclass
 
 import pandas as pd
 
-from .diff.compare import OVERVIEW_METRICS
+from .diff.compare import OVERVIEW_METRICS, pct_name
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
+EXIT_CANNOT_EVALUATE = EXIT_USAGE
 _NUMERIC_METRICS = [m for m, _, unit in OVERVIEW_METRICS if unit is not None]
 _GATE = re.compile(r"^\s*([\w.]+)\s*([<>])\s*([-+]?\d+(?:\.\d+)?)\s*%?\s*$")
 
@@ -33,9 +38,18 @@ class Gate:
     op: str  # ">" fails on a rise above pct, "<" on a fall below pct
     pct: float
 
+    def unavailable(self, row: dict) -> str | None:
+        """Why the gate cannot be evaluated (its metric is null on a side), else None."""
+        missing = [side for side in ("baseline", "experimental") if not _is_value(row.get(side))]
+        if not missing and row.get("delta") is not None:
+            return None
+        sides = " and ".join(missing) or "either side"
+        return f"--fail-if {self.metric}{self.op}{self.pct:g}: {self.metric} is null for the {sides} (the trace does not record it)"
+
     def check(self, row: dict) -> str | None:
-        """A message when the gate trips, else None. With a baseline of 0 the
-        change is unbounded: any rise trips `>`, any fall trips `<`."""
+        """A message when the gate trips, else None (also when it cannot be
+        evaluated: ask `unavailable` first). With a baseline of 0 the change
+        is unbounded: any rise trips `>`, any fall trips `<`."""
         delta, pct = row["delta"], row["delta_pct"]
         if delta is None:
             return None
@@ -87,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_diff(args, out=None) -> int:
     from .compare import compare
+    from .diff.api import KERNEL_PRIMARY
 
     out = out or sys.stdout
     if args.top < 0:
@@ -99,29 +114,42 @@ def run_diff(args, out=None) -> int:
     print(_table(overview, ["metric", "unit", "baseline", "experimental", "delta", "delta_pct"]), file=out)
 
     ops = c.operators
-    primary = "device_self_us" if (c.baseline.linked.has_device or c.experimental.linked.has_device) else "host_self_us"
+    primary = c.operator_primary
     print(f"\nTop {args.top} operators by |delta {primary}| (µs)", file=out)
     print(_table(ops.head(args.top), ["name"] + ([] if args.group_by == "name" else ["input_shape"]) + [
-        "baseline_calls", "experimental_calls", f"baseline_{primary}", f"experimental_{primary}",
-        f"delta_{primary}", f"delta_{primary.removesuffix('_us')}_pct"]), file=out)
+        "baseline_calls", "experimental_calls", *_delta_columns(primary)]), file=out)
 
     kernels = c.kernels
-    print(f"\nTop {args.top} kernels by |delta total_us| (µs)", file=out)
+    print(f"\nTop {args.top} kernels by |delta {KERNEL_PRIMARY}| (µs)", file=out)
     if len(kernels):
-        print(_table(kernels.head(args.top), ["name", "baseline_calls", "experimental_calls", "baseline_total_us",
-                                              "experimental_total_us", "delta_total_us", "delta_total_pct"]), file=out)
+        print(_table(kernels.head(args.top), ["name", "baseline_calls", "experimental_calls",
+                                              *_delta_columns(KERNEL_PRIMARY)]), file=out)
     else:
         print("(no kernels in either trace)", file=out)
 
-    rows = {r["metric"]: r for r in overview.to_dict("records")}
-    failures = [msg for gate in args.fail_if if (msg := gate.check(_clean(rows[gate.metric])))]
+    rows = {r["metric"]: _clean(r) for r in overview.to_dict("records")}
+    unknown = [msg for gate in args.fail_if if (msg := gate.unavailable(rows[gate.metric]))]
+    failures = [msg for gate in args.fail_if if (msg := gate.check(rows[gate.metric]))]
     for msg in failures:
         print(f"REGRESSION: {msg}", file=out)
+    for msg in unknown:
+        print(f"CANNOT EVALUATE: {msg}", file=out)
+        print(f"tb-pipeline: cannot evaluate {msg}", file=sys.stderr)
+    if unknown:
+        return EXIT_CANNOT_EVALUATE
     return EXIT_REGRESSION if failures else EXIT_OK
+
+
+def _delta_columns(column: str) -> list[str]:
+    return [f"baseline_{column}", f"experimental_{column}", f"delta_{column}", pct_name(column)]
 
 
 def _clean(row: dict) -> dict:
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+
+
+def _is_value(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and not math.isnan(v)
 
 
 def _table(frame: pd.DataFrame, columns: list[str]) -> str:

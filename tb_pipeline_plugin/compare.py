@@ -7,6 +7,7 @@
     c.level("0.2")    # one level of the piece tree, with the accumulated trend
     c.operators       # operators joined by name, largest |delta| of the primary time first
     c.kernels         # kernels joined by name, largest |delta total_us| first
+    c.operators_at("0.2"), c.kernels_at("0.2")   # the same, inside one piece
 
 Same numbers as the `diff/*` routes (docs/http_api.md): they share
 `tb_pipeline_plugin.diff`.
@@ -80,13 +81,21 @@ class Comparison:
     def operators_at(self, path: str) -> pd.DataFrame:
         """Operator deltas inside the piece at `path` ("" = everything)."""
         table = api.operator_table(self.baseline, self.experimental, self.group_by, path)
-        primary = api.operator_primary(self.baseline, self.experimental)
-        return tables.sort_table(table, f"delta_{primary}", "desc", api.OPERATOR_KEYS).reset_index(drop=True)
+        return tables.sort_table(table, f"delta_{self.operator_primary}", "desc", api.OPERATOR_KEYS).reset_index(drop=True)
 
     @cached_property
     def kernels(self) -> pd.DataFrame:
-        table = api.kernel_table(self.baseline, self.experimental)
+        return self.kernels_at("")
+
+    def kernels_at(self, path: str) -> pd.DataFrame:
+        """Kernel deltas of the kernels launched inside the piece at `path` ("" = everything)."""
+        table = api.kernel_table(self.baseline, self.experimental, path)
         return tables.sort_table(table, f"delta_{api.KERNEL_PRIMARY}", "desc", api.KERNEL_KEYS).reset_index(drop=True)
+
+    @property
+    def operator_primary(self) -> str:
+        """The operators' primary column: device self time when either run has device activity."""
+        return api.operator_primary(self.baseline, self.experimental)
 
 
 def compare(

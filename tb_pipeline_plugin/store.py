@@ -13,8 +13,8 @@ caller wants the value of (`request`, `wait`) goes before every background
 prefetch (`summary`) that has not started yet, including one queued earlier
 for the same file, which is promoted; a parse that has started is never
 interrupted. `summary` prefetches only while fewer than `max_ready` values
-are parsed or being parsed, so a listing of many runs never parses more than
-the cache keeps, and never evicts anything.
+are parsed, queued or being parsed, so a listing of many runs never parses
+more than the cache keeps and does not push out values to make room.
 """
 from __future__ import annotations
 

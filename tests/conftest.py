@@ -19,7 +19,7 @@ PLUGIN_PREFIX = "/data/plugin/tb_pipeline"
 RECORDED_RUNS = {
     "baseline": dict(layers=4),
     "experimental": dict(layers=5),
-    "slow_loader": dict(layers=4, loader_delay_s=0.005),
+    "slow_loader": dict(layers=4, loader_delay_s=0.02),
 }
 
 
@@ -60,7 +60,7 @@ def _recorded(tmp_path_factory):
 @pytest.fixture(scope="session")
 def recorded_logdir(_recorded) -> Path:
     """A logdir with runs `baseline`, `experimental` (one more block) and
-    `slow_loader` (slower DataLoader), each one Kineto trace. Session-wide:
+    `slow_loader` (DataLoader 20 ms slower per batch: far above timing noise), each one Kineto trace. Session-wide:
     treat it as read-only (copy it to modify)."""
     return _recorded[0]
 

@@ -66,7 +66,25 @@ def test_gate_parsing_and_zero_baselines():
     assert cli.Gate("breakdown_us.kernel", ">", 5).check(up)
     assert cli.Gate("breakdown_us.kernel", "<", -5).check(up) is None
     assert cli.Gate("breakdown_us.kernel", ">", 5).check({"delta": 0, "delta_pct": None}) is None
-    assert cli.Gate("memory.avg_bytes", ">", 5).check({"delta": None, "delta_pct": None}) is None
+    null = {"baseline": None, "experimental": 100.0, "delta": None, "delta_pct": None}
+    assert cli.Gate("memory.avg_bytes", ">", 5).check(null) is None
+    assert "null for the baseline" in cli.Gate("memory.avg_bytes", ">", 5).unavailable(null)
+    both = {"baseline": None, "experimental": None, "delta": None, "delta_pct": None}
+    assert "baseline and experimental" in cli.Gate("memory.avg_bytes", ">", 5).unavailable(both)
+    assert cli.Gate("breakdown_us.kernel", ">", 5).unavailable({"baseline": 0.0, "experimental": 3.0, **up}) is None
+
+
+def test_a_gate_on_a_null_metric_cannot_pass(capsys, recorded_logdir):
+    """CPU runs have no GPU utilization: gating on it must not pass silently."""
+    base, exp = str(recorded_logdir / "baseline"), str(recorded_logdir / "experimental")
+    code, out, err = run_cli(capsys, "diff", base, exp, "--fail-if", "gpu_utilization_pct<-10",
+                             "--fail-if", "avg_step_time_us>1000000")
+    assert code == cli.EXIT_CANNOT_EVALUATE == 2
+    assert "CANNOT EVALUATE: --fail-if gpu_utilization_pct<-10: gpu_utilization_pct is null for the baseline and experimental" in out
+    assert "cannot evaluate" in err and "REGRESSION" not in out
+    # Without that gate the same comparison passes.
+    code, _, _ = run_cli(capsys, "diff", base, exp, "--fail-if", "avg_step_time_us>1000000")
+    assert code == cli.EXIT_OK
 
 
 def test_gpu_pair_lists_kernels(capsys, shared_traces):

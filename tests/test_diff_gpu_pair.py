@@ -102,11 +102,53 @@ def test_backward_runs_on_the_autograd_thread(pair):
         assert bwd.device_us > 0.9 * ann.device_us
 
 
+def test_kernels_inside_a_piece(pair):
+    """diff/kernels?path=: the kernels launched from the region threads
+    inside the piece, per name, as the JSON says."""
+    b, b_events = pair["control"]
+    e, e_events = pair["test"]
+    step = next(c for c in api.diff_modules_impl(b, e, "")["children"] if c["step"] == 1)
+    ann = next(c for c in api.diff_modules_impl(b, e, step["path"])["children"] if c["name"] == "## backward ##")
+    out = api.diff_kernels_impl(b, e, {"path": ann["path"], "limit": "10000"})
+    assert out["path"] == ann["path"] and 0 < out["total"] <= api.diff_kernels_impl(b, e, {})["total"]
+    for tp, events, side in ((b, b_events, "baseline"), (e, e_events, "experimental")):
+        index = api.piece_index(tp)
+        node = M.resolve(api.piece_index(b), api.piece_index(e), ann["path"])[-1]
+        piece = node.b if side == "baseline" else node.e
+        tids = {tp.table.threads[t][1] for t in [index.step_thread, *index.autograd_threads]}
+        launches = _launches(events)
+        want = collections.defaultdict(float)
+        for ev in events:
+            launch = launches.get((ev.get("args") or {}).get("correlation"))
+            if (ev.get("ph") == "X" and ev.get("cat") == "kernel" and launch is not None and launch["tid"] in tids
+                    and piece.start_us <= launch["ts"] < piece.end_us):
+                want[ev["name"]] += ev["dur"]
+        got = {r["name"]: r[f"{side}_total_us"] for r in out["rows"] if r[f"{side}_calls"]}
+        assert got.keys() == want.keys()
+        assert [got[n] for n in sorted(got)] == pytest.approx([want[n] for n in sorted(want)], abs=1e-2)
+        # The piece's device time is those kernels plus its memcpy / memset.
+        assert sum(got.values()) <= ann[f"{side}_device_us"] + 1e-2
+    # The root path is the whole trace; an unknown path is a bad request.
+    assert api.diff_kernels_impl(b, e, {"path": ""})["total"] == api.diff_kernels_impl(b, e, {})["total"]
+    from tb_pipeline_plugin.errors import BadRequest
+
+    for args in ({"path": "0.99"}, {"group_by": "name"}, {"group_by": "name_and_shape"}):
+        with pytest.raises(BadRequest):
+            api.diff_kernels_impl(b, e, args)
+
+
 def test_step_pieces_add_up(pair):
     for side in ("control", "test"):
         tp, events = pair[side]
         index = api.piece_index(tp)
-        for step in P.steps(index):
+        # A step piece is its annotation's own window, even where the step
+        # list clips a step's start to the previous step's device end.
+        json_steps = sorted((ev for ev in events if ev.get("ph") == "X" and ev.get("cat") == "user_annotation"
+                             and ev["name"].startswith("ProfilerStep#")), key=lambda ev: ev["ts"])
+        steps = P.steps(index)
+        assert [s.name for s in steps] == [ev["name"] for ev in json_steps]
+        assert [s.host_us for s in steps] == pytest.approx([ev["dur"] for ev in json_steps], abs=1e-3)
+        for step in steps:
             kids = P.children(index, step)
             assert sum(k.host_us for k in kids) == pytest.approx(step.host_us)
             assert sum(k.device_us for k in kids) == pytest.approx(step.device_us)

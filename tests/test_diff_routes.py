@@ -64,21 +64,41 @@ def pair(b="baseline", e="experimental", **extra):
     return {"baseline": b, "experimental": e, **extra}
 
 
-def test_overview_route(client):
+def json_steps(logdir, run) -> list[dict]:
+    """The run's ProfilerStep#N events, straight from the trace JSON."""
+    events = load_events(trace_file(logdir / run))[1]
+    return sorted((e for e in events if e.get("ph") == "X" and e.get("name", "").startswith("ProfilerStep#")),
+                  key=lambda e: e["ts"])
+
+
+def test_overview_route(client, logdir):
     out = get(client, "diff/overview", **pair())
     assert out["baseline"]["run"] == "baseline" and out["experimental"]["run"] == "experimental"
     by = {r["metric"]: r for r in out["rows"]}
     assert by["steps"]["baseline"] == by["steps"]["experimental"] == 3
     step = by["avg_step_time_us"]
     assert step["unit"] == "us" and step["delta"] == pytest.approx(step["experimental"] - step["baseline"], abs=1e-2)
+    # The values themselves: CPU steps do not overlap, so the average step
+    # time is the mean ProfilerStep duration in the JSON.
+    for side, run in (("baseline", "baseline"), ("experimental", "experimental")):
+        durs = [e["dur"] for e in json_steps(logdir, run)]
+        assert step[side] == pytest.approx(sum(durs) / len(durs), abs=1e-2)
     assert by["gpu_utilization_pct"]["delta_pct"] is None
 
 
-def test_modules_route_root_and_zoom(client):
+def test_modules_route_root_and_zoom(client, logdir):
     root = get(client, "diff/modules", **pair())
     assert root["path"] == "" and root["breadcrumb"] == [{"name": "All steps", "path": ""}]
     assert [c["kind"] for c in root["children"]] == ["step"] * 3
     assert len(root["trend"]["baseline_host_us"]) == 3
+    # Step host times are the ProfilerStep#N durations of each JSON.
+    b_steps, e_steps = json_steps(logdir, "baseline"), json_steps(logdir, "experimental")
+    assert [c["baseline_name"] for c in root["children"]] == [e["name"] for e in b_steps]
+    assert [c["experimental_name"] for c in root["children"]] == [e["name"] for e in e_steps]
+    assert [c["baseline_host_us"] for c in root["children"]] == pytest.approx([e["dur"] for e in b_steps], abs=1e-3)
+    assert [c["experimental_host_us"] for c in root["children"]] == pytest.approx([e["dur"] for e in e_steps], abs=1e-3)
+    assert root["node"]["baseline_host_us"] == pytest.approx(sum(e["dur"] for e in b_steps), abs=1e-2)
+    assert root["node"]["note"] is None and all(c["note"] is None for c in root["children"])
     step = get(client, "diff/modules", **pair(path=root["children"][0]["path"]))
     kinds = [c["kind"] for c in step["children"]]
     assert kinds[0] == "data_loading" and "backward" in kinds and kinds[-1] == "unknown"
@@ -123,6 +143,8 @@ def test_operators_route_sort_filter_page(client):
 @pytest.mark.parametrize("route,params", [
     ("diff/operators", {"sort": "nope"}), ("diff/kernels", {"sort": "nope"}), ("diff/operators", {"order": "sideways"}),
     ("diff/operators", {"limit": "-1"}), ("diff/kernels", {"offset": "abc"}), ("diff/operators", {"group_by": "x"}),
+    ("diff/operators", {"limit": "\u0663"}), ("diff/kernels", {"offset": "+5"}), ("diff/operators", {"limit": "5_0"}),
+    ("diff/operators", {"offset": " 5"}), ("diff/kernels", {"group_by": "name"}), ("diff/kernels", {"path": "0.99"}),
 ])
 def test_bad_table_parameters_are_400(client, route, params):
     assert get(client, route, 400, **pair(**params))["status"] == 400
@@ -144,6 +166,12 @@ def test_kernels_route_on_the_gpu_pair(client, shared_traces):
     mods = get(client, "diff/modules", **pair("gpu_control", "gpu_test", path="0"))
     assert {c["kind"] for c in mods["children"]} == {"annotation", "unknown"}
     assert all(c["status"] == "matched" for c in mods["children"])
+    # Kernels inside one piece: fewer, and no more device time than the piece's.
+    fwd = next(c for c in mods["children"] if c["name"] == "## forward ##")
+    inside = get(client, "diff/kernels", **pair("gpu_control", "gpu_test", path=fwd["path"], limit="10000"))
+    assert inside["path"] == fwd["path"] and 0 < inside["total"] < out["total"]
+    for side in ("baseline", "experimental"):
+        assert 0 < sum(r[f"{side}_total_us"] for r in inside["rows"]) <= fwd[f"{side}_device_us"] + 1e-2
     assert get(client, "diff/operators", **pair("gpu_control", "gpu_test"))["sort"] == "delta_device_self_us"
 
 

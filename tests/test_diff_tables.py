@@ -173,6 +173,7 @@ def test_paging_walks_the_same_order(gpu):
 @pytest.mark.parametrize("args", [
     {"sort": "bogus"}, {"sort": "delta_bogus_us"}, {"sort": "input_shape; drop"}, {"order": "up"},
     {"offset": "-1"}, {"offset": "x"}, {"limit": "-5"}, {"limit": "10001"}, {"limit": "1.5"},
+    {"limit": "\u0663"}, {"offset": "+5"}, {"limit": "5_0"}, {"offset": "5 "}, {"limit": "\uff15"},
 ])
 def test_bad_parameters_are_bad_requests(gpu, args):
     with pytest.raises(BadRequest) as info:

@@ -36,6 +36,11 @@ CHROMIUM_ARGS = [
 ]
 XSS_NAME = "<img src=x onerror=alert(1)>"
 XSS_RUN = "xss"
+UNREADABLE_RUN = "unreadable"
+# Parsed traces the server keeps (TB_PIPELINE_MAX_LOADED_TRACES): fewer than
+# the runs, so some are listed `unloaded` and the page must load them when
+# picked, as with a large logdir.
+MAX_LOADED = 3
 
 pytestmark = [
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make chromium)"),
@@ -82,7 +87,8 @@ def tensorboard(recorded_logdir, tmp_path_factory):
     exe = Path(sys.executable).parent / "tensorboard"
     cmd = [str(exe) if exe.exists() else "tensorboard", "--logdir", str(logdir), "--port", str(port), "--host", "127.0.0.1"]
     log = open(tmp_path_factory.mktemp("tb_log") / "tensorboard.log", "w+")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TB_PIPELINE_MAX_LOADED_TRACES": str(MAX_LOADED)}
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         deadline = time.monotonic() + 180
         while True:
@@ -329,29 +335,25 @@ def test_trace_names_are_text_not_html(tensorboard, page):
     assert page.problems == []
 
 
-def test_failed_run_is_explained(tensorboard, page, tmp_path):
-    """A run that failed to parse shows the server's reason instead of a spinner."""
+def test_failed_run_is_explained(tensorboard, page):
+    """A run that can never be parsed shows the server's reason instead of a
+    spinner. The server keeps only 3 parsed traces here, so `runs` does not
+    prefetch this run (`unloaded`): picking it must make the page load it."""
     port, logdir = tensorboard
-    runs = _get(port, "runs")["runs"]
-    failed = [r for r in runs if r["status"] == "failed"]
-    if not failed:
-        broken = logdir / "broken"
-        broken.mkdir(exist_ok=True)
-        (broken / "w.1.pt.trace.json").write_text('{"traceEvents": [{"ph": "X", "name": ')  # cut mid-event
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            runs = _get(port, "runs")["runs"]
-            entry = next((r for r in runs if r["name"] == "broken"), None)
-            if entry and entry["status"] != "loading":
-                break
-            time.sleep(0.5)
-        failed = [r for r in runs if r["status"] == "failed"]
+    broken = logdir / UNREADABLE_RUN
+    broken.mkdir(exist_ok=True)
+    # Not JSON at all: no decoder can salvage anything from it.
+    (broken / "w.1.pt.trace.json").write_bytes(b"hello")
     frame = _open_tab(page, port)
-    if not failed:
-        pytest.skip("the backend salvaged the truncated trace (ready with warnings); nothing failed to show")
-    name = failed[0]["name"]
-    frame.select_option("#pick-experimental-run", name)
-    msg = frame.locator(".msg.error", has_text=name)
-    msg.wait_for(timeout=30_000)
-    assert failed[0]["error"] and failed[0]["error"] in msg.inner_text()
+    entry = next(r for r in _get(port, "runs")["runs"] if r["name"] == UNREADABLE_RUN)
+    assert entry["status"] in ("unloaded", "failed"), entry  # not prefetched (or already asked for)
+    frame.select_option("#pick-experimental-run", UNREADABLE_RUN)
+    msg = frame.locator(".msg.error", has_text=UNREADABLE_RUN)
+    msg.wait_for(timeout=60_000)
+    entry = next(r for r in _get(port, "runs")["runs"] if r["name"] == UNREADABLE_RUN)
+    assert entry["status"] == "failed" and entry["error"], entry
+    assert "not a trace" in entry["error"]
+    assert entry["error"] in msg.inner_text()
+    assert frame.locator("[data-view]").count() == 0  # no view spinning for the failed run
     _shot(page, "failed_run")
+    assert page.problems == []

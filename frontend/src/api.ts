@@ -9,7 +9,12 @@
 
 // ---------------------------------------------------------------- types
 
-export type RunStatus = "ready" | "loading" | "failed";
+/**
+ * Of the run's default trace. `unloaded`: not parsed and not queued (the
+ * server prefetches only as many runs as it keeps in memory); a data
+ * request for the run loads it.
+ */
+export type RunStatus = "ready" | "loading" | "failed" | "unloaded";
 
 export interface WorkerInfo {
   name: string;

@@ -7,9 +7,11 @@ import {
   csvDataUrl,
   defaultSort,
   ensureDeltas,
+  filteredTable,
   filterRows,
   informativeMetrics,
   metricOfKey,
+  needsServerFilter,
   nextSort,
   pctKey,
   sortRows,
@@ -258,5 +260,64 @@ describe("informative metrics", () => {
       { name: "a", baseline_calls: 0, experimental_calls: 0, baseline_host_self_us: 3, experimental_host_self_us: 0, baseline_device_self_us: 0, experimental_device_self_us: 0 },
     ];
     expect(informativeMetrics(rows, ["calls", "host_self_us", "device_self_us"])).toEqual(["calls", "host_self_us"]);
+  });
+});
+
+describe("tables cut at the server's row limit", () => {
+  // The server has 7 rows; the client holds the 5 of `sample()` (largest change first).
+  const far = ensureDeltas([row("aten::linear_backward", 1, 1, 1, 1), row("aten::relu_", 1, 1, 2, 2)], METRICS);
+
+  it("sends the filter to the server only when the table is cut and a filter is set", () => {
+    expect(needsServerFilter("relu", 7, 5)).toBe(true);
+    expect(needsServerFilter("relu", 5, 5)).toBe(false); // complete: filter here
+    expect(needsServerFilter("  ", 7, 5)).toBe(false);
+    expect(needsServerFilter("", 7, 5)).toBe(false);
+  });
+
+  it("filters locally when the table is complete", () => {
+    const t = filteredTable(sample(), 5, "RELU", { state: "none" });
+    expect(names(t.rows)).toEqual(["aten::relu"]);
+    expect(t.partial).toBe(false);
+  });
+
+  it("says an unfiltered cut table is partial", () => {
+    const t = filteredTable(sample(), 7, "", { state: "none" });
+    expect(t.rows).toHaveLength(5);
+    expect(t.partial).toBe(true);
+  });
+
+  it("shows the local matches, marked partial, until the server answers or if it fails", () => {
+    for (const server of [{ state: "pending" } as const, { state: "error", message: "HTTP 500" } as const]) {
+      const t = filteredTable(sample(), 7, "relu", server);
+      expect(names(t.rows)).toEqual(["aten::relu"]);
+      expect(t.partial).toBe(true);
+    }
+  });
+
+  it("merges the server's matches from outside the held rows, each row once", () => {
+    const relu = sample().find((r) => r.name === "aten::relu")!;
+    const server = { state: "ok" as const, rows: [{ ...relu }, far[1]!], total: 2 };
+    const t = filteredTable(sample(), 7, "relu", server);
+    expect(names(sortRows(t.rows, { key: "name", dir: "asc" }))).toEqual(["aten::relu", "aten::relu_"]);
+    expect(t.partial).toBe(false);
+  });
+
+  it("keeps local input-shape matches the server (names only) does not return", () => {
+    const t = filteredTable(sample(), 7, "[[32", { state: "ok", rows: [], total: 0 });
+    expect(names(t.rows)).toEqual(["aten::linear"]);
+    expect(t.partial).toBe(false);
+  });
+
+  it("is partial when the server's matches are cut too", () => {
+    const t = filteredTable(sample(), 20_000, "aten", { state: "ok", rows: far, total: 15_000 });
+    expect(t.rows).toHaveLength(7);
+    expect(t.partial).toBe(true);
+  });
+
+  it("tells rows with the same name but another input shape apart", () => {
+    const a = row("aten::mm", 1, 1, 1, 1, "[[1]]");
+    const b = row("aten::mm", 1, 1, 1, 1, "[[2]]");
+    const t = filteredTable([a], 3, "mm", { state: "ok", rows: [{ ...a }, b], total: 2 });
+    expect(t.rows.map((r) => r.input_shape)).toEqual(["[[1]]", "[[2]]"]);
   });
 });

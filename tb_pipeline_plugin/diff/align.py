@@ -35,6 +35,7 @@ the sides differ a lot; they keep every answer within a fraction of a second.
 from __future__ import annotations
 
 import bisect
+import gc
 from collections.abc import Hashable, Sequence
 from itertools import repeat
 
@@ -71,7 +72,15 @@ def align(
     else:
         an, bn = _encode(a_keys if a_names is None else a_names, b_keys if b_names is None else b_names)
     i, j = _match(a, b, an, bn)
-    return _with_gaps(i, j, n, m)
+    # The answer is up to n + m fresh tuples; cyclic-GC passes would walk
+    # them all again while they are made (as in trace/decode.py).
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _with_gaps(i, j, n, m)
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _encode(a_keys: Sequence[Hashable], b_keys: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray]:

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ..analysis.kernels import kernels
 from ..analysis.operators import GROUP_BY, operators
 from ..errors import BadRequest
 from ..trace_processor import TraceProcessor
@@ -53,7 +54,11 @@ def diff_operators_impl(b: TraceProcessor, e: TraceProcessor, args: Mapping[str,
 
 
 def diff_kernels_impl(b: TraceProcessor, e: TraceProcessor, args: Mapping[str, str]) -> dict:
-    return compare.query(kernel_table(b, e), KERNEL_KEYS, compare.KERNEL_COLUMNS, KERNEL_PRIMARY, args)
+    if args.get("group_by"):
+        raise BadRequest("group_by applies to diff/operators only: kernels are always grouped by name")
+    path = args.get("path") or ""
+    table = kernel_table(b, e, path)
+    return {"path": path, **compare.query(table, KERNEL_KEYS, compare.KERNEL_COLUMNS, KERNEL_PRIMARY, args)}
 
 
 OPERATOR_KEYS = ["name", "input_shape"]
@@ -85,9 +90,24 @@ def operator_table(b: TraceProcessor, e: TraceProcessor, group_by: str = "name",
     return table
 
 
-def kernel_table(b: TraceProcessor, e: TraceProcessor):
-    """Kernels of both runs joined by name."""
-    return compare.join(b.kernels(), e.kernels(), KERNEL_KEYS, compare.KERNEL_COLUMNS)
+def kernel_table(b: TraceProcessor, e: TraceProcessor, path: str = ""):
+    """Kernels of both runs joined by name, optionally restricted to those
+    launched from inside the `diff/modules` piece at `path` (the kernels its
+    `device_us` counts)."""
+    if path:
+        bi, ei = piece_index(b), piece_index(e)
+        node = M.resolve(bi, ei, path)[-1]
+        b_table, e_table = _piece_kernels(b, bi, node.b), _piece_kernels(e, ei, node.e)
+    else:
+        b_table, e_table = b.kernels(), e.kernels()
+    return compare.join(b_table, e_table, KERNEL_KEYS, compare.KERNEL_COLUMNS)
+
+
+def _piece_kernels(tp: TraceProcessor, index: P.PieceIndex, piece: P.Piece | None):
+    if piece is not None and piece.kind == M.ROOT:
+        return tp.kernels()
+    rows = P.device_rows(index, piece) if piece is not None else np.empty(0, dtype=np.int64)
+    return kernels(tp.linked, rows=rows)
 
 
 def _piece_operators(tp: TraceProcessor, index: P.PieceIndex, piece: P.Piece | None, group_by: str):

@@ -135,10 +135,10 @@ def _int_arg(args: Mapping[str, str], name: str, default: int, lo: int, hi: int 
     raw = args.get(name)
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        raise BadRequest(f"{name} must be an integer, got {raw!r}") from None
+    # Plain ASCII digits only: int() would also take "٣", "+5", "5_0", " 5".
+    if not isinstance(raw, str) or not (raw.isascii() and raw.isdigit()):
+        raise BadRequest(f"{name} must be a non-negative integer (digits 0-9), got {raw!r}")
+    value = int(raw)
     if value < lo or (hi is not None and value > hi):
         bound = f"between {lo} and {hi}" if hi is not None else f">= {lo}"
         raise BadRequest(f"{name} must be {bound}, got {value}")

@@ -5,12 +5,24 @@ aligned by index (the i-th step of each run). A step's children are its
 pieces (see pieces.py), a module's children its submodule calls, each level
 aligned with `align` on (kind, key) and ended by the level's unknown piece.
 
+When exactly one run has no `ProfilerStep#N` annotations (its one step is
+the whole trace, `all`), the other run's steps are merged into one `all`
+step too (`pieces.whole_window`), so whole windows are compared, never the
+whole trace with the first step; the root and that step carry a `note`.
+
 A node's `path` is the dot-joined indices of the aligned children taken from
 the root ("" root, "2" third step, "2.4.1" ...). It is opaque to clients and
 only valid for the same pair of traces.
+
+Aligned children are memoised per (baseline index, experimental index,
+path), in an LRU owned by the baseline's PieceIndex (weakly keyed by the
+experimental one): zooming deeper, or asking for a piece's operators, does
+not align every level above it again.
 """
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +35,9 @@ MATCHED, BASELINE_ONLY, EXPERIMENTAL_ONLY = "matched", "baseline_only", "experim
 ROOT = "root"
 ROOT_NAME = "All steps"
 MAX_PATH_CHARS = 1000
+# Per pair of traces: at most this many memoised levels / child nodes.
+CACHE_MAX_LEVELS = 512
+CACHE_MAX_NODES = 200_000
 
 
 @dataclass(frozen=True)
@@ -30,6 +45,7 @@ class Node:
     path: str
     b: P.Piece | None
     e: P.Piece | None
+    note: str | None = None
 
     @property
     def status(self) -> str:
@@ -43,17 +59,91 @@ class Node:
 
 
 def root(bi: P.PieceIndex, ei: P.PieceIndex) -> Node:
-    return Node("", _window(P.steps(bi)), _window(P.steps(ei)))
+    b_steps, e_steps, note = _steps(bi, ei)
+    return Node("", _window(b_steps), _window(e_steps), note)
+
+
+def _steps(bi: P.PieceIndex, ei: P.PieceIndex) -> tuple[list[P.Piece], list[P.Piece], str | None]:
+    """Each side's steps, and a note when one side's were merged into one
+    `all` window because the other side has no steps."""
+    if bi.has_steps == ei.has_steps:
+        return P.steps(bi), P.steps(ei), None
+    with_steps, without = ("baseline", "experimental") if bi.has_steps else ("experimental", "baseline")
+    n = len(bi.step_atoms if bi.has_steps else ei.step_atoms)
+    note = (f"The {without} trace has no ProfilerStep annotations, so its one step, `all`, is the whole trace. "
+            f"The {with_steps} trace's {n} step{'s' if n != 1 else ''} are compared with it as one `all` step, "
+            f"from the first step's start to the last step's end; pieces are aligned over that whole window.")
+    if bi.has_steps:
+        return [P.whole_window(bi)], P.steps(ei), note
+    return P.steps(bi), [P.whole_window(ei)], note
 
 
 def children(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> list[Node]:
-    """The aligned children of `node`, in execution order."""
+    """The aligned children of `node`, in execution order (memoised)."""
+    cache = _pair_cache(bi, ei)
+    with _CACHE_LOCK:
+        hit = cache.get(node.path)
+    if hit is None:
+        hit = _children(bi, ei, node)
+        with _CACHE_LOCK:
+            cache.put(node.path, hit)
+    return list(hit)
+
+
+def cache_info(bi: P.PieceIndex, ei: P.PieceIndex) -> dict:
+    """hits, misses, levels and nodes of the pair's memo of aligned children."""
+    cache = _pair_cache(bi, ei)
+    with _CACHE_LOCK:
+        return {"hits": cache.hits, "misses": cache.misses, "levels": len(cache.levels), "nodes": cache.nodes}
+
+
+class _LevelCache:
+    """LRU of aligned children by path, bounded in levels and in nodes."""
+
+    def __init__(self):
+        self.levels: OrderedDict[str, tuple[Node, ...]] = OrderedDict()
+        self.nodes = self.hits = self.misses = 0
+
+    def get(self, path: str) -> tuple[Node, ...] | None:
+        kids = self.levels.get(path)
+        if kids is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        self.levels.move_to_end(path)
+        return kids
+
+    def put(self, path: str, kids) -> None:
+        if path in self.levels or len(kids) > CACHE_MAX_NODES:
+            return
+        self.levels[path] = tuple(kids)
+        self.nodes += len(kids)
+        while len(self.levels) > CACHE_MAX_LEVELS or self.nodes > CACHE_MAX_NODES:
+            _, old = self.levels.popitem(last=False)
+            self.nodes -= len(old)
+
+
+_CACHE_LOCK = threading.Lock()
+
+
+def _pair_cache(bi: P.PieceIndex, ei: P.PieceIndex) -> _LevelCache:
+    with _CACHE_LOCK:
+        cache = bi.pair_cache.get(ei)
+        if cache is None:
+            cache = bi.pair_cache[ei] = _LevelCache()
+        return cache
+
+
+def _children(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> list[Node]:
     if node.any.kind == ROOT:
-        b_kids, e_kids = P.steps(bi), P.steps(ei)
+        b_kids, e_kids, note = _steps(bi, ei)
         k = min(len(b_kids), len(e_kids))
         pairs = [(i, i) for i in range(k)]
         pairs += [(i, None) for i in range(k, len(b_kids))] + [(None, j) for j in range(k, len(e_kids))]
-        return _nodes(node.path, pairs, b_kids, e_kids)
+        kids = _nodes(node.path, pairs, b_kids, e_kids)
+        if note is not None:
+            kids[0] = Node(kids[0].path, kids[0].b, kids[0].e, note)
+        return kids
     if not has_children(bi, ei, node):
         return []
     b_kids = _split(bi, node.b)
@@ -151,11 +241,12 @@ def row(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> dict:
     b, e, p = node.b, node.e, node.any
     out = {"name": p.name, "kind": p.kind, "key": p.key}
     if p.kind != ROOT:  # the root spans every step
-        out["step"] = p.step
+        out["step"] = int(node.path.split(".", 1)[0])  # the aligned step: the path's first index
     out.update({
         "path": node.path, "status": node.status, "has_children": has_children(bi, ei, node),
         "baseline_name": b.name if b is not None else None,
         "experimental_name": e.name if e is not None else None,
+        "note": node.note,
     })
     for what in ("host", "device"):
         bv, ev = _value(b, what), _value(e, what)
@@ -176,4 +267,6 @@ def walk(bi: P.PieceIndex, ei: P.PieceIndex, path: str = "", max_depth: int | No
         node, depth = stack.pop()
         yield {"depth": depth, **row(bi, ei, node)}
         if max_depth is None or depth < max_depth:
-            stack.extend((kid, depth + 1) for kid in reversed(children(bi, ei, node)))
+            # Not memoised: a walk visits every node once and would only evict
+            # the levels a user is zooming through.
+            stack.extend((kid, depth + 1) for kid in reversed(_children(bi, ei, node)))

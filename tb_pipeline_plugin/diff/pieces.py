@@ -34,18 +34,29 @@ Consecutive backward events of one parent form one `backward` piece spanning
 from the first one's start to the last one's end, so the engine's own time
 between nodes is counted as backward rather than unknown.
 
+Step windows are the `ProfilerStep#N` annotations' own host intervals
+(`LinkedTrace.steps` clips a step's start to the previous step's end so the
+overview never counts time twice; the annotation still holds its pieces).
+When one run has step annotations and the other has none, `whole_window`
+merges the steps of the first into one `all` step, comparable with the
+other's whole-trace `all` step.
+
 Everything here is computed once per trace with sorts and binary searches
 (`piece_index`, cache it with `TraceProcessor.memo`); children are cut on
 demand, which costs a few binary searches per piece.
 """
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..trace.link import LinkedTrace
+from ..trace.names import (
+    DATA_LOADING_RE, EVALUATE_PREFIX, MODULE_PREFIX, OPTIMIZER_RE, is_data_loading, is_module, is_optimizer, is_step,
+    module_class, name_mask,
+)
 from ..trace.nesting import nest
 from ..trace.table import DEVICE_ACTIVITY_KINDS, Kind, Phase
 
@@ -60,12 +71,7 @@ ATOM_KINDS = (STEP, DATA_LOADING, MODULE, BACKWARD, OPTIMIZER, ANNOTATION)
 _CODE = {k: i for i, k in enumerate(ATOM_KINDS)}
 
 UNKNOWN_NAME = "unknown (not in any module)"
-MODULE_PREFIX = "nn.Module: "
-EVALUATE_PREFIX = "autograd::engine::evaluate_function: "
-_STEP_RE = re.compile(r"^ProfilerStep#\d+$")
-_DATA_RE = re.compile(r"^(enumerate\(DataLoader\))#")
-_OPTIMIZER_RE = re.compile(r"^(Optimizer\.\w+)#")
-_INSTANCE_SUFFIX = re.compile(r"_\d+$")
+WHOLE_TRACE_STEP = "all"  # LinkedTrace's step of a trace without ProfilerStep annotations
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,7 @@ class Piece:
     calls: int
     atom: int = -1  # index into PieceIndex atoms; -1 for backward groups and unknown
     gaps: tuple = ()  # unknown pieces: the ((start, end), ...) intervals they cover
+    merged: tuple = ()  # `whole_window`: the step atoms it merges
 
     @property
     def intervals(self) -> tuple:
@@ -95,6 +102,7 @@ class Region:
     op_ts: np.ndarray  # float64, sorted
     op_rows: np.ndarray  # int64, EventTable rows in op_ts order
     dev_ts: np.ndarray  # float64, sorted start of the owning host event
+    dev_rows: np.ndarray  # int64, EventTable rows of the device activity, in dev_ts order
     dev_cum_us: np.ndarray  # float64, len(dev_ts) + 1 prefix sums of device durations
 
     def stats(self, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -106,14 +114,22 @@ class Region:
         return self.dev_cum_us[dhi] - self.dev_cum_us[dlo], hi - lo
 
     def op_rows_in(self, intervals) -> np.ndarray:
-        parts = []
-        for start, end in intervals:
-            lo, hi = np.searchsorted(self.op_ts, [start, end], side="left")
-            parts.append(self.op_rows[lo:hi])
-        return np.concatenate(parts) if parts else np.empty(0, np.int64)
+        return _rows_in(self.op_ts, self.op_rows, intervals)
+
+    def dev_rows_in(self, intervals) -> np.ndarray:
+        """Device activity whose owning host event starts inside the intervals."""
+        return _rows_in(self.dev_ts, self.dev_rows, intervals)
 
 
-@dataclass
+def _rows_in(ts: np.ndarray, rows: np.ndarray, intervals) -> np.ndarray:
+    parts = []
+    for start, end in intervals:
+        lo, hi = np.searchsorted(ts, [start, end], side="left")
+        parts.append(rows[lo:hi])
+    return np.concatenate(parts) if parts else np.empty(0, np.int64)
+
+
+@dataclass(eq=False)  # identity: an index is a cache key (modules.children)
 class PieceIndex:
     # Atoms: the events pieces are made of (steps, annotations, module calls,
     # backward events), nested by time as if they were on one thread.
@@ -129,6 +145,9 @@ class PieceIndex:
     region: Region
     step_thread: int  # EventTable thread id, -1 for an empty trace
     autograd_threads: np.ndarray  # EventTable thread ids
+    has_steps: bool  # ProfilerStep annotations; else one synthetic `all` step
+    # Aligned children per other side's index and path (modules.children).
+    pair_cache: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary, repr=False)
 
     def pieces(self, atoms: np.ndarray) -> list[Piece]:
         starts, ends = self.start_us[atoms], self.end_us[atoms]
@@ -144,6 +163,8 @@ class PieceIndex:
     def has_children(self, piece: Piece) -> bool:
         """Steps always split (at least into their unknown time); other
         pieces when they hold child atoms; backward and unknown never."""
+        if piece.merged:
+            return True
         a = piece.atom
         if a < 0 or self.kind[a] == _CODE[BACKWARD]:
             return False
@@ -155,6 +176,20 @@ def steps(index: PieceIndex) -> list[Piece]:
     return index.pieces(index.step_atoms)
 
 
+def whole_window(index: PieceIndex) -> Piece:
+    """Every step of the trace as one `all` step, from the first step's start
+    to the last one's end (the time between steps is its unknown time): the
+    counterpart of a trace without steps, whose `all` step is the whole trace."""
+    steps_ = steps(index)
+    start = min((s.start_us for s in steps_), default=0.0)
+    end = max((s.end_us for s in steps_), default=0.0)
+    device, calls = index.region.stats(np.array([start]), np.array([end]))
+    return Piece(
+        kind=STEP, name=WHOLE_TRACE_STEP, key=STEP, step=0, start_us=start, end_us=end, host_us=end - start,
+        device_us=float(device[0]), calls=int(calls[0]), merged=tuple(int(a) for a in index.step_atoms),
+    )
+
+
 def children(index: PieceIndex, parent: Piece) -> list[Piece]:
     """The pieces inside `parent`, in execution order, then its unknown piece.
 
@@ -162,6 +197,16 @@ def children(index: PieceIndex, parent: Piece) -> list[Piece]:
     module calls)."""
     if not index.has_children(parent):
         return []
+    if parent.merged:
+        out = [p for s in index.pieces(np.array(parent.merged, dtype=np.int64)) for p in _inside(index, s)]
+    else:
+        out = _inside(index, parent)
+    out.append(unknown_piece(index, parent, out))
+    return out
+
+
+def _inside(index: PieceIndex, parent: Piece) -> list[Piece]:
+    """The pieces directly inside `parent`, in execution order."""
     a = parent.atom
     kids = index.child_idx[index.child_ptr[a] : index.child_ptr[a + 1]]
     is_bwd = index.kind[kids] == _CODE[BACKWARD]
@@ -180,13 +225,18 @@ def children(index: PieceIndex, parent: Piece) -> list[Piece]:
         else:
             out.append(next(singles))
             i += 1
-    out.append(unknown_piece(index, parent, out))
     return out
 
 
 def op_rows(index: PieceIndex, piece: Piece) -> np.ndarray:
     """Operator rows inside a piece (for the per-piece operator table)."""
     return index.region.op_rows_in(piece.intervals)
+
+
+def device_rows(index: PieceIndex, piece: Piece) -> np.ndarray:
+    """Kernel / memcpy / memset rows whose time the piece's `device_us`
+    counts (for the per-piece kernel table)."""
+    return index.region.dev_rows_in(piece.intervals)
 
 
 def _backward_runs(index: PieceIndex, kids: np.ndarray, run_starts: np.ndarray, run_ends: np.ndarray,
@@ -233,11 +283,10 @@ def unknown_piece(index: PieceIndex, parent: Piece, kids: list[Piece]) -> Piece:
 def piece_index(linked: LinkedTrace) -> PieceIndex:
     t = linked.table
     host = linked.is_host
-    names = _NameLookup(t.strings)
 
     # Backward markers (see module docstring).
     ops = np.flatnonzero(host & (t.kind == Kind.CPU_OP))
-    evaluate = ops[names.startswith(t.name_id[ops], EVALUATE_PREFIX)]
+    evaluate = ops[name_mask(t, ops, lambda name: name.startswith(EVALUATE_PREFIX))]
     markers = np.union1d(np.flatnonzero(linked.backward_of >= 0), evaluate)
 
     step_thread = _step_thread(linked, markers)
@@ -250,9 +299,9 @@ def piece_index(linked: LinkedTrace) -> PieceIndex:
     kind_of_row = np.full(len(t), -1, dtype=np.int8)
     # Annotations and module calls on the step thread.
     named = np.flatnonzero(on_step & np.isin(t.kind, (Kind.USER_ANNOTATION, Kind.CPU_OP)))
-    kind_of_row[named] = _annotation_kinds(t, names, named)
+    kind_of_row[named] = _annotation_kinds(t, named)
     py = np.flatnonzero(on_step & (t.kind == Kind.PYTHON_FUNCTION))
-    kind_of_row[py[names.startswith(t.name_id[py], MODULE_PREFIX)]] = _CODE[MODULE]
+    kind_of_row[py[name_mask(t, py, is_module)]] = _CODE[MODULE]
     # Backward: markers on the step thread, top-level events on autograd
     # threads; a marker that is also an annotation is backward work first.
     top_autograd = np.flatnonzero(host & np.isin(t.thread_id, autograd_threads) & (linked.parent < 0))
@@ -265,8 +314,9 @@ def piece_index(linked: LinkedTrace) -> PieceIndex:
     n_steps = len(st.name)
     n = n_steps + len(atom_rows)
     kind = np.concatenate((np.full(n_steps, _CODE[STEP], np.int8), kind_of_row[atom_rows]))
-    start = np.concatenate((st.start_us, t.ts_us[atom_rows]))
-    end = np.concatenate((st.host_end_us, t.ts_us[atom_rows] + t.dur_us[atom_rows]))
+    step_start, step_end = _step_windows(linked)
+    start = np.concatenate((step_start, t.ts_us[atom_rows]))
+    end = np.concatenate((step_end, t.ts_us[atom_rows] + t.dur_us[atom_rows]))
     name = np.empty(n, dtype=object)
     key = np.empty(n, dtype=object)
     name[:n_steps] = st.name
@@ -283,24 +333,25 @@ def piece_index(linked: LinkedTrace) -> PieceIndex:
         kind=kind, name=name, key=key, start_us=start, end_us=end, step=step_of,
         child_ptr=child_ptr, child_idx=child_idx, step_atoms=np.arange(n_steps, dtype=np.int64),
         region=region, step_thread=int(step_thread), autograd_threads=autograd_threads,
+        has_steps=_has_steps(linked),
     )
 
 
-class _NameLookup:
-    """String tests on interned name ids, evaluated once per distinct id."""
-
-    def __init__(self, strings: list[str]):
-        self.strings = strings
-
-    def startswith(self, ids: np.ndarray, prefix: str) -> np.ndarray:
-        if len(ids) == 0:
-            return np.zeros(0, dtype=bool)
-        uniq, inverse = np.unique(ids, return_inverse=True)
-        hit = np.array([i >= 0 and self.strings[i].startswith(prefix) for i in uniq.tolist()], dtype=bool)
-        return hit[inverse]
+def _has_steps(linked: LinkedTrace) -> bool:
+    return bool(len(linked.steps.row) and linked.steps.row[0] >= 0)
 
 
-def _annotation_kinds(t, names: _NameLookup, rows: np.ndarray) -> np.ndarray:
+def _step_windows(linked: LinkedTrace) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) of each step's host window: its annotation's own
+    interval (`steps.start_us` may be clipped to the previous step's device
+    end); the synthetic `all` step keeps `steps.start_us`."""
+    st = linked.steps
+    real = st.row >= 0
+    start = np.where(real, linked.table.ts_us[np.where(real, st.row, 0)], st.start_us) if len(st.row) else st.start_us
+    return np.asarray(start, dtype=np.float64).copy(), np.asarray(st.host_end_us, dtype=np.float64).copy()
+
+
+def _annotation_kinds(t, rows: np.ndarray) -> np.ndarray:
     """Kind code per row (-1: not a piece) for DataLoader, optimizer and
     other user annotations. 2021 traces record the DataLoader / optimizer
     annotations as operators, so those names count whatever the category;
@@ -315,11 +366,11 @@ def _annotation_kinds(t, names: _NameLookup, rows: np.ndarray) -> np.ndarray:
 
 
 def _annotation_code(text: str) -> int:
-    if _DATA_RE.match(text):
+    if is_data_loading(text):
         return _CODE[DATA_LOADING]
-    if _OPTIMIZER_RE.match(text):
+    if is_optimizer(text):
         return _CODE[OPTIMIZER]
-    return -1 if _STEP_RE.match(text) else _CODE[ANNOTATION]
+    return -1 if is_step(text) else _CODE[ANNOTATION]
 
 
 def _labels(t, kinds: np.ndarray, name_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -344,8 +395,8 @@ def _label(kind: str, text: str) -> tuple[str, str]:
         return "backward", BACKWARD
     if kind == MODULE:
         name = text[len(MODULE_PREFIX):]
-        return name, _INSTANCE_SUFFIX.sub("", name)
-    family = {DATA_LOADING: _DATA_RE, OPTIMIZER: _OPTIMIZER_RE}.get(kind)
+        return name, module_class(name)
+    family = {DATA_LOADING: DATA_LOADING_RE, OPTIMIZER: OPTIMIZER_RE}.get(kind)
     m = family.match(text) if family else None
     return text, m.group(1) if m else text
 
@@ -410,7 +461,7 @@ def _region(linked: LinkedTrace, threads: np.ndarray) -> Region:
     dorder = np.argsort(t.ts_us[owner], kind="stable")
     return Region(
         op_ts=t.ts_us[ops][order], op_rows=ops[order],
-        dev_ts=t.ts_us[owner][dorder],
+        dev_ts=t.ts_us[owner][dorder], dev_rows=dev[dorder],
         dev_cum_us=np.concatenate(([0.0], np.cumsum(t.dur_us[dev][dorder]))),
     )
 
@@ -422,9 +473,11 @@ def _empty_index(linked: LinkedTrace) -> PieceIndex:
     name[:] = st.name
     key = np.full(n, STEP, dtype=object)
     empty_f, empty_i = np.empty(0), np.empty(0, np.int64)
+    start, end = _step_windows(linked)
     return PieceIndex(
-        kind=np.full(n, _CODE[STEP], np.int8), name=name, key=key, start_us=st.start_us.copy(),
-        end_us=st.host_end_us.copy(), step=np.arange(n, dtype=np.int64), child_ptr=np.zeros(n + 1, np.int64),
+        kind=np.full(n, _CODE[STEP], np.int8), name=name, key=key, start_us=start,
+        end_us=end, step=np.arange(n, dtype=np.int64), child_ptr=np.zeros(n + 1, np.int64),
         child_idx=empty_i, step_atoms=np.arange(n, dtype=np.int64),
-        region=Region(empty_f, empty_i, empty_f, np.zeros(1)), step_thread=-1, autograd_threads=empty_i,
+        region=Region(empty_f, empty_i, empty_f, empty_i, np.zeros(1)), step_thread=-1, autograd_threads=empty_i,
+        has_steps=_has_steps(linked),
     )

@@ -150,6 +150,64 @@ export function filterRows(rows: readonly DiffTableRow[], text: string): DiffTab
   );
 }
 
+// ---------------------------------------------------- partial tables
+
+/**
+ * Whether a filter has to be sent to the server: the table we hold was cut
+ * at the server's row limit (`total` rows exist, fewer were received), so
+ * a row matching the filter may be outside it.
+ */
+export function needsServerFilter(filter: string, total: number, received: number): boolean {
+  return filter.trim() !== "" && total > received;
+}
+
+/** The server's answer to a filtered request, as far as it got. */
+export type ServerMatches =
+  | { state: "none" }
+  | { state: "pending" }
+  | { state: "ok"; rows: readonly DiffTableRow[]; total: number }
+  | { state: "error"; message: string };
+
+export interface FilteredTable {
+  /** Rows to show, unsorted. */
+  rows: DiffTableRow[];
+  /**
+   * True when the server has rows that belong here but are not in `rows`:
+   * the unfiltered table beyond the row limit, or a filter whose matches
+   * the server has not sent (still searching, failed, or too many).
+   */
+  partial: boolean;
+}
+
+function rowKey(r: DiffTableRow): string {
+  return `${r.name}\u0000${typeof r.input_shape === "string" ? r.input_shape : ""}`;
+}
+
+/**
+ * What the table shows for a filter. `all` is the unfiltered table as
+ * fetched (`total` rows on the server). When it is complete, the filter is
+ * applied here. When it is not, the server's matches (names, over the whole
+ * table) are merged with the local ones (name or input shape, among the
+ * rows held), each row once.
+ */
+export function filteredTable(all: readonly DiffTableRow[], total: number, filter: string, server: ServerMatches): FilteredTable {
+  const local = filterRows(all, filter);
+  const cut = total > all.length;
+  if (!filter.trim()) return { rows: local, partial: cut };
+  if (!cut) return { rows: local, partial: false };
+  if (server.state !== "ok") return { rows: local, partial: true };
+  const seen = new Set(local.map(rowKey));
+  const rows = local.slice();
+  for (const r of server.rows) {
+    const k = rowKey(r);
+    if (!seen.has(k)) {
+      seen.add(k);
+      rows.push(r);
+    }
+  }
+  return { rows, partial: server.total > server.rows.length };
+}
+
 // ---------------------------------------------------------------- sort
 
 export function defaultSort(primary: string): SortSpec {

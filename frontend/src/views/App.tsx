@@ -58,6 +58,34 @@ export function App({ client, ipc, initial }: { client: ApiClient; ipc: HostIpc;
 
   const runList: RunInfo[] = runs.state === "ok" ? runs.data.runs : [];
 
+  // A picked run the server has not parsed (`unloaded`, or `loading` but
+  // maybe queued behind the prefetches `runs` started): ask for its data,
+  // which the server loads before any prefetch, and reread the runs list when
+  // that answers so the status and warnings shown are the server's. Asked
+  // again if the run is still not ready then (its file changed meanwhile,
+  // say), so the page never waits for a load nobody started.
+  const [askedGen, setAskedGen] = useState(0);
+  const pendingKey = runs.state === "ok" ? JSON.stringify(pendingRuns(runList, [state.baseline.run, state.experimental.run])) : "[]";
+  useEffect(() => {
+    const pending = JSON.parse(pendingKey) as string[];
+    if (pending.length === 0) return;
+    const ctrl = new AbortController();
+    let again: ReturnType<typeof setTimeout> | null = null;
+    const settled = () => {
+      if (ctrl.signal.aborted) return;
+      void loadRuns().then(() => {
+        // Still pending after the reread (or it failed): ask again, not in a tight loop.
+        if (!ctrl.signal.aborted) again = setTimeout(() => setAskedGen((g) => g + 1), RUNS_POLL_MS);
+      });
+    };
+    // The run's default trace: the one its `status` describes.
+    for (const run of pending) client.overview({ run }, { signal: ctrl.signal }).then(settled, settled);
+    return () => {
+      ctrl.abort();
+      if (again) clearTimeout(again);
+    };
+  }, [pendingKey, askedGen, client, loadRuns]);
+
   // Repair the selection against the runs the server has (first load, a run deleted, a URL from elsewhere).
   useEffect(() => {
     if (runs.state !== "ok") return;
@@ -130,7 +158,7 @@ export function App({ client, ipc, initial }: { client: ApiClient; ipc: HostIpc;
         </Message>
       )}
       {blocking.map((r) =>
-        r.status === "loading" ? (
+        r.status === "loading" || r.status === "unloaded" ? (
           <Message key={r.name} kind="info" title={`Run “${r.name}” is still loading`}>
             The server is parsing its trace files; this page checks again every second and shows the comparison once it is ready.
           </Message>
@@ -189,6 +217,14 @@ function ViewFor(props: { view: View; client: ApiClient; sel: DiffSelection; sta
     case "kernels":
       return <DiffTableView client={client} sel={sel} kind="kernels" state={state} onChange={onChange} reloadToken={reloadToken} />;
   }
+}
+
+/** The picked runs (each once) whose default trace is not parsed yet. */
+function pendingRuns(runs: readonly RunInfo[], picked: readonly string[]): string[] {
+  return [...new Set(picked)].filter((name) => {
+    const r = runs.find((x) => x.name === name);
+    return !!r && (r.status === "unloaded" || r.status === "loading");
+  });
 }
 
 function sameChoice(a: TraceChoice, b: TraceChoice): boolean {

@@ -1,17 +1,38 @@
 /**
  * Operator or kernel delta table. Fetches the whole table once (up to the
  * server's 10k limit) and filters/sorts it in the pure table model, so a
- * header click re-sorts in milliseconds without a round trip.
+ * header click re-sorts in milliseconds without a round trip. When the
+ * server has more rows than that, a filter is also sent to the server so
+ * rows outside the fetched ones can be found, and the page says whenever
+ * it shows a partial set.
  */
 import { useMemo, useState } from "preact/hooks";
-import { MAX_TABLE_ROWS, type ApiClient, type DiffSelection, type DiffTableResponse } from "../api";
+import { MAX_TABLE_ROWS, type ApiClient, type DiffSelection, type DiffTableResponse, type RequestOpts } from "../api";
 import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
 import { VirtualTable } from "../components/VirtualTable";
 import { formatInt } from "../model/format";
-import { buildColumns, csvDataUrl, defaultSort, ensureDeltas, informativeMetrics, metricLabel, nextSort, toCsv, viewRows, type SortSpec } from "../model/tableModel";
+import {
+  buildColumns,
+  csvDataUrl,
+  defaultSort,
+  ensureDeltas,
+  filteredTable,
+  informativeMetrics,
+  metricLabel,
+  needsServerFilter,
+  nextSort,
+  sortRows,
+  toCsv,
+  type ServerMatches,
+  type SortSpec,
+} from "../model/tableModel";
 import type { UrlState } from "../model/urlState";
+import { useDebounced } from "../useDebounced";
 import { useRequest } from "../useRequest";
+
+/** Wait this long after the last key press before asking the server to filter. */
+const FILTER_DEBOUNCE_MS = 300;
 
 export interface DiffTableViewProps {
   client: ApiClient;
@@ -27,13 +48,12 @@ export interface DiffTableViewProps {
 
 export function DiffTableView({ client, sel, kind, state, onChange, reloadToken, piece = null, height }: DiffTableViewProps) {
   const byShape = kind === "operators" && state.byShape;
-  const req = useRequest<DiffTableResponse>(
-    (opts) =>
-      kind === "operators"
-        ? client.diffOperators(sel, { limit: MAX_TABLE_ROWS, groupBy: byShape ? "name_and_shape" : "name", path: piece?.path || undefined }, opts)
-        : client.diffKernels(sel, { limit: MAX_TABLE_ROWS }, opts),
-    [client, kind, sel.baseline, sel.bWorker, sel.bSpan, sel.experimental, sel.eWorker, sel.eSpan, byShape, piece?.path, reloadToken],
-  );
+  const fetchTable = (filter: string | undefined, opts: RequestOpts) =>
+    kind === "operators"
+      ? client.diffOperators(sel, { limit: MAX_TABLE_ROWS, filter, groupBy: byShape ? "name_and_shape" : "name", path: piece?.path || undefined }, opts)
+      : client.diffKernels(sel, { limit: MAX_TABLE_ROWS, filter }, opts);
+  const tableDeps = [client, kind, sel.baseline, sel.bWorker, sel.bSpan, sel.experimental, sel.eWorker, sel.eSpan, byShape, piece?.path, reloadToken];
+  const req = useRequest<DiffTableResponse>((opts) => fetchTable(undefined, opts), tableDeps);
 
   const table = useMemo(() => {
     if (req.state !== "ok") return null;
@@ -44,13 +64,30 @@ export function DiffTableView({ client, sel, kind, state, onChange, reloadToken,
     return { resp: r, rows, columns: buildColumns(shownMetrics, byShape, r.primary), hidden };
   }, [req, byShape]);
 
+  // The fetched table is cut at the row limit: filter on the server too.
+  const settledFilter = useDebounced(state.filter.trim(), FILTER_DEBOUNCE_MS);
+  const cut = table !== null && needsServerFilter(state.filter, table.resp.total, table.rows.length);
+  const serverFilter = cut && settledFilter === state.filter.trim() ? settledFilter : "";
+  const serverReq = useRequest<DiffTableResponse>(serverFilter ? (opts) => fetchTable(serverFilter, opts) : null, [...tableDeps, serverFilter]);
+  const server: ServerMatches = useMemo(() => {
+    if (!cut) return { state: "none" };
+    if (!serverFilter || serverReq.state === "loading" || serverReq.state === "idle") return { state: "pending" };
+    if (serverReq.state === "error") return { state: "error", message: serverReq.error instanceof Error ? serverReq.error.message : String(serverReq.error) };
+    const r = serverReq.data;
+    return { state: "ok", rows: table ? ensureDeltas(r.rows, table.resp.columns) : r.rows, total: r.total };
+  }, [cut, serverFilter, serverReq, table]);
+
   const sort: SortSpec = useMemo(() => {
     if (!table) return { key: "", dir: "desc" };
     const valid = state.sort && table.columns.some((c) => c.key === state.sort);
     return valid ? { key: state.sort, dir: state.dir } : defaultSort(table.resp.primary);
   }, [table, state.sort, state.dir]);
 
-  const shown = useMemo(() => (table ? viewRows(table.rows, state.filter, sort) : []), [table, state.filter, sort]);
+  const view = useMemo(
+    () => (table ? filteredTable(table.rows, table.resp.total, state.filter, server) : { rows: [], partial: false }),
+    [table, state.filter, server],
+  );
+  const shown = useMemo(() => sortRows(view.rows, sort), [view, sort]);
   const [note, setNote] = useState<string | null>(null);
 
   const what = kind === "operators" ? "the operator table" : "the kernel table";
@@ -59,6 +96,7 @@ export function DiffTableView({ client, sel, kind, state, onChange, reloadToken,
   if (!table) return null;
   const { resp, rows, columns, hidden } = table;
   const noun = kind === "operators" ? "operators" : "kernels";
+  const cutTotal = resp.total > rows.length;
 
   const exportCsv = () => {
     const a = document.createElement("a");
@@ -97,8 +135,10 @@ export function DiffTableView({ client, sel, kind, state, onChange, reloadToken,
             <input type="checkbox" checked={byShape} onChange={(e) => onChange({ byShape: e.currentTarget.checked })} /> Group by input shape
           </label>
         )}
-        <span class="count" aria-live="polite" data-testid="row-count">
-          {state.filter ? `${formatInt(shown.length)} of ${formatInt(rows.length)} ${noun}` : `${formatInt(rows.length)} ${noun}`}
+        <span class="count" aria-live="polite" data-testid="row-count" data-partial={view.partial ? "true" : "false"}>
+          {state.filter
+            ? `${formatInt(shown.length)} of ${formatInt(cutTotal ? resp.total : rows.length)} ${noun}${server.state === "pending" ? " (searching…)" : ""}`
+            : `${formatInt(rows.length)} ${noun}`}
         </span>
         <span style={{ marginLeft: "auto", display: "flex", gap: "8px" }}>
           {(state.sort || state.filter) && (
@@ -122,20 +162,18 @@ export function DiffTableView({ client, sel, kind, state, onChange, reloadToken,
         {hidden.length > 0 && rows.length > 0 && ` Not shown: ${hidden.map(metricLabel).join(", ")} (zero in both runs).`}
         {note && <span role="status"> {note}</span>}
       </p>
-      {resp.total > rows.length && (
-        <Message kind="warn" title={`Showing ${formatInt(rows.length)} of ${formatInt(resp.total)} ${noun}`}>
-          The server sends at most {formatInt(MAX_TABLE_ROWS)} rows: the ones with the largest change. Filter to narrow the table.
-        </Message>
-      )}
+      {cutTotal && <PartialNote noun={noun} filter={state.filter.trim()} total={resp.total} held={rows.length} server={server} byShape={byShape} />}
       {rows.length === 0 ? (
         <Message kind="info" title={`No ${noun}`}>
           {piece ? `Neither run has ${noun} inside “${piece.name}”.` : `Neither trace records any ${noun}.`}
           {kind === "kernels" ? " Kernels come from GPU activity; a CPU-only trace has none." : ""}
         </Message>
       ) : shown.length === 0 ? (
-        <Message kind="info" title={`No ${noun} match “${state.filter}”`}>
-          The filter is a case-insensitive part of the name.
-        </Message>
+        server.state === "pending" ? null : (
+          <Message kind="info" title={`No ${noun} match “${state.filter}”`}>
+            The filter is a case-insensitive part of the name.
+          </Message>
+        )
       ) : (
         <VirtualTable
           columns={columns}
@@ -151,4 +189,40 @@ export function DiffTableView({ client, sel, kind, state, onChange, reloadToken,
       )}
     </div>
   );
+}
+
+/** Says what is missing when the table holds fewer rows than the server has. */
+function PartialNote(props: { noun: string; filter: string; total: number; held: number; server: ServerMatches; byShape: boolean }) {
+  const { noun, filter, total, held, server, byShape } = props;
+  const limit = formatInt(MAX_TABLE_ROWS);
+  if (!filter)
+    return (
+      <Message kind="warn" title={`Showing ${formatInt(held)} of ${formatInt(total)} ${noun}`}>
+        The server sends at most {limit} rows: the ones with the largest change. A filter searches all {formatInt(total)} on the server.
+      </Message>
+    );
+  if (server.state === "pending" || server.state === "none")
+    return (
+      <Message kind="info" title={`Searching all ${formatInt(total)} ${noun} for “${filter}”…`}>
+        Meanwhile the table shows the matches among the {formatInt(held)} with the largest change only.
+      </Message>
+    );
+  if (server.state === "error")
+    return (
+      <Message kind="warn" title={`Partial results: the server could not filter (${server.message})`}>
+        The table shows the matches among the {formatInt(held)} {noun} with the largest change only, of {formatInt(total)}.
+      </Message>
+    );
+  if (server.total > server.rows.length)
+    return (
+      <Message kind="warn" title={`Showing the ${formatInt(server.rows.length)} of ${formatInt(server.total)} matches with the largest change`}>
+        The server sends at most {limit} rows. Narrow the filter to see the others.
+      </Message>
+    );
+  // Complete for names; the server does not match input shapes.
+  return byShape ? (
+    <p class="muted small" style={{ margin: "0 0 6px" }}>
+      Names are matched among all {formatInt(total)} {noun}; input shapes only among the {formatInt(held)} with the largest change.
+    </p>
+  ) : null;
 }

@@ -14,6 +14,7 @@ interface Props {
 }
 
 function runLabel(r: RunInfo): string {
+  // An `unloaded` run loads when picked: nothing worth a label.
   if (r.status === "loading") return `${r.name} (loading…)`;
   if (r.status === "failed") return `${r.name} (failed)`;
   return r.name;
