@@ -32,10 +32,15 @@ def overview_impl(tp: TraceProcessor, sel: dict) -> dict:
     return {**sel, **tp.overview()}
 
 
-def operators_impl(tp: TraceProcessor, group_by: str | None) -> dict:
-    group_by = group_by or "name"
+def parse_group_by(raw: str | None) -> str:
+    group_by = raw or "name"
     if group_by not in GROUP_BY:
         raise BadRequest(f"group_by must be one of {', '.join(GROUP_BY)}, got {group_by!r}")
+    return group_by
+
+
+def operators_impl(tp: TraceProcessor, group_by: str | None) -> dict:
+    group_by = parse_group_by(group_by)
     frame = tp.operators(group_by)
     return {
         "group_by": group_by,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
+from urllib.parse import quote
 from pathlib import Path
 
 import pytest
@@ -126,15 +127,18 @@ def make_tb_client():
 
 
 def wait_ready(client, run: str, timeout: float = 60) -> dict:
-    """Poll `runs` until `run` is no longer loading; returns its `runs` entry
-    (status "ready" or "failed"). Fails the test on timeout."""
+    """Poll `runs` until `run` is loaded; returns its `runs` entry (status
+    "ready" or "failed"). A run the plugin did not prefetch ("unloaded") is
+    asked for, as a user selecting it would. Fails the test on timeout."""
     deadline = time.monotonic() + timeout
     last = None
     while True:
         resp = client.get(f"{PLUGIN_PREFIX}/runs")
         assert resp.status_code == 200, resp.get_data(as_text=True)
         last = next((r for r in resp.get_json()["runs"] if r["name"] == run), None)
-        if last is not None and last["status"] != "loading":
+        if last is not None and last["status"] == "unloaded":
+            client.get(f"{PLUGIN_PREFIX}/overview?run={quote(run)}")
+        elif last is not None and last["status"] != "loading":
             return last
         if time.monotonic() > deadline:
             pytest.fail(f"run {run!r} not loaded after {timeout} s; last state: {last!r}")

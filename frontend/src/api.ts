@@ -127,6 +127,8 @@ export interface DiffPiece {
   baseline_calls?: number;
   experimental_calls?: number;
   delta_calls?: number;
+  /** Why this node is compared the way it is (e.g. one run has no steps). */
+  note?: string | null;
 }
 
 export interface DiffTrend {

@@ -11,6 +11,12 @@ GROUP_BY = ("name", "name_and_shape")
 OPERATOR_COLUMNS = ["name", "input_shape", "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us"]
 
 
+def primary_column(has_device: bool) -> str:
+    """The duration operators are ranked by: device self time when the trace
+    ran anything on a device, host self time otherwise."""
+    return "device_self_us" if has_device else "host_self_us"
+
+
 def operator_rows(linked: LinkedTrace, rows: np.ndarray | None = None) -> np.ndarray:
     """Rows of operator events, optionally restricted to a subset of rows."""
     t = linked.table
@@ -50,6 +56,6 @@ def operators(linked: LinkedTrace, group_by: str = "name", rows: np.ndarray | No
         grouped.insert(1, "input_shape", shapes)
     else:
         grouped.insert(1, "input_shape", None)
-    primary = "device_self_us" if linked.has_device else "host_self_us"
+    primary = primary_column(linked.has_device)
     out = grouped[OPERATOR_COLUMNS].sort_values([primary, "name"], ascending=[False, True], kind="stable")
     return out.reset_index(drop=True)

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..analysis.kernels import kernels
-from ..analysis.operators import GROUP_BY, operators
+from ..analysis.operators import operators, primary_column
+from ..run_api import parse_group_by
 from ..errors import BadRequest
 from ..trace_processor import TraceProcessor
 from . import compare
@@ -68,14 +69,13 @@ KERNEL_PRIMARY = "total_us"
 
 def operator_primary(b: TraceProcessor, e: TraceProcessor) -> str:
     """Device self time when either trace has device activity, else host self time."""
-    return "device_self_us" if (b.linked.has_device or e.linked.has_device) else "host_self_us"
+    return primary_column(b.linked.has_device or e.linked.has_device)
 
 
 def operator_table(b: TraceProcessor, e: TraceProcessor, group_by: str = "name", path: str = ""):
     """Operators of both runs joined by name (and input shape when grouped
     so), optionally restricted to the `diff/modules` piece at `path`."""
-    if group_by not in GROUP_BY:
-        raise BadRequest(f"group_by must be one of {', '.join(GROUP_BY)}, got {group_by!r}")
+    group_by = parse_group_by(group_by)
     if path:
         bi, ei = piece_index(b), piece_index(e)
         node = M.resolve(bi, ei, path)[-1]

@@ -116,6 +116,11 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
           <DeltaText value={pieceTimes(d.node, time).delta} text={`${formatSignedMs(pieceTimes(d.node, time).delta)} ms`} />)
         </span>
       </div>
+      {d.node.note ? (
+        <Message kind="info" title="How this level is compared">
+          {d.node.note}
+        </Message>
+      ) : null}
       {pieces.length === 0 ? (
         <Message kind="info" title="Nothing to compare at this level">
           {d.path === ""
