@@ -41,6 +41,7 @@ chromium:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 demo: setup samples
+	@echo "Open http://localhost:$(PORT)/#tb_pipeline (baseline vs experimental are preselected; Ctrl+C stops)"
 	$(VENV)/bin/tensorboard --logdir samples/runs --port $(PORT) --bind_all
 
 test-js: $(STAMPS)/npm

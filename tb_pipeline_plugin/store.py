@@ -251,7 +251,7 @@ class LoadStore:
             found = getattr(value, "warnings", None)
             if isinstance(found, (list, tuple)):
                 warnings = [str(w) for w in found]
-        except Exception as exc:  # reported to the user as the run's failure reason
+        except BaseException as exc:  # noqa: BLE001 - the worker thread must survive any loader failure
             value, error = None, describe_exception(exc)
         with self._lock:
             if self._entries.get(path) is entry:
@@ -260,6 +260,10 @@ class LoadStore:
                 if error is None:
                     entry.status, entry.value = "ready", value
                     self._ready_lru[path] = None
+                    if entry.priority != _REQUESTED:
+                        # Nobody asked for it yet: it is the first to go when
+                        # the cache is full, never a run the user has open.
+                        self._ready_lru.move_to_end(path, last=False)
                     self._evict_over_limit()
                 else:
                     entry.status, entry.error = "failed", error

@@ -46,10 +46,11 @@ class TraceProcessor:
                 self._key_locks.pop(key, None)
             return value
 
-    def overview(self) -> dict:
+    def overview(self, whole_window: bool = False) -> dict:
+        """`whole_window=True`: every step taken as one window."""
         from .analysis.overview import overview
 
-        return self.memo("overview", lambda: overview(self.linked))
+        return self.memo(("overview", whole_window), lambda: overview(self.linked, whole_window))
 
     def operators(self, group_by: str = "name"):
         from .analysis.operators import operators

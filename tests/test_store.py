@@ -437,3 +437,48 @@ def test_route_requested_run_is_ready_while_prefetches_still_run(recorded_logdir
         assert loading and still >= 3
     finally:
         plugin.close()
+
+
+def test_a_finished_prefetch_never_evicts_a_requested_value():
+    """Requested loads overtake queued prefetches and so finish first; the
+    prefetches finishing later must not push them out of a full cache."""
+    gate = threading.Event()
+    loads: list[str] = []
+
+    def load(path):
+        loads.append(path)
+        if path.startswith("pre"):
+            gate.wait(10)
+        return path.upper()
+
+    store = LoadStore(load, max_workers=1, max_ready=2)
+    try:
+        store.summary("pre1", 1, 1.0)
+        store.summary("pre2", 1, 1.0)
+        assert store.request("a", 1, 1.0).status == "loading"
+        assert store.request("b", 1, 1.0).status == "loading"
+        gate.set()
+        deadline = time.monotonic() + 10
+        while store.any_loading() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # Both user-requested values are still cached: parsed once, not evicted.
+        assert store.summary("a", 1, 1.0).value == "A"
+        assert store.summary("b", 1, 1.0).value == "B"
+        assert sorted(loads) == ["a", "b", "pre1", "pre2"]
+    finally:
+        store.close()
+
+
+def test_worker_survives_a_base_exception_in_the_loader():
+    def load(path):
+        if path == "bad":
+            raise SystemExit("loader called exit()")
+        return 42
+
+    store = LoadStore(load, max_workers=1, max_ready=4)
+    try:
+        bad = store.wait("bad", 1, 1.0, 10)
+        assert bad.status == "failed" and "SystemExit" in bad.error
+        assert store.wait("good", 1, 1.0, 10).value == 42
+    finally:
+        store.close()

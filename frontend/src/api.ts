@@ -102,6 +102,8 @@ export interface DiffOverviewResponse {
   baseline: TraceRef;
   experimental: TraceRef;
   rows: DiffOverviewRow[];
+  /** How the two runs are compared when that is not the plain per-step way (one run has no ProfilerStep annotations, ...). */
+  note?: string | null;
 }
 
 export type PieceStatus = "matched" | "baseline_only" | "experimental_only";

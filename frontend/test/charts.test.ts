@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { DiffPiece, StepInfo } from "../src/api";
-import { pieceTimes, presentCategories, runningSum, shortPieceLabel, stackedSeries, zeroAlignedRanges } from "../src/model/charts";
+import { argMaxAbs, labelIndexes, pairedStepLabel, pieceTimes, presentCategories, runningSum, shortPieceLabel, stackedSeries, stepLabel, zeroAlignedRanges } from "../src/model/charts";
 
 const zero = { kernel: 0, memcpy: 0, memset: 0, communication: 0, runtime: 0, data_loading: 0, cpu_exec: 0, other: 0 };
 const step = (n: number, b: Partial<typeof zero>): StepInfo => {
@@ -58,5 +58,32 @@ describe("zero-aligned ranges", () => {
   it("copes with all zeros", () => {
     const [a] = zeroAlignedRanges([0, 0], [0]);
     expect(a[1]).toBeGreaterThan(a[0]);
+  });
+});
+
+describe("bar labels", () => {
+  it("labels every bar up to the limit", () => {
+    expect(labelIndexes(11, 60)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  });
+  it("always labels the tallest bar beyond the limit", () => {
+    const idx = labelIndexes(200, 20, [137]);
+    expect(idx).toContain(137);
+    expect(idx.length).toBeLessThanOrEqual(21);
+    // No stride label crowds the forced one.
+    expect(idx.filter((i) => i !== 137 && Math.abs(i - 137) < 5)).toEqual([]);
+  });
+  it("finds the largest magnitude", () => {
+    expect(argMaxAbs([1, -5, 3])).toBe(1);
+    expect(argMaxAbs([])).toBe(-1);
+  });
+});
+
+describe("step labels", () => {
+  it("uses the ProfilerStep number", () => {
+    expect(stepLabel("ProfilerStep#1011")).toBe("1011");
+    expect(stepLabel("all")).toBe("all");
+    expect(pairedStepLabel("ProfilerStep#2", "ProfilerStep#2")).toBe("2");
+    expect(pairedStepLabel("ProfilerStep#2", "ProfilerStep#5")).toBe("2 / 5");
+    expect(pairedStepLabel(null, "ProfilerStep#5")).toBe("5");
   });
 });

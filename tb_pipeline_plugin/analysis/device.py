@@ -28,7 +28,8 @@ def _used_devices(table: EventTable) -> list[int]:
 def device_info(linked: LinkedTrace) -> dict:
     table = linked.table
     props = table.metadata.get("deviceProperties")
-    props = [p for p in props if isinstance(p, dict)] if isinstance(props, list) else []
+    # An entry describes a device only if it says which (an integer id).
+    props = [p for p in props if isinstance(p, dict) and _int_or_none(p.get("id")) is not None] if isinstance(props, list) else []
     used = _used_devices(table)
     if not (linked.has_device or props):
         return {"type": "CPU", "name": None, "count": 0, "memory_bytes": None, "compute_capability": None}

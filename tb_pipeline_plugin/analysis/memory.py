@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..trace.link import LinkedTrace
+from ..trace.link import LinkedTrace, Steps
 
 # c10::DeviceType: 0 is CPU; CUDA is 1 and ROCm builds report 1 as well.
 _CPU = 0
@@ -35,14 +35,17 @@ def _peak(ts: np.ndarray, value: np.ndarray, before: float, t0: float, t1: float
     return float(max(inside.max(), at_start)) if len(inside) else at_start
 
 
-def memory_summary(linked: LinkedTrace) -> dict:
+def memory_summary(linked: LinkedTrace, steps: Steps | None = None) -> dict:
     """Per device: time-weighted average and peak of allocated bytes, and the
     peak of reserved bytes, all over the steps' window."""
     m = linked.table.memory
-    steps = linked.steps
+    steps = steps or linked.steps
     t0 = float(steps.start_us.min()) if len(steps.start_us) else 0.0
     t1 = float(steps.end_us.max()) if len(steps.end_us) else 0.0
     has_total = m.total_allocated_bytes >= 0
+    if t1 <= t0 and has_total.any():
+        # No timed events (a memory-only trace): the samples are the window.
+        t0, t1 = float(m.ts_us[has_total].min()), float(m.ts_us[has_total].max())
     keys = sorted({(int(a), int(b)) for a, b in zip(m.device_type[has_total], m.device_id[has_total])})
     devices = []
     for dtype, did in keys:

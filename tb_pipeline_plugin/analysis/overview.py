@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace.link import LinkedTrace, timed_window
+from ..trace.link import LinkedTrace, Steps, timed_window
+from ..trace.link import whole_window as linked_whole_window
 from ..trace.table import Kind, Phase
 from .device import device_info, distributed_info
 from .intervals import measure_in, merge, union
@@ -44,10 +45,10 @@ def _category_rows(linked: LinkedTrace) -> dict[str, np.ndarray]:
     }
 
 
-def step_breakdown(linked: LinkedTrace) -> pd.DataFrame:
+def step_breakdown(linked: LinkedTrace, steps: Steps | None = None) -> pd.DataFrame:
     """One row per step: name, step, start/duration µs and µs per category."""
     t = linked.table
-    steps = linked.steps
+    steps = steps or linked.steps
     base = steps.start_us[0] if len(steps.start_us) else 0.0
     ws, we = steps.start_us - base, steps.end_us - base
     duration = we - ws
@@ -64,11 +65,11 @@ def step_breakdown(linked: LinkedTrace) -> pd.DataFrame:
     return frame
 
 
-def gpu_utilization_pct(linked: LinkedTrace) -> float | None:
+def gpu_utilization_pct(linked: LinkedTrace, steps: Steps | None = None) -> float | None:
     if not linked.has_device:
         return None
     t = linked.table
-    steps = linked.steps
+    steps = steps or linked.steps
     rows = np.flatnonzero((t.phase == Phase.COMPLETE) & (t.kind == Kind.KERNEL))
     busy = union(t.ts_us[rows] - steps.start_us[0], t.ts_us[rows] + t.dur_us[rows] - steps.start_us[0])
     total = float(np.sum(steps.end_us - steps.start_us))
@@ -82,8 +83,11 @@ def trace_duration_us(linked: LinkedTrace) -> float:
     return float(end - start)
 
 
-def overview(linked: LinkedTrace) -> dict:
-    frame = step_breakdown(linked)
+def overview(linked: LinkedTrace, whole_window: bool = False) -> dict:
+    """`whole_window`: all steps taken as one (to compare with a trace that
+    has no step annotations)."""
+    windows = linked_whole_window(linked.steps) if whole_window else linked.steps
+    frame = step_breakdown(linked, windows)
     steps = []
     for rec in frame.to_dict("records"):
         steps.append({
@@ -99,7 +103,7 @@ def overview(linked: LinkedTrace) -> dict:
         "steps": steps,
         "avg_step_time_us": float(frame["duration_us"].sum() / n),
         "breakdown_us": {c: float(frame[c].sum() / n) for c in CATEGORIES},
-        "gpu_utilization_pct": gpu_utilization_pct(linked),
-        "memory": memory_summary(linked),
+        "gpu_utilization_pct": gpu_utilization_pct(linked, windows),
+        "memory": memory_summary(linked, windows),
         "warnings": list(linked.table.warnings),
     }

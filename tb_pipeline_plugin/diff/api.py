@@ -12,6 +12,7 @@ import numpy as np
 
 from ..analysis.kernels import kernels
 from ..analysis.operators import operators, primary_column
+from ..trace.link import has_step_annotations
 from ..run_api import parse_group_by
 from ..errors import BadRequest
 from ..trace_processor import TraceProcessor
@@ -28,7 +29,23 @@ def piece_index(tp: TraceProcessor) -> P.PieceIndex:
 
 
 def diff_overview_impl(b: TraceProcessor, e: TraceProcessor) -> dict:
-    return {"rows": compare.overview_rows(b.overview(), e.overview())}
+    b_steps, e_steps = has_step_annotations(b.linked.steps), has_step_annotations(e.linked.steps)
+    if b_steps == e_steps:
+        return {"rows": compare.overview_rows(b.overview(), e.overview()), "note": None}
+    # Per-step averages of a 3-step trace against one whole-trace "step"
+    # would show a regression that is not there: compare whole windows.
+    without = "baseline" if not b_steps else "experimental"
+    note = (f"The {without} trace has no ProfilerStep annotations, so both runs are compared over their "
+            "whole profiled window (all steps taken as one).")
+    rows = compare.overview_rows(b.overview(whole_window=True), e.overview(whole_window=True))
+    return {"rows": rows, "note": note}
+
+
+_HOST_WINDOW_NOTE = (
+    "Steps and pieces are compared on the host: a step is its CPU-side ProfilerStep window. The Overview's "
+    "step time also waits for the step's GPU work to finish, so it can be longer; use Device time for the "
+    "GPU side of each piece."
+)
 
 
 def diff_modules_impl(b: TraceProcessor, e: TraceProcessor, path: str | None) -> dict:
@@ -36,10 +53,13 @@ def diff_modules_impl(b: TraceProcessor, e: TraceProcessor, path: str | None) ->
     chain = M.resolve(bi, ei, path or "")
     node = chain[-1]
     kids = M.children(bi, ei, node)
+    row = M.row(bi, ei, node)
+    if node.path == "" and row.get("note") is None and (b.linked.has_device or e.linked.has_device):
+        row["note"] = _HOST_WINDOW_NOTE
     return {
         "path": node.path,
         "breadcrumb": [{"name": n.any.name, "path": n.path} for n in chain],
-        "node": M.row(bi, ei, node),
+        "node": row,
         "children": [M.row(bi, ei, k) for k in kids],
         "trend": M.trend(kids),
     }

@@ -312,21 +312,40 @@ def piece_index(linked: LinkedTrace) -> PieceIndex:
     atom_rows = np.flatnonzero(kind_of_row >= 0)
     st = linked.steps
     n_steps = len(st.name)
+    step_start, step_end = _step_windows(linked)
+    # Steps are the top level. An atom belongs to the step its start falls
+    # in and is clipped to that step's window; atoms starting outside every
+    # step (an `epoch` annotation around the loop, the gap between steps)
+    # are not pieces. So no piece holds a later step, and no time is counted
+    # in two steps.
+    a_start = t.ts_us[atom_rows]
+    a_end = a_start + t.dur_us[atom_rows]
+    a_step = _step_at(step_start, step_end, a_start)
+    inside = a_step >= 0
+    atom_rows, a_start, a_end, a_step = atom_rows[inside], a_start[inside], a_end[inside], a_step[inside]
+    a_end = np.maximum(a_start, np.minimum(a_end, step_end[a_step]))
     n = n_steps + len(atom_rows)
     kind = np.concatenate((np.full(n_steps, _CODE[STEP], np.int8), kind_of_row[atom_rows]))
-    step_start, step_end = _step_windows(linked)
-    start = np.concatenate((step_start, t.ts_us[atom_rows]))
-    end = np.concatenate((step_end, t.ts_us[atom_rows] + t.dur_us[atom_rows]))
+    start = np.concatenate((step_start, a_start))
     name = np.empty(n, dtype=object)
     key = np.empty(n, dtype=object)
     name[:n_steps] = st.name
     key[:n_steps] = STEP
     name[n_steps:], key[n_steps:] = _labels(t, kind_of_row[atom_rows], t.name_id[atom_rows])
 
-    # Nest by time on one virtual thread: autograd-thread work lands under
-    # the step-thread piece that was waiting for it (`## backward ##`, the step).
-    parent, _ = nest(np.zeros(n, np.int32), start, end - start, np.arange(n, dtype=np.int64))
-    step_of = _step_of(parent, n_steps)
+    # Nest by time, per step, on one virtual thread: autograd-thread work
+    # lands under the step-thread piece that was waiting for it
+    # (`## backward ##`, the step). Top-level atoms are the step's children.
+    local_parent, depth = nest(a_step, a_start, a_end - a_start, np.arange(len(atom_rows), dtype=np.int64))
+    # A child a rounding error (or an autograd event) longer than its parent
+    # is clipped to it, parents first, so children always add up.
+    for d in range(1, int(depth.max()) + 1 if len(depth) else 0):
+        at = np.flatnonzero(depth == d)
+        up = local_parent[at]
+        a_end[at] = np.maximum(a_start[at], np.minimum(a_end[at], a_end[up]))
+    end = np.concatenate((step_end, a_end))
+    parent = np.concatenate((np.full(n_steps, -1, np.int64), np.where(local_parent >= 0, local_parent + n_steps, a_step)))
+    step_of = np.concatenate((np.arange(n_steps, dtype=np.int64), a_step))
     child_ptr, child_idx = _children_csr(parent, start, n)
     region = _region(linked, np.concatenate(([step_thread], autograd_threads)))
     return PieceIndex(
@@ -346,9 +365,22 @@ def _step_windows(linked: LinkedTrace) -> tuple[np.ndarray, np.ndarray]:
     interval (`steps.start_us` may be clipped to the previous step's device
     end); the synthetic `all` step keeps `steps.start_us`."""
     st = linked.steps
-    real = st.row >= 0
-    start = np.where(real, linked.table.ts_us[np.where(real, st.row, 0)], st.start_us) if len(st.row) else st.start_us
-    return np.asarray(start, dtype=np.float64).copy(), np.asarray(st.host_end_us, dtype=np.float64).copy()
+    real = np.asarray(st.row) >= 0
+    start = np.asarray(st.start_us, dtype=np.float64).copy()
+    start[real] = linked.table.ts_us[np.asarray(st.row)[real]]  # no gather at all when the table is empty
+    return start, np.asarray(st.host_end_us, dtype=np.float64).copy()
+
+
+def _step_at(step_start: np.ndarray, step_end: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """Index of the step whose window [start, end) holds each of `ts`, -1 for
+    none (the latest-starting one where windows overlap)."""
+    if len(step_start) == 0:
+        return np.full(len(ts), -1, dtype=np.int64)
+    order = np.argsort(step_start, kind="stable")
+    k = np.searchsorted(step_start[order], ts, side="right") - 1
+    found = order[np.maximum(k, 0)]
+    ok = (k >= 0) & (ts < step_end[found])
+    return np.where(ok, found, -1).astype(np.int64)
 
 
 def _annotation_kinds(t, rows: np.ndarray) -> np.ndarray:
@@ -424,19 +456,6 @@ def _step_thread(linked: LinkedTrace, markers: np.ndarray) -> int:
     # a thread only running backward nodes loses ties against one that does not.
     order = np.lexsort((top_time, ~marked, mine, present))
     return int(order[-1])
-
-
-def _step_of(parent: np.ndarray, n_steps: int) -> np.ndarray:
-    """Step index of each atom: that of its outermost ancestor, if a step."""
-    root = np.arange(len(parent), dtype=np.int64)
-    up = parent.copy()
-    while True:
-        moving = up >= 0
-        if not moving.any():
-            break
-        root[moving] = up[moving]
-        up[moving] = parent[up[moving]]
-    return np.where(root < n_steps, root, -1)
 
 
 def _children_csr(parent: np.ndarray, start: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -45,6 +45,7 @@ _MAIN_PHASES = (Phase.COMPLETE, Phase.INSTANT, Phase.COUNTER, _PH_BEGIN, _PH_END
 
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_MAX_ABS_US = 1e18
 
 
 def _ints(values, issues: Counter | None = None) -> np.ndarray:
@@ -131,9 +132,10 @@ def chunk_columns(events: list, strings: Interner, keys: Interner) -> ChunkColum
     ts_all = np.array(ts, dtype=np.float64)
     dur_all = np.array(dur, dtype=np.float64)
     timed = np.isin(phase, _MAIN_PHASES) | is_memory | (phase == _PH_FLOW)
-    no_ts = timed & np.isnan(ts_all)
+    # |ts| beyond ~31 years in µs is no clock reading (and overflows sums).
+    no_ts = timed & ~(np.abs(ts_all) <= _MAX_ABS_US)
     complete = phase == Phase.COMPLETE
-    bad_dur = complete & ~no_ts & ~(dur_all >= 0)  # missing, unreadable or negative
+    bad_dur = complete & ~no_ts & ~((dur_all >= 0) & (dur_all <= _MAX_ABS_US))  # missing, unreadable, negative, absurd
     issues["no_ts"] += int(no_ts.sum())
     issues["bad_dur"] += int(bad_dur.sum())
     usable = ~no_ts & ~bad_dur
@@ -273,7 +275,7 @@ def build_table(parts: list[ChunkColumns], strings: Interner, keys: Interner, me
         process_names.update(p.process_names)
         thread_names.update(p.thread_names)
         issues.update(p.issues)
-    warnings = _issue_warnings(issues)
+    warnings = issue_warnings(issues)
     _reclassify_profiler_annotations(main, strings.values)
 
     if np.any(main["phase"] >= _PH_BEGIN):
@@ -344,10 +346,10 @@ def _pair_begin_end(main: dict[str, np.ndarray], warnings: list[str]) -> tuple[n
     return keep, row_map
 
 
-def _issue_warnings(issues: Counter) -> list[str]:
+def issue_warnings(issues: Counter) -> list[str]:
     messages = {
         "no_ts": "{n} events without a usable timestamp (`ts`) were ignored",
-        "bad_dur": "{n} complete (X) events with a missing, unreadable or negative duration (`dur`) were ignored",
+        "bad_dur": "{n} complete (X) events with a missing, unreadable, negative or absurd duration (`dur`) were ignored",
         "out_of_range": "{n} ids or numbers outside the 64-bit range were ignored",
     }
     return [messages[k].format(n=f"{n:,}") for k, n in issues.items() if n and k in messages]

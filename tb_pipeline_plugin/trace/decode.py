@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import gc
 import re
+from collections import Counter
 
 import msgspec
 
-from .columns import ChunkColumns, build_table, chunk_columns
+from .columns import ChunkColumns, build_table, chunk_columns, issue_warnings
 from .intern import Interner
 from .locate import BOUNDARY, chunk_bounds, chunk_text, last_boundaries, locate_events
 from .reader import read_trace_bytes
@@ -73,7 +74,11 @@ def _decode(data: bytes, chunk_bytes: int) -> EventTable:
         i += 1
     decoded = sum(len(p.main.get("ts_us", ())) + len(p.flow.get("ts_us", ())) + len(p.memory.get("ts_us", ())) for p in parts)
     if not decoded and data[region.start : region.end].strip():
-        raise ValueError("no trace event could be decoded" + (f": {warnings[-1]}" if warnings else ""))
+        issues = Counter()
+        for p in parts:
+            issues.update(p.issues)
+        reasons = issue_warnings(issues) + warnings[-1:]
+        raise ValueError("no trace event could be decoded" + (": " + "; ".join(reasons) if reasons else ""))
     table = build_table(parts, interners.strings, interners.keys, region.metadata)
     table.warnings.extend(warnings)
     return table

@@ -195,6 +195,19 @@ def _propagate_up(values: np.ndarray, parent: np.ndarray, depth: np.ndarray, row
     return total
 
 
+def whole_window(steps: Steps) -> Steps:
+    """All steps as one, named "all": to compare with a trace that has no
+    step annotations, over the same kind of window."""
+    return Steps(
+        ["all"], np.zeros(1, np.int64), np.full(1, -1, np.int64),
+        np.array([steps.start_us.min()]), np.array([steps.host_end_us.max()]), np.array([steps.end_us.max()]),
+    )
+
+
+def has_step_annotations(steps: Steps) -> bool:
+    return bool(len(steps.row) and steps.row[0] >= 0)
+
+
 def timed_window(table: EventTable) -> tuple[float, float]:
     """First start and last end of the trace's timed events (complete events,
     or any events when there are only instants); (0, 0) for an empty trace."""
@@ -213,6 +226,15 @@ def _steps(table: EventTable, launch_of: np.ndarray, device_rows: np.ndarray) ->
     candidates = np.flatnonzero(complete & np.isin(table.kind, (Kind.USER_ANNOTATION, Kind.CPU_OP)))
     rows = candidates[name_mask(table, candidates, is_step)]
     if len(rows):
+        threads, counts = np.unique(table.thread_id[rows], return_counts=True)
+        if len(threads) > 1:
+            # One training loop: keep the thread that holds most step markers.
+            main = threads[np.argmax(counts)]
+            table.warnings.append(
+                f"ProfilerStep annotations on {len(threads)} threads; "
+                f"using the {int(counts.max())} on the main one, ignoring {int(len(rows) - counts.max())}"
+            )
+            rows = rows[table.thread_id[rows] == main]
         rows = rows[np.argsort(table.ts_us[rows], kind="stable")]
         step_names = [table.strings[i] for i in table.name_id[rows].tolist()]
         number = np.array([step_number(n) for n in step_names], dtype=np.int64)

@@ -1,11 +1,15 @@
 /** A delta shown as signed text plus an arrow, coloured: never colour alone. */
-import { deltaArrow, deltaDirection, formatPct } from "../model/format";
+import { deltaLook, formatPct, type Polarity } from "../model/format";
 
-export function DeltaText({ value, text, neutral = false }: { value: number | null; text: string; neutral?: boolean }) {
-  const dir = neutral ? "same" : deltaDirection(value);
-  const arrow = deltaArrow(value);
+/**
+ * `value` is the raw delta (experimental − baseline): the arrow follows its
+ * sign, the colour follows `polarity` (lower is better by default; `neutral`
+ * = no colour and no arrow). `neutral` (boolean) is kept as a shorthand.
+ */
+export function DeltaText({ value, text, neutral = false, polarity = "lower", title }: { value: number | null; text: string; neutral?: boolean; polarity?: Polarity; title?: string }) {
+  const { dir, arrow } = deltaLook(value, neutral ? "neutral" : polarity);
   return (
-    <span class={`delta ${dir}`}>
+    <span class={`delta ${dir}`} title={title ?? text}>
       {text}
       {arrow && (
         <span class="arrow" aria-hidden="true">

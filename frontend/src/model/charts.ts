@@ -10,7 +10,7 @@ export const CATEGORY_LABELS: Record<BreakdownCategory, string> = {
   memset: "Memset",
   communication: "Communication",
   runtime: "Runtime",
-  data_loading: "DataLoader",
+  data_loading: "Data loading",
   cpu_exec: "CPU exec",
   other: "Other",
 };
@@ -70,12 +70,62 @@ export function isUnknownPiece(p: DiffPiece): boolean {
 /** A short axis label: instance-free class name for modules, the piece's own name otherwise. */
 export function shortPieceLabel(p: DiffPiece, max = 16): string {
   let name = p.name.replace(/^nn\.Module: /, "");
-  if (p.kind === "data_loading") name = "DataLoader";
+  if (p.kind === "data_loading") name = "Data loading";
   else if (p.kind === "unknown") name = "unknown";
   else if (p.kind === "optimizer") name = name.replace(/^Optimizer\.(\w+)#.*$/, "Optimizer.$1");
   const mark = p.status === "baseline_only" ? "−" : p.status === "experimental_only" ? "+" : "";
   const s = mark + name;
   return s.length > max ? s.slice(0, max - 1) + "…" : s;
+}
+
+/**
+ * Which bars get an x label: every one up to `maxLabels`; beyond that an
+ * even stride, always including `mustInclude` (the tallest bars) and
+ * dropping stride labels too close to those so they do not overlap.
+ */
+export function labelIndexes(n: number, maxLabels: number, mustInclude: readonly number[] = []): number[] {
+  if (n <= 0) return [];
+  if (n <= maxLabels) return Array.from({ length: n }, (_, i) => i);
+  const stride = Math.ceil(n / Math.max(1, maxLabels));
+  const must = [...new Set(mustInclude.filter((i) => Number.isInteger(i) && i >= 0 && i < n))];
+  const out = new Set(must);
+  for (let i = 0; i < n; i += stride) {
+    if (must.every((m) => Math.abs(m - i) >= stride / 2 || m === i)) out.add(i);
+  }
+  return [...out].sort((a, b) => a - b);
+}
+
+/** Index of the largest |value| (-1 for an empty list). */
+export function argMaxAbs(values: readonly number[]): number {
+  let best = -1;
+  let bestV = -1;
+  values.forEach((v, i) => {
+    const a = Math.abs(v);
+    if (Number.isFinite(a) && a > bestV) {
+      bestV = a;
+      best = i;
+    }
+  });
+  return best;
+}
+
+/**
+ * The number a step is known by: N of `ProfilerStep#N`, `all` for the
+ * whole-trace step of a run without step annotations, else the name.
+ */
+export function stepLabel(name: string | null | undefined): string {
+  if (!name) return "";
+  const m = /ProfilerStep#(\d+)/.exec(name);
+  return m ? (m[1] ?? name) : name;
+}
+
+/** One label for a step compared across two runs: "1011", or "2 / 5" when the runs number it differently. */
+export function pairedStepLabel(baseline: string | null | undefined, experimental: string | null | undefined): string {
+  const b = stepLabel(baseline);
+  const e = stepLabel(experimental);
+  if (!b) return e;
+  if (!e || b === e) return b;
+  return `${b} / ${e}`;
 }
 
 /**

@@ -81,8 +81,47 @@ export function deltaDirection(delta: number | null | undefined): DeltaDirection
   return "same";
 }
 
-/** A glyph so the direction is not told by colour alone. */
+/** A glyph so the direction is not told by colour alone: ▲ = the value went up, ▼ = down. */
 export function deltaArrow(delta: number | null | undefined): string {
   const d = deltaDirection(delta);
   return d === "worse" ? "▲" : d === "better" ? "▼" : "";
+}
+
+/**
+ * Which way is good for a figure: `lower` (times, memory: up = worse),
+ * `higher` (utilisation: up = better), `neutral` (facts about the setup such
+ * as the step or device count: no good/bad at all).
+ */
+export type Polarity = "lower" | "higher" | "neutral";
+
+/**
+ * Colour class and arrow of a delta. The arrow always follows the sign of the
+ * raw delta (▲ = went up); the colour says whether that is better or worse
+ * for the figure; neutral figures get neither colour nor arrow.
+ */
+export function deltaLook(delta: number | null | undefined, polarity: Polarity = "lower"): { dir: DeltaDirection; arrow: string } {
+  const raw = deltaDirection(delta);
+  if (raw === "none") return { dir: "none", arrow: "" };
+  if (polarity === "neutral") return { dir: "same", arrow: "" };
+  const arrow = deltaArrow(delta);
+  if (raw === "same" || polarity === "lower") return { dir: raw, arrow };
+  return { dir: raw === "worse" ? "better" : "worse", arrow };
+}
+
+/** Fraction digits that tell ticks `incr` apart (0.25 -> 2, 0.001 -> 3, 5 -> 0). */
+export function decimalsForIncrement(incr: number): number {
+  if (!Number.isFinite(incr) || incr <= 0) return 3;
+  for (let d = 0; d < 10; d++) {
+    const scaled = incr * 10 ** d;
+    if (Math.abs(scaled - Math.round(scaled)) < 1e-6 * Math.max(1, scaled)) return d;
+  }
+  return 10;
+}
+
+/** Tick labels with one number of decimals for the whole axis, chosen from the tick increment. */
+export function formatTicks(splits: readonly number[], incr: number): string[] {
+  const d = decimalsForIncrement(incr);
+  const f = new Intl.NumberFormat("en-US", { minimumFractionDigits: d, maximumFractionDigits: d });
+  // -0 would print as "-0.000".
+  return splits.map((v) => f.format(Math.abs(v) < 0.5 * 10 ** -d ? 0 : v));
 }

@@ -5,14 +5,15 @@
  * Clicking a piece zooms into its children; the breadcrumb goes back; the
  * selected piece restricts the operator table below.
  */
-import { useMemo } from "preact/hooks";
+import { useEffect, useMemo, useRef } from "preact/hooks";
 import type uPlot from "uplot";
 import type { ApiClient, DiffModulesResponse, DiffPiece, DiffSelection } from "../api";
 import { DeltaText } from "../components/Delta";
 import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
+import { NoteText } from "../components/NoteText";
 import { Legend, UPlotChart } from "../components/UPlotChart";
-import { isUnknownPiece, pieceTimes, runningSum, shortPieceLabel, zeroAlignedRanges } from "../model/charts";
+import { argMaxAbs, isUnknownPiece, labelIndexes, pairedStepLabel, pieceTimes, runningSum, shortPieceLabel, stepLabel, zeroAlignedRanges } from "../model/charts";
 import { formatMsWithUnit, formatPct, formatSignedMs } from "../model/format";
 import type { UrlState } from "../model/urlState";
 import { useRequest } from "../useRequest";
@@ -39,6 +40,36 @@ const BAND_FILL: Record<string, string> = {
 const ACC_B = "#0d47a1";
 const ACC_E = "#bf360c";
 const ACC_D = "#424242";
+/** Up to this many pieces, every bar gets its own x label. */
+const MAX_BAR_LABELS = 60;
+/** Above this many pieces the two charts are stacked, each the full width. */
+const STACK_CHARTS_ABOVE = 12;
+
+const TIME_HINT = {
+  host: "Host time: each piece's wall time on the CPU side; a step is its CPU-side ProfilerStep window.",
+  device:
+    "Device time: the summed duration of the kernels, memcpy and memset launched in the piece. Overlapping streams add up, so it can exceed the wall time.",
+} as const;
+const TIME_HEADING = {
+  host: "host time (CPU-side ProfilerStep window)",
+  device: "device time (Σ kernel/memcpy/memset durations)",
+} as const;
+
+/**
+ * The step a piece is in, by the step's own number (`ProfilerStep#N` -> "N",
+ * "2 / 5" when the runs number the aligned step differently). Pieces carry
+ * `step` = the aligned step's index, which no other view shows.
+ */
+function pieceStep(p: DiffPiece, d: DiffModulesResponse): string {
+  if (d.path === "")
+    return pairedStepLabel(
+      p.status === "experimental_only" ? null : (p.baseline_name ?? p.name),
+      p.status === "baseline_only" ? null : (p.experimental_name ?? p.name),
+    );
+  const stepNode = d.breadcrumb[1];
+  if (stepNode) return stepLabel(stepNode.name);
+  return p.step !== undefined ? String(p.step) : "";
+}
 
 function bandOf(p: DiffPiece): string | null {
   if (p.status === "baseline_only" || p.status === "experimental_only") return p.status;
@@ -62,18 +93,38 @@ function statusBands(pieces: DiffPiece[]): (u: uPlot) => void {
 }
 
 export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Props) {
-  const req = useRequest<DiffModulesResponse>(
-    (opts) => client.diffModules(sel, state.path, opts),
-    [client, sel.baseline, sel.bWorker, sel.bSpan, sel.experimental, sel.eWorker, sel.eSpan, state.path, reloadToken],
-  );
-  const time = state.time;
+  const selDeps = [client, sel.baseline, sel.bWorker, sel.bSpan, sel.experimental, sel.eWorker, sel.eSpan, reloadToken];
+  const req = useRequest<DiffModulesResponse>((opts) => client.diffModules(sel, state.path, opts), [...selDeps, state.path]);
+  // Below the root, the root node tells whether either trace has device
+  // activity at all (the server memoises it: no new alignment).
+  const atRoot = state.path === "";
+  const rootReq = useRequest<DiffModulesResponse>(atRoot ? null : (opts) => client.diffModules(sel, "", opts), [...selDeps, atRoot]);
+  const rootNode = atRoot ? (req.state === "ok" ? req.data.node : null) : rootReq.state === "ok" ? rootReq.data.node : null;
+  const noDevice = rootNode !== null && rootNode.baseline_device_us === 0 && rootNode.experimental_device_us === 0;
+  const time = noDevice ? "host" : state.time;
+
+  // After a zoom or a breadcrumb step the view is replaced while the new
+  // level loads: put the focus on the new level's name once it is there.
+  const focusCrumb = useRef(false);
+  const crumbRef = useRef<HTMLSpanElement>(null);
+  useEffect(() => {
+    if (req.state === "ok" && focusCrumb.current) {
+      focusCrumb.current = false;
+      crumbRef.current?.focus();
+    }
+  }, [req.state]);
+  const goTo = (path: string) => {
+    if (path !== state.path) focusCrumb.current = true;
+    onChange({ path, piece: path });
+  };
 
   if (req.state === "loading" || req.state === "idle") return <Loading what="the module comparison" waitingFor={req.state === "loading" ? req.waitingFor : null} />;
   if (req.state === "error") return <ErrorMessage error={req.error} what="the module comparison" />;
   const d = req.data;
   const pieces = d.children;
+  const stepOf = (p: DiffPiece) => pieceStep(p, d);
 
-  const zoom = (p: DiffPiece) => onChange({ path: p.path, piece: p.path });
+  const zoom = (p: DiffPiece) => goTo(p.path);
   const select = (p: DiffPiece) => onChange({ piece: p.path });
   const pick = (idx: number) => {
     const p = pieces[idx];
@@ -93,9 +144,11 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
               return (
                 <li key={b.path}>
                   {current ? (
-                    <span aria-current="page">{b.name}</span>
+                    <span aria-current="page" tabIndex={-1} ref={crumbRef}>
+                      {b.name}
+                    </span>
                   ) : (
-                    <button type="button" onClick={() => onChange({ path: b.path, piece: b.path })}>
+                    <button type="button" onClick={() => goTo(b.path)}>
                       {b.name}
                     </button>
                   )}
@@ -105,32 +158,46 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
           </ol>
         </nav>
         <span class="seg" role="group" aria-label="Which time to compare">
-          {(["host", "device"] as const).map((t) => (
-            <button key={t} type="button" aria-pressed={time === t} onClick={() => onChange({ time: t })}>
-              {t === "host" ? "Host time" : "Device time"}
-            </button>
-          ))}
+          {(["host", "device"] as const).map((t) => {
+            const off = t === "device" && noDevice;
+            return (
+              <button
+                key={t}
+                type="button"
+                aria-pressed={time === t}
+                disabled={off}
+                data-time={t}
+                title={off ? "Neither trace has device activity (no kernels, memcpy or memset): there is no device time to compare." : TIME_HINT[t]}
+                onClick={() => onChange({ time: t })}
+              >
+                {t === "host" ? "Host time" : "Device time"}
+              </button>
+            );
+          })}
         </span>
         <span class="muted small">
           {d.node.name}: baseline {formatMsWithUnit(pieceTimes(d.node, time).baseline)}, experimental {formatMsWithUnit(pieceTimes(d.node, time).experimental)} (
           <DeltaText value={pieceTimes(d.node, time).delta} text={`${formatSignedMs(pieceTimes(d.node, time).delta)} ms`} />)
         </span>
       </div>
+      <p class="muted small time-hint" data-testid="time-hint">
+        {noDevice ? `${TIME_HINT.host} Device time is off: neither trace has kernels, memcpy or memset.` : TIME_HINT[time]}
+      </p>
       {d.node.note ? (
         <Message kind="info" title="How this level is compared">
-          {d.node.note}
+          <NoteText text={d.node.note} />
         </Message>
       ) : null}
       {pieces.length === 0 ? (
         <Message kind="info" title="Nothing to compare at this level">
           {d.path === ""
-            ? "Neither trace has module, DataLoader or optimizer events. Record with torch.profiler(with_stack=True, with_modules=True) to get the module tree."
+            ? "Neither trace has module, data loading (DataLoader) or optimizer events. Record with torch.profiler(with_stack=True, with_modules=True) to get the module tree."
             : "This piece has no sub-pieces."}
         </Message>
       ) : (
         <>
           <DiffCharts pieces={pieces} d={d} time={time} onPick={pick} />
-          <PieceTable pieces={pieces} time={time} selectedPath={state.piece} onZoom={zoom} onSelect={select} />
+          <PieceTable pieces={pieces} time={time} selectedPath={state.piece} onZoom={zoom} onSelect={select} stepOf={stepOf} />
         </>
       )}
       <section aria-labelledby="md-ops">
@@ -160,15 +227,16 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
   );
 }
 
-function Tip({ p, i, time, accB, accE, accD }: { p: DiffPiece; i: number; time: "host" | "device"; accB: number[]; accE: number[]; accD: number[] }) {
+function Tip({ p, i, time, accB, accE, accD, step }: { p: DiffPiece; i: number; time: "host" | "device"; accB: number[]; accE: number[]; accD: number[]; step: string }) {
   const t = pieceTimes(p, time);
   const renamed = p.baseline_name && p.experimental_name && p.baseline_name !== p.experimental_name;
   return (
     <div>
       <div class="name">
         #{i + 1} {p.name}
-        {p.step !== undefined ? ` (step ${p.step})` : ""}
+        {step && p.kind !== "step" ? ` (step ${step})` : ""}
       </div>
+      <div style={{ opacity: 0.8 }}>{TIME_HEADING[time]}</div>
       {renamed && (
         <div>
           {p.baseline_name} → {p.experimental_name}
@@ -191,7 +259,19 @@ function Tip({ p, i, time, accB, accE, accD }: { p: DiffPiece; i: number; time: 
   );
 }
 
-function DiffCharts({ pieces, d, time, onPick }: { pieces: DiffPiece[]; d: DiffModulesResponse; time: "host" | "device"; onPick: (i: number) => void }) {
+function DiffCharts({
+  pieces,
+  d,
+  time,
+  onPick,
+}: {
+  pieces: DiffPiece[];
+  d: DiffModulesResponse;
+  time: "host" | "device";
+  onPick: (i: number) => void;
+}) {
+  const stepOf = (p: DiffPiece) => pieceStep(p, d);
+  const stacked = pieces.length > STACK_CHARTS_ABOVE;
   const model = useMemo(() => {
     const xs = pieces.map((_, i) => i);
     const ts = pieces.map((p) => pieceTimes(p, time));
@@ -205,8 +285,13 @@ function DiffCharts({ pieces, d, time, onPick }: { pieces: DiffPiece[]; d: DiffM
     const accD = (time === "host" ? tr?.delta_host_us : tr?.delta_device_us) ?? runningSum(ts.map((t) => t.delta));
     // Horizontal labels only fit a handful of pieces per chart half.
     const many = pieces.length > 4;
-    const labels = pieces.map((p) => shortPieceLabel(p, many ? 20 : 16));
-    const xAxis = indexAxis("Pieces in execution order (− baseline only, + experimental only)", (i) => labels[i] ?? "", many ? -40 : 0);
+    const labels = pieces.map((p) => (p.kind === "step" ? stepOf(p) : shortPieceLabel(p, many ? 18 : 16)));
+    // Every bar labelled up to MAX_BAR_LABELS; beyond, a stride that always
+    // keeps the tallest bar of each chart labelled.
+    const tallest = argMaxAbs(ts.map((t) => Math.max(t.baseline, t.experimental)));
+    const ticks = labelIndexes(pieces.length, MAX_BAR_LABELS, [tallest, argMaxAbs(delta)]);
+    const rotate = !many ? 0 : pieces.length > 30 ? -60 : -40;
+    const xAxis = indexAxis("Pieces in execution order (shaded or −/+: only in the baseline / experimental run)", (i) => labels[i] ?? "", rotate, ticks);
     const xScale: uPlot.Scale = { time: false, range: [-0.6, pieces.length - 0.4] };
     const tint = statusBands(pieces);
     const timeName = time === "host" ? "host" : "device";
@@ -250,7 +335,7 @@ function DiffCharts({ pieces, d, time, onPick }: { pieces: DiffPiece[]; d: DiffM
 
   const tooltip = (i: number) => {
     const p = pieces[i];
-    return p ? <Tip p={p} i={i} time={time} accB={model.accB} accE={model.accE} accD={model.accD} /> : null;
+    return p ? <Tip p={p} i={i} time={time} accB={model.accB} accE={model.accE} accD={model.accD} step={stepOf(p)} /> : null;
   };
   const bandLegend = (
     <span class="legend small" style={{ margin: 0 }}>
@@ -269,7 +354,7 @@ function DiffCharts({ pieces, d, time, onPick }: { pieces: DiffPiece[]; d: DiffM
     </span>
   );
   return (
-    <div class="grid2">
+    <div class={stacked ? "stack" : "grid2"}>
       <section class="card" aria-labelledby="md-cmp" data-chart="execution-comparison">
         <h2 id="md-cmp">Execution comparison</h2>
         <Legend
@@ -284,7 +369,7 @@ function DiffCharts({ pieces, d, time, onPick }: { pieces: DiffPiece[]; d: DiffM
         <UPlotChart
           options={model.cmp}
           data={model.cmpData}
-          height={300}
+          height={stacked ? 320 : 300}
           tooltip={tooltip}
           onPick={onPick}
           label={`${time} time of each piece for baseline and experimental, with accumulated time, in milliseconds`}
@@ -303,7 +388,7 @@ function DiffCharts({ pieces, d, time, onPick }: { pieces: DiffPiece[]; d: DiffM
         <UPlotChart
           options={model.diff}
           data={model.diffData}
-          height={300}
+          height={stacked ? 320 : 300}
           tooltip={tooltip}
           onPick={onPick}
           label={`Difference of ${time} time per piece and accumulated difference, in milliseconds`}
@@ -319,24 +404,31 @@ function PieceTable({
   selectedPath,
   onZoom,
   onSelect,
+  stepOf,
 }: {
   pieces: DiffPiece[];
   time: "host" | "device";
   selectedPath: string;
   onZoom: (p: DiffPiece) => void;
   onSelect: (p: DiffPiece) => void;
+  stepOf: (p: DiffPiece) => string;
 }) {
   const acc = runningSum(pieces.map((p) => pieceTimes(p, time).delta));
+  const ms = (us: number) => formatMsWithUnit(us).replace(" ms", "");
   return (
     <section aria-labelledby="md-pieces">
-      <h2 id="md-pieces">Pieces ({time === "host" ? "host" : "device"} time)</h2>
+      <h2 id="md-pieces" data-time={time}>
+        Pieces — {TIME_HEADING[time]}
+      </h2>
       <div style={{ maxHeight: "300px", overflow: "auto", border: "1px solid var(--tb-border)", borderRadius: "4px" }}>
         <table class="kv pieces" aria-label="Aligned pieces with their times and differences">
           <thead>
             <tr>
               <th scope="col">#</th>
               <th scope="col" class="text">Piece</th>
-              <th scope="col">Step</th>
+              <th scope="col" title="The step's ProfilerStep number (baseline / experimental when they differ)">
+                Step
+              </th>
               <th scope="col">Baseline (ms)</th>
               <th scope="col">Experimental (ms)</th>
               <th scope="col">Δ (ms)</th>
@@ -357,20 +449,21 @@ function PieceTable({
                   <td>{i + 1}</td>
                   <td class="text name" title={renamed ? `${p.baseline_name} → ${p.experimental_name}` : p.name}>
                     {p.name}{" "}
-                    {band && <span class={`badge ${band}`}>{band === "unknown" ? "unknown" : STATUS_TEXT[p.status]}</span>}
+                    {/* An unknown piece's name already says so: the badge only marks one-sided pieces. */}
+                    {band && band !== "unknown" && <span class={`badge ${band}`}>{STATUS_TEXT[p.status]}</span>}
                     {renamed && <span class="muted small"> ({p.baseline_name} → {p.experimental_name})</span>}
                   </td>
-                  <td>{p.step ?? ""}</td>
-                  <td>{p.status === "experimental_only" ? "—" : formatMsWithUnit(t.baseline).replace(" ms", "")}</td>
-                  <td>{p.status === "baseline_only" ? "—" : formatMsWithUnit(t.experimental).replace(" ms", "")}</td>
+                  <td data-col="step">{stepOf(p)}</td>
+                  <td title={`Baseline ${TIME_HEADING[time]}: ${formatMsWithUnit(t.baseline)}`}>{p.status === "experimental_only" ? "—" : ms(t.baseline)}</td>
+                  <td title={`Experimental ${TIME_HEADING[time]}: ${formatMsWithUnit(t.experimental)}`}>{p.status === "baseline_only" ? "—" : ms(t.experimental)}</td>
                   <td>
-                    <DeltaText value={t.delta} text={formatSignedMs(t.delta)} />
+                    <DeltaText value={t.delta} text={formatSignedMs(t.delta)} title={`Δ ${TIME_HEADING[time]}: ${formatSignedMs(t.delta)} ms`} />
                   </td>
                   <td>
                     <DeltaText value={t.pct} text={formatPct(t.pct)} />
                   </td>
                   <td>
-                    <DeltaText value={acc[i] ?? 0} text={formatSignedMs(acc[i] ?? 0)} />
+                    <DeltaText value={acc[i] ?? 0} text={formatSignedMs(acc[i] ?? 0)} title={`Accumulated Δ up to this piece: ${formatSignedMs(acc[i] ?? 0)} ms`} />
                   </td>
                   <td>
                     <span class="acts">

@@ -3,15 +3,18 @@
  * (diff/overview), a stacked step-time breakdown per run and the per-step
  * times of both runs as lines (overview of each run).
  */
+import { Fragment } from "preact";
 import { useMemo } from "preact/hooks";
 import type uPlot from "uplot";
 import type { ApiClient, DiffOverviewResponse, DiffOverviewRow, DiffSelection, OverviewResponse, StepInfo } from "../api";
 import { DeltaText } from "../components/Delta";
 import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
+import { NoteText } from "../components/NoteText";
 import { Legend, UPlotChart } from "../components/UPlotChart";
-import { CATEGORY_COLORS, CATEGORY_LABELS, presentCategories, stackedSeries } from "../model/charts";
+import { CATEGORY_COLORS, CATEGORY_LABELS, pairedStepLabel, presentCategories, stackedSeries, stepLabel } from "../model/charts";
 import { formatBytes, formatInt, formatMsWithUnit, formatPct, formatSignedInt, formatSignedMs } from "../model/format";
+import { deviceMismatch, rowPolarity } from "../model/overview";
 import { useRequest } from "../useRequest";
 import { BASELINE_COLOR, barsPath, EXPERIMENTAL_COLOR, msAxis } from "./chartKit";
 
@@ -43,6 +46,11 @@ export function OverviewView({ client, sel, reloadToken }: Props) {
   if (req.state === "error") return <ErrorMessage error={req.error} what="the overview" />;
   const { diff, baseline, experimental } = req.data;
   const warnings = [...baseline.warnings.map((w) => `Baseline: ${w}`), ...experimental.warnings.map((w) => `Experimental: ${w}`)];
+  const devices = deviceMismatch(diff.rows);
+  // Same run name on both sides (two workers / spans of one run): say which.
+  const sameRun = baseline.run === experimental.run;
+  const traceName = (ov: OverviewResponse) =>
+    !sameRun ? ov.run : baseline.worker !== experimental.worker ? `${ov.run} · ${ov.worker}` : `${ov.run} · ${ov.worker} · span ${ov.span}`;
   return (
     <div data-view="overview">
       {warnings.length > 0 && (
@@ -54,10 +62,25 @@ export function OverviewView({ client, sel, reloadToken }: Props) {
           </ul>
         </Message>
       )}
+      {devices && (
+        <div data-testid="device-mismatch">
+          <Message kind="warn" title={`Different devices: ${devices.baseline} vs ${devices.experimental} — timings are not directly comparable`}>
+            Kernel names, kernel times and utilisation depend on the device: part of every difference below comes from the hardware, not
+            from the code.
+          </Message>
+        </div>
+      )}
+      {diff.note ? (
+        <div data-testid="overview-note">
+          <Message kind="info" title="How these runs are compared">
+            <NoteText text={diff.note} />
+          </Message>
+        </div>
+      ) : null}
       <div class="grid2 wide-left">
         <section class="card" aria-labelledby="ov-cmp">
           <h2 id="ov-cmp">Comparison</h2>
-          <ComparisonTable rows={diff.rows} />
+          <ComparisonTable rows={diff.rows} cpuOnly={baseline.device.type === "CPU" && experimental.device.type === "CPU"} />
         </section>
         <section class="card" aria-labelledby="ov-steps">
           <h2 id="ov-steps">Step time per step</h2>
@@ -66,7 +89,7 @@ export function OverviewView({ client, sel, reloadToken }: Props) {
       </div>
       <section aria-labelledby="ov-bd">
         <h2 id="ov-bd">Step-time breakdown</h2>
-        <BreakdownCharts baseline={baseline} experimental={experimental} />
+        <BreakdownCharts baseline={baseline} experimental={experimental} traceName={traceName} />
       </section>
     </div>
   );
@@ -103,12 +126,8 @@ function deltaText(row: DiffOverviewRow): string {
   }
 }
 
-/** Higher is better for these; everything else (time, memory) is better lower. */
-const HIGHER_IS_BETTER = new Set(["gpu_utilization_pct"]);
-/** Facts about the setup, not performance: no good/bad colour. */
-const NEUTRAL = new Set(["device", "device_count", "device_memory_bytes", "steps"]);
-
-function ComparisonTable({ rows }: { rows: DiffOverviewRow[] }) {
+function ComparisonTable({ rows, cpuOnly }: { rows: DiffOverviewRow[]; cpuOnly: boolean }) {
+  const firstBreakdown = rows.findIndex((r) => r.metric.startsWith("breakdown_us."));
   return (
     <table class="kv" aria-label="Baseline and experimental figures with their difference">
       <thead>
@@ -125,28 +144,43 @@ function ComparisonTable({ rows }: { rows: DiffOverviewRow[] }) {
         </tr>
       </thead>
       <tbody>
-        {rows.map((r) => {
-          const neutral = NEUTRAL.has(r.metric) || r.unit === null;
-          const flip = HIGHER_IS_BETTER.has(r.metric) ? -1 : 1;
+        {rows.map((r, i) => {
+          const polarity = rowPolarity(r);
           const isBreakdown = r.metric.startsWith("breakdown_us.");
+          // A CPU-only trace launched work on no device: "0" reads like a count of something.
+          const blank = cpuOnly && r.metric === "device_count";
+          const cell = (v: number | string | null) => {
+            const text = blank ? "—" : valueText(r, v);
+            return (
+              <td class={typeof v === "string" ? "text clip" : ""} data-raw={v ?? ""} title={text}>
+                {text}
+              </td>
+            );
+          };
+          const label = isBreakdown ? r.label.replace(/^DataLoader$/i, "Data loading") : r.label;
           return (
-            <tr key={r.metric} data-metric={r.metric}>
-              <th scope="row" style={{ fontWeight: 400, paddingLeft: isBreakdown ? "20px" : undefined }}>
-                {isBreakdown ? `Breakdown: ${r.label}` : r.label}
-              </th>
-              <td class={typeof r.baseline === "string" ? "text" : ""} data-raw={r.baseline ?? ""}>
-                {valueText(r, r.baseline)}
-              </td>
-              <td class={typeof r.experimental === "string" ? "text" : ""} data-raw={r.experimental ?? ""}>
-                {valueText(r, r.experimental)}
-              </td>
-              <td data-raw={r.delta ?? ""} data-col="delta">
-                <DeltaText value={r.delta === null ? null : r.delta * flip} text={deltaText(r)} neutral={neutral} />
-              </td>
-              <td data-raw={r.delta_pct ?? ""} data-col="delta_pct">
-                <DeltaText value={r.delta_pct === null ? null : r.delta_pct * flip} text={formatPct(r.delta_pct)} neutral={neutral} />
-              </td>
-            </tr>
+            <Fragment key={r.metric}>
+              {i === firstBreakdown && (
+                <tr class="group-head" key="bd-head">
+                  <th scope="rowgroup" colSpan={5}>
+                    Step-time breakdown (average per step)
+                  </th>
+                </tr>
+              )}
+              <tr data-metric={r.metric} class={isBreakdown ? "sub" : undefined}>
+                <th scope="row" style={{ fontWeight: 400 }} title={isBreakdown ? `Step-time breakdown: ${label}` : label}>
+                  {label}
+                </th>
+                {cell(r.baseline)}
+                {cell(r.experimental)}
+                <td data-raw={r.delta ?? ""} data-col="delta">
+                  <DeltaText value={blank ? null : r.delta} text={blank ? "—" : deltaText(r)} polarity={polarity} />
+                </td>
+                <td data-raw={r.delta_pct ?? ""} data-col="delta_pct">
+                  <DeltaText value={blank ? null : r.delta_pct} text={blank ? "—" : formatPct(r.delta_pct)} polarity={polarity} />
+                </td>
+              </tr>
+            </Fragment>
           );
         })}
       </tbody>
@@ -158,12 +192,18 @@ function StepLines({ baseline, experimental }: { baseline: StepInfo[]; experimen
   const n = Math.max(baseline.length, experimental.length);
   const { data, options } = useMemo(() => {
     const xs = Array.from({ length: n }, (_, i) => i + 1);
+    // The steps' own numbers (ProfilerStep#N), as in the breakdown charts and the module diff.
+    const labels = xs.map((_, i) => pairedStepLabel(baseline[i]?.name, experimental[i]?.name));
     const b = xs.map((_, i) => (baseline[i] ? baseline[i].duration_us / 1000 : null));
     const e = xs.map((_, i) => (experimental[i] ? experimental[i].duration_us / 1000 : null));
     const options: Omit<uPlot.Options, "width" | "height"> = {
       scales: { x: { time: false, range: [0.5, n + 0.5] }, y: { range: (_u, _min, max) => [0, max * 1.1 || 1] } },
       axes: [
-        { label: "Profiled step (in order)", values: (_u, splits) => splits.map((s) => (Number.isInteger(s) ? String(s) : "")), incrs: [1, 2, 5, 10, 20, 50] },
+        {
+          label: "Profiled step (ProfilerStep number)",
+          values: (_u, splits) => splits.map((s) => (Number.isInteger(s) ? (labels[s - 1] ?? "") : "")),
+          incrs: [1, 2, 5, 10, 20, 50],
+        },
         msAxis("Step time (ms)"),
       ],
       series: [
@@ -191,7 +231,7 @@ function StepLines({ baseline, experimental }: { baseline: StepInfo[]; experimen
         label="Duration of each profiled step, baseline and experimental, in milliseconds"
         tooltip={(i) => (
           <div>
-            <div class="name">Step {i + 1}</div>
+            <div class="name">Step {pairedStepLabel(baseline[i]?.name, experimental[i]?.name)}</div>
             <div>
               <span class="k" style={{ background: BASELINE_COLOR }} />
               Baseline {baseline[i] ? `${baseline[i].name}: ${formatMsWithUnit(baseline[i].duration_us)}` : "—"}
@@ -207,7 +247,15 @@ function StepLines({ baseline, experimental }: { baseline: StepInfo[]; experimen
   );
 }
 
-function BreakdownCharts({ baseline, experimental }: { baseline: OverviewResponse; experimental: OverviewResponse }) {
+function BreakdownCharts({
+  baseline,
+  experimental,
+  traceName,
+}: {
+  baseline: OverviewResponse;
+  experimental: OverviewResponse;
+  traceName: (ov: OverviewResponse) => string;
+}) {
   const cats = useMemo(() => presentCategories(baseline.steps, experimental.steps), [baseline, experimental]);
   // One y range for both charts so their bars compare by eye.
   const yMax = Math.max(1e-3, ...baseline.steps.map((s) => s.duration_us / 1000), ...experimental.steps.map((s) => s.duration_us / 1000)) * 1.08;
@@ -224,7 +272,7 @@ function BreakdownCharts({ baseline, experimental }: { baseline: OverviewRespons
           <div class="card" key={title} data-chart={`breakdown-${title.toLowerCase()}`}>
             <div class="chart-title">
               <h3>
-                <span class={`swatch ${title.toLowerCase()}`} /> {title}: {ov.run}
+                <span class={`swatch ${title.toLowerCase()}`} /> {title}: {traceName(ov)}
               </h3>
               <span class="chart-note">average step {formatMsWithUnit(ov.avg_step_time_us)}</span>
             </div>
@@ -243,7 +291,11 @@ function BreakdownChart({ ov, cats, yMax, title }: { ov: OverviewResponse; cats:
     const options: Omit<uPlot.Options, "width" | "height"> = {
       scales: { x: { time: false, range: [0.4, xs.length + 0.6] }, y: { range: [0, yMax] } },
       axes: [
-        { label: "Profiled step", values: (_u, splits) => splits.map((s) => (Number.isInteger(s) && ov.steps[s - 1] ? String(ov.steps[s - 1]?.step) : "")), incrs: [1, 2, 5, 10, 20] },
+        {
+          label: "Profiled step (ProfilerStep number)",
+          values: (_u, splits) => splits.map((s) => (Number.isInteger(s) ? stepLabel(ov.steps[s - 1]?.name) : "")),
+          incrs: [1, 2, 5, 10, 20],
+        },
         msAxis("Step time (ms)"),
       ],
       series: [

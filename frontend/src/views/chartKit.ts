@@ -1,5 +1,6 @@
 /** Shared chart settings so every chart looks and reads the same. */
 import uPlot from "uplot";
+import { formatTicks } from "../model/format";
 
 export const BASELINE_COLOR = "#1976d2";
 export const EXPERIMENTAL_COLOR = "#f57c00";
@@ -8,8 +9,6 @@ export const BETTER_COLOR = "#2e7d32";
 
 const AXIS_FONT = '11px Roboto, "Helvetica Neue", system-ui, sans-serif';
 const LABEL_FONT = '500 11px Roboto, "Helvetica Neue", system-ui, sans-serif';
-
-const msFmt = new Intl.NumberFormat("en-US", { maximumFractionDigits: 3 });
 
 /** A y axis in milliseconds with a unit in its label. */
 export function msAxis(label: string, side: 1 | 3 = 3, scale = "y"): uPlot.Axis {
@@ -24,7 +23,8 @@ export function msAxis(label: string, side: 1 | 3 = 3, scale = "y"): uPlot.Axis 
     stroke: "#616161",
     grid: side === 3 ? { stroke: "#ebebeb", width: 1 } : { show: false },
     ticks: { stroke: "#e0e0e0", width: 1 },
-    values: (_u, splits) => splits.map((v) => msFmt.format(v)),
+    // One number of decimals per axis, from the tick increment: never "0.001, 0.001, 0".
+    values: (_u, splits, _axisIdx, _space, incr) => formatTicks(splits, incr),
   };
 }
 
@@ -35,9 +35,18 @@ export function barsPath(opts: uPlot.Series.BarsPathBuilderOpts): uPlot.Series.P
   return bars(opts);
 }
 
-/** An x axis over piece/step indexes with text labels per integer tick. */
-export function indexAxis(label: string, labelAt: (i: number) => string, rotate = 0): uPlot.Axis {
+/**
+ * An x axis over piece/step indexes with text labels per integer tick.
+ * `ticks`, when given, are the exact indexes to label (uPlot would
+ * otherwise skip labels when space is short).
+ */
+export function indexAxis(label: string, labelAt: (i: number) => string, rotate = 0, ticks?: readonly number[]): uPlot.Axis {
+  const explicit: Partial<uPlot.Axis> = ticks
+    ? // Any increment keeps the axis drawn; the splits below decide the labels.
+      { space: 1, incrs: [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7], splits: () => ticks.slice() }
+    : { incrs: [1, 2, 5, 10, 20, 50, 100] };
   return {
+    ...explicit,
     label,
     labelFont: LABEL_FONT,
     font: AXIS_FONT,
@@ -45,7 +54,6 @@ export function indexAxis(label: string, labelAt: (i: number) => string, rotate 
     stroke: "#616161",
     grid: { show: false },
     ticks: { stroke: "#e0e0e0", width: 1 },
-    incrs: [1, 2, 5, 10, 20, 50, 100],
     rotate,
     // Rotated labels need room below them, above the axis title.
     size: rotate ? 110 : 40,
