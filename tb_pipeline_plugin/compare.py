@@ -68,9 +68,20 @@ class Comparison:
     def level(self, path: str = "") -> pd.DataFrame:
         """The aligned children of the piece at `path`, with the accumulated
         trend (`acc_*` columns: running sums in execution order, µs)."""
-        out = api.diff_modules_impl(self.baseline, self.experimental, path)
-        frame = pd.DataFrame(out["children"])
-        for key, values in out["trend"].items():
+        # Every child, however many: page through at the route's largest limit.
+        limit = api.MODULES_MAX_LIMIT
+        rows, trend, offset = [], {}, 0
+        while True:
+            out = api.diff_modules_impl(self.baseline, self.experimental, path,
+                                        {"offset": str(offset), "limit": str(limit)})
+            rows += out["children"]
+            for key, values in out["trend"].items():
+                trend.setdefault(key, []).extend(values)
+            offset += limit
+            if offset >= out["children_total"]:
+                break
+        frame = pd.DataFrame(rows)
+        for key, values in trend.items():
             frame[f"acc_{key}"] = values
         return frame
 

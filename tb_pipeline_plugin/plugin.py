@@ -181,7 +181,7 @@ class PipelinePlugin(base_plugin.TBPlugin):
         from .diff import api as diff_api
 
         b, e, b_sel, e_sel = self._pair(request.args)
-        return {"baseline": b_sel, "experimental": e_sel, **diff_api.diff_modules_impl(b, e, request.args.get("path", ""))}
+        return {"baseline": b_sel, "experimental": e_sel, **diff_api.diff_modules_impl(b, e, request.args.get("path", ""), request.args)}
 
     @json_route
     def _diff_operators_route(self, request):

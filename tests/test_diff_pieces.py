@@ -151,8 +151,8 @@ def test_aligned_children_are_memoised_per_pair_and_path(runs, monkeypatch):
     e = TraceProcessor(runs["experimental"][0].table)
     seq = _path_of(b, e, "ProfilerStep#2", "Net_0", "Sequential_0")
     aligned = []
-    real = M.align
-    monkeypatch.setattr(M, "align", lambda *args: aligned.append(args) or real(*args))
+    real = M.align_info
+    monkeypatch.setattr(M, "align_info", lambda *args: aligned.append(args) or real(*args))
     bi, ei = api.piece_index(b), api.piece_index(e)
     before = M.cache_info(bi, ei)
     first = api.diff_modules_impl(b, e, seq)

@@ -206,6 +206,21 @@ def test_compare_runs_in_tensorboard(tensorboard, page):
     sign = "+" if avg["delta"] > 0 else "−" if avg["delta"] < 0 else ""
     assert shown.startswith(sign) and "ms" in shown, shown
     assert frame.locator("[data-chart=breakdown-baseline] canvas").count() >= 1
+    # Setup facts (step count, ...) carry no good/bad colour and no arrow.
+    steps_delta = frame.locator("tr[data-metric=steps] td[data-col=delta] .delta")
+    assert "worse" not in steps_delta.get_attribute("class") and "better" not in steps_delta.get_attribute("class")
+    assert "▲" not in steps_delta.inner_text() and "▼" not in steps_delta.inner_text()
+    # The comparison table stays inside its card at 1280 px.
+    table_right, card_right = frame.eval_on_selector(
+        "[data-view=overview] table.kv",
+        "t => [t.getBoundingClientRect().right, t.closest('.card').getBoundingClientRect().right]",
+    )
+    assert table_right <= card_right, (table_right, card_right)
+    # Same device on both sides: no mismatch warning.
+    if next(r for r in api["rows"] if r["metric"] == "device")["baseline"] == next(r for r in api["rows"] if r["metric"] == "device")["experimental"]:
+        assert frame.locator("[data-testid=device-mismatch]").count() == 0
+    if api.get("note"):
+        assert api["note"].replace("`", "") in frame.inner_text("[data-testid=overview-note]").replace("`", "")
     _shot(page, "overview")
 
     # ---- Operators: default order = largest absolute delta of the primary duration.
@@ -262,7 +277,13 @@ def test_compare_runs_in_tensorboard(tensorboard, page):
     assert frame.locator("table.pieces tbody tr").count() == len(root["children"])
     assert frame.locator("[data-chart=execution-comparison] canvas").count() >= 1
     assert frame.locator("[data-chart=execution-difference] canvas").count() >= 1
-    # The experimental run has one more Block: some piece is marked as one-sided.
+    # Steps are numbered by their ProfilerStep number, as in the Overview.
+    steps_shown = frame.eval_on_selector_all("table.pieces tbody td[data-col=step]", "tds => tds.map(td => td.textContent)")
+    assert steps_shown == [c["name"].split("#")[-1] for c in root["children"]], steps_shown
+    # A CPU-only pair has no device time: the toggle says so instead of drawing empty charts.
+    no_device = root["node"]["baseline_device_us"] == 0 and root["node"]["experimental_device_us"] == 0
+    assert frame.locator("button[data-time=device]").is_disabled() == no_device
+    assert "host time" in frame.inner_text("#md-pieces").lower()
     _shot(page, "modules")
     target = next(c for c in root["children"] if c.get("has_children"))
     frame.click(f"table.pieces tr[data-path='{target['path']}'] button:has-text('Zoom in')")
@@ -271,6 +292,8 @@ def test_compare_runs_in_tensorboard(tensorboard, page):
     frame.wait_for_function(
         "n => document.querySelectorAll('table.pieces tbody tr').length === n", arg=len(zoomed["children"]), timeout=30_000
     )
+    # Keyboard focus lands on the new level's name, not on <body>.
+    frame.wait_for_function("() => document.activeElement && document.activeElement.getAttribute('aria-current') === 'page'", timeout=10_000)
     statuses = frame.eval_on_selector_all("table.pieces tbody tr", "trs => trs.map(t => t.dataset.status)")
     assert statuses == [c["status"] for c in zoomed["children"]]
     for c in zoomed["children"]:

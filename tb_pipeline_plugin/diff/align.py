@@ -28,7 +28,10 @@ never be matched). What is left goes, in order of preference, to
    item by item from their start;
 4. when even the blocks are too many: the k-th occurrence of each key on one
    side is paired with its k-th occurrence on the other, and the longest
-   increasing run of those pairs is kept (O(n log n)).
+   increasing run of those pairs is kept (O(n log n)); these pairs are
+   anchors that cut both sides into chunks, and each chunk small enough
+   is aligned with the exact score matrix (about 2 * `MAX_DP_CELLS` cells and
+   `MAX_CHUNK_ROWS` rows in all; past that, chunks keep their anchors).
 
 Steps 1 and 2 are exact. Steps 3-4 approximate the longest common
 subsequence (they can match far fewer items) and are used only past both
@@ -49,6 +52,9 @@ import numpy as np
 # time and memory (int32: 80 MB, ~0.4 s for 4500 x 4500); the cheaper,
 # approximate methods below take over.
 MAX_DP_CELLS = 20_000_000
+# The anchored chunks of the last resort: at most this many score-matrix
+# rows in all (each row costs ~10 µs of interpreter time, whatever its width).
+MAX_CHUNK_ROWS = 30_000
 # Myers gives up beyond this many edits, or this many inner steps.
 MAX_EDITS = 1_000
 MAX_MYERS_WORK = 3_000_000
@@ -170,7 +176,7 @@ def _middle(a, b, an, bn) -> tuple[np.ndarray, np.ndarray, bool]:
     b_starts, b_len = _runs(b)
     if len(a_starts) * len(b_starts) <= MAX_DP_CELLS:
         return (*_dp_blocks(a[a_starts], b[b_starts], a_starts, b_starts, a_len, b_len), True)
-    return (*_occurrence_lis(a, b), True)
+    return (*_anchored(a, b, an, bn), True)
 
 
 # ---------------------------------------------------------------- score matrix
@@ -320,6 +326,35 @@ def _occurrence_lis(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarra
     bj = order[pos[hit]]
     keep = _lis(bj.tolist())
     return ai[keep], bj[keep]
+
+
+def _anchored(a, b, an, bn) -> tuple[np.ndarray, np.ndarray]:
+    """Occurrence-LIS pairs as anchors, cut into chunks small enough for the
+    exact score matrix (at most `MAX_DP_CELLS` cells each, about twice that
+    and `MAX_CHUNK_ROWS` rows in all); each chunk between two anchors is then
+    aligned exactly. A chunk past the budget keeps its anchors."""
+    n, m = len(a), len(b)
+    ai, bj = _occurrence_lis(a, b)
+    if len(ai) == 0:
+        return ai, bj
+    k = max(2, -(-2 * n * m // max(MAX_DP_CELLS, 1)))  # chunks along the diagonal, each ~cap / 2 cells
+    cut = np.unique(np.searchsorted(ai, (np.arange(1, k) * n) // k))
+    cut = cut[cut < len(ai)]
+    bounds_a = np.concatenate(([0], ai[cut], [n]))
+    bounds_b = np.concatenate(([0], bj[cut], [m]))
+    out_i, out_j = [], []
+    budget, rows = 2 * MAX_DP_CELLS, MAX_CHUNK_ROWS
+    for i0, i1, j0, j1 in zip(bounds_a[:-1].tolist(), bounds_a[1:].tolist(), bounds_b[:-1].tolist(), bounds_b[1:].tolist()):
+        cells = (i1 - i0) * (j1 - j0)
+        if 0 < cells <= min(budget, MAX_DP_CELLS) and min(i1 - i0, j1 - j0) <= rows:
+            budget -= cells
+            rows -= min(i1 - i0, j1 - j0)
+            ci, cj = _dp_items(a[i0:i1], b[j0:j1], an[i0:i1], bn[j0:j1])
+            out_i.append(ci + i0), out_j.append(cj + j0)
+        else:
+            inside = (ai >= i0) & (ai < i1)
+            out_i.append(ai[inside]), out_j.append(bj[inside])
+    return np.concatenate(out_i), np.concatenate(out_j)
 
 
 def _occurrence_rank(a: np.ndarray) -> np.ndarray:

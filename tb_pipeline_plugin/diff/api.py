@@ -48,20 +48,40 @@ _HOST_WINDOW_NOTE = (
 )
 
 
-def diff_modules_impl(b: TraceProcessor, e: TraceProcessor, path: str | None) -> dict:
+# `diff/modules` children paging: the default returns every child of any
+# ordinary level; a level of 60k pieces would be a ~50 MB answer.
+MODULES_DEFAULT_LIMIT = 5000
+MODULES_MAX_LIMIT = M.CACHE_MAX_NODES
+
+
+def diff_modules_impl(b: TraceProcessor, e: TraceProcessor, path: str | None,
+                      args: Mapping[str, str] | None = None) -> dict:
+    """The node at `path` and one page of its aligned children (`offset`,
+    `limit` in `args`; `children_total` counts them all). The trend arrays
+    cover the returned children, as running sums over the whole level."""
+    args = args or {}
+    offset = compare.int_arg(args, "offset", 0, 0, None)
+    limit = compare.int_arg(args, "limit", MODULES_DEFAULT_LIMIT, 0, MODULES_MAX_LIMIT)
     bi, ei = piece_index(b), piece_index(e)
     chain = M.resolve(bi, ei, path or "")
     node = chain[-1]
-    kids = M.children(bi, ei, node)
+    kids, approximate = M.children_info(bi, ei, node)
     row = M.row(bi, ei, node)
-    if node.path == "" and row.get("note") is None and (b.linked.has_device or e.linked.has_device):
-        row["note"] = _HOST_WINDOW_NOTE
+    if node.path == "" and (b.linked.has_device or e.linked.has_device):
+        row["note"] = M.join_notes(row.get("note"), _HOST_WINDOW_NOTE)
+    row["approximate"] = approximate
+    page = slice(offset, offset + limit)
+    trend = {k: v[page] for k, v in M.trend(kids).items()}
     return {
         "path": node.path,
         "breadcrumb": [{"name": n.any.name, "path": n.path} for n in chain],
         "node": row,
-        "children": [M.row(bi, ei, k) for k in kids],
-        "trend": M.trend(kids),
+        "approximate": approximate,
+        "children_total": len(kids),
+        "offset": offset,
+        "limit": limit,
+        "children": [M.row(bi, ei, k) for k in kids[page]],
+        "trend": trend,
     }
 
 

@@ -76,18 +76,28 @@ def query(
     order = args.get("order") or "desc"
     if order not in ORDERS:
         raise BadRequest(f"order must be 'desc' or 'asc', got {order!r}")
-    offset = _int_arg(args, "offset", 0, 0, None)
-    limit = _int_arg(args, "limit", DEFAULT_LIMIT, 0, MAX_LIMIT)
-    text = args.get("filter") or ""
+    offset = int_arg(args, "offset", 0, 0, None)
+    limit = int_arg(args, "limit", DEFAULT_LIMIT, 0, MAX_LIMIT)
+    text = (args.get("filter") or "").strip()
 
     if text:
-        table = table[table["name"].str.contains(text, case=False, regex=False, na=False)]
+        table = table[filter_mask(table, text)]
     ordered = sort_table(table, sort, order, keys)
     page = ordered.iloc[offset : offset + limit]
     return {
         "total": int(len(ordered)), "offset": offset, "limit": limit, "sort": sort, "order": order,
         "primary": primary, "columns": list(columns), "rows": records(page, keys),
     }
+
+
+def filter_mask(table: pd.DataFrame, text: str) -> np.ndarray:
+    """Rows whose name or input shape (where the table has one) contains
+    `text`, case-insensitive: the frontend's own filter."""
+    mask = table["name"].astype("string").str.contains(text, case=False, regex=False, na=False).to_numpy(bool)
+    if "input_shape" in table.columns:
+        shapes = table["input_shape"].astype("string")
+        mask |= shapes.str.contains(text, case=False, regex=False, na=False).to_numpy(bool)
+    return mask
 
 
 def records(frame: pd.DataFrame, keys: list[str]) -> list[dict]:
@@ -131,7 +141,7 @@ def sort_table(table: pd.DataFrame, sort: str, order: str, keys: list[str]) -> p
     return table.loc[idx]
 
 
-def _int_arg(args: Mapping[str, str], name: str, default: int, lo: int, hi: int | None) -> int:
+def int_arg(args: Mapping[str, str], name: str, default: int, lo: int, hi: int | None) -> int:
     raw = args.get(name)
     if raw is None or raw == "":
         return default

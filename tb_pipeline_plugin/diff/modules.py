@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import BadRequest
 from . import pieces as P
-from .align import align
+from .align import align_info
 
 MATCHED, BASELINE_ONLY, EXPERIMENTAL_ONLY = "matched", "baseline_only", "experimental_only"
 ROOT = "root"
@@ -60,7 +60,23 @@ class Node:
 
 def root(bi: P.PieceIndex, ei: P.PieceIndex) -> Node:
     b_steps, e_steps, note = _steps(bi, ei)
+    if len(b_steps) != len(e_steps):
+        note = join_notes(note, step_count_note(len(b_steps), len(e_steps)))
     return Node("", _window(b_steps), _window(e_steps), note)
+
+
+def step_count_note(nb: int, ne: int) -> str:
+    def steps(k: int) -> str:
+        return f"{k} step{'s' if k != 1 else ''}"
+    return (f"The baseline run profiled {steps(nb)} and the experimental run {steps(ne)}: these totals sum every "
+            f"step of each run, so they differ by the step count as well. Compare step by step below (a step "
+            f"without a counterpart is listed as baseline or experimental only).")
+
+
+def join_notes(*notes: str | None) -> str | None:
+    """The notes that are set, as one text (sentences joined by a space)."""
+    kept = [n.strip() for n in notes if n]
+    return " ".join(kept) if kept else None
 
 
 def _steps(bi: P.PieceIndex, ei: P.PieceIndex) -> tuple[list[P.Piece], list[P.Piece], str | None]:
@@ -80,14 +96,29 @@ def _steps(bi: P.PieceIndex, ei: P.PieceIndex) -> tuple[list[P.Piece], list[P.Pi
 
 def children(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> list[Node]:
     """The aligned children of `node`, in execution order (memoised)."""
+    return children_info(bi, ei, node)[0]
+
+
+def children_info(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> tuple[list[Node], bool]:
+    """`children`, and whether their alignment is approximate (see align.py:
+    a fallback was used because the level is too large for the exact one)."""
     cache = _pair_cache(bi, ei)
     with _CACHE_LOCK:
         hit = cache.get(node.path)
     if hit is None:
-        hit = _children(bi, ei, node)
+        hit = _Level(*_children(bi, ei, node))
         with _CACHE_LOCK:
             cache.put(node.path, hit)
-    return list(hit)
+    return list(hit.kids), hit.approximate
+
+
+@dataclass(frozen=True)
+class _Level:
+    kids: tuple
+    approximate: bool
+
+    def __len__(self) -> int:
+        return len(self.kids)
 
 
 def cache_info(bi: P.PieceIndex, ei: P.PieceIndex) -> dict:
@@ -101,10 +132,10 @@ class _LevelCache:
     """LRU of aligned children by path, bounded in levels and in nodes."""
 
     def __init__(self):
-        self.levels: OrderedDict[str, tuple[Node, ...]] = OrderedDict()
+        self.levels: OrderedDict[str, _Level] = OrderedDict()
         self.nodes = self.hits = self.misses = 0
 
-    def get(self, path: str) -> tuple[Node, ...] | None:
+    def get(self, path: str) -> _Level | None:
         kids = self.levels.get(path)
         if kids is None:
             self.misses += 1
@@ -113,10 +144,10 @@ class _LevelCache:
         self.levels.move_to_end(path)
         return kids
 
-    def put(self, path: str, kids) -> None:
+    def put(self, path: str, kids: _Level) -> None:
         if path in self.levels or len(kids) > CACHE_MAX_NODES:
             return
-        self.levels[path] = tuple(kids)
+        self.levels[path] = kids
         self.nodes += len(kids)
         while len(self.levels) > CACHE_MAX_LEVELS or self.nodes > CACHE_MAX_NODES:
             _, old = self.levels.popitem(last=False)
@@ -134,7 +165,7 @@ def _pair_cache(bi: P.PieceIndex, ei: P.PieceIndex) -> _LevelCache:
         return cache
 
 
-def _children(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> list[Node]:
+def _children(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> tuple[tuple[Node, ...], bool]:
     if node.any.kind == ROOT:
         b_kids, e_kids, note = _steps(bi, ei)
         k = min(len(b_kids), len(e_kids))
@@ -143,20 +174,20 @@ def _children(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> list[Node]:
         kids = _nodes(node.path, pairs, b_kids, e_kids)
         if note is not None:
             kids[0] = Node(kids[0].path, kids[0].b, kids[0].e, note)
-        return kids
+        return tuple(kids), False
     if not has_children(bi, ei, node):
-        return []
+        return (), False
     b_kids = _split(bi, node.b)
     e_kids = _split(ei, node.e)
     # The unknown pieces close each level; they are paired with each other,
     # the rest is aligned on (kind, class / annotation family).
     b_body, e_body = b_kids[:-1], e_kids[:-1]
-    pairs = align(
+    pairs, approximate = align_info(
         [(p.kind, p.key) for p in b_body], [(p.kind, p.key) for p in e_body],
         [p.name for p in b_body], [p.name for p in e_body],
     )
     pairs.append((len(b_body) if b_kids else None, len(e_body) if e_kids else None))
-    return _nodes(node.path, pairs, b_kids, e_kids)
+    return tuple(_nodes(node.path, pairs, b_kids, e_kids)), approximate
 
 
 def has_children(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> bool:
@@ -269,4 +300,4 @@ def walk(bi: P.PieceIndex, ei: P.PieceIndex, path: str = "", max_depth: int | No
         if max_depth is None or depth < max_depth:
             # Not memoised: a walk visits every node once and would only evict
             # the levels a user is zooming through.
-            stack.extend((kid, depth + 1) for kid in reversed(_children(bi, ei, node)))
+            stack.extend((kid, depth + 1) for kid in reversed(_children(bi, ei, node)[0]))

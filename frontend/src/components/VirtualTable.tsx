@@ -14,13 +14,18 @@ import { cellText, isDuration, metricLabel, type Column, type SortSpec } from ".
 
 const ROW_H = 26;
 const HEADER_H = 2 * ROW_H;
+/**
+ * Column widths in px. The name column takes whatever the others leave
+ * (at least this much), so three metrics fit a 1280 px window without a
+ * horizontal scrollbar; Δ % holds "+1,135.0 % ▲".
+ */
 const WIDTHS: Record<Column["role"], number> = {
-  name: 300,
+  name: 220,
   shape: 190,
-  baseline: 76,
-  experimental: 76,
+  baseline: 74,
+  experimental: 74,
   delta: 82,
-  delta_pct: 86,
+  delta_pct: 102,
 };
 
 export interface VirtualTableProps {
@@ -76,7 +81,7 @@ export function VirtualTable({ columns, rows, sort, onSort, label, height = 520 
   const last = items[items.length - 1];
   const padTop = first ? first.start - HEADER_H : 0;
   const padBottom = last ? v.getTotalSize() - last.end : 0;
-  const totalWidth = columns.reduce((w, c) => w + WIDTHS[c.role], 0);
+  const minWidth = columns.reduce((w, c) => w + WIDTHS[c.role], 0);
 
   // Group header: name/shape, then one group of 4 columns per metric.
   const groups: { label: string; span: number; cls: string }[] = [];
@@ -89,10 +94,11 @@ export function VirtualTable({ columns, rows, sort, onSort, label, height = 520 
 
   return (
     <div class="tbl-scroll" ref={scrollRef} style={{ height: `${height}px` }} tabIndex={-1}>
-      <table class="vt" style={{ width: `${totalWidth}px` }} aria-label={label} aria-rowcount={rows.length + 2}>
+      <table class="vt" style={{ width: "100%", minWidth: `${minWidth}px` }} aria-label={label} aria-rowcount={rows.length + 2}>
         <colgroup>
           {columns.map((c) => (
-            <col key={c.key} style={{ width: `${WIDTHS[c.role]}px` }} />
+            // No width on the name column: with a fixed layout it gets the rest of the table's width.
+            <col key={c.key} style={c.role === "name" ? undefined : { width: `${WIDTHS[c.role]}px` }} />
           ))}
         </colgroup>
         <thead>
@@ -184,6 +190,8 @@ function Cell({ row, col }: { row: DiffTableRow; col: Column }) {
     );
   }
   const cls = col.role === "baseline" ? "first-of-group" : "";
+  // The full value on hover (a cell can be cut by its width) with what it is.
+  const title = `${col.title}: ${text}`;
   if (col.role === "delta" || col.role === "delta_pct") {
     const v = row[col.key];
     const num = typeof v === "number" ? v : null;
@@ -191,7 +199,7 @@ function Cell({ row, col }: { row: DiffTableRow; col: Column }) {
     const dir = col.metric === "calls" ? (num === null ? "none" : "same") : deltaDirection(num);
     const arrow = deltaArrow(num);
     return (
-      <td class={`delta ${dir}`}>
+      <td class={`delta ${dir}`} title={title}>
         {text}
         {arrow && (
           <span class="arrow" aria-hidden="true">
@@ -201,5 +209,9 @@ function Cell({ row, col }: { row: DiffTableRow; col: Column }) {
       </td>
     );
   }
-  return <td class={cls}>{text}</td>;
+  return (
+    <td class={cls} title={title}>
+      {text}
+    </td>
+  );
 }

@@ -136,7 +136,12 @@ export function App({ client, ipc, initial }: { client: ApiClient; ipc: HostIpc;
   const b = runList.find((r) => r.name === state.baseline.run);
   const e = runList.find((r) => r.name === state.experimental.run);
   const blocking = [b, e].filter((r): r is RunInfo => !!r && r.status !== "ready");
-  const ready = b && e && blocking.length === 0;
+  // Views wait until the selection names its worker and span (the effect
+  // above fills them in): otherwise the first request goes out without
+  // them and is cancelled and sent again a moment later.
+  const resolved = resolveSelection(state, runList);
+  const settled = sameChoice(resolved.baseline, state.baseline) && sameChoice(resolved.experimental, state.experimental);
+  const ready = b && e && blocking.length === 0 && settled;
   const warned = [b, e].filter((r, i, a): r is RunInfo => !!r && r.warnings.length > 0 && a.indexOf(r) === i);
 
   const onTabKey = (ev: TargetedKeyboardEvent<HTMLDivElement>) => {

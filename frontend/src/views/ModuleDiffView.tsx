@@ -61,14 +61,15 @@ const TIME_HEADING = {
  * `step` = the aligned step's index, which no other view shows.
  */
 function pieceStep(p: DiffPiece, d: DiffModulesResponse): string {
-  if (d.path === "")
+  if (p.kind === "step")
     return pairedStepLabel(
       p.status === "experimental_only" ? null : (p.baseline_name ?? p.name),
       p.status === "baseline_only" ? null : (p.experimental_name ?? p.name),
     );
-  const stepNode = d.breadcrumb[1];
+  // Below the root, the breadcrumb's second entry is the step (`ProfilerStep#N` or `all`).
+  const stepNode = d.path !== "" ? d.breadcrumb[1] : undefined;
   if (stepNode) return stepLabel(stepNode.name);
-  return p.step !== undefined ? String(p.step) : "";
+  return p.step !== undefined && p.step !== null ? String(p.step) : "";
 }
 
 function bandOf(p: DiffPiece): string | null {
@@ -290,7 +291,9 @@ function DiffCharts({
     // keeps the tallest bar of each chart labelled.
     const tallest = argMaxAbs(ts.map((t) => Math.max(t.baseline, t.experimental)));
     const ticks = labelIndexes(pieces.length, MAX_BAR_LABELS, [tallest, argMaxAbs(delta)]);
-    const rotate = !many ? 0 : pieces.length > 30 ? -60 : -40;
+    // Short labels (step numbers) stay horizontal while they fit side by side.
+    const short = labels.every((l) => l.length <= 6) && pieces.length <= 16;
+    const rotate = !many || short ? 0 : pieces.length > 30 ? -60 : -40;
     const xAxis = indexAxis("Pieces in execution order (shaded or −/+: only in the baseline / experimental run)", (i) => labels[i] ?? "", rotate, ticks);
     const xScale: uPlot.Scale = { time: false, range: [-0.6, pieces.length - 0.4] };
     const tint = statusBands(pieces);
@@ -323,6 +326,7 @@ function DiffCharts({
       cursor: { drag: { x: false, y: false } },
     };
     return {
+      labelled: ticks.length,
       accB,
       accE,
       accD,
@@ -354,47 +358,55 @@ function DiffCharts({
     </span>
   );
   return (
-    <div class={stacked ? "stack" : "grid2"}>
-      <section class="card" aria-labelledby="md-cmp" data-chart="execution-comparison">
-        <h2 id="md-cmp">Execution comparison</h2>
-        <Legend
-          items={[
-            { label: "Baseline per piece", color: BASELINE_COLOR, kind: "bar" },
-            { label: "Experimental per piece", color: EXPERIMENTAL_COLOR, kind: "bar" },
-            { label: "Baseline accumulated", color: ACC_B, kind: "dashed" },
-            { label: "Experimental accumulated", color: ACC_E, kind: "dashed" },
-          ]}
-        />
-        {bandLegend}
-        <UPlotChart
-          options={model.cmp}
-          data={model.cmpData}
-          height={stacked ? 320 : 300}
-          tooltip={tooltip}
-          onPick={onPick}
-          label={`${time} time of each piece for baseline and experimental, with accumulated time, in milliseconds`}
-        />
-      </section>
-      <section class="card" aria-labelledby="md-diff" data-chart="execution-difference">
-        <h2 id="md-diff">Execution difference</h2>
-        <Legend
-          items={[
-            { label: "Δ per piece, slower (experimental − baseline > 0)", color: WORSE_COLOR, kind: "bar" },
-            { label: "Δ per piece, faster", color: BETTER_COLOR, kind: "bar" },
-            { label: "Accumulated Δ", color: ACC_D, kind: "line" },
-          ]}
-        />
-        {bandLegend}
-        <UPlotChart
-          options={model.diff}
-          data={model.diffData}
-          height={stacked ? 320 : 300}
-          tooltip={tooltip}
-          onPick={onPick}
-          label={`Difference of ${time} time per piece and accumulated difference, in milliseconds`}
-        />
-      </section>
-    </div>
+    <>
+      {model.labelled < pieces.length && (
+        <p class="muted small" data-testid="labels-skipped">
+          {pieces.length} pieces: {model.labelled} are labelled on the x axis (always including the tallest bar and the largest change). Hover a bar or read the Pieces table below for
+          the others.
+        </p>
+      )}
+      <div class={stacked ? "stack" : "grid2"}>
+        <section class="card" aria-labelledby="md-cmp" data-chart="execution-comparison">
+          <h2 id="md-cmp">Execution comparison</h2>
+          <Legend
+            items={[
+              { label: "Baseline per piece", color: BASELINE_COLOR, kind: "bar" },
+              { label: "Experimental per piece", color: EXPERIMENTAL_COLOR, kind: "bar" },
+              { label: "Baseline accumulated", color: ACC_B, kind: "dashed" },
+              { label: "Experimental accumulated", color: ACC_E, kind: "dashed" },
+            ]}
+          />
+          {bandLegend}
+          <UPlotChart
+            options={model.cmp}
+            data={model.cmpData}
+            height={stacked ? 320 : 300}
+            tooltip={tooltip}
+            onPick={onPick}
+            label={`${time} time of each piece for baseline and experimental, with accumulated time, in milliseconds`}
+          />
+        </section>
+        <section class="card" aria-labelledby="md-diff" data-chart="execution-difference">
+          <h2 id="md-diff">Execution difference</h2>
+          <Legend
+            items={[
+              { label: "Δ per piece, slower (experimental − baseline > 0)", color: WORSE_COLOR, kind: "bar" },
+              { label: "Δ per piece, faster", color: BETTER_COLOR, kind: "bar" },
+              { label: "Accumulated Δ", color: ACC_D, kind: "line" },
+            ]}
+          />
+          {bandLegend}
+          <UPlotChart
+            options={model.diff}
+            data={model.diffData}
+            height={stacked ? 320 : 300}
+            tooltip={tooltip}
+            onPick={onPick}
+            label={`Difference of ${time} time per piece and accumulated difference, in milliseconds`}
+          />
+        </section>
+      </div>
+    </>
   );
 }
 

@@ -157,7 +157,8 @@ function ComparisonTable({ rows, cpuOnly }: { rows: DiffOverviewRow[]; cpuOnly: 
               </td>
             );
           };
-          const label = isBreakdown ? r.label.replace(/^DataLoader$/i, "Data loading") : r.label;
+          // The group heading says "average per step": no need to repeat it on every row.
+          const label = isBreakdown ? r.label.replace(/\s*\(per step\)$/, "").replace(/^DataLoader$/i, "Data loading") : r.label;
           return (
             <Fragment key={r.metric}>
               {i === firstBreakdown && (
