@@ -148,6 +148,10 @@ export interface DiffModulesResponse {
   node: DiffPiece;
   children: DiffPiece[];
   trend: DiffTrend;
+  /** All children of the node; `children` is one page of them. */
+  children_total?: number;
+  /** The children were aligned by an approximate fallback (huge levels). */
+  approximate?: boolean;
 }
 
 /** A row of diff/operators or diff/kernels: name plus per-metric fields. */

@@ -189,6 +189,16 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
           <NoteText text={d.node.note} />
         </Message>
       ) : null}
+      {d.approximate || (d.children_total !== undefined && d.children_total > d.children.length) ? (
+        <Message kind="info" title="A very wide level">
+          {d.children_total !== undefined && d.children_total > d.children.length
+            ? `Showing the first ${d.children.length.toLocaleString()} of ${d.children_total.toLocaleString()} pieces. `
+            : ""}
+          {d.approximate
+            ? "This level has so many pieces that they were aligned approximately: a few pieces may be paired with a neighbour of the same kind instead of their true counterpart."
+            : ""}
+        </Message>
+      ) : null}
       {pieces.length === 0 ? (
         <Message kind="info" title="Nothing to compare at this level">
           {d.path === ""
