@@ -31,8 +31,8 @@ def load_trace(path: str) -> EventTable:
 
 
 def decode_trace(data: bytes, chunk_bytes: int = CHUNK_BYTES) -> EventTable:
-    # Decoding creates millions of short-lived tuples; each cyclic-GC pass
-    # would walk them all again (about a third of the decode time).
+    # Decoding creates millions of short-lived containers; each cyclic-GC
+    # pass would walk them all again (about a third of the decode time).
     was_enabled = gc.isenabled()
     gc.disable()
     try:
