@@ -33,6 +33,17 @@ def duration_by_name(events: list[dict], cats: tuple[str, ...]) -> dict[str, flo
     return dict(out)
 
 
+def launches_by_correlation(events: list[dict]) -> dict:
+    """Runtime / driver calls that launch device work, by `correlation`."""
+    launches = {}
+    for e in events:
+        if e.get("ph") == "X" and category(e) in ("cuda_runtime", "runtime", "cuda_driver"):
+            corr = (e.get("args") or {}).get("correlation")
+            if corr is not None:
+                launches[corr] = e
+    return launches
+
+
 def device_self_by_op_external_id(events: list[dict]) -> dict[str, float]:
     """Device time per operator name, linking kernel -> launch by
     `correlation` and launch -> operator by `External id` (Kineto's own link)."""
@@ -42,12 +53,7 @@ def device_self_by_op_external_id(events: list[dict]) -> dict[str, float]:
             ext = (e.get("args") or {}).get("External id")
             if ext is not None:
                 ops[ext] = e
-    launches = {}
-    for e in events:
-        if e.get("ph") == "X" and category(e) in ("cuda_runtime", "runtime", "cuda_driver"):
-            corr = (e.get("args") or {}).get("correlation")
-            if corr is not None:
-                launches[corr] = e
+    launches = launches_by_correlation(events)
     out: dict[str, float] = collections.defaultdict(float)
     for e in events:
         if e.get("ph") == "X" and category(e) in ("kernel", "gpu_memcpy", "gpu_memset"):
@@ -72,12 +78,7 @@ def step_windows(events: list[dict]) -> list[tuple[str, float, float]]:
          and str(e.get("name", "")).startswith("ProfilerStep#")),
         key=lambda e: e["ts"],
     )
-    launches = {}
-    for e in events:
-        if e.get("ph") == "X" and category(e) in ("cuda_runtime", "runtime", "cuda_driver"):
-            corr = (e.get("args") or {}).get("correlation")
-            if corr is not None:
-                launches[corr] = e
+    launches = launches_by_correlation(events)
     ends = [s["ts"] + s["dur"] for s in steps]
     for e in events:
         if e.get("ph") == "X" and category(e) in ("kernel", "gpu_memcpy", "gpu_memset"):

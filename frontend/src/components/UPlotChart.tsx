@@ -126,3 +126,26 @@ export function Legend({ items }: { items: LegendItem[] }) {
     </ul>
   );
 }
+
+export interface ChartCardProps extends UPlotChartProps {
+  /** Element id of the heading (the card is labelled by it). */
+  id: string;
+  /** `data-chart` hook for tests. */
+  chart: string;
+  title: string;
+  legend: LegendItem[];
+  /** Extra legend content under the series legend (e.g. shaded bands). */
+  bandLegend?: ComponentChildren;
+}
+
+/** A titled card holding one chart and its legend. */
+export function ChartCard({ id, chart, title, legend, bandLegend, ...plot }: ChartCardProps) {
+  return (
+    <section class="card" aria-labelledby={id} data-chart={chart}>
+      <h2 id={id}>{title}</h2>
+      <Legend items={legend} />
+      {bandLegend}
+      <UPlotChart {...plot} />
+    </section>
+  );
+}

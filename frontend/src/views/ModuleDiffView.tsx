@@ -12,7 +12,7 @@ import { DeltaText } from "../components/Delta";
 import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
 import { NoteText } from "../components/NoteText";
-import { Legend, UPlotChart } from "../components/UPlotChart";
+import { ChartCard } from "../components/UPlotChart";
 import { argMaxAbs, isUnknownPiece, labelIndexes, pairedStepLabel, pieceTimes, runningSum, shortPieceLabel, stepLabel, zeroAlignedRanges } from "../model/charts";
 import { formatMsWithUnit, formatPct, formatSignedMs } from "../model/format";
 import type { UrlState } from "../model/urlState";
@@ -376,45 +376,41 @@ function DiffCharts({
         </p>
       )}
       <div class={stacked ? "stack" : "grid2"}>
-        <section class="card" aria-labelledby="md-cmp" data-chart="execution-comparison">
-          <h2 id="md-cmp">Execution comparison</h2>
-          <Legend
-            items={[
-              { label: "Baseline per piece", color: BASELINE_COLOR, kind: "bar" },
-              { label: "Experimental per piece", color: EXPERIMENTAL_COLOR, kind: "bar" },
-              { label: "Baseline accumulated", color: ACC_B, kind: "dashed" },
-              { label: "Experimental accumulated", color: ACC_E, kind: "dashed" },
-            ]}
-          />
-          {bandLegend}
-          <UPlotChart
-            options={model.cmp}
-            data={model.cmpData}
-            height={stacked ? 320 : 300}
-            tooltip={tooltip}
-            onPick={onPick}
-            label={`${time} time of each piece for baseline and experimental, with accumulated time, in milliseconds`}
-          />
-        </section>
-        <section class="card" aria-labelledby="md-diff" data-chart="execution-difference">
-          <h2 id="md-diff">Execution difference</h2>
-          <Legend
-            items={[
-              { label: "Δ per piece, slower (experimental − baseline > 0)", color: WORSE_COLOR, kind: "bar" },
-              { label: "Δ per piece, faster", color: BETTER_COLOR, kind: "bar" },
-              { label: "Accumulated Δ", color: ACC_D, kind: "line" },
-            ]}
-          />
-          {bandLegend}
-          <UPlotChart
-            options={model.diff}
-            data={model.diffData}
-            height={stacked ? 320 : 300}
-            tooltip={tooltip}
-            onPick={onPick}
-            label={`Difference of ${time} time per piece and accumulated difference, in milliseconds`}
-          />
-        </section>
+        <ChartCard
+          id="md-cmp"
+          chart="execution-comparison"
+          title="Execution comparison"
+          legend={[
+            { label: "Baseline per piece", color: BASELINE_COLOR, kind: "bar" },
+            { label: "Experimental per piece", color: EXPERIMENTAL_COLOR, kind: "bar" },
+            { label: "Baseline accumulated", color: ACC_B, kind: "dashed" },
+            { label: "Experimental accumulated", color: ACC_E, kind: "dashed" },
+          ]}
+          bandLegend={bandLegend}
+          options={model.cmp}
+          data={model.cmpData}
+          height={stacked ? 320 : 300}
+          tooltip={tooltip}
+          onPick={onPick}
+          label={`${time} time of each piece for baseline and experimental, with accumulated time, in milliseconds`}
+        />
+        <ChartCard
+          id="md-diff"
+          chart="execution-difference"
+          title="Execution difference"
+          legend={[
+            { label: "Δ per piece, slower (experimental − baseline > 0)", color: WORSE_COLOR, kind: "bar" },
+            { label: "Δ per piece, faster", color: BETTER_COLOR, kind: "bar" },
+            { label: "Accumulated Δ", color: ACC_D, kind: "line" },
+          ]}
+          bandLegend={bandLegend}
+          options={model.diff}
+          data={model.diffData}
+          height={stacked ? 320 : 300}
+          tooltip={tooltip}
+          onPick={onPick}
+          label={`Difference of ${time} time per piece and accumulated difference, in milliseconds`}
+        />
       </div>
     </>
   );
