@@ -109,12 +109,17 @@ def test_names_must_match_keys_length():
         align(["A"], ["A"], ["A", "B"], ["A"])
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_random_sequences_reach_the_lcs_length(seed):
+def random_pair(seed: int, max_len: int) -> tuple[list[str], list[str]]:
+    """Two random key sequences over a 1-4 letter alphabet (many repeats)."""
     rng = random.Random(seed)
     alphabet = "ABCD"[: rng.randint(1, 4)]
-    a = [rng.choice(alphabet) for _ in range(rng.randint(0, 25))]
-    b = [rng.choice(alphabet) for _ in range(rng.randint(0, 25))]
+    return ([rng.choice(alphabet) for _ in range(rng.randint(0, max_len))],
+            [rng.choice(alphabet) for _ in range(rng.randint(0, max_len))])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_sequences_reach_the_lcs_length(seed):
+    a, b = random_pair(seed, 25)
     pairs = align(a, b)
     check_valid(pairs, a, b)
     assert len(matched(pairs)) == lcs_length(a, b)
@@ -134,10 +139,7 @@ def test_keys_absent_from_the_other_side_never_cost_quadratic_work(monkeypatch):
 def test_beyond_the_score_matrix_few_edits_stay_exact(monkeypatch, seed):
     """Myers' diff takes over past MAX_DP_CELLS: still a longest common subsequence."""
     monkeypatch.setattr(align_mod, "MAX_DP_CELLS", 0)
-    rng = random.Random(seed)
-    alphabet = "ABCD"[: rng.randint(1, 4)]
-    a = [rng.choice(alphabet) for _ in range(rng.randint(0, 30))]
-    b = [rng.choice(alphabet) for _ in range(rng.randint(0, 30))]
+    a, b = random_pair(seed, 30)
     pairs = align(a, b)
     check_valid(pairs, a, b)
     assert len(matched(pairs)) == lcs_length(a, b)

@@ -298,7 +298,7 @@ def piece_index(linked: LinkedTrace) -> PieceIndex:
 
     kind_of_row = np.full(len(t), -1, dtype=np.int8)
     # Annotations and module calls on the step thread.
-    named = np.flatnonzero(on_step & np.isin(t.kind, (Kind.USER_ANNOTATION, Kind.CPU_OP)))
+    named = np.flatnonzero(on_step & (t.kind == Kind.USER_ANNOTATION))
     kind_of_row[named] = _annotation_kinds(t, named)
     py = np.flatnonzero(on_step & (t.kind == Kind.PYTHON_FUNCTION))
     kind_of_row[py[name_mask(t, py, is_module)]] = _CODE[MODULE]
@@ -385,16 +385,13 @@ def _step_at(step_start: np.ndarray, step_end: np.ndarray, ts: np.ndarray) -> np
 
 def _annotation_kinds(t, rows: np.ndarray) -> np.ndarray:
     """Kind code per row (-1: not a piece) for DataLoader, optimizer and
-    other user annotations. 2021 traces record the DataLoader / optimizer
-    annotations as operators, so those names count whatever the category;
-    other operators are not pieces."""
+    other user annotations (2021 traces' `Operator`-category DataLoader and
+    optimizer events arrive here already reclassified by the decoder)."""
     if len(rows) == 0:
         return np.zeros(0, dtype=np.int8)
     uniq, inverse = np.unique(t.name_id[rows], return_inverse=True)
     codes = np.array([_annotation_code(t.strings[i] if i >= 0 else "") for i in uniq.tolist()], dtype=np.int8)
-    out = codes[inverse]
-    out[(out == _CODE[ANNOTATION]) & (t.kind[rows] != Kind.USER_ANNOTATION)] = -1
-    return out
+    return codes[inverse]
 
 
 def _annotation_code(text: str) -> int:

@@ -221,9 +221,9 @@ def timed_window(table: EventTable) -> tuple[float, float]:
 
 def _steps(table: EventTable, launch_of: np.ndarray, device_rows: np.ndarray) -> Steps:
     complete = table.phase == Phase.COMPLETE
-    # 2021 traces file ProfilerStep under `Operator`; the decoder reclassifies
-    # profiler annotations, but accept both in case a trace mixes them.
-    candidates = np.flatnonzero(complete & np.isin(table.kind, (Kind.USER_ANNOTATION, Kind.CPU_OP)))
+    # 2021 traces file ProfilerStep under `Operator`: the decoder has already
+    # reclassified those as annotations.
+    candidates = np.flatnonzero(complete & (table.kind == Kind.USER_ANNOTATION))
     rows = candidates[name_mask(table, candidates, is_step)]
     if len(rows):
         threads, counts = np.unique(table.thread_id[rows], return_counts=True)
