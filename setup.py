@@ -43,7 +43,7 @@ setup(
     },
     entry_points={
         "tensorboard_plugins": [
-            "tb_pipeline = tb_pipeline_plugin.plugin:PipelinePlugin",
+            "tb_pipeline = tb_pipeline_plugin.server.plugin:PipelinePlugin",
         ],
         "console_scripts": [
             "tb-pipeline = tb_pipeline_plugin.cli:main",

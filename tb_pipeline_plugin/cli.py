@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .diff.compare import OVERVIEW_METRICS, pct_name
+from .diff.delta import pct_name
+from .diff.overview import OVERVIEW_METRICS
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
 EXIT_CANNOT_EVALUATE = EXIT_USAGE
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_diff(args, out=None) -> int:
     from .compare import compare
-    from .diff.api import KERNEL_PRIMARY
+    from .diff.views import KERNEL_PRIMARY
 
     out = out or sys.stdout
     if args.top < 0:

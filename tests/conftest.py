@@ -6,12 +6,17 @@ Nothing here imitates a trace format or TensorBoard: runs are recorded with
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from urllib.parse import quote
 from pathlib import Path
 
 import pytest
+
+# Every route answer is decoded with its contract type (server/contract.py):
+# a response drifting from the declared shape fails the test that got it.
+os.environ["TB_PIPELINE_VALIDATE_RESPONSES"] = "1"
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PLUGIN_PREFIX = "/data/plugin/tb_pipeline"
@@ -84,7 +89,7 @@ def build_tb_app(logdir):
     from tensorboard.plugins import base_plugin
     from tensorboard.plugins.core import core_plugin
 
-    from tb_pipeline_plugin.plugin import PipelinePlugin
+    from tb_pipeline_plugin.server.plugin import PipelinePlugin
 
     tb = program.TensorBoard(plugins=[core_plugin.CorePluginLoader()])
     tb.configure(argv=["tensorboard", "--logdir", str(logdir)])

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from json_oracle import counts_by_name, load_events
-from tb_pipeline_plugin.trace_processor import TraceProcessor
+from tb_pipeline_plugin.analysis.processor import TraceProcessor
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,10 @@ import collections
 import pytest
 
 from json_oracle import duration_by_name, load_events
-from tb_pipeline_plugin.diff import api
-from tb_pipeline_plugin.diff import modules as M
-from tb_pipeline_plugin.diff import pieces as P
-from tb_pipeline_plugin.trace_processor import TraceProcessor
+import diff_calls as api
+from tb_pipeline_plugin.diff import tree as M
+from tb_pipeline_plugin.analysis import pieces as P
+from tb_pipeline_plugin.analysis.processor import TraceProcessor
 
 DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from json_oracle import counts_by_name, device_self_by_op_external_id, duration_by_name, load_events, step_windows
-from tb_pipeline_plugin.trace_processor import TraceProcessor
+from tb_pipeline_plugin.analysis.processor import TraceProcessor
 
 GPU_TRACES = [
     "single_rank/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",

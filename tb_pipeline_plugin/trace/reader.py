@@ -1,4 +1,8 @@
-"""Bytes of a trace file: plain or gzip, local or remote, salvaging a cut gzip."""
+"""Bytes of a trace file: plain or gzip, salvaging a cut gzip.
+
+Files are opened by the caller's `opener` (remote logdirs go through the
+sources layer's TensorBoard gfile wrapper), so decoding needs no TensorBoard.
+"""
 from __future__ import annotations
 
 import gzip
@@ -8,16 +12,11 @@ GZIP_MAGIC = b"\x1f\x8b"
 _READ_BLOCK_BYTES = 16 << 20
 
 
-def _open(path: str):
-    if "://" in path:
-        # Remote logdirs (gs://, s3://, hdfs://) go through TensorBoard's gfile.
-        from tensorboard.compat import tf
-
-        return tf.io.gfile.GFile(path, "rb")
+def _open_local(path: str):
     return open(path, "rb")
 
 
-def read_trace_bytes(path: str) -> tuple[bytes, list[str]]:
+def read_trace_bytes(path: str, opener=None) -> tuple[bytes, list[str]]:
     """The decompressed file content and warnings about what was lost.
 
     gzip is recognised by its magic bytes, not the file name. A gzip stream
@@ -25,7 +24,8 @@ def read_trace_bytes(path: str) -> tuple[bytes, list[str]]:
     be decompressed plus a warning; the JSON decoder then salvages the
     complete events in it.
     """
-    with _open(path) as f:
+    # The caller's filesystem layer (remote logdirs) or a local file.
+    with (opener or _open_local)(path) as f:
         data = f.read()
     if not data.startswith(GZIP_MAGIC):
         return data, []

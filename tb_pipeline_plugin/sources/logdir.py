@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from tensorboard.compat import tf
 
-from tb_pipeline_plugin.errors import BadRequest, NotFound
+from ..errors import BadRequest, NotFound
 
 KINETO_RE = re.compile(r"^(.*?)(\.\d+)?\.pt\.trace\.json(\.gz)?$")
 GENERIC_JSON_RE = re.compile(r"^(.+?)\.json(\.gz)?$")
@@ -230,6 +230,13 @@ def _listdir(path: str) -> list[str]:
         return [n.rstrip("/") for n in tf.io.gfile.listdir(path)]
     except Exception:  # unreadable directory: skip it, keep discovering the rest
         return []
+
+
+def open_binary(path: str):
+    """A binary file object for a local path or a remote URL (gs://, s3://, ...)."""
+    if _is_remote(path):
+        return tf.io.gfile.GFile(path, "rb")
+    return open(path, "rb")
 
 
 def stat_file(path: str) -> tuple[int | None, float]:

@@ -1,0 +1,47 @@
+"""The route table: each route's path, parameters and response, declared once.
+
+`plugin.py` serves these, `openapi.py` documents them, and the route tests
+check every answer against them; adding a route means adding a row here, a
+handler in `plugin.py` and an `*_impl` in `views.py`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import contract as C
+from . import params as Q
+
+
+@dataclass(frozen=True)
+class Route:
+    path: str
+    params: type
+    response: type
+    summary: str
+
+
+ROUTES: tuple[Route, ...] = (
+    Route("/runs", Q.NoParams, C.RunsResponse,
+          "Runs in the logdir with their workers, spans, kinds and load state; never waits for a parse."),
+    Route("/overview", Q.RunParams, C.OverviewResponse,
+          "One trace's device, steps, step-time breakdown, GPU utilisation and memory."),
+    Route("/operators", Q.OperatorsParams, C.OperatorsResponse,
+          "Operator statistics of one trace, by name or by name and input shape."),
+    Route("/kernels", Q.RunParams, C.KernelsResponse, "GPU kernel statistics of one trace, by name."),
+    Route("/modules", Q.RunParams, C.ModulesResponse, "The nn.Module tree of one trace with host and device time."),
+    Route("/diff/overview", Q.PairParams, C.DiffOverviewResponse,
+          "Every overview metric of baseline and experimental with delta and delta %."),
+    Route("/diff/modules", Q.DiffModulesParams, C.DiffModulesResponse,
+          "One node of the aligned piece tree and a page of its children, with accumulated trends."),
+    Route("/diff/operators", Q.DiffOperatorsParams, C.DiffOperatorsResponse,
+          "Operators of both runs joined, filtered, sorted (largest |delta| first by default) and paged."),
+    Route("/diff/kernels", Q.DiffKernelsParams, C.DiffKernelsResponse,
+          "GPU kernels of both runs joined, filtered, sorted (largest |delta| first by default) and paged."),
+)
+
+ERROR_STATUSES = {
+    "400": "A missing or malformed parameter.",
+    "404": "An unknown run, worker or span.",
+    "409": "The run is still loading (run_status: loading); retry later.",
+    "422": "The run could not be read or analysed; the message says why.",
+}
