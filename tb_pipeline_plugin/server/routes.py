@@ -20,24 +20,23 @@ class Route:
     summary: str
 
 
-ROUTES: tuple[Route, ...] = (
-    Route("/runs", Q.NoParams, C.RunsResponse,
-          "Runs in the logdir with their workers, spans, kinds and load state; never waits for a parse."),
-    Route("/overview", Q.RunParams, C.OverviewResponse,
-          "One trace's device, steps, step-time breakdown, GPU utilisation and memory."),
-    Route("/operators", Q.OperatorsParams, C.OperatorsResponse,
-          "Operator statistics of one trace, by name or by name and input shape."),
-    Route("/kernels", Q.RunParams, C.KernelsResponse, "GPU kernel statistics of one trace, by name."),
-    Route("/modules", Q.RunParams, C.ModulesResponse, "The nn.Module tree of one trace with host and device time."),
-    Route("/diff/overview", Q.PairParams, C.DiffOverviewResponse,
-          "Every overview metric of baseline and experimental with delta and delta %."),
-    Route("/diff/modules", Q.DiffModulesParams, C.DiffModulesResponse,
-          "One node of the aligned piece tree and a page of its children, with accumulated trends."),
-    Route("/diff/operators", Q.DiffOperatorsParams, C.DiffOperatorsResponse,
-          "Operators of both runs joined, filtered, sorted (largest |delta| first by default) and paged."),
-    Route("/diff/kernels", Q.DiffKernelsParams, C.DiffKernelsResponse,
-          "GPU kernels of both runs joined, filtered, sorted (largest |delta| first by default) and paged."),
-)
+ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in (
+    ("/runs", Q.NoParams, C.RunsResponse,
+     "Runs in the logdir with their workers, spans, kinds and load state; never waits for a parse."),
+    ("/overview", Q.RunParams, C.OverviewResponse,
+     "One trace's device, steps, step-time breakdown, GPU utilisation and memory."),
+    ("/operators", Q.OperatorsParams, C.OperatorsResponse, "Operator statistics of one trace, by name or by name and input shape."),
+    ("/kernels", Q.RunParams, C.KernelsResponse, "GPU kernel statistics of one trace, by name."),
+    ("/modules", Q.RunParams, C.ModulesResponse, "The nn.Module tree of one trace with host and device time."),
+    ("/diff/overview", Q.PairParams, C.DiffOverviewResponse,
+     "Every overview metric of baseline and experimental with delta and delta %."),
+    ("/diff/modules", Q.DiffModulesParams, C.DiffModulesResponse,
+     "One node of the aligned piece tree and a page of its children, with accumulated trends."),
+    ("/diff/operators", Q.DiffOperatorsParams, C.DiffOperatorsResponse,
+     "Operators of both runs joined, filtered, sorted (largest |delta| first by default) and paged."),
+    ("/diff/kernels", Q.DiffKernelsParams, C.DiffKernelsResponse,
+     "GPU kernels of both runs joined, filtered, sorted (largest |delta| first by default) and paged."),
+))
 
 ERROR_STATUSES = {
     "400": "A missing or malformed parameter.",
