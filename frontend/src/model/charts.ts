@@ -1,6 +1,6 @@
 /**
  * Pure data shaping for the charts (kept out of the components so the
- * numbers drawn are easy to check): stacking, running sums, labels.
+ * numbers drawn are easy to check): stacking, shares, labels, axis ranges.
  */
 import { BREAKDOWN_CATEGORIES, type BreakdownCategory, type DiffPiece, type StepInfo } from "../api";
 
