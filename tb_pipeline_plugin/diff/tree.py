@@ -271,9 +271,9 @@ def _window(steps: list[P.Piece]) -> P.Piece:
 def row(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> dict:
     """One node as the `diff/modules` route returns it (µs, calls, deltas)."""
     b, e, p = node.b, node.e, node.any
-    out = {"name": p.name, "kind": p.kind, "key": p.key}
-    if p.kind != ROOT:  # the root spans every step
-        out["step"] = int(node.path.split(".", 1)[0])  # the aligned step: the path's first index
+    # The aligned step is the path's first index; the root spans every step.
+    step = None if p.kind == ROOT else int(node.path.split(".", 1)[0])
+    out = {"name": p.name, "kind": p.kind, "key": p.key, "step": step}
     out.update({
         "path": node.path, "status": node.status, "has_children": has_children(bi, ei, node),
         "baseline_name": b.name if b is not None else None,

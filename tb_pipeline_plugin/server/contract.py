@@ -224,8 +224,8 @@ class DiffPiece(_Shape, kw_only=True):
     name: str
     kind: PieceKind
     key: str
-    # The aligned step (first index of `path`); absent on the root, which spans every step.
-    step: int | None = None
+    # The aligned step (first index of `path`); null on the root, which spans every step.
+    step: int | None
     path: str
     status: PieceStatus
     has_children: bool

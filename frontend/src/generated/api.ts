@@ -316,7 +316,6 @@ export interface components {
             /** @enum {unknown} */
             kind: "annotation" | "backward" | "data_loading" | "module" | "optimizer" | "root" | "step" | "unknown";
             key: string;
-            /** @default null */
             step: number | null;
             path: string;
             /** @enum {unknown} */
