@@ -76,12 +76,12 @@ def environment(records: Iterable[Any]) -> dict:
 def sweep_frame(records: Iterable[Any]) -> pd.DataFrame:
     """One row per (stage, executor, concurrency); speedup is QPS over the
     same stage and executor's QPS at its lowest level."""
-    rows = [r for r in as_dicts(records) if r.get("type") == "sweep"]
+    # Fields left out because they held their default (omit_defaults) come back here.
+    defaults = {"errors": 0, "cut_short": False, "first_error": "", "machine_cpu_pct": 0.0}
+    rows = [{**defaults, **r} for r in as_dicts(records) if r.get("type") == "sweep"]
     frame = pd.DataFrame(rows, columns=[c for c in SWEEP_COLUMNS if c != "speedup"])
     if frame.empty:
         return pd.DataFrame(columns=SWEEP_COLUMNS)
-    frame["first_error"] = frame["first_error"].fillna("")
-    frame["cut_short"] = frame["cut_short"].fillna(False).astype(bool)
     frame = frame.sort_values(["stage", "executor", "concurrency"], kind="stable").reset_index(drop=True)
     base = frame.groupby(["stage", "executor"])["qps"].transform("first")
     frame["speedup"] = np.where(base > 0, frame["qps"] / base.where(base > 0, 1.0), np.nan)
@@ -155,6 +155,15 @@ def _classify(threads: pd.DataFrame, procs: pd.DataFrame, cores: int, process_sk
         return "io_bound", (f"QPS x{speedup:.1f} at {level} workers (more than the {cores} cores can explain) "
                             f"with only {best['cpu_pct']:.0f} % CPU: the time is spent waiting, not computing")
 
+    # Held >= 80 % of the time, the GIL caps thread speed-up at 1/0.8 = 1.25x (Amdahl), whatever
+    # noise a busy machine adds to the thread curve.
+    if (t_best is not None and cores >= 2 and gil_held is not None and gil_held >= GIL_HELD
+            and float(t_best["cpu_pct"]) <= ONE_CORE_PCT):
+        holder = f"; GIL held most by {gil_name}" if gil_name else ""
+        procs = f"; processes reach {p_best['qps']:.0f} QPS vs {t_best['qps']:.0f}" if p_best is not None else ""
+        return "gil_bound", (f"threads x{_gain(threads):.2f} at {t_best['cpu_pct']:.0f} % CPU (about one core of "
+                             f"{cores}); the GIL was held {100 * gil_held:.0f} % of the sampled time{procs}{holder}")
+
     # Scales: near-linear up to the core count.
     if t_best is not None and cores >= 2:
         upto = [c for c in threads["concurrency"] if 2 <= c <= cores] or \
@@ -180,7 +189,7 @@ def _classify(threads: pd.DataFrame, procs: pd.DataFrame, cores: int, process_sk
             if one_core and (procs_scale or p_best is None):
                 return "gil_bound", (f"{flat}, about one core of {cores}; {procs_said}; GIL not sampled, so "
                                      f"not confirmed{holder}")
-        elif one_core and (gil_held >= GIL_HELD or (gil_held >= GIL_PARTLY and procs_scale)):
+        elif one_core and gil_held >= GIL_PARTLY and procs_scale:
             return "gil_bound", (f"{flat}, about one core of {cores}; the GIL was held {100 * gil_held:.0f} % "
                                  f"of the sampled time; {procs_said}{holder}")
         elif gil_held < GIL_PARTLY and procs_scale:

@@ -56,6 +56,7 @@ class _Calls:
     """What one worker measured."""
 
     latencies_s: list = field(default_factory=list)
+    starts: list = field(default_factory=list)
     ends: list = field(default_factory=list)
     errors: int = 0
     first_error: str = ""
@@ -90,6 +91,7 @@ def _call_loop(fn: Callable, inputs: list, claim: Callable[[], tuple[int, bool] 
         t1 = time.monotonic()
         if measuring:
             calls.latencies_s.append(t1 - t0)
+            calls.starts.append(t0)
             calls.ends.append(t1)
             if error is not None:
                 calls.errors += 1
@@ -106,15 +108,19 @@ def _percentile(sorted_values: list, q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
-def _summarise(parts: list[_Calls], t_measure: float, result: LevelResult) -> LevelResult:
+def _summarise(parts: list[_Calls], result: LevelResult) -> LevelResult:
+    """QPS is the sum of each worker's own rate over its measured span: a
+    worker's first measured call starts only when its warm-up call ends, so
+    one shared window would undercount by up to one call per worker."""
+    parts = [p for p in parts if p.latencies_s]
     latencies = sorted(x for p in parts for x in p.latencies_s)
-    ends = [x for p in parts for x in p.ends]
     result.items = len(latencies)
     result.errors = sum(p.errors for p in parts)
     result.first_error = next((p.first_error for p in parts if p.first_error), "")
-    if ends:
-        result.duration_s = max(ends) - t_measure
-        result.qps = result.items / result.duration_s if result.duration_s > 0 else 0.0
+    if parts:
+        result.duration_s = max(max(p.ends) for p in parts) - min(min(p.starts) for p in parts)
+        result.qps = sum(len(p.ends) / (max(p.ends) - min(p.starts)) for p in parts
+                         if max(p.ends) > min(p.starts))
     result.p50_latency_s = _percentile(latencies, 0.5)
     result.p90_latency_s = _percentile(latencies, 0.9)
     return result
@@ -183,7 +189,7 @@ def run_threads(fn: Callable, inputs: list, level: int, plan: LevelPlan, stop: t
             t.join()
         result.cpu_pct, result.machine_cpu_pct = cpu.stop(time.monotonic())
     result.peak_memory_bytes = rss.peak_bytes
-    _summarise(parts, t_measure, result)
+    _summarise(parts, result)
     result.cut_short = result.interrupted or stop.is_set() or time.monotonic() >= plan.hard_end
     return result
 
@@ -235,7 +241,7 @@ def _process_worker(payload: bytes | None, plan: LevelPlan, t_measure_box, start
         return index, phase == _MEASURE
 
     calls = _call_loop(fn, inputs, claim)
-    results.put(("done", slot, (calls.latencies_s, calls.ends, calls.errors, calls.first_error)))
+    results.put(("done", slot, (calls.latencies_s, calls.starts, calls.ends, calls.errors, calls.first_error)))
     release.wait(120)  # stay alive until the parent has read our CPU time
 
 
@@ -313,8 +319,8 @@ def run_processes(fn: Callable, inputs: list, level: int, plan: LevelPlan, stop:
                     p.terminate()
                     p.join(5)
         results.close()
-    parts = [_Calls(lat, ends, errors, first) for lat, ends, errors, first in done.values()]
-    _summarise(parts, t_measure_box.value, result)
+    parts = [_Calls(lat, starts, ends, errors, first) for lat, starts, ends, errors, first in done.values()]
+    _summarise(parts, result)
     result.cut_short = result.interrupted or stop.is_set() or time.monotonic() >= plan.hard_end
     return result
 

@@ -20,6 +20,9 @@ def print_summary(result, out: TextIO) -> None:
         errors = f"  errors {row.errors}/{row.items}" if row.errors else ""
         print(f"  {row.stage}: {row.label.upper()}  best: {', '.join(best) or '-'}{errors}", file=out)
         print(f"      {row.reason}", file=out)
-    logdir = result.path.resolve().parent.parent.parent  # {logdir}/{run}/diagnostic/diagnostic.jsonl
-    print(f"[diagnose] view: tensorboard --logdir {logdir}  (Pipeline plugin, Diagnostic view)", file=out)
+    out_dir = result.path.resolve().parent
+    if out_dir.name == "diagnostic":  # {logdir}/{run}/diagnostic/diagnostic.jsonl
+        logdir = out_dir.parent.parent
+        print(f"[diagnose] view: tensorboard --logdir {logdir}  (Pipeline plugin, Diagnostic view)",
+              file=out)
     out.flush()
