@@ -36,12 +36,14 @@ def has_diagnostic(run_dir: str | os.PathLike) -> bool:
 
 
 def read_diagnostic(path: str | os.PathLike) -> DiagnosticRun:
-    """`path`: the results file, or a run directory holding diagnostic/.
+    """`path`: the results file, a run directory holding diagnostic/, or that
+    diagnostic/ directory itself.
 
     Raises FileNotFoundError when there is no results file."""
     path = Path(path)
     if path.is_dir():
-        path = results_path(path)
+        direct = path / fmt.RESULTS_FILE
+        path = direct if direct.is_file() else results_path(path)
     data = path.read_bytes()
     run = DiagnosticRun(path)
     lines = data.split(b"\n")
