@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from tb_pipeline_plugin.analysis.diagnostic import best_concurrency, sweep_frame, verdicts
@@ -163,3 +164,26 @@ def test_best_concurrency_is_smallest_within_5_percent():
     records = [_env(2), *_curve("s", "thread", [(100, 1, 1), (196, 1, 1), (200, 1, 1), (150, 1, 1)])]
     best = best_concurrency(sweep_frame(records)).iloc[0]
     assert best.best_concurrency == 2 and best.best_qps == 196
+
+
+def test_diff_diagnostic_matches_stages_by_name():
+    from tb_pipeline_plugin.diff.diagnostic import diff_diagnostic
+
+    def run(stages):
+        records = [_env(2)]
+        for name, curve, held in stages:
+            records += [*_curve(name, "thread", curve), _gil(name, held),
+                        fmt.StageSummary(stage=name, index=len(records), kind="map", inputs=10)]
+        return records
+
+    flat = [(100, 100, 100), (101, 100, 100), (100, 100, 100), (99, 100, 100)]
+    linear = [(100, 100, 100), (190, 195, 195), (195, 198, 198), (196, 198, 198)]
+    base = run([("decode", flat, 0.95), ("only_base", flat, 0.1)])
+    exp = run([("decode", linear, 0.05), ("only_exp", linear, 0.1)])
+    table = diff_diagnostic(base, exp).set_index("stage")
+    assert list(table.index) == ["decode", "only_base", "only_exp"]
+    row = table.loc["decode"]
+    assert row.verdict_baseline == "gil_bound" and row.verdict_experimental == "scales" and row.verdict_changed
+    assert row.best_thread_qps_ratio == pytest.approx(190 / 100)  # best: smallest level within 5 %
+    assert table.loc["only_base", "in_baseline"] and not table.loc["only_base", "in_experimental"]
+    assert np.isnan(table.loc["only_exp", "best_thread_qps_ratio"])

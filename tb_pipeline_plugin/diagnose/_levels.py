@@ -23,6 +23,7 @@ from typing import Any, Callable
 from ._tree import CpuWindow, PeakRss
 
 _WARM, _MEASURE, _STOP = 0, 1, 2
+ABANDON_AFTER_S = 5.0  # past the time limit, stop waiting for calls still running
 
 
 @dataclass
@@ -181,6 +182,8 @@ def run_threads(fn: Callable, inputs: list, level: int, plan: LevelPlan, stop: t
             for t in threads:
                 while t.is_alive():
                     t.join(0.2)
+                    if time.monotonic() > plan.hard_end + ABANDON_AFTER_S:
+                        break  # a call that never returns: leave the (daemon) thread, keep the rest
             result.cpu_pct, result.machine_cpu_pct = cpu.stop(time.monotonic())
     except KeyboardInterrupt:
         stop.set()
@@ -279,6 +282,7 @@ def run_processes(fn: Callable, inputs: list, level: int, plan: LevelPlan, stop:
              for i in range(level)]
     result = LevelResult()
     cpu = CpuWindow()
+    done: dict = {}
     try:
         for p in procs:
             p.start()
@@ -297,7 +301,8 @@ def run_processes(fn: Callable, inputs: list, level: int, plan: LevelPlan, stop:
             _wait_until(t_measure, stop)
             cpu.start(time.monotonic())
             done, failure = _collect(results, procs, "done", level, stop,
-                                     timeout_s=max(plan.duration_s * 20, 600))
+                                     timeout_s=min(max(plan.duration_s * 20, 600),
+                                                   plan.hard_end + ABANDON_AFTER_S - time.monotonic()))
             result.cpu_pct, result.machine_cpu_pct = cpu.stop(time.monotonic())
         result.peak_memory_bytes = rss.peak_bytes
         result.failure = failure

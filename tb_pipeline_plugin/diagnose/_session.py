@@ -257,8 +257,10 @@ class Session:
         if reason:
             sample = _gil.GilSample(skipped=reason)
         else:
-            _levels.run_threads(fn, inputs, level, self._plan(), self.stop,
-                                during=lambda: holder.setdefault("s", _gil.sample_gil(self.gil_duration_s)))
+            run = _levels.run_threads(fn, inputs, level, self._plan(), self.stop,
+                                      during=lambda: holder.setdefault("s", _gil.sample_gil(self.gil_duration_s)))
+            if run.interrupted:
+                self._mark_cut("Ctrl-C")
             sample = holder.get("s") or _gil.GilSample(skipped="cut short before sampling")
         top = [fmt.GilFrame(**row) for row in sample.top]
         self._write(fmt.GilRecord(stage=name, concurrency=level, sampler=sample.command,
@@ -283,7 +285,8 @@ class Session:
 
         flat = flattens(fn)  # a generator stage: each call yields several next inputs
         outputs, errors = [], 0
-        with ThreadPoolExecutor(CACHE_THREADS) as pool:
+        pool = ThreadPoolExecutor(CACHE_THREADS)
+        try:
             for ok, out in pool.map(one, inputs):
                 if not ok:
                     errors += 1
@@ -291,6 +294,8 @@ class Session:
                     outputs.extend(out)
                 else:
                     outputs.append(out)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)  # on Ctrl-C: drop the calls not started
         return outputs, errors
 
     # ------------------------------------------------------------ end
