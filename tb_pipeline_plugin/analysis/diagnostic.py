@@ -176,6 +176,7 @@ def _classify(threads: pd.DataFrame, procs: pd.DataFrame, cores: int, process_sk
                                   f"{best['cpu_pct']:.0f} % CPU at the best level")
 
     t_gain = _gain(threads)
+    busy = SATURATED_BUSY * 100.0 * cores
     if t_best is not None and cores >= 2 and t_gain < FLAT_GAIN:
         holder = f"; GIL held most by {gil_name}" if gil_name else ""
         flat = f"threads flat (x{t_gain:.2f}) at {t_best['cpu_pct']:.0f} % CPU"
@@ -192,12 +193,11 @@ def _classify(threads: pd.DataFrame, procs: pd.DataFrame, cores: int, process_sk
         elif one_core and gil_held >= GIL_PARTLY and procs_scale:
             return "gil_bound", (f"{flat}, about one core of {cores}; the GIL was held {100 * gil_held:.0f} % "
                                  f"of the sampled time; {procs_said}{holder}")
-        elif gil_held < GIL_PARTLY and procs_scale:
+        elif gil_held < GIL_PARTLY and procs_scale and float(t_best["machine_cpu_pct"]) < busy:
             return "contention", (f"{flat} while {procs_said}, yet the GIL was held only {100 * gil_held:.0f} % "
                                   f"of the time: threads contend on something else they share (a lock, the "
-                                  f"memory allocator, page faults)")
+                                  f"memory allocator, page faults), with cores to spare")
 
-    busy = SATURATED_BUSY * 100.0 * cores
     for b, what in ((t_best, "threads"), (p_best, "processes")):
         if b is not None and (float(b["cpu_pct"]) >= busy or float(b["machine_cpu_pct"]) >= busy):
             return "cpu_saturated", (f"{what}: QPS x{_gain(threads if what == 'threads' else procs):.2f} at best, "

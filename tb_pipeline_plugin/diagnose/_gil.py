@@ -72,31 +72,57 @@ def parse_raw(text: str, top_n: int = 10) -> tuple[int, list[dict]]:
     return total, rows[:top_n]
 
 
+def _count_samples(text: str, marker: str) -> int:
+    """Samples (from an --idle recording) whose stack contains `marker`."""
+    total = 0
+    for line in text.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if marker in stack and count.isdigit():
+            total += int(count)
+    return total
+
+
+def _py_spy(argv: list[str]) -> subprocess.Popen:
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
 def sample_gil(duration_s: float, pid: int | None = None) -> GilSample:
-    """Blocks for about duration_s while py-spy samples `pid` (default: us)."""
+    """Blocks for about duration_s while py-spy samples `pid` (default: us).
+
+    Two recordings run side by side: `--gil` (only samples where a thread
+    holds the GIL) and `--idle` (every sample, every thread). The second counts
+    the samples py-spy actually took, so a py-spy starved of CPU on a busy
+    machine does not read as a GIL that is free."""
     reason = why_no_gil_sampling()
     if reason:
         return GilSample(skipped=reason)
     seconds = max(1, round(duration_s))  # py-spy takes whole seconds
+    target = str(pid or os.getpid())
     with tempfile.TemporaryDirectory(prefix="tb-diag-gil-") as tmp:
-        out = os.path.join(tmp, "gil.txt")
-        argv = [find_py_spy(), "record", "--gil", "--nonblocking", "--full-filenames", "-r", str(RATE_HZ),
-                "-d", str(seconds), "-f", "raw", "-o", out, "-p", str(pid or os.getpid())]
-        command = " ".join(["py-spy", *argv[1:-1], "<pid>"])
+        gil_out, all_out = os.path.join(tmp, "gil.txt"), os.path.join(tmp, "all.txt")
+        common = ["--nonblocking", "--full-filenames", "-r", str(RATE_HZ), "-d", str(seconds), "-f", "raw"]
+        argv = [find_py_spy(), "record", "--gil", *common, "-o", gil_out, "-p", target]
+        command = " ".join(["py-spy", *argv[1:-3], "<pid>"])
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60)
+            gil_proc = _py_spy(argv)
+            all_proc = _py_spy([find_py_spy(), "record", "--idle", *common, "-o", all_out, "-p", target])
+            _, err = gil_proc.communicate(timeout=seconds + 60)
+            all_proc.communicate(timeout=seconds + 60)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return GilSample(command=command, skipped=f"py-spy failed to run: {exc}")
-        if proc.returncode != 0 or not os.path.exists(out):
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        if gil_proc.returncode != 0 or not os.path.exists(gil_out):
+            tail = err.strip().splitlines()[-1:] or ["no output"]
             hint = " (py-spy needs ptrace access: run as root or set kernel.yama.ptrace_scope=0)" \
                 if "ermission" in tail[0] else ""
-            return GilSample(command=command, skipped=f"py-spy exited with {proc.returncode}: {tail[0]}{hint}")
-        with open(out, encoding="utf-8", errors="replace") as fh:
+            return GilSample(command=command, skipped=f"py-spy exited with {gil_proc.returncode}: {tail[0]}{hint}")
+        with open(gil_out, encoding="utf-8", errors="replace") as fh:
             total, top = parse_raw(fh.read())
-    if total == 0:
-        # Sampled fine and nobody held the GIL: the stage releases it (held_share 0).
-        return GilSample(command=command, rate_hz=RATE_HZ, duration_s=float(seconds))
-    held = min(1.0, total / (RATE_HZ * seconds))
+        taken = 0
+        if all_proc.returncode == 0 and os.path.exists(all_out) and pid is None:
+            with open(all_out, encoding="utf-8", errors="replace") as fh:
+                # Our own thread waits in this function during every sample.
+                taken = _count_samples(fh.read(), "sample_gil (")
+    taken = taken or RATE_HZ * seconds
+    held = min(1.0, total / taken)
     return GilSample(command=command, total_samples=total, held_share=held, rate_hz=RATE_HZ,
                      duration_s=float(seconds), top=top)
