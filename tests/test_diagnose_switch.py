@@ -79,14 +79,17 @@ def test_dataloader_getitem_and_collate(tmp_path):
     data, out = _run(tmp_path, "dataloader_user.py", "loader")
     assert data.records[0].source == "dataloader"
     table = verdicts(data.records).set_index("stage")
-    assert {"__getitem__", "collate_fn", "batch"} <= set(table.index)
+    assert {"__getitem__", "transform", "collate_fn", "batch"} <= set(table.index)
     assert table.loc["__getitem__", "verdict"] == "io_bound", table.loc["__getitem__", "reason"]
     assert table.loc["collate_fn", "verdict"] == "gil_bound", table.loc["collate_fn", "reason"]
     assert table.loc["collate_fn", "gil_function"] == "slow_collate"
     assert table.loc["batch_size", "verdict"] == "not_swept"
     sweep = sweep_frame(data.records)
-    for stage in ("__getitem__", "collate_fn", "batch"):
+    for stage in ("__getitem__", "transform", "collate_fn", "batch"):
         _curves_complete(sweep, stage)
+    # The transform ran alone on raw samples (fetched once with it switched off): no read in it.
+    transform = sweep[sweep.stage == "transform"]
+    assert (transform.p50_latency_s < 0.004).all()
     getitem = sweep[sweep.stage == "__getitem__"]
     assert (getitem.p50_latency_s >= 0.004).all()  # the dataset's sleep, measured alone
     summaries = {r.stage: r for r in data.records if isinstance(r, fmt.StageSummary)}
@@ -119,4 +122,5 @@ def test_spdl_pipeline_every_stage_and_qps_agrees_with_spdl(tmp_path):
     ours = sweep[(sweep.stage == "decode") & (sweep.executor == "thread")].set_index("concurrency")["qps"]
     for level in (1, 4):
         theirs = spdl_qps[("decode", level)]
+        print(f"decode x{level}: ours {ours[level]:.2f} QPS, SPDL {theirs:.2f} QPS")
         assert abs(ours[level] - theirs) / theirs < 0.15, (level, ours[level], theirs)
