@@ -187,3 +187,18 @@ def test_diff_diagnostic_matches_stages_by_name():
     assert row.best_thread_qps_ratio == pytest.approx(190 / 100)  # best: smallest level within 5 %
     assert table.loc["only_base", "in_baseline"] and not table.loc["only_base", "in_experimental"]
     assert np.isnan(table.loc["only_exp", "best_thread_qps_ratio"])
+
+
+def test_spawned_processes_need_pickling_and_say_why_not(tmp_path):
+    result = diagnose([("lambda_stage", lambda x: x + 1), ("slow", flaky.slow)], range(10), out_dir=tmp_path,
+                      levels=(1, 2), duration_s=0.3, warmup_s=0.05, gil=False, progress=None,
+                      start_method="spawn")
+    assert result.records[0].process_start_method == "spawn"
+    summaries = {r.stage: r for r in result.records if isinstance(r, fmt.StageSummary)}
+    assert "cannot be pickled for the spawn start method" in summaries["lambda_stage"].process_skipped
+    assert summaries["slow"].process_skipped == ""  # a module-level function pickles: spawned workers ran it
+    sweep = sweep_frame(result.records)
+    assert set(sweep[sweep.stage == "lambda_stage"].executor) == {"thread"}
+    slow = sweep[(sweep.stage == "slow") & (sweep.executor == "process")]
+    assert list(slow.concurrency) == [1, 2] and (slow["items"] > 0).all()
+    assert "spawn start method" in verdicts(result.records).set_index("stage").loc["lambda_stage", "process_skipped"]

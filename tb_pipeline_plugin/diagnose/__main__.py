@@ -50,10 +50,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-inputs", type=int, help="source items to cache (default 256)")
     parser.add_argument("--time-limit-s", type=float, help="stop the whole sweep after this long, keeping results")
     parser.add_argument("--no-gil", action="store_true", help="skip py-spy GIL sampling")
+    parser.add_argument("--start-method", choices=["fork", "spawn", "forkserver"],
+                        help="how worker processes start (default fork where available)")
     args = parser.parse_args(argv)
     try:
         options = options_from_env()
-        for key in ("levels", "executors", "duration_s", "warmup_s", "max_items", "num_inputs", "time_limit_s"):
+        for key in ("levels", "executors", "duration_s", "warmup_s", "max_items", "num_inputs", "time_limit_s", "start_method"):
             if getattr(args, key) is not None:
                 options[key] = getattr(args, key)
         if args.no_gil:

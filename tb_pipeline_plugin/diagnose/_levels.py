@@ -202,17 +202,23 @@ def run_threads(fn: Callable, inputs: list, level: int, plan: LevelPlan, stop: t
 _FORK_PAYLOAD: Any = None  # (fn, inputs), inherited by forked workers instead of pickled
 
 
-def start_method() -> str:
-    return "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+def start_method(preferred: str | None = None) -> str:
+    """fork where the OS has it (no pickling, as DataLoader on Linux), else spawn."""
+    methods = mp.get_all_start_methods()
+    if preferred:
+        if preferred not in methods:
+            raise ValueError(f"start method {preferred!r} is not available here ({', '.join(methods)})")
+        return preferred
+    return "fork" if "fork" in methods else "spawn"
 
 
-def why_not_picklable(fn: Callable, inputs: list) -> str:
-    """Empty when fn and inputs pickle (needed only where workers are spawned)."""
+def why_not_picklable(fn: Callable, inputs: list, method: str) -> str:
+    """Empty when fn and inputs pickle (needed only where workers are not forked)."""
     for what, obj in (("the stage function", fn), ("its inputs", inputs)):
         try:
             pickle.dumps(obj)
         except Exception as exc:
-            return f"{what} cannot be pickled for the {start_method()} start method: {type(exc).__name__}: {exc}"
+            return f"{what} cannot be pickled for the {method} start method: {type(exc).__name__}: {exc}"
     return ""
 
 
@@ -268,9 +274,10 @@ def _collect(results, procs, want: str, count: int, stop, timeout_s: float) -> t
     return got, ""
 
 
-def run_processes(fn: Callable, inputs: list, level: int, plan: LevelPlan, stop: threading.Event) -> LevelResult:
+def run_processes(fn: Callable, inputs: list, level: int, plan: LevelPlan, stop: threading.Event,
+                  method: str | None = None) -> LevelResult:
     global _FORK_PAYLOAD
-    method = start_method()
+    method = start_method(method)
     ctx = mp.get_context(method)
     payload = None if method == "fork" else pickle.dumps((fn, inputs))
     _FORK_PAYLOAD = (fn, inputs)

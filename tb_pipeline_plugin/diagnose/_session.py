@@ -75,7 +75,7 @@ class Session:
                  executors: Iterable[str] = ("thread", "process"), warmup_s: float = 0.3,
                  duration_s: float = 2.0, max_items: int = 0, num_inputs: int = 256,
                  time_limit_s: float | None = None, gil: bool = True, gil_duration_s: float = 1.0,
-                 progress: TextIO | None = sys.stderr, source: str = "function"):
+                 progress: TextIO | None = sys.stderr, source: str = "function", start_method: str | None = None):
         self.out_dir = Path(out_dir) if out_dir is not None else default_out_dir()
         self.levels = [int(x) for x in levels]
         self.executors = [e for e in executors]
@@ -86,6 +86,7 @@ class Session:
         self.num_inputs, self.gil, self.gil_duration_s = num_inputs, gil, gil_duration_s
         self.progress = progress
         self.cores = _levels.cpu_count()
+        self.start_method = _levels.start_method(start_method)
         self.t0 = time.monotonic()
         self.hard_end = self.t0 + time_limit_s if time_limit_s else math.inf
         self.time_limit_s = time_limit_s
@@ -103,7 +104,7 @@ class Session:
             implementation=sys.implementation.name,
             free_threaded=bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
             gil_enabled=bool(getattr(sys, "_is_gil_enabled", lambda: True)()),
-            process_start_method=_levels.start_method(), levels=self.levels, executors=self.executors,
+            process_start_method=self.start_method, levels=self.levels, executors=self.executors,
             warmup_s=warmup_s, duration_s=duration_s, source=source, command=list(sys.argv),
             pid=os.getpid(), hostname=socket.gethostname(), max_items=max_items))
 
@@ -218,17 +219,19 @@ class Session:
         return outputs
 
     def _why_no_processes(self, fn, inputs) -> str:
-        if _levels.start_method() == "fork":
+        if self.start_method == "fork":
             return ""
-        return _levels.why_not_picklable(fn, inputs)
+        return _levels.why_not_picklable(fn, inputs, self.start_method)
 
     def _plan(self) -> _levels.LevelPlan:
         return _levels.LevelPlan(warmup_s=self.warmup_s, duration_s=self.duration_s, max_items=self.max_items,
                                  hard_end=self.hard_end)
 
     def _sweep_point(self, name, executor, level, fn, inputs) -> fmt.SweepPoint | None:
-        runner = _levels.run_threads if executor == "thread" else _levels.run_processes
-        r = runner(fn, inputs, level, self._plan(), self.stop)
+        if executor == "thread":
+            r = _levels.run_threads(fn, inputs, level, self._plan(), self.stop)
+        else:
+            r = _levels.run_processes(fn, inputs, level, self._plan(), self.stop, self.start_method)
         if r.interrupted:
             self._mark_cut("Ctrl-C")
         elif r.cut_short:
