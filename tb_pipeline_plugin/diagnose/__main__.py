@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--logdir", help="default: $TB_PIPELINE_LOGDIR or ./tb_pipeline_logs")
     parser.add_argument("--run", help="run name; default: $TB_PIPELINE_RUN or <module>-<time>")
     parser.add_argument("--out-dir", help="write diagnostic.jsonl here instead of {logdir}/{run}/diagnostic")
-    parser.add_argument("--levels", type=_ints, help=f"concurrency levels (default {','.join(map(str, DEFAULT_LEVELS))})")
+    parser.add_argument("--levels", type=_ints,
+                        help=f"concurrency levels (default {','.join(map(str, DEFAULT_LEVELS))})")
     parser.add_argument("--executors", type=lambda t: t.split(","), help="thread,process (default both)")
     parser.add_argument("--duration-s", type=float, help="measured seconds per level (default 2)")
     parser.add_argument("--warmup-s", type=float, help="warm-up seconds per level (default 0.3)")
@@ -55,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         options = options_from_env()
-        for key in ("levels", "executors", "duration_s", "warmup_s", "max_items", "num_inputs", "time_limit_s", "start_method"):
+        for key in ("levels", "executors", "duration_s", "warmup_s", "max_items", "num_inputs", "time_limit_s",
+                    "start_method"):
             if getattr(args, key) is not None:
                 options[key] = getattr(args, key)
         if args.no_gil:

@@ -58,14 +58,44 @@ def chains_for_loader(loader: Any, num_inputs: int) -> list[tuple[list[Stage], A
     if isinstance(dataset, IterableDataset):
         return [([regroup("batch_size", batches_of(batch_size, loader.drop_last)), Stage("collate_fn", collate)],
                  itertools.islice(iter(dataset), num_inputs))]
-    indices = list(itertools.islice(iter(loader.sampler), num_inputs))
-    chains = [([Stage("__getitem__", GetItem(dataset)),
-                regroup("batch_size", batches_of(batch_size, loader.drop_last)),
-                Stage("collate_fn", collate)], indices)]
+    index_batches = _index_batches(loader, num_inputs)
+    indices = [i for batch in index_batches for i in batch]
+    regroup_as_loader = regroup("batch_size", SplitLike([len(b) for b in index_batches]))
+    chains = [([Stage("__getitem__", GetItem(dataset)), regroup_as_loader, Stage("collate_fn", collate)], indices)]
     transform = getattr(dataset, "transform", None)
     if callable(transform):
         chains.append(([regroup("raw samples", RawSamples(dataset)), Stage("transform", transform)], indices))
-    index_batches = batches_of(batch_size, loader.drop_last)(indices)
-    chains.append(([Stage("batch", WholeBatch(dataset, collate))],
-                   index_batches))
+    chains.append(([Stage("batch", WholeBatch(dataset, collate))], index_batches))
     return chains
+
+
+def _index_batches(loader: Any, num_inputs: int) -> list[list]:
+    """The loader's own batches of indices (its batch_sampler: batch_size,
+    drop_last or a custom sampler), until num_inputs indices; without
+    auto-collation (batch_size=None) each index is its own batch."""
+    if loader.batch_sampler is None:
+        return [[i] for i in itertools.islice(iter(loader.sampler), num_inputs)]
+    out, total = [], 0
+    for batch in loader.batch_sampler:
+        out.append(list(batch))
+        total += len(batch)
+        if total >= num_inputs:
+            break
+    return out
+
+
+class SplitLike:
+    """Regroup fetched samples into the loader's batch sizes (errors dropped
+    samples, so the last batches may come out shorter)."""
+
+    def __init__(self, sizes: list[int]):
+        self.sizes = sizes
+
+    def __call__(self, items: list) -> list:
+        out, start = [], 0
+        for size in self.sizes:
+            if start >= len(items):
+                break
+            out.append(items[start:start + size])
+            start += size
+        return out
