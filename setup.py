@@ -40,6 +40,7 @@ setup(
     ],
     extras_require={
         "record": ["torch>=2.0"],
+        "diagnose": ["py-spy>=0.3"],  # GIL holder sampling; without it the results say why none
     },
     entry_points={
         "tensorboard_plugins": [

@@ -1,0 +1,1 @@
+"""Readers of the pipeline-side records in a run directory (formats/)."""
