@@ -1,6 +1,8 @@
 """The layering of docs/architecture.md, checked on the source (no import side effects).
 
-trace/ imports nothing of ours; analysis/ only trace/; diff/ only analysis/;
+formats/ and trace/ import nothing of ours; pipeline/ (statistics readers) only
+formats/ and trace/; analysis/ only those; diff/ only analysis/; the writing
+side (record/, diagnose/) only formats/ (diagnose's summary: analysis/ too);
 werkzeug only in server/; tensorboard only in server/ and in the logdir
 reader (sources/logdir.py, its filesystem layer). `errors` is a leaf every
 layer may raise from.
@@ -16,10 +18,16 @@ PKG = Path(__file__).resolve().parent.parent / "tb_pipeline_plugin"
 LEAVES = {"errors"}
 # Layer -> the layers of ours it may import (besides itself and the leaves).
 ALLOWED = {
+    "formats": set(),
     "trace": set(),
-    "analysis": {"trace"},
+    "pipeline": {"formats", "trace"},
+    "analysis": {"trace", "pipeline", "formats"},
     "diff": {"analysis"},
-    "sources": {"analysis", "trace"},
+    "sources": {"analysis", "trace", "pipeline"},
+    # The writing side shares only the formats; diagnose's end-of-run
+    # summary also reuses the analysis verdicts so terminal and UI agree.
+    "record": {"formats"},
+    "diagnose": {"formats", "analysis"},
 }
 THIRD_PARTY_ONLY_IN = {
     "werkzeug": {"server"},
