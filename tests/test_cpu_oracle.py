@@ -7,10 +7,10 @@ import sys
 
 import pytest
 import torch
-
 from conftest import PLUGIN_PREFIX, wait_ready
+from json_oracle import operator_key_averages
 
-from json_oracle import counts_by_name, load_events, operator_key_averages
+from json_oracle import counts_by_name, load_events
 from tb_pipeline_plugin.trace_processor import TraceProcessor
 
 

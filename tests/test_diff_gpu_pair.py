@@ -6,8 +6,9 @@ from __future__ import annotations
 import collections
 
 import pytest
+from json_oracle import torch_operator_events
 
-from json_oracle import duration_by_name, load_events, torch_operator_events
+from json_oracle import duration_by_name, load_events
 from tb_pipeline_plugin.diff import api
 from tb_pipeline_plugin.diff import modules as M
 from tb_pipeline_plugin.diff import pieces as P
