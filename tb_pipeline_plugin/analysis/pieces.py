@@ -465,6 +465,7 @@ def _region(linked: LinkedTrace, threads: np.ndarray) -> Region:
     complete = t.phase == Phase.COMPLETE
     in_region = np.isin(t.thread_id, threads)
     ops = np.flatnonzero(complete & (t.kind == Kind.CPU_OP) & in_region)
+    ops = ops[~np.isin(ops, linked.folded_rows)]  # one call, as in the operator table
     order = np.argsort(t.ts_us[ops], kind="stable")
     dev = np.flatnonzero(complete & np.isin(t.kind, DEVICE_ACTIVITY_KINDS) & (linked.owner >= 0))
     owner = linked.owner[dev]
