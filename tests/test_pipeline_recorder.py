@@ -1,0 +1,138 @@
+"""Recorder in a real training loop (torch, DataLoader with num_workers=0):
+a slow Dataset is input-bound, the same data cached is not, and the data-wait
+delta between them is the injected delay (issue 10, acceptance a)."""
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+from tb_pipeline_plugin.analysis.pipeline import report
+from tb_pipeline_plugin.diff.pipeline import compare_pipeline
+from tb_pipeline_plugin.pipeline import load_pipeline_run
+from tb_pipeline_plugin.record import Recorder
+
+DELAY_S = 0.03
+BATCHES = 24
+BATCH = 16
+
+
+class SlowBatches(Dataset):
+    def __init__(self, delay_s: float):
+        gen = torch.Generator().manual_seed(0)
+        self.x = torch.randn(BATCHES, BATCH, 8, generator=gen)
+        self.y = torch.randn(BATCHES, BATCH, 1, generator=gen)
+        self.delay_s = delay_s
+
+    def __len__(self):
+        return BATCHES
+
+    def __getitem__(self, i):
+        time.sleep(self.delay_s)
+        return self.x[i], self.y[i]
+
+
+def train(rec: Recorder, batches) -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for x, y in rec.wrap(batches):
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        with rec.callback("log_loss"):
+            float(loss.detach())
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    logdir = tmp_path_factory.mktemp("pipeline_logdir")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        slow = SlowBatches(DELAY_S)
+        with Recorder(str(logdir), "slow", host_interval_s=0.1) as rec:
+            train(rec, DataLoader(slow, batch_size=None, num_workers=0))
+        cached = [(slow.x[i], slow.y[i]) for i in range(len(slow))]  # the same data, in memory
+        with Recorder(str(logdir), "cached", host_interval_s=0.1) as rec:
+            train(rec, cached)
+    finally:
+        torch.set_num_threads(threads)
+    return load_pipeline_run(str(logdir / "slow")), load_pipeline_run(str(logdir / "cached"))
+
+
+def test_slow_loader_is_input_bound_and_cached_is_not(two_runs):
+    slow, cached = (report(t) for t in two_runs)
+    assert slow["split"]["steps"] == cached["split"]["steps"] == BATCHES
+    assert slow["input_bound"]["verdict"] == "yes"
+    assert cached["input_bound"]["verdict"] == "no"
+    assert "--headspace" in slow["input_bound"]["next_step"]
+    assert all(s["batch_size"] == BATCH for s in two_runs[0].steps.to_dict("records"))
+
+
+def test_data_wait_delta_matches_injected_delay(two_runs):
+    diff = compare_pipeline(*two_runs)  # baseline slow, experimental cached
+    row = next(r for r in diff["summary"] if r["metric"] == "split.data_wait_s")
+    assert -row["delta"] == pytest.approx(DELAY_S, rel=0.10)
+    # The split is exhaustive: every step's parts add up to its duration.
+    for tables in two_runs:
+        s = tables.steps
+        total = s["data_wait_s"] + s["compute_s"] + s["callbacks_s"] + s["other_s"]
+        assert (total - s["duration_s"]).abs().max() < 1e-9
+
+
+def test_callbacks_and_host_metrics_are_recorded(two_runs):
+    slow = report(two_runs[0])
+    [cb] = slow["callbacks"]
+    assert cb["name"] == "log_loss" and cb["calls"] == BATCHES
+    assert slow["host"]["summary"]["samples"] >= 2
+    assert slow["host"]["summary"]["rss_bytes_max"] > 10 << 20
+    assert slow["meta"][0]["torch"].split("+")[0] == torch.__version__.split("+")[0]
+
+
+def test_step_parts_follow_the_marks(tmp_path):
+    """data wait (in next), compute, a callback, then other after step()."""
+    def slow_source():
+        for i in range(3):
+            time.sleep(0.010)
+            yield i
+
+    with Recorder(str(tmp_path), "marks", host_interval_s=None, flush_interval_s=0) as rec:
+        for _ in rec.wrap(slow_source()):
+            time.sleep(0.005)
+            with rec.callback("cb"):
+                time.sleep(0.003)
+            rec.step()
+            time.sleep(0.004)
+    steps = load_pipeline_run(str(tmp_path / "marks")).steps
+    assert len(steps) == 3
+    # Lower bounds are the sleeps; the upper bounds leave room for a busy machine.
+    for col, slept in (("data_wait_s", 0.010), ("compute_s", 0.005), ("callbacks_s", 0.003), ("other_s", 0.004)):
+        assert (steps[col] >= slept * 0.95).all(), col
+        assert (steps[col] < slept + 0.008).all(), col
+
+
+def test_headspace_replays_the_first_batches(tmp_path):
+    pulled = []
+
+    class Source:
+        def __len__(self):
+            return 6
+
+        def __iter__(self):
+            for i in range(6):
+                pulled.append(i)
+                yield i
+
+    src = Source()
+    with Recorder(str(tmp_path), "hs", host_interval_s=None, headspace=2) as rec:
+        first = list(rec.wrap(src))
+        second = list(rec.wrap(src))
+    assert first == [0, 1, 0, 1, 0, 1] and second == [0, 1] * 3
+    assert pulled == [0, 1]  # the real loader is never asked again
+    steps = load_pipeline_run(str(tmp_path / "hs")).steps
+    assert steps["cached"].tolist() == [False, False] + [True] * 10
