@@ -32,8 +32,12 @@ TRAIN_SCRIPT = textwrap.dedent(f"""
         def __len__(self):
             return {BATCHES}
         def __getitem__(self, i):
+            t0 = time.perf_counter()
             time.sleep({DELAY_S})
+            SLEPT.append(time.perf_counter() - t0)
             return self.x[i], self.y[i]
+
+    SLEPT = []
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -43,7 +47,7 @@ TRAIN_SCRIPT = textwrap.dedent(f"""
         opt.zero_grad()
         nn.functional.mse_loss(model(x), y).backward()
         opt.step()
-    print("trained")
+    print("trained; slept_mean_s", sum(SLEPT) / max(len(SLEPT), 1))
 """)
 
 SPDL_SCRIPT = textwrap.dedent("""
@@ -92,7 +96,8 @@ def launched(tmp_path_factory):
     out = launch(tmp, TRAIN_SCRIPT, "plain")
     hs = launch(tmp, TRAIN_SCRIPT, "headspace", "--headspace", "2")
     assert "trained" in out.stdout and "trained" in hs.stdout
-    return load_pipeline_run(str(tmp / "logs" / "plain")), load_pipeline_run(str(tmp / "logs" / "headspace"))
+    slept_s = float(out.stdout.split("slept_mean_s")[1])
+    return load_pipeline_run(str(tmp / "logs" / "plain")), load_pipeline_run(str(tmp / "logs" / "headspace")), slept_s
 
 
 def test_launcher_records_an_unmodified_script(launched):
@@ -101,23 +106,26 @@ def test_launcher_records_an_unmodified_script(launched):
     assert plain["meta"][0]["command"][-1].endswith("train_plain.py")
     assert plain["split"]["steps"] == BATCHES
     assert plain["input_bound"]["verdict"] == "yes"
-    # Median: one step delayed by a busy machine must not decide the test.
-    assert launched[0].steps["data_wait_s"].median() == pytest.approx(DELAY_S, rel=0.10)
+    # The oracle: the delay as the script's Dataset timed it (an oversubscribed
+    # machine oversleeps DELAY_S).
+    assert plain["split"]["data_wait_s"] == pytest.approx(launched[2], rel=0.10)
     assert plain["host"]["summary"]["samples"] >= 2
     assert launched[0].warnings == []
 
 
 def test_headspace_takes_data_loading_out(launched):
-    plain, hs = (report(t) for t in launched)
+    plain, hs = (report(t) for t in launched[:2])
     assert hs["meta"][0]["headspace_batches"] == 2
     assert hs["split"]["steps"] == BATCHES - 2  # the two cache-filling steps are left out
     assert hs["split"]["data_wait_s"] < 0.001
     assert hs["input_bound"]["verdict"] == "no"
-    # Upper bound: the plain run's step rate with its data wait removed.
-    steps = launched[0].steps
-    ceiling = len(steps) / float((steps["duration_s"] - steps["data_wait_s"]).sum())
     assert hs["throughput"]["steps_per_s"] > 3 * plain["throughput"]["steps_per_s"]
-    assert hs["throughput"]["steps_per_s"] >= 0.7 * ceiling
+    # Upper bound: the plain run's step rate with its data wait removed.
+    # Medians: on a shared box a few steps of a ~1 ms loop get preempted for 10-40 ms.
+    plain_steps, hs_steps = launched[0].steps, launched[1].steps
+    ceiling = 1.0 / float((plain_steps["duration_s"] - plain_steps["data_wait_s"]).median())
+    hs_rate = 1.0 / float(hs_steps[hs_steps["cached"]]["duration_s"].median())
+    assert hs_rate >= 0.7 * ceiling
 
 
 def test_spdl_pipeline_stage_table_matches_spdl_logs(tmp_path):

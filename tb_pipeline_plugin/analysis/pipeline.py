@@ -185,13 +185,14 @@ def report(tables) -> dict:
     stages = stage_table(tables.stage_tasks, tables.stage_queues)
     metrics = host_metrics(tables.host)
     slowest_cb = str(callbacks["name"].iloc[0]) if len(callbacks) else None
+    verdict = input_bound(split, slowest_cb)
     return {
         "source": tables.source,
         "split": split,
-        "input_bound": input_bound(split, slowest_cb),
+        "input_bound": verdict,
         "throughput": {**throughput_summary(tables.steps), "series": records(throughput(main_steps(tables.steps)[0]))},
         "stages": records(stages),
-        "bottleneck": bottleneck(stages),
+        "bottleneck": bottleneck(stages, verdict["verdict"]),
         "callbacks": records(callbacks),
         "host": {"summary": host_summary(metrics), "series": records(metrics)},
         "meta": tables.meta,

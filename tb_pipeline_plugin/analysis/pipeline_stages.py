@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 KEY = ["pipeline_id", "stage_id", "stage_name"]
-STAGE_COLUMNS = [*KEY, "stage", "concurrency", "items", "interval_s", "qps", "tasks", "failures", "task_mean_s",
+STARVING_PCT = 50.0  # a queue holding an item less often than this starves its consumer
+STAGE_COLUMNS = [*KEY, "pipeline_index", "stage", "concurrency", "items", "interval_s", "qps", "tasks", "failures", "task_mean_s",
                  "task_p90_s", "task_p99_s", "put_wait_mean_s", "get_wait_mean_s", "occupancy_pct", "busy_pct",
                  "is_slowest", "is_starving"]
 
@@ -80,14 +81,18 @@ def stage_table(stage_tasks: pd.DataFrame, stage_queues: pd.DataFrame) -> pd.Dat
         row.update(queues.get(key, {}))
         row.update({k: v for k, v in tasks.get(key, {}).items() if k not in row or k not in ("stage", "concurrency")})
         rows.append(row)
-    frame = pd.DataFrame(rows, columns=[c for c in STAGE_COLUMNS if c not in ("busy_pct", "is_slowest", "is_starving")])
+    frame = pd.DataFrame(rows, columns=[c for c in STAGE_COLUMNS
+                                        if c not in ("pipeline_index", "busy_pct", "is_slowest", "is_starving")])
+    # SPDL numbers pipelines per process (0, 1, ...): the n-th pipeline a run
+    # builds is what lines up across runs, not the id.
+    frame["pipeline_index"] = pd.factorize(frame["pipeline_id"], sort=True)[0]
     conc = pd.to_numeric(frame["concurrency"], errors="coerce").fillna(1.0).clip(lower=1.0)
     interval = pd.to_numeric(frame["interval_s"], errors="coerce")
     rate = pd.to_numeric(frame["tasks"], errors="coerce") / interval.where(interval > 0)
     frame["busy_pct"] = 100.0 * rate * pd.to_numeric(frame["task_mean_s"], errors="coerce") / conc
     frame["is_slowest"] = False
     frame["is_starving"] = False
-    verdict = bottleneck(frame)
+    verdict = bottleneck(frame)  # flags only; the wording needs the run's verdict
     if verdict["slowest_stage"] is not None:
         frame.loc[frame["stage"] == verdict["slowest_stage"], "is_slowest"] = True
     if verdict["starving_queue"] is not None:
@@ -95,9 +100,11 @@ def stage_table(stage_tasks: pd.DataFrame, stage_queues: pd.DataFrame) -> pd.Dat
     return frame[STAGE_COLUMNS]
 
 
-def bottleneck(stages: pd.DataFrame) -> dict:
+def bottleneck(stages: pd.DataFrame, input_bound: str | None = None) -> dict:
     """{slowest_stage, slowest_busy_pct, starving_queue, starving_occupancy_pct,
-    summary}; names are SPDL's stage labels ("0:1:decode[4]")."""
+    summary}; names are SPDL's stage labels ("0:1:decode[4]"). `input_bound`
+    (the run's verdict, yes|partly|no) words the summary: a pipeline that
+    keeps up with the loop has a busiest stage, not a bottleneck."""
     out = {"slowest_stage": None, "slowest_busy_pct": None, "starving_queue": None,
            "starving_occupancy_pct": None, "summary": "no SPDL stage statistics in this run"}
     if not len(stages):
@@ -113,11 +120,15 @@ def bottleneck(stages: pd.DataFrame) -> dict:
             drop = np.full(len(occ), -np.inf)
             drop[1:] = np.where(np.isfinite(occ[1:]) & np.isfinite(occ[:-1]), occ[:-1] - occ[1:], -np.inf)
             j = int(np.argmax(drop))
-            if drop[j] > 0 and (out["starving_occupancy_pct"] is None or occ[j] < out["starving_occupancy_pct"]):
+            if drop[j] > 0 and occ[j] < STARVING_PCT and (
+                    out["starving_occupancy_pct"] is None or occ[j] < out["starving_occupancy_pct"]):
                 out["starving_queue"] = f"{g['stage'].iloc[j]}_queue"
                 out["starving_occupancy_pct"] = float(occ[j])
     parts = []
-    if out["slowest_stage"]:
+    if out["slowest_stage"] and input_bound == "no":
+        parts.append(f"The pipeline keeps up with the training loop; its busiest stage is {out['slowest_stage']} "
+                     f"(workers busy {out['slowest_busy_pct']:.0f}% of the time).")
+    elif out["slowest_stage"]:
         parts.append(f"Stage {out['slowest_stage']} is the slowest: its workers are busy "
                      f"{out['slowest_busy_pct']:.0f}% of the time while the others wait. Raise its concurrency, "
                      "or if that does not help (a stage holding the GIL does not scale with threads), "

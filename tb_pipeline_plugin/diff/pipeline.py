@@ -23,7 +23,7 @@ SUMMARY_METRICS = [
     ("host.summary.rss_bytes_max", "Peak RSS", "bytes"),
     ("host.summary.gpu_util_pct_mean", "GPU utilisation (mean)", "pct"),
 ]
-STAGE_KEYS = ["pipeline_id", "stage_name"]
+STAGE_KEYS = ["pipeline_index", "stage_name"]
 STAGE_DIFF_COLUMNS = ["concurrency", "qps", "task_mean_s", "put_wait_mean_s", "get_wait_mean_s", "occupancy_pct",
                       "busy_pct"]
 STAGE_PRIMARY = "task_mean_s"
@@ -57,8 +57,9 @@ def _by_abs_delta(table: pd.DataFrame, column: str) -> pd.DataFrame:
 
 
 def stage_rows(b_tables, e_tables) -> pd.DataFrame:
-    """Stages joined on (pipeline_id, stage_name), so a changed concurrency
-    still lines up; sorted by |delta task_mean_s|."""
+    """Stages joined on (pipeline_index, stage_name): the n-th pipeline of
+    each run, stage by name, so a changed concurrency still lines up; sorted
+    by |delta task_mean_s|."""
     b = ap.stage_table(b_tables.stage_tasks, b_tables.stage_queues)
     e = ap.stage_table(e_tables.stage_tasks, e_tables.stage_queues)
     for f in (b, e):

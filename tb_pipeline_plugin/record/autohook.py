@@ -84,9 +84,7 @@ def _patch_dataloader(module, rec) -> None:
 
 
 def _patch_spdl(rec, interval_s: float) -> None:
-    from . import spdl_hooks
-
-    spdl_hooks.install(rec.writer.write, interval_s)
+    rec.record_spdl(interval_s)
     try:
         from spdl.pipeline import Pipeline
     except ImportError:

@@ -109,8 +109,8 @@ class Recorder:
         self._batch_size: int | None = None
         self._cached = False
         self._loader = 0
-        self._loaders: dict[int, int] = {}
-        self.caches: dict[int, list] = {}
+        self._loaders: dict[tuple, int] = {}
+        self.caches: dict[tuple, list] = {}
         self._timers: dict[str, _Timed] = {}
         self.writer.write(RunMeta(
             wall_time_s=time.time(), command=list(command if command is not None else sys.argv), pid=os.getpid(),
@@ -127,7 +127,8 @@ class Recorder:
         first N batches are cached and replayed for the rest of every epoch.
         `make_iter` creates the real iterator (default `iter(iterable)`)."""
         n = self.headspace if headspace is None else headspace
-        loader = self._loaders.setdefault(id(iterable), len(self._loaders))
+        key = _loader_key(iterable)
+        loader = self._loaders.setdefault(key, len(self._loaders))
         if n > 0:
             try:
                 length = len(iterable)
@@ -135,7 +136,7 @@ class Recorder:
                 print("tb-pipeline: headspace needs a loader with len(); recording it normally",
                       file=sys.stderr)
             else:
-                cache = self.caches.setdefault(id(iterable), [])
+                cache = self.caches.setdefault(key, [])
                 return HeadspaceIter(self, iterable, loader, cache, n, length, make_iter)
         return TimedIter(self, iterable, loader, make_iter)
 
@@ -151,6 +152,14 @@ class Recorder:
         request is `other`. Optional: without it compute runs to the request."""
         if self._open and self._mark < 0:
             self._mark = _perf()
+
+    def record_spdl(self, interval_s: float = 1.0) -> None:
+        """Record the stage statistics of SPDL pipelines built from now on
+        (through SPDL's default hook and queue classes; process-wide, so the
+        latest recorder to call this receives them)."""
+        from . import spdl_hooks
+
+        spdl_hooks.install(self.writer.write, interval_s)
 
     def trace_handler(self):
         """`on_trace_ready` for torch.profiler writing into this run's directory."""
@@ -220,6 +229,19 @@ class Recorder:
         self._cb_pre = self._cb_before = self._cb_after = 0.0
         if self.profiler is not None:
             self.profiler.step()
+
+
+def _loader_key(iterable) -> tuple:
+    """Which loader this is, across epochs: loops often build a new
+    DataLoader each epoch, so identity would split one loader in many. Same
+    class, same dataset class and same length count as the same loader; an
+    evaluation loader beside the training one usually differs in length."""
+    try:
+        length = len(iterable)
+    except TypeError:
+        length = None
+    dataset = getattr(iterable, "dataset", None)
+    return type(iterable).__qualname__, type(dataset).__qualname__ if dataset is not None else None, length
 
 
 def batch_size(batch) -> int | None:
