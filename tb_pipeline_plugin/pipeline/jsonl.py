@@ -5,7 +5,8 @@ polling a growing file costs only its new bytes. A last line without its
 newline is a record being written: it is left for the next update, never
 reported. A damaged line elsewhere is skipped with its line number in
 `warnings`; records of unknown type, unknown fields and newer schema
-versions are read as far as they are understood, with a warning.
+versions are read as far as they are understood, with a warning. Lines in
+SPDL's own stats shape (`"kind": "task" | "queue"`) are read too (spdl_jsonl).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from collections import Counter, defaultdict
 import msgspec
 
 from ..formats.pipeline import RECORD_TYPES, SCHEMA_VERSION, Record
+from . import spdl_jsonl
 
 _FAST = msgspec.json.Decoder(list[Record])
 _LINE = msgspec.json.Decoder()
@@ -81,6 +83,9 @@ class JsonlTail:
         except msgspec.DecodeError:
             self._bad["not valid JSON"].append(number)
             return
+        if isinstance(raw, dict) and "type" not in raw and "kind" in raw:
+            self._decode_spdl(raw, number)
+            return
         if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
             self._bad['not a record (a JSON object with a "type")'].append(number)
             return
@@ -100,6 +105,15 @@ class JsonlTail:
         if rec.schema > SCHEMA_VERSION:
             self._newer += 1
         self.records.append(rec)
+
+    def _decode_spdl(self, raw: dict, number: int) -> None:
+        if raw["kind"] not in spdl_jsonl.SPDL_KINDS:
+            self._unknown_types[f"spdl {raw['kind']}"] += 1
+            return
+        try:
+            self.records.append(spdl_jsonl.convert(raw))
+        except (KeyError, TypeError, ValueError) as exc:
+            self._bad[f"invalid SPDL {raw['kind']} stats ({exc!r})"].append(number)
 
     @property
     def warnings(self) -> list[str]:
