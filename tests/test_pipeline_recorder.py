@@ -17,7 +17,7 @@ from tb_pipeline_plugin.record import Recorder
 
 DELAY_S = 0.03
 BATCHES = 24
-BATCH = 16
+BATCH = 64
 
 
 class SlowBatches(Dataset):
@@ -40,7 +40,7 @@ class SlowBatches(Dataset):
 
 def train(rec: Recorder, batches) -> None:
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+    model = nn.Sequential(nn.Linear(8, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     for x, y in rec.wrap(batches):
         opt.zero_grad()

@@ -51,7 +51,10 @@ class PipelineReader:
                 warnings.extend(tail.warnings)
             return tables_from_records(records, warnings)
         if sources["composer"]:
-            tables = read_composer_trace(sources["composer"][0])
+            try:
+                tables = read_composer_trace(sources["composer"][0])
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"Composer trace {os.path.basename(sources['composer'][0])}: {exc}") from None
             if len(sources["composer"]) > 1:
                 others = ", ".join(os.path.basename(p) for p in sources["composer"][1:])
                 tables.warnings.append(f"several Composer traces; read {os.path.basename(sources['composer'][0])}, "
@@ -62,5 +65,7 @@ class PipelineReader:
 
 def load_pipeline_run(run_dir: str) -> PipelineTables | None:
     """The run's statistics, or None when it has none (a trace-only run: see
-    analysis.pipeline_trace.steps_from_trace for its data-wait split)."""
+    analysis.pipeline_trace.steps_from_trace for its data-wait split).
+    Damaged JSONL lines become warnings; a Composer trace that cannot be
+    decoded at all raises ValueError naming the file."""
     return PipelineReader(run_dir).read()
