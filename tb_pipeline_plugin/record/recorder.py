@@ -219,16 +219,24 @@ class Recorder:
         wait = self._wait
         compute = mark - start - wait - self._cb_pre - self._cb_before
         other = end - mark - self._cb_after
-        self.writer.write(StepRecord(
-            step=self._step, wall_start_s=self._wall0 + start, duration_s=end - start, data_wait_s=wait,
-            compute_s=compute if compute > 0 else 0.0, other_s=other if other > 0 else 0.0,
-            callbacks_s=self._cb, batch_size=self._batch_size, cached=self._cached, loader=self._loader,
+        # A plain tuple here; the writer's flusher builds the record (keeps
+        # the Struct construction off the training loop).
+        self.writer.write_deferred(_step_record, (
+            self._step, self._wall0 + start, end - start, wait, compute if compute > 0 else 0.0,
+            other if other > 0 else 0.0, self._cb, self._batch_size, self._cached, self._loader,
         ))
         self._step += 1
         self._cb = {}
         self._cb_pre = self._cb_before = self._cb_after = 0.0
         if self.profiler is not None:
             self.profiler.step()
+
+
+def _step_record(step, wall_start_s, duration_s, data_wait_s, compute_s, other_s, callbacks_s, batch_size,
+                 cached, loader) -> StepRecord:
+    return StepRecord(step=step, wall_start_s=wall_start_s, duration_s=duration_s, data_wait_s=data_wait_s,
+                      compute_s=compute_s, other_s=other_s, callbacks_s=callbacks_s, batch_size=batch_size,
+                      cached=cached, loader=loader)
 
 
 def _loader_key(iterable) -> tuple:

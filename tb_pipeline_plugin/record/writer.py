@@ -58,13 +58,20 @@ class StatsWriter:
         if self._thread is None:
             self._write_now([record])
         else:
-            self._pending.append(record)
+            self._pending.append((None, record))
+
+    def write_deferred(self, build, args: tuple) -> None:
+        """Like write(build(*args)), with build() run by the flusher."""
+        if self._thread is None:
+            self._write_now([build(*args)])
+        else:
+            self._pending.append((build, args))
 
     def flush(self) -> None:
         pending = self._pending
-        records = [pending.popleft() for _ in range(len(pending))]
-        if records:
-            self._write_now(records)
+        entries = [pending.popleft() for _ in range(len(pending))]
+        if entries:
+            self._write_now([rec if build is None else build(*rec) for build, rec in entries])
 
     def _write_now(self, records: list) -> None:
         data = self._encoder.encode_lines(records)
