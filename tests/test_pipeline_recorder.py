@@ -166,3 +166,26 @@ def test_profiler_hand_off_puts_trace_and_stats_in_one_run(tmp_path):
     assert len(load_pipeline_run(str(tmp_path / "profiled")).steps) == 6
     # prof.step() ran at each step boundary: the schedule's 3 active steps were traced.
     assert len(link(load_trace(trace)).steps.name) == 3
+
+
+def _callback_run(logdir, run: str, sleeps: dict[str, float]) -> None:
+    with Recorder(str(logdir), run, host_interval_s=None) as rec:
+        for _ in rec.wrap(range(8)):
+            for name, s in sleeps.items():
+                with rec.callback(name):
+                    time.sleep(s)
+
+
+def test_slow_callbacks_are_named_and_diffed(tmp_path):
+    _callback_run(tmp_path, "a", {"metrics": 0.006, "logger": 0.001})
+    _callback_run(tmp_path, "b", {"metrics": 0.001, "logger": 0.009})
+    a, b = load_pipeline_run(str(tmp_path / "a")), load_pipeline_run(str(tmp_path / "b"))
+    ra = report(a)
+    assert [c["name"] for c in ra["callbacks"]] == ["metrics", "logger"]  # slowest first
+    assert ra["callbacks"][0]["calls"] == 8 and ra["callbacks"][0]["mean_s"] >= 0.006
+    # Callbacks are most of these steps: the advice names the slowest one.
+    assert ra["split"]["callbacks_pct"] > 90 and "metrics" in ra["input_bound"]["next_step"]
+    rows = compare_pipeline(a, b)["callbacks"]
+    # |delta per step|: logger +8 ms before metrics -5 ms.
+    assert [r["name"] for r in rows] == ["logger", "metrics"]
+    assert rows[0]["delta_per_step_s"] > 0.006 and rows[1]["delta_per_step_s"] < -0.004
