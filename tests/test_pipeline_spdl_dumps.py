@@ -58,3 +58,22 @@ def test_two_dumped_runs_diff_stage_by_stage(tmp_path, spdl_dir):
     for r in rows:
         assert r["delta_qps"] == pytest.approx(r["experimental_qps"] - r["baseline_qps"])
     assert report(run)["bottleneck"]["starving_queue"] == "0:3:numpy_sort[4]_queue"
+
+
+def test_one_busy_core_is_flagged_as_the_gil(tmp_path, spdl_dir):
+    """spdl_toy's run on the 2-core box: GIL-holding stages take turns. With
+    host samples at about one core the verdict says so."""
+    import msgspec
+
+    from tb_pipeline_plugin.formats.pipeline import HostSample, RunMeta
+
+    tables = _run(tmp_path, spdl_dir, "run_stats.jsonl")
+    t0 = float(tables.stage_queues["wall_time_s"].min())
+    lines = [RunMeta(wall_time_s=t0, command=["spdl_toy.py", "run"], pid=1, python="3.11", cpu_count=2)]
+    lines += [HostSample(wall_time_s=t0 + k * 0.5, cpu_pct=pct, rss_bytes=1 << 28)
+              for k, pct in enumerate([97.0, 103.0, 99.0, 101.0])]
+    (tmp_path / "run_stats" / "pipeline" / "host_1.jsonl").write_bytes(msgspec.json.Encoder().encode_lines(lines))
+    summary = report(load_pipeline_run(str(tmp_path / "run_stats")))["bottleneck"]["summary"]
+    assert "about one core (100% of 2)" in summary
+    # Without host samples near one core, no such claim.
+    assert "one core" not in report(tables)["bottleneck"]["summary"]
