@@ -147,6 +147,10 @@ def main(argv=None) -> None:
         t0 = time.perf_counter()
         record_run(run_dir, **kwargs)
         print(f"recorded {name} in {time.perf_counter() - t0:.2f} s -> {run_dir}")
+    # The pipeline-statistics pair (input-bound baseline vs fixed experimental).
+    import record_pipeline_samples
+
+    record_pipeline_samples.main(["--out", args.out])
 
 
 if __name__ == "__main__":
