@@ -24,9 +24,11 @@ ALLOWED = {
     "analysis": {"trace", "pipeline", "formats"},
     "diff": {"analysis"},
     "sources": {"analysis", "trace", "pipeline"},
-    # The writing side shares only the formats; diagnose's end-of-run
-    # summary also reuses the analysis verdicts so terminal and UI agree.
-    "record": {"formats"},
+    # The writing side shares only the formats; the launcher's auto-hook
+    # hands over to diagnostic mode under TB_PIPELINE_DIAGNOSTIC_MODE=1, and
+    # diagnose's end-of-run summary reuses the analysis verdicts so the
+    # terminal and the UI agree.
+    "record": {"formats", "diagnose"},
     "diagnose": {"formats", "analysis"},
 }
 THIRD_PARTY_ONLY_IN = {
