@@ -318,7 +318,8 @@ function LevelChart(props: { stage: DiagnosticStage; xs: number[]; color: string
     const options: Omit<uPlot.Options, "width" | "height"> = {
       scales: { x: { time: false, distr: 3, log: 2, range: levelRange(xs) }, y: { range: [0, top * 1.1 || 1] } },
       axes: [
-        { label: "Workers (log2 scale)", size: 36, labelSize: 16, values: (_u, splits) => splits.map(levelTick) },
+        // Ticks at the measured levels: uPlot's own log2 splits start at the range's minimum, not at a level.
+        { label: "Workers (log2 scale)", size: 36, labelSize: 16, splits: () => xs.slice(), values: (_u, splits) => splits.map(levelTick) },
         metric === "qps" || metric === "cpu_pct" ? y : { ...y, size: 76, values: (_u, splits) => splits.map((v) => formatBytes(v)) },
       ],
       series: [
