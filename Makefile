@@ -40,7 +40,7 @@ $(BUNDLE): $(STAMPS)/npm $(FRONTEND_SRC)
 
 frontend: $(BUNDLE)
 
-samples/runs/.recorded: $(STAMPS)/venv samples/record_samples.py samples/record_pipeline_samples.py
+samples/runs/.recorded: $(STAMPS)/venv samples/record_samples.py samples/record_pipeline_samples.py samples/diagnostic_sample.py
 	$(PY) samples/record_samples.py --out samples/runs
 	@touch $@
 

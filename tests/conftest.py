@@ -29,10 +29,14 @@ RECORDED_RUNS = {
 }
 
 
-def _record_samples():
+def _on_samples_path() -> None:
     samples = str(REPO_ROOT / "samples")
     if samples not in sys.path:
         sys.path.insert(0, samples)
+
+
+def _record_samples():
+    _on_samples_path()
     import record_samples
 
     return record_samples
@@ -76,6 +80,26 @@ def recorded_profiles(_recorded) -> dict:
     """Run name -> the `torch.profiler.profile` that wrote it, as an oracle
     (`prof.key_averages()`) independent of our trace parsing."""
     return _recorded[1]
+
+
+# Diagnostic-mode runs of the session's diagnostic logdir -> variant of samples/diagnostic_sample.py.
+DIAGNOSTIC_RUNS = {"diag_baseline": "baseline", "diag_experimental": "experimental"}
+
+
+@pytest.fixture(scope="session")
+def diagnostic_logdir(tmp_path_factory) -> Path:
+    """A logdir with runs `diag_baseline` and `diag_experimental`, each only
+    `diagnostic/diagnostic.jsonl`, swept by the real diagnose engine (levels
+    1, 2, 4; threads and processes; py-spy GIL sampling) over the tiny
+    3-stage pipeline of samples/diagnostic_sample.py. Read-only."""
+    _on_samples_path()
+    import diagnostic_sample
+
+    logdir = tmp_path_factory.mktemp("diagnostic_logdir")
+    for run, variant in DIAGNOSTIC_RUNS.items():
+        result = diagnostic_sample.record_diagnostic(str(logdir), run, variant)
+        assert not result.cut_short, result.reason
+    return logdir
 
 
 def build_tb_app(logdir):

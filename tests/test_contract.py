@@ -3,7 +3,9 @@ and every route answers what that document declares."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+import time
 import sys
 from urllib.parse import urlencode
 
@@ -46,11 +48,16 @@ def _refs(node):
 
 
 @pytest.fixture(scope="module")
-def served(recorded_logdir):
+def served(recorded_logdir, diagnostic_logdir, tmp_path_factory):
     from conftest import build_tb_app
     from werkzeug.test import Client
 
-    app, plugin = build_tb_app(recorded_logdir)
+    # The traced runs and the diagnostic-mode runs in one logdir, so every route has data.
+    logdir = tmp_path_factory.mktemp("contract_logdir")
+    for source in (recorded_logdir, diagnostic_logdir):
+        for run in source.iterdir():
+            shutil.copytree(run, logdir / run.name)
+    app, plugin = build_tb_app(logdir)
     client = Client(app)
     for run in ("baseline", "experimental"):
         assert wait_ready(client, run)["status"] == "ready"
@@ -61,6 +68,10 @@ def served(recorded_logdir):
 def _query(route_path: str) -> dict:
     if route_path == "/runs":
         return {}
+    if route_path == "/diagnostic":
+        return {"run": "diag_baseline"}
+    if route_path == "/diff/diagnostic":
+        return {"baseline": "diag_baseline", "experimental": "diag_experimental"}
     if route_path.startswith("/diff/"):
         return {"baseline": "baseline", "experimental": "experimental"}
     return {"run": "baseline"}
@@ -68,7 +79,13 @@ def _query(route_path: str) -> dict:
 
 @pytest.mark.parametrize("route", ROUTES, ids=lambda r: r.path)
 def test_every_route_answers_its_declared_shape(served, route):
-    resp = served.get(f"{PLUGIN_PREFIX}{route.path}?{urlencode(_query(route.path))}")
+    url = f"{PLUGIN_PREFIX}{route.path}?{urlencode(_query(route.path))}"
+    resp = served.get(url)
+    for _ in range(200):  # artifacts not prefetched by `runs` load on first request (409 meanwhile)
+        if resp.status_code != 409:
+            break
+        time.sleep(0.05)
+        resp = served.get(url)
     assert resp.status_code == 200, resp.get_data(as_text=True)
     msgspec.json.decode(resp.get_data(), type=route.response)
 

@@ -67,6 +67,16 @@ export type DiffTableKind = DiffTableResponse["table"];
 export type DiffTableRow = DiffTableResponse["rows"][number];
 export type GroupBy = DiffOperatorsResponse["group_by"];
 
+export type DiagnosticResponse = Schemas["DiagnosticResponse"];
+export type DiagnosticStage = Schemas["DiagnosticStage"];
+export type DiagnosticCurve = Schemas["DiagnosticCurve"];
+export type DiagnosticPoint = Schemas["DiagnosticPoint"];
+export type DiagnosticGil = Schemas["DiagnosticGil"];
+export type DiagnosticEnvironment = Schemas["DiagnosticEnvironment"];
+export type DiagnosticStageDiff = Schemas["DiagnosticStageDiff"];
+export type DiffDiagnosticResponse = Schemas["DiffDiagnosticResponse"];
+export type Verdict = DiagnosticStage["verdict"];
+
 /** Which two traces to compare; the worker/span may be left to the server's default. */
 export interface DiffSelection {
   baseline: string;
@@ -206,6 +216,16 @@ export class ApiClient {
 
   diffModules(sel: DiffSelection, path: string, opts?: RequestOpts): Promise<DiffModulesResponse> {
     return this.get<DiffModulesResponse>("diff/modules", { ...diffParams(sel), path }, opts);
+  }
+
+  /** Diagnostic-mode results of one run (`diagnostic`). */
+  diagnostic(run: string, opts?: RequestOpts): Promise<DiagnosticResponse> {
+    return this.get<DiagnosticResponse>("diagnostic", { run }, opts);
+  }
+
+  /** Diagnostic-mode results of two runs, stages matched by name (`diff/diagnostic`). */
+  diffDiagnostic(baseline: string, experimental: string, opts?: RequestOpts): Promise<DiffDiagnosticResponse> {
+    return this.get<DiffDiagnosticResponse>("diff/diagnostic", { baseline, experimental }, opts);
   }
 
   /** `diff/<table>`; the answer names its table again in `table` (views key on that). */

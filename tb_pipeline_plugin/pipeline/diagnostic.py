@@ -44,7 +44,13 @@ def read_diagnostic(path: str | os.PathLike) -> DiagnosticRun:
     if path.is_dir():
         direct = path / fmt.RESULTS_FILE
         path = direct if direct.is_file() else results_path(path)
-    data = path.read_bytes()
+    return parse_diagnostic(path.read_bytes(), path)
+
+
+def parse_diagnostic(data: bytes, path: str | os.PathLike) -> DiagnosticRun:
+    """The records of a results file's bytes, however they were read (the
+    server reads them through the logdir's filesystem layer: gs://, s3://)."""
+    path = Path(path)
     run = DiagnosticRun(path)
     lines = data.split(b"\n")
     last_index = len(lines) - 1

@@ -355,6 +355,136 @@ class DiffKernelsResponse(_DiffTable):
     rows: list[DiffKernelRow]
 
 
+# ---------------------------------------------------------------- diagnostic mode
+
+Verdict = Literal["scales", "gil_bound", "cpu_saturated", "io_bound", "contention", "inconclusive",
+                  "not_swept", "failing"]
+Executor = Literal["thread", "process"]
+
+
+class DiagnosticEnvironment(_Shape):
+    """The machine and interpreter the sweep ran on."""
+
+    cores: int  # one core = 100 % CPU
+    python: str
+    implementation: str
+    free_threaded: bool
+    gil_enabled: bool
+    process_start_method: str
+    levels: list[int]
+    executors: list[str]
+    warmup_s: float
+    duration_s: float
+    source: str
+    hostname: str
+
+
+class DiagnosticPoint(_Shape):
+    """One stage alone at one concurrency level of one executor."""
+
+    concurrency: int
+    qps: float
+    # QPS over this curve's QPS at its lowest level; null when that is 0.
+    speedup: float | None
+    p50_latency_s: float
+    p90_latency_s: float
+    cpu_pct: float
+    machine_cpu_pct: float
+    peak_memory_bytes: int
+    items: int
+    errors: int
+    duration_s: float
+    cut_short: bool
+    first_error: str | None
+
+
+class DiagnosticCurve(_Shape):
+    executor: Executor
+    # The smallest level within 5 % of the best QPS, and its QPS.
+    best_concurrency: int
+    best_qps: float
+    points: list[DiagnosticPoint]
+
+
+class GilHolder(_Shape):
+    function: str
+    file: str
+    line: int
+    samples: int
+    # Of the GIL-held samples.
+    share: float
+
+
+class DiagnosticGil(_Shape):
+    # The thread level sampled.
+    concurrency: int
+    total_samples: int
+    # Share of the sampled time some thread held the GIL.
+    held_share: float
+    # Why there was no sampling (then `top` is empty).
+    skipped: str | None
+    top: list[GilHolder]
+
+
+class DiagnosticStage(_Shape):
+    stage: str
+    # Position in the chain; null when the stage summary was not written (sweep cut short).
+    index: int | None
+    kind: Literal["map", "regroup"] | None
+    verdict: Verdict
+    label: str
+    reason: str
+    # Null: that executor has no curve.
+    best_thread_concurrency: int | None
+    best_thread_qps: float | None
+    best_process_concurrency: int | None
+    best_process_qps: float | None
+    thread_speedup: float
+    process_speedup: float
+    peak_memory_bytes: int
+    items: int
+    errors: int
+    first_error: str | None
+    inputs: int | None
+    input_errors: int
+    process_skipped: str | None
+    skipped: str | None
+    cut_short: bool
+    curves: list[DiagnosticCurve]
+    gil: DiagnosticGil | None
+
+
+class DiagnosticResponse(_Shape):
+    run: str
+    # The end record was written; cut_short: stopped early (Ctrl-C, time limit) or never finished.
+    complete: bool
+    cut_short: bool
+    reason: str | None
+    elapsed_s: float | None
+    environment: DiagnosticEnvironment | None
+    stages: list[DiagnosticStage]
+    warnings: list[str]
+
+
+class DiagnosticStageDiff(_Shape):
+    stage: str
+    in_baseline: bool
+    in_experimental: bool
+    verdict_baseline: Verdict | None
+    verdict_experimental: Verdict | None
+    verdict_changed: bool
+    # Experimental / baseline best QPS; null where either side is missing or 0.
+    best_thread_qps_ratio: float | None
+    best_process_qps_ratio: float | None
+
+
+class DiffDiagnosticResponse(_Shape):
+    baseline: DiagnosticResponse
+    experimental: DiagnosticResponse
+    # Stages matched by name, baseline's order first.
+    stages: list[DiagnosticStageDiff]
+
+
 def validate(body: bytes, response_type: type) -> None:
     """Decode `body` as `response_type`; raises msgspec.ValidationError on drift."""
     msgspec.json.decode(body, type=response_type)

@@ -76,6 +76,15 @@ class DiffKernelsParams(_TableParams):
     pass
 
 
+class DiagnosticParams(_Params):
+    run: str
+
+
+class DiffDiagnosticParams(_Params):
+    baseline: str
+    experimental: str
+
+
 P = TypeVar("P", bound=_Params)
 _INT_FIELDS: dict[type, set[str]] = {}
 

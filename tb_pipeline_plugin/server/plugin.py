@@ -18,7 +18,7 @@ from werkzeug import wrappers
 from ..analysis.processor import TraceProcessor
 from ..errors import Conflict, NotFound, Unprocessable
 from ..sources.artifacts import Source, load_source
-from ..sources.logdir import RunInfo, TraceFile, discover_runs, resolve, stat_file
+from ..sources.logdir import RunInfo, TraceFile, discover_runs, resolve, resolve_diagnostic, stat_file
 from . import params as Q
 from . import views
 from .http import json_response, json_route, static_response
@@ -72,7 +72,8 @@ class PipelinePlugin(base_plugin.TBPlugin):
                 self._runs = discover_runs(self._logdir)
                 self._scanned_at = time.monotonic()
                 self._store.retain_only(
-                    Source("trace", tf.path) for info in self._runs.values() for tf in info.trace_files()
+                    [Source("trace", tf.path) for info in self._runs.values() for tf in info.trace_files()]
+                    + [Source("diagnostic", p) for info in self._runs.values() for p in info.diagnostic_files]
                 )
             return self._runs
 
@@ -113,6 +114,25 @@ class PipelinePlugin(base_plugin.TBPlugin):
         b_tf, b_state = self._request(p.baseline, p.b_worker, p.b_span)
         e_tf, e_state = self._request(p.experimental, p.e_worker, p.e_span)
         return self._loaded(b_tf, b_state), self._loaded(e_tf, e_state), b_tf, e_tf
+
+    def _request_diagnostic(self, run: str) -> tuple[str, LoadState]:
+        try:
+            path = resolve_diagnostic(self._scan(_RESCAN_INTERVAL_S), run)
+        except NotFound:
+            path = resolve_diagnostic(self._scan(_FORCED_RESCAN_INTERVAL_S), run)
+        # Stat on every request: results being appended to are read again when they grow.
+        size, mtime = stat_file(path)
+        if size is None:
+            raise NotFound(f"the diagnostic results of run {run!r} are gone")
+        return run, self._store.request(Source("diagnostic", path), size, mtime)
+
+    @staticmethod
+    def _loaded_diagnostic(run: str, state: LoadState):
+        if state.status == "loading":
+            raise Conflict(f"the diagnostic results of run {run!r} are still loading")
+        if state.status == "failed":
+            raise Unprocessable(f"the diagnostic results of run {run!r} could not be read: {state.error}")
+        return state.value
 
     # ---- routes ------------------------------------------------------------------
 
@@ -172,3 +192,14 @@ class PipelinePlugin(base_plugin.TBPlugin):
     @json_route("/diff/kernels")
     def _diff_kernels_route(self, p: Q.DiffKernelsParams):
         return views.diff_kernels_impl(*self._pair(p), p)
+
+    @json_route("/diagnostic")
+    def _diagnostic_route(self, p: Q.DiagnosticParams):
+        return views.diagnostic_impl(p.run, self._loaded_diagnostic(*self._request_diagnostic(p.run)))
+
+    @json_route("/diff/diagnostic")
+    def _diff_diagnostic_route(self, p: Q.DiffDiagnosticParams):
+        # Both sides are requested before either answers 409.
+        b, e = self._request_diagnostic(p.baseline), self._request_diagnostic(p.experimental)
+        return views.diff_diagnostic_impl(p.baseline, self._loaded_diagnostic(*b),
+                                          p.experimental, self._loaded_diagnostic(*e))

@@ -36,11 +36,15 @@ ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in (
      "Operators of both runs joined, filtered, sorted (largest |delta| first by default) and paged."),
     ("/diff/kernels", Q.DiffKernelsParams, C.DiffKernelsResponse,
      "GPU kernels of both runs joined, filtered, sorted (largest |delta| first by default) and paged."),
+    ("/diagnostic", Q.DiagnosticParams, C.DiagnosticResponse,
+     "Diagnostic-mode results of one run: per stage the verdict in words, best concurrency and the sweep curves."),
+    ("/diff/diagnostic", Q.DiffDiagnosticParams, C.DiffDiagnosticResponse,
+     "Diagnostic-mode results of two runs side by side, stages matched by name, with best-QPS ratios."),
 ))
 
 ERROR_STATUSES = {
     "400": "A missing or malformed parameter.",
-    "404": "An unknown run, worker or span.",
+    "404": "An unknown run, worker or span, or a run without the data the route reads.",
     "409": "The run is still loading (run_status: loading); retry later.",
     "422": "The run could not be read or analysed; the message says why.",
 }

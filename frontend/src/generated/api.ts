@@ -157,6 +157,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/diagnostic": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Diagnostic-mode results of one run: per stage the verdict in words, best concurrency and the sweep curves. */
+        get: operations["diagnostic"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/diff/diagnostic": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Diagnostic-mode results of two runs side by side, stages matched by name, with best-QPS ratios. */
+        get: operations["diff_diagnostic"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -188,6 +222,114 @@ export interface components {
             count: number | null;
             memory_bytes: number | null;
             compute_capability: string | null;
+        };
+        /** DiagnosticCurve */
+        DiagnosticCurve: {
+            /** @enum {unknown} */
+            executor: "process" | "thread";
+            best_concurrency: number;
+            best_qps: number;
+            points: components["schemas"]["DiagnosticPoint"][];
+        };
+        /**
+         * DiagnosticEnvironment
+         * @description The machine and interpreter the sweep ran on.
+         */
+        DiagnosticEnvironment: {
+            cores: number;
+            python: string;
+            implementation: string;
+            free_threaded: boolean;
+            gil_enabled: boolean;
+            process_start_method: string;
+            levels: number[];
+            executors: string[];
+            warmup_s: number;
+            duration_s: number;
+            source: string;
+            hostname: string;
+        };
+        /** DiagnosticGil */
+        DiagnosticGil: {
+            concurrency: number;
+            total_samples: number;
+            held_share: number;
+            skipped: string | null;
+            top: components["schemas"]["GilHolder"][];
+        };
+        /**
+         * DiagnosticPoint
+         * @description One stage alone at one concurrency level of one executor.
+         */
+        DiagnosticPoint: {
+            concurrency: number;
+            qps: number;
+            speedup: number | null;
+            p50_latency_s: number;
+            p90_latency_s: number;
+            cpu_pct: number;
+            machine_cpu_pct: number;
+            peak_memory_bytes: number;
+            items: number;
+            errors: number;
+            duration_s: number;
+            cut_short: boolean;
+            first_error: string | null;
+        };
+        /** DiagnosticResponse */
+        DiagnosticResponse: {
+            run: string;
+            complete: boolean;
+            cut_short: boolean;
+            reason: string | null;
+            elapsed_s: number | null;
+            environment: components["schemas"]["DiagnosticEnvironment"] | null;
+            stages: components["schemas"]["DiagnosticStage"][];
+            warnings: string[];
+        };
+        /** DiagnosticStage */
+        DiagnosticStage: {
+            stage: string;
+            index: number | null;
+            kind: ("map" | "regroup") | null;
+            /** @enum {unknown} */
+            verdict: "contention" | "cpu_saturated" | "failing" | "gil_bound" | "inconclusive" | "io_bound" | "not_swept" | "scales";
+            label: string;
+            reason: string;
+            best_thread_concurrency: number | null;
+            best_thread_qps: number | null;
+            best_process_concurrency: number | null;
+            best_process_qps: number | null;
+            thread_speedup: number;
+            process_speedup: number;
+            peak_memory_bytes: number;
+            items: number;
+            errors: number;
+            first_error: string | null;
+            inputs: number | null;
+            input_errors: number;
+            process_skipped: string | null;
+            skipped: string | null;
+            cut_short: boolean;
+            curves: components["schemas"]["DiagnosticCurve"][];
+            gil: components["schemas"]["DiagnosticGil"] | null;
+        };
+        /** DiagnosticStageDiff */
+        DiagnosticStageDiff: {
+            stage: string;
+            in_baseline: boolean;
+            in_experimental: boolean;
+            verdict_baseline: ("contention" | "cpu_saturated" | "failing" | "gil_bound" | "inconclusive" | "io_bound" | "not_swept" | "scales") | null;
+            verdict_experimental: ("contention" | "cpu_saturated" | "failing" | "gil_bound" | "inconclusive" | "io_bound" | "not_swept" | "scales") | null;
+            verdict_changed: boolean;
+            best_thread_qps_ratio: number | null;
+            best_process_qps_ratio: number | null;
+        };
+        /** DiffDiagnosticResponse */
+        DiffDiagnosticResponse: {
+            baseline: components["schemas"]["DiagnosticResponse"];
+            experimental: components["schemas"]["DiagnosticResponse"];
+            stages: components["schemas"]["DiagnosticStageDiff"][];
         };
         /** DiffKernelRow */
         DiffKernelRow: {
@@ -363,6 +505,14 @@ export interface components {
             /** @default null */
             run_status: "loading" | null;
         };
+        /** GilHolder */
+        GilHolder: {
+            function: string;
+            file: string;
+            line: number;
+            samples: number;
+            share: number;
+        };
         /** KernelRow */
         KernelRow: {
             name: string;
@@ -520,7 +670,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description An unknown run, worker or span. */
+            /** @description An unknown run, worker or span, or a run without the data the route reads. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -580,7 +730,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description An unknown run, worker or span. */
+            /** @description An unknown run, worker or span, or a run without the data the route reads. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -641,7 +791,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description An unknown run, worker or span. */
+            /** @description An unknown run, worker or span, or a run without the data the route reads. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -697,7 +847,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description An unknown run, worker or span. */
+            /** @description An unknown run, worker or span, or a run without the data the route reads. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -753,7 +903,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description An unknown run, worker or span. */
+            /** @description An unknown run, worker or span, or a run without the data the route reads. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -816,7 +966,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description An unknown run, worker or span. */
+            /** @description An unknown run, worker or span, or a run without the data the route reads. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -882,7 +1032,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description An unknown run, worker or span. */
+            /** @description An unknown run, worker or span, or a run without the data the route reads. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -952,7 +1102,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description An unknown run, worker or span. */
+            /** @description An unknown run, worker or span, or a run without the data the route reads. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1021,7 +1171,124 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description An unknown run, worker or span. */
+            /** @description An unknown run, worker or span, or a run without the data the route reads. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The run is still loading (run_status: loading); retry later. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The run could not be read or analysed; the message says why. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    diagnostic: {
+        parameters: {
+            query: {
+                run: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DiagnosticResponse"];
+                };
+            };
+            /** @description A missing or malformed parameter. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description An unknown run, worker or span, or a run without the data the route reads. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The run is still loading (run_status: loading); retry later. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The run could not be read or analysed; the message says why. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    diff_diagnostic: {
+        parameters: {
+            query: {
+                baseline: string;
+                experimental: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DiffDiagnosticResponse"];
+                };
+            };
+            /** @description A missing or malformed parameter. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description An unknown run, worker or span, or a run without the data the route reads. */
             404: {
                 headers: {
                     [name: string]: unknown;

@@ -10,6 +10,7 @@ import { MSG_DATA_RELOADED, type HostIpc } from "../hostIpc";
 import { DIFF_TABLES } from "../model/diffTables";
 import { writeState } from "../hostState";
 import { resolveSelection, VIEWS, withSelection, type TraceChoice, type UrlState, type View } from "../model/urlState";
+import { DiagnosticView } from "./DiagnosticView";
 import { DiffTableView } from "./DiffTableView";
 import { ModuleDiffView } from "./ModuleDiffView";
 import { OverviewView } from "./OverviewView";
@@ -18,6 +19,7 @@ import { RunPicker } from "./RunPicker";
 function viewLabel(view: View): string {
   if (view === "overview") return "Overview";
   if (view === "modules") return "Module diff";
+  if (view === "diagnostic") return "Diagnostic";
   return DIFF_TABLES[view].tab;
 }
 
@@ -201,7 +203,7 @@ export function App({ client, ipc, initial }: { client: ApiClient; ipc: HostIpc;
       </div>
       <div class="panel" id="panel" role="tabpanel" aria-labelledby={`tab-${state.view}`}>
         {ready ? (
-          <ViewFor view={state.view} client={client} sel={sel} state={state} onChange={patch} reloadToken={reloadToken} />
+          <ViewFor view={state.view} client={client} sel={sel} state={state} onChange={patch} reloadToken={reloadToken} runs={runList} />
         ) : blocking.length === 0 ? (
           <Message kind="info" title="Pick a baseline and an experimental run above" />
         ) : null}
@@ -210,13 +212,15 @@ export function App({ client, ipc, initial }: { client: ApiClient; ipc: HostIpc;
   );
 }
 
-function ViewFor(props: { view: View; client: ApiClient; sel: DiffSelection; state: UrlState; onChange: (p: Partial<UrlState>) => void; reloadToken: number }) {
+function ViewFor(props: { view: View; client: ApiClient; sel: DiffSelection; state: UrlState; onChange: (p: Partial<UrlState>) => void; reloadToken: number; runs: RunInfo[] }) {
   const { view, client, sel, state, onChange, reloadToken } = props;
   switch (view) {
     case "overview":
       return <OverviewView client={client} sel={sel} reloadToken={reloadToken} />;
     case "modules":
       return <ModuleDiffView client={client} sel={sel} state={state} onChange={onChange} reloadToken={reloadToken} />;
+    case "diagnostic":
+      return <DiagnosticView client={client} runs={props.runs} sel={sel} reloadToken={reloadToken} />;
     default:
       // Every other tab is a diff table, one per entry of model/diffTables.ts.
       return <DiffTableView client={client} sel={sel} table={view} state={state} onChange={onChange} reloadToken={reloadToken} />;
