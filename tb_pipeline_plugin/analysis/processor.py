@@ -15,6 +15,7 @@ from typing import Any, Callable
 from ..trace import EventTable, load_trace
 from ..trace.link import LinkedTrace, has_step_annotations, link
 from .kernels import kernels
+from .ledger import StepLedger, step_ledger
 from .modules import module_tree
 from .operators import operators, primary_column
 from .overview import overview
@@ -90,3 +91,9 @@ class TraceProcessor:
         """The run cut into comparable pieces (steps, data loading, modules,
         backward, optimizer, unknown): what the module diff aligns."""
         return self.memo("pieces", lambda: piece_index(self.linked))
+
+    def ledger(self) -> StepLedger:
+        """Per step, where its time went (data loading, each module's forward
+        and backward, optimizer, host time outside operators, ...): the
+        samples behind the explanation and its significance."""
+        return self.memo("ledger", lambda: step_ledger(self.linked, self.pieces()))

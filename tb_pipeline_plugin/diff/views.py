@@ -9,12 +9,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis.kernels import kernels
+from ..analysis.ledger import merged
 from ..analysis.operators import GROUP_BY, operators, primary_column
 from ..analysis.pieces import Piece, PieceIndex, device_rows, op_rows
 from ..analysis.processor import TraceProcessor
 from ..errors import BadRequest
 from . import tables
 from . import tree as T
+from .explain import explain
 from .overview import overview_rows
 from .tables import TableQuery
 
@@ -49,6 +51,22 @@ def diff_overview(b: TraceProcessor, e: TraceProcessor) -> dict:
             "whole profiled window (all steps taken as one).")
     rows = overview_rows(b.overview(whole_window=True), e.overview(whole_window=True))
     return {"rows": rows, "note": note}
+
+
+def diff_explain(b: TraceProcessor, e: TraceProcessor) -> dict:
+    """The step-time delta split into ranked contributors (diff/explain.py)."""
+    bl, el = b.ledger(), e.ledger()
+    note = None
+    if b.has_steps != e.has_steps:
+        # A whole trace against one step would read as a large regression.
+        bl, el = (merged(bl), el) if b.has_steps else (bl, merged(el))
+        without = "baseline" if not b.has_steps else "experimental"
+        note = (f"The {without} trace has no ProfilerStep annotations, so both runs are compared over their whole "
+                "profiled window (all steps taken as one): there is no per-step spread to judge the deltas by.")
+    elif device_present(b, e):
+        note = ("Step time is the Overview's (a step lasts until its GPU work ends); the contributors are measured "
+                "on the host, and `GPU work after the host step` is the difference.")
+    return {**explain(bl, el), "note": note}
 
 
 def diff_modules(b: TraceProcessor, e: TraceProcessor, path: str = "", offset: int = 0,

@@ -195,6 +195,20 @@ class TraceRef(_Shape):
 
 
 DiffUnit = Literal["us", "bytes", "pct", "count"]
+Verdict = Literal["significant", "within_noise", "too_few_steps"]
+
+
+class Significance(_Shape):
+    """Is a delta more than the runs' step-to-step noise (docs/http_api.md,
+    "Significance")? `ci_low` / `ci_high`: the bootstrap interval of the
+    delta (null with too few steps); the steps each side's samples come from."""
+
+    verdict: Verdict
+    delta: Number
+    ci_low: Number | None
+    ci_high: Number | None
+    baseline_steps: int
+    experimental_steps: int
 
 
 class DiffOverviewRow(_Shape):
@@ -205,6 +219,8 @@ class DiffOverviewRow(_Shape):
     experimental: Number | str | None
     delta: Number | None
     delta_pct: float | None
+    # Per-step metrics (step time, breakdown) only; null for the others.
+    significance: Significance | None
 
 
 class DiffOverviewResponse(_Shape):
@@ -213,6 +229,65 @@ class DiffOverviewResponse(_Shape):
     device_present: bool
     rows: list[DiffOverviewRow]
     # How the runs are compared when not per step (one run has no steps).
+    note: str | None
+
+
+class Spikiness(_Shape):
+    steps: int
+    cv_pct: float | None
+    worst_to_median: float | None
+
+
+class SpikinessPair(_Shape):
+    baseline: Spikiness
+    experimental: Spikiness
+
+
+class ExplainStep(_Shape):
+    baseline_us: Number
+    experimental_us: Number
+    delta_us: Number
+    delta_pct: float | None
+    significance: Significance
+
+
+ContributorKind = Literal["data_loading", "module", "backward", "optimizer", "communication", "annotation",
+                          "unknown", "host", "device"]
+
+
+class Contributor(_Shape):
+    kind: ContributorKind
+    key: str
+    name: str
+    status: Literal["matched", "baseline_only", "experimental_only"]
+    baseline_us: Number
+    experimental_us: Number
+    delta_us: Number
+    # Signed share of the step-time delta; null when that delta is 0.
+    share_pct: float | None
+    # Modules only: their forward operators' and their backward's part of delta_us.
+    forward_delta_us: Number | None
+    backward_delta_us: Number | None
+    significance: Significance
+
+
+class WaterfallBar(_Shape):
+    label: str
+    kind: str
+    start_us: Number
+    end_us: Number
+    verdict: Verdict | None
+
+
+class DiffExplainResponse(_Shape):
+    baseline: TraceRef
+    experimental: TraceRef
+    device_present: bool
+    sentence: str
+    step: ExplainStep
+    spikiness: SpikinessPair
+    contributors: list[Contributor]
+    waterfall: list[WaterfallBar]
     note: str | None
 
 
