@@ -106,6 +106,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/diff/explain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Why the experimental run's step time differs: ranked contributors with significance, one sentence, a waterfall. */
+        get: operations["diff_explain"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/diff/modules": {
         parameters: {
             query?: never;
@@ -175,6 +192,22 @@ export interface components {
             cpu_exec: number;
             other: number;
         };
+        /** Contributor */
+        Contributor: {
+            /** @enum {unknown} */
+            kind: "annotation" | "backward" | "communication" | "data_loading" | "device" | "host" | "module" | "optimizer" | "unknown";
+            key: string;
+            name: string;
+            /** @enum {unknown} */
+            status: "baseline_only" | "experimental_only" | "matched";
+            baseline_us: number;
+            experimental_us: number;
+            delta_us: number;
+            share_pct: number | null;
+            forward_delta_us: number | null;
+            backward_delta_us: number | null;
+            significance: components["schemas"]["Significance"];
+        };
         /** Crumb */
         Crumb: {
             name: string;
@@ -188,6 +221,18 @@ export interface components {
             count: number | null;
             memory_bytes: number | null;
             compute_capability: string | null;
+        };
+        /** DiffExplainResponse */
+        DiffExplainResponse: {
+            baseline: components["schemas"]["TraceRef"];
+            experimental: components["schemas"]["TraceRef"];
+            device_present: boolean;
+            sentence: string;
+            step: components["schemas"]["ExplainStep"];
+            spikiness: components["schemas"]["SpikinessPair"];
+            contributors: components["schemas"]["Contributor"][];
+            waterfall: components["schemas"]["WaterfallBar"][];
+            note: string | null;
         };
         /** DiffKernelRow */
         DiffKernelRow: {
@@ -309,6 +354,7 @@ export interface components {
             experimental: number | string | null;
             delta: number | null;
             delta_pct: number | null;
+            significance: components["schemas"]["Significance"] | null;
         };
         /** DiffPiece */
         DiffPiece: {
@@ -363,6 +409,14 @@ export interface components {
             status: number;
             /** @default null */
             run_status: "loading" | null;
+        };
+        /** ExplainStep */
+        ExplainStep: {
+            baseline_us: number;
+            experimental_us: number;
+            delta_us: number;
+            delta_pct: number | null;
+            significance: components["schemas"]["Significance"];
         };
         /** KernelRow */
         KernelRow: {
@@ -466,6 +520,32 @@ export interface components {
             runs: components["schemas"]["RunInfo"][];
             loading: boolean;
         };
+        /**
+         * Significance
+         * @description Is a delta more than the runs' step-to-step noise (docs/http_api.md,
+         *         "Significance")? `ci_low` / `ci_high`: the bootstrap interval of the
+         *         delta (null with too few steps); the steps each side's samples come from.
+         */
+        Significance: {
+            /** @enum {unknown} */
+            verdict: "significant" | "too_few_steps" | "within_noise";
+            delta: number;
+            ci_low: number | null;
+            ci_high: number | null;
+            baseline_steps: number;
+            experimental_steps: number;
+        };
+        /** Spikiness */
+        Spikiness: {
+            steps: number;
+            cv_pct: number | null;
+            worst_to_median: number | null;
+        };
+        /** SpikinessPair */
+        SpikinessPair: {
+            baseline: components["schemas"]["Spikiness"];
+            experimental: components["schemas"]["Spikiness"];
+        };
         /** StepInfo */
         StepInfo: {
             name: string;
@@ -479,6 +559,14 @@ export interface components {
             run: string;
             worker: string;
             span: string;
+        };
+        /** WaterfallBar */
+        WaterfallBar: {
+            label: string;
+            kind: string;
+            start_us: number;
+            end_us: number;
+            verdict: ("significant" | "too_few_steps" | "within_noise") | null;
         };
         /** WorkerInfo */
         WorkerInfo: {
@@ -806,6 +894,62 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DiffOverviewResponse"];
+                };
+            };
+            /** @description A missing or malformed parameter. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description An unknown run, worker or span. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The run is still loading (run_status: loading); retry later. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The run could not be read or analysed; the message says why. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    diff_explain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DiffExplainResponse"];
                 };
             };
             /** @description A missing or malformed parameter. */
