@@ -87,7 +87,7 @@ def _warm_up() -> None:
 
 
 def record(out_dir: str, *, blocks: int = 3, width: int = 256, wide_block: int | None = None,
-           loader_delay_s: float = 0.0, gil_hog: bool = False, steps: int = 8) -> str:
+           loader_delay_s: float = 0.0, gil_hog: bool = False, steps: int = 8, with_stack: bool = True) -> str:
     """Train `steps` profiled steps (after 1 wait + 2 warmup); returns the trace path."""
     _warm_up()
     # Where allowed (root), record at a raised priority for these few
@@ -117,12 +117,12 @@ def record(out_dir: str, *, blocks: int = 3, width: int = 256, wide_block: int |
             activities=[torch.profiler.ProfilerActivity.CPU],
             schedule=torch.profiler.schedule(wait=1, warmup=2, active=steps, repeat=1),
             on_trace_ready=torch.profiler.tensorboard_trace_handler(out_dir),
-            with_stack=True, with_modules=True,
+            with_stack=with_stack, with_modules=with_stack,
         ) as prof:
             for i, (x, y) in enumerate(loader):
                 if i >= total:
                     break
-                opt.zero_grad()
+                opt.zero_grad(set_to_none=False)
                 loss_fn(model(x), y).backward()
                 opt.step()
                 prof.step()

@@ -19,7 +19,8 @@ as in analysis/pieces.py) goes to exactly one *part*:
   any module);
 * `host`: the rest of the window: time on the step and autograd threads
   covered by no operator (Python between operators, framework overhead, a
-  thread waiting for the GIL);
+  thread waiting for the GIL), computed as the window minus every part
+  above, so that the parts add up to the step exactly;
 * `device`: the overview's step time minus the host window (GPU work
   outlasting the host step; 0 on CPU-only traces).
 
@@ -29,12 +30,12 @@ operator is an `autograd::engine::evaluate_function: ...` operator, one
 holding a `fwdbwd` flow end, or any top-level operator of an autograd
 thread; its forward operator is that of the flow end inside it.
 
-The parts of a step add up to the overview's step time when the region
-threads never run operators at the same time (CPU training: the autograd
-engine runs on the calling thread); where they overlap (GPU backward on its
-own thread while the step thread is inside an operator), the overlapping
-operators are counted in each of their parts and `host` is what no
-operator covers.
+The parts of a step add up to the overview's step time. `host` is exactly
+the time no operator covers when the region threads never run operators at
+the same time (CPU training: the autograd engine runs on the calling
+thread); where they overlap (GPU backward on its own thread while the step
+thread is inside an operator), the overlapping operators are counted in
+each of their parts and `host` is that much smaller.
 """
 from __future__ import annotations
 
@@ -49,7 +50,6 @@ from ..trace.names import (
 )
 from ..trace.nesting import nest
 from ..trace.table import Kind
-from .intervals import measure_in, union
 from .overview import step_breakdown
 from .pieces import PieceIndex
 
@@ -83,9 +83,12 @@ def step_ledger(linked: LinkedTrace, index: PieceIndex) -> StepLedger:
     if index.step_thread >= 0 and n_steps:
         threads = np.concatenate(([index.step_thread], index.autograd_threads)).astype(np.int64)
         records += _operator_parts(linked, threads, index.autograd_threads, win_start, win_end)
-        covered = _covered(linked, threads)
-        host_gap = (win_end - win_start) - measure_in(covered, win_start, win_end)
-        records.append(_frame(np.arange(n_steps), "host", "host", "", np.maximum(host_gap, 0.0)))
+        attributed = np.zeros(n_steps)
+        for r in records:
+            np.add.at(attributed, r["step"].to_numpy(), r["us"].to_numpy())
+        # The rest of the window: what no operator covers, so that the parts
+        # add up to the step exactly (less where threads overlap, see above).
+        records.append(_frame(np.arange(n_steps), "host", "host", "", (win_end - win_start) - attributed))
     else:  # no host events to attribute: the whole window is unexplained host time
         records.append(_frame(np.arange(n_steps), "host", "host", "", win_end - win_start))
     records.append(_frame(np.arange(n_steps), "device", "device", "", overview_us - (win_end - win_start)))
@@ -238,16 +241,6 @@ def _operator_parts(linked: LinkedTrace, threads: np.ndarray, autograd_threads: 
 
 def _clipped_dur(t, rows: np.ndarray, end: np.ndarray) -> np.ndarray:
     return np.maximum(np.minimum(t.ts_us[rows] + t.dur_us[rows], end) - t.ts_us[rows], 0.0)
-
-
-def _covered(linked: LinkedTrace, threads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Time covered by operators or DataLoader annotations on the region threads."""
-    t = linked.table
-    on = linked.is_host & np.isin(t.thread_id, threads)
-    ops = np.flatnonzero(on & (t.kind == Kind.CPU_OP))
-    dl = np.flatnonzero(on & _row_mask(linked, Kind.USER_ANNOTATION, is_data_loading))
-    rows = np.concatenate((ops, dl))
-    return union(t.ts_us[rows], t.ts_us[rows] + t.dur_us[rows])
 
 
 def spikiness(step_us: np.ndarray) -> dict:

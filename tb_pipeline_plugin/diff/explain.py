@@ -9,9 +9,9 @@ give its delta and significance (diff/significance.py); the parts of a step
 add up to the step time, so the deltas add up to the step-time delta.
 
 Modules start at the top level (`Net_0`) and are opened while one child
-holds most of the change (`CHILD_SHARE`): a slower `Block_2` inside `Net_0`
-is named as `Block_2`, not as the model around it; a change spread over
-many children stays with the parent.
+holds most of the change (`CHILD_SHARE`): a slower
+`Block_2` inside `Net_0` is named as `Block_2`, not as the model around it;
+a change spread over several children stays with the parent.
 """
 from __future__ import annotations
 
@@ -22,7 +22,9 @@ from ..analysis.ledger import BACKWARD_PHASE, FORWARD, StepLedger, spikiness
 from . import significance as S
 from .delta import delta_pct
 
-CHILD_SHARE = 0.6  # open a module when one child holds this share of its delta
+# Open a module when one child holds this share of its delta: a block whose
+# two layers both slowed down (about half each) stays the block.
+CHILD_SHARE = 0.7
 MAX_DEPTH = 16
 WATERFALL_BARS = 8
 SENTENCE_CONTRIBUTORS = 3
@@ -107,8 +109,8 @@ def _module_deltas(b: StepLedger, e: StepLedger) -> dict[str, float]:
 
 def _open_modules(b: StepLedger, e: StepLedger) -> dict:
     """Which module paths to open (see module docstring): from the top,
-    open a module while one child (not its own operators) holds
-    `CHILD_SHARE` of its delta, with the same sign."""
+    open a module while one child module holds `CHILD_SHARE` of its delta,
+    with the same sign."""
     own = _module_deltas(b, e)
     depth_of: dict[str, bool] = {}
     frontier = sorted({k.split("/", 1)[0] for k in own})
