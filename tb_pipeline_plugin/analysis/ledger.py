@@ -102,7 +102,10 @@ def _frame(step, kind, key, phase, us) -> pd.DataFrame:
                          "us": np.asarray(us, np.float64)})
 
 
-def _step_of(win_start: np.ndarray, win_end: np.ndarray, ts: np.ndarray) -> np.ndarray:
+def step_of(win_start: np.ndarray, win_end: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """Index of the step window [start, end) holding each of `ts`, -1 for none."""
+    if len(win_start) == 0:
+        return np.full(len(ts), -1, dtype=np.int64)
     order = np.argsort(win_start, kind="stable")
     k = np.searchsorted(win_start[order], ts, side="right") - 1
     found = order[np.maximum(k, 0)]
@@ -181,13 +184,13 @@ def _operator_parts(linked: LinkedTrace, threads: np.ndarray, autograd_threads: 
     # Data loading annotations count whole; operators inside them are theirs.
     dl = np.flatnonzero(is_dl & np.isin(t.thread_id, threads))
     dl = dl[_ancestors(parent, dl, is_dl) < 0]
-    dl_step = _step_of(win_start, win_end, t.ts_us[dl])
+    dl_step = step_of(win_start, win_end, t.ts_us[dl])
     keep = dl_step >= 0
     dl, dl_step = dl[keep], dl_step[keep]
     out.append(_frame(dl_step, "data_loading", "data loading", "", _clipped_dur(t, dl, win_end[dl_step])))
     top = top[_ancestors(parent, top, is_dl) < 0]
 
-    step = _step_of(win_start, win_end, t.ts_us[top])
+    step = step_of(win_start, win_end, t.ts_us[top])
     top, step = top[step >= 0], step[step >= 0]
     dur = _clipped_dur(t, top, win_end[step])
 

@@ -15,6 +15,7 @@ from typing import Any, Callable
 from ..trace import EventTable, load_trace
 from ..trace.link import LinkedTrace, has_step_annotations, link
 from .kernels import kernels
+from .launch import launch_health
 from .ledger import StepLedger, step_ledger
 from .modules import module_tree
 from .operators import operators, primary_column
@@ -97,3 +98,8 @@ class TraceProcessor:
         and backward, optimizer, host time outside operators, ...): the
         samples behind the explanation and its significance."""
         return self.memo("ledger", lambda: step_ledger(self.linked, self.pieces()))
+
+    def launch_health(self):
+        """Per step: launch-to-kernel-start delays, device idle gaps, and the
+        gaps the host caused (analysis/launch.py)."""
+        return self.memo("launch_health", lambda: launch_health(self.linked))

@@ -44,11 +44,14 @@ def resample_means(samples: np.ndarray, resamples: int = RESAMPLES, seed: int = 
     return samples @ counts.T / n
 
 
-def compare(baseline: np.ndarray, experimental: np.ndarray, reference: np.ndarray | None = None) -> list[dict]:
+def compare(baseline: np.ndarray, experimental: np.ndarray, reference: np.ndarray | None = None,
+            family: int | None = None) -> list[dict]:
     """Significance of each row's delta. `baseline` (k x nb) and
     `experimental` (k x ne) are per-step samples of k quantities;
     `reference` (k), the magnitude a delta is judged against (default: each
-    quantity's baseline mean)."""
+    quantity's baseline mean); `family`, how many quantities are judged
+    together (default k; more when rows with different step counts are
+    compared one call each)."""
     b = np.atleast_2d(np.asarray(baseline, dtype=np.float64))
     e = np.atleast_2d(np.asarray(experimental, dtype=np.float64))
     k, nb, ne = b.shape[0], b.shape[1], e.shape[1]
@@ -60,7 +63,7 @@ def compare(baseline: np.ndarray, experimental: np.ndarray, reference: np.ndarra
         return [_result(TOO_FEW_STEPS, d, None, None, nb, ne) for d in delta]
     # Different seeds per side: the two runs' resamples are independent.
     diffs = resample_means(e, seed=SEED + 1) - resample_means(b, seed=SEED)
-    alpha = (1.0 - CONFIDENCE) / k / 2.0
+    alpha = (1.0 - CONFIDENCE) / (family or k) / 2.0
     low = np.quantile(diffs, alpha, axis=1)
     high = np.quantile(diffs, 1.0 - alpha, axis=1)
     material = np.abs(delta) >= MIN_EFFECT_PCT / 100.0 * reference

@@ -16,7 +16,7 @@ from ..analysis.processor import TraceProcessor
 from ..errors import BadRequest
 from . import tables
 from . import tree as T
-from .explain import explain
+from .explain import explain, launch_rows
 from .overview import overview_rows
 from .tables import TableQuery
 
@@ -66,7 +66,8 @@ def diff_explain(b: TraceProcessor, e: TraceProcessor) -> dict:
     elif device_present(b, e):
         note = ("Step time is the Overview's (a step lasts until its GPU work ends); the contributors are measured "
                 "on the host, and `GPU work after the host step` is the difference.")
-    return {**explain(bl, el), "note": note}
+    launch = launch_rows(b.launch_health(), e.launch_health()) if device_present(b, e) else []
+    return {**explain(bl, el), "launch": launch, "note": note}
 
 
 def diff_modules(b: TraceProcessor, e: TraceProcessor, path: str = "", offset: int = 0,

@@ -279,6 +279,17 @@ class WaterfallBar(_Shape):
     verdict: Verdict | None
 
 
+class LaunchRow(_Shape):
+    metric: str
+    label: str
+    unit: Literal["us", "count"]
+    baseline: Number | None
+    experimental: Number | None
+    delta: Number | None
+    delta_pct: float | None
+    significance: Significance
+
+
 class DiffExplainResponse(_Shape):
     baseline: TraceRef
     experimental: TraceRef
@@ -288,6 +299,8 @@ class DiffExplainResponse(_Shape):
     spikiness: SpikinessPair
     contributors: list[Contributor]
     waterfall: list[WaterfallBar]
+    # Launch health per step; empty when neither run has device activity.
+    launch: list[LaunchRow]
     note: str | None
 
 

@@ -232,6 +232,7 @@ export interface components {
             spikiness: components["schemas"]["SpikinessPair"];
             contributors: components["schemas"]["Contributor"][];
             waterfall: components["schemas"]["WaterfallBar"][];
+            launch: components["schemas"]["LaunchRow"][];
             note: string | null;
         };
         /** DiffKernelRow */
@@ -439,6 +440,18 @@ export interface components {
             device_present: boolean;
             total: number;
             rows: components["schemas"]["KernelRow"][];
+        };
+        /** LaunchRow */
+        LaunchRow: {
+            metric: string;
+            label: string;
+            /** @enum {unknown} */
+            unit: "count" | "us";
+            baseline: number | null;
+            experimental: number | null;
+            delta: number | null;
+            delta_pct: number | null;
+            significance: components["schemas"]["Significance"];
         };
         /** MemoryDevice */
         MemoryDevice: {
