@@ -90,6 +90,8 @@ export interface DiffOverviewRow {
   experimental: number | string | null;
   delta: number | null;
   delta_pct: number | null;
+  /** Per-step metrics only (issue 12); see docs/http_api.md, Significance. */
+  significance?: import("./model/explain").Significance | null;
 }
 
 export interface TraceRef {
