@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { explainParams, significanceMark, waterfallData, waterfallRange, type Significance, type WaterfallBar } from "../src/model/explain";
+import { explainParams, shortLabel, significanceMark, waterfallData, waterfallRange, type Significance, type WaterfallBar } from "../src/model/explain";
 
 const sig = (verdict: Significance["verdict"], low: number | null = 10, high: number | null = 30): Significance => ({
   verdict,
@@ -50,5 +50,14 @@ describe("waterfall", () => {
       e_worker: undefined,
       e_span: "3",
     });
+  });
+});
+
+describe("axis labels", () => {
+  it("cuts long names with an ellipsis and keeps short ones", () => {
+    expect(shortLabel("Block_1")).toBe("Block_1");
+    const long = shortLabel("host time outside operators (Python, framework, waiting for the GIL)");
+    expect(long.length).toBe(22);
+    expect(long.endsWith("…")).toBe(true);
   });
 });

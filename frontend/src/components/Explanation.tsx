@@ -7,7 +7,7 @@
 import { useMemo } from "preact/hooks";
 import type uPlot from "uplot";
 import type { ApiClient } from "../api";
-import { type DiffExplainResponse, type PairRef, type Significance, explainParams, significanceMark, waterfallData, waterfallRange } from "../model/explain";
+import { type DiffExplainResponse, type PairRef, type Significance, explainParams, shortLabel, significanceMark, waterfallData, waterfallRange } from "../model/explain";
 import { formatSignedMs } from "../model/format";
 import { useRequest } from "../useRequest";
 import { BETTER_COLOR, BASELINE_COLOR, WORSE_COLOR, indexAxis, msAxis } from "../views/chartKit";
@@ -56,7 +56,7 @@ export function Explanation({ client, sel, reloadToken }: { client: ApiClient; s
             <tr>
               <th scope="col">Contributor</th>
               <th scope="col" class="num">
-                Δ per step
+                Δ per step (ms)
               </th>
               <th scope="col" class="num">
                 Share
@@ -87,7 +87,7 @@ function Waterfall({ ex }: { ex: DiffExplainResponse }) {
     const colour = (i: number) => (d.kinds[i] === "total" ? BASELINE_COLOR : d.kinds[i] === "up" ? WORSE_COLOR : BETTER_COLOR);
     return {
       scales: { x: { time: false, range: [-0.5, d.labels.length - 0.5] }, y: { range: () => waterfallRange(d) } },
-      axes: [indexAxis("", (i) => d.labels[i] ?? "", 30, d.labels.map((_, i) => i)), msAxis("ms per step")],
+      axes: [indexAxis("", (i) => shortLabel(d.labels[i] ?? ""), 30, d.labels.map((_, i) => i)), msAxis("ms per step")],
       series: [{}, { label: "to", paths: () => null, points: { show: false } }, { label: "from", paths: () => null, points: { show: false } }],
       hooks: {
         draw: [

@@ -81,6 +81,11 @@ export function waterfallData(bars: WaterfallBar[]): WaterfallData {
   return out;
 }
 
+/** An axis label: long contributor names cut (the tooltip has them whole). */
+export function shortLabel(label: string, max = 22): string {
+  return label.length <= max ? label : `${label.slice(0, max - 1)}…`;
+}
+
 /** The y range the waterfall needs: every bar visible, totals from 0. */
 export function waterfallRange(d: WaterfallData): [number, number] {
   const hi = Math.max(0, ...d.highs);
