@@ -23,6 +23,7 @@ import pandas as pd
 from ..trace.link import LinkedTrace
 from ..trace.table import Kind, Phase
 from .ledger import step_of
+from .per_step import step_windows
 
 COLUMNS = ("kernels", "launch_delay_mean_us", "launch_delay_p50_us", "launch_delay_p90_us", "idle_us", "gaps",
            "host_bound_gaps", "host_bound_idle_us")
@@ -34,12 +35,7 @@ def launch_health(linked: LinkedTrace) -> pd.DataFrame:
     t = linked.table
     st = linked.steps
     n = len(st.name)
-    # The annotation's own window (`steps.start_us` may be clipped to the
-    # previous step's device end), as for the pieces and the ledger.
-    win_start = np.asarray(st.start_us, np.float64).copy()
-    real = np.asarray(st.row) >= 0
-    win_start[real] = t.ts_us[np.asarray(st.row)[real]]
-    win_end = np.asarray(st.host_end_us, np.float64)
+    win_start, win_end = step_windows(linked)
     k = np.flatnonzero((t.phase == Phase.COMPLETE) & (t.kind == Kind.KERNEL) & (linked.launch_of >= 0))
     launch = linked.launch_of[k]
     launch_ts = t.ts_us[launch]

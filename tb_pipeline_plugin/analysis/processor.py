@@ -16,6 +16,7 @@ from ..trace import EventTable, load_trace
 from ..trace.link import LinkedTrace, has_step_annotations, link
 from .kernels import kernels
 from .launch import launch_health
+from .per_step import kernel_steps, operator_steps
 from .ledger import StepLedger, step_ledger
 from .modules import module_tree
 from .operators import operators, primary_column
@@ -103,3 +104,11 @@ class TraceProcessor:
         """Per step: launch-to-kernel-start delays, device idle gaps, and the
         gaps the host caused (analysis/launch.py)."""
         return self.memo("launch_health", lambda: launch_health(self.linked))
+
+    def operator_steps(self, group_by: str, column: str):
+        """Per-step sums of one operator column (analysis/per_step.py)."""
+        return self.memo(("operator_steps", group_by, column), lambda: operator_steps(self.linked, group_by, column))
+
+    def kernel_steps(self):
+        """Per-step kernel time by name (analysis/per_step.py)."""
+        return self.memo("kernel_steps", lambda: kernel_steps(self.linked))

@@ -14,7 +14,7 @@ from ..analysis.operators import GROUP_BY, operators, primary_column
 from ..analysis.pieces import Piece, PieceIndex, device_rows, op_rows
 from ..analysis.processor import TraceProcessor
 from ..errors import BadRequest
-from . import tables
+from . import row_significance, tables
 from . import tree as T
 from .explain import explain, launch_rows
 from .overview import overview_rows
@@ -106,13 +106,29 @@ def diff_operators(b: TraceProcessor, e: TraceProcessor, query: TableQuery = Tab
     table = operator_table(b, e, group_by, path)
     primary = operator_primary(b, e)
     out = tables.query(table, OPERATOR_KEYS, tables.OPERATOR_COLUMNS, primary, query)
+    _significance(b, e, out["rows"], OPERATOR_KEYS, len(table), path,
+                  lambda tp: tp.operator_steps(group_by, primary), primary)
     return {"table": "operators", "group_by": group_by, "path": path, "device_present": device_present(b, e), **out}
 
 
 def diff_kernels(b: TraceProcessor, e: TraceProcessor, query: TableQuery = TableQuery(), path: str = "") -> dict:
     table = kernel_table(b, e, path)
     out = tables.query(table, KERNEL_KEYS, tables.KERNEL_COLUMNS, KERNEL_PRIMARY, query)
+    _significance(b, e, out["rows"], KERNEL_KEYS, len(table), path, lambda tp: tp.kernel_steps(), KERNEL_PRIMARY)
     return {"table": "kernels", "group_by": None, "path": path, "device_present": device_present(b, e), **out}
+
+
+def _significance(b: TraceProcessor, e: TraceProcessor, rows: list[dict], keys: list[str], family: int, path: str,
+                  samples, column: str) -> None:
+    """`significance` of each row's primary delta, from per-step samples;
+    null inside a piece (one step's part: no spread to judge by) and when
+    exactly one run has steps (a whole trace against steps)."""
+    if path or b.has_steps != e.has_steps:
+        for r in rows:
+            r["significance"] = None
+        return
+    row_significance.attach(rows, keys, samples(b), samples(e), column, len(b.linked.steps.name),
+                            len(e.linked.steps.name), family)
 
 
 def operator_primary(b: TraceProcessor, e: TraceProcessor) -> str:

@@ -389,6 +389,8 @@ class DiffOperatorRow(_Shape):
     experimental_device_total_us: float
     delta_device_total_us: float
     delta_device_total_pct: float | None
+    # Of the primary column's delta, from per-step sums; null inside a piece (`path`).
+    significance: Significance | None
 
 
 class DiffKernelRow(_Shape):
@@ -413,6 +415,8 @@ class DiffKernelRow(_Shape):
     experimental_max_us: float
     delta_max_us: float
     delta_max_pct: float | None
+    # Of the primary column's delta, from per-step sums; null inside a piece (`path`).
+    significance: Significance | None
 
 
 class _DiffTable(_Shape):

@@ -258,6 +258,7 @@ export interface components {
             experimental_max_us: number;
             delta_max_us: number;
             delta_max_pct: number | null;
+            significance: components["schemas"]["Significance"] | null;
         };
         /** DiffKernelsResponse */
         DiffKernelsResponse: {
@@ -317,6 +318,7 @@ export interface components {
             experimental_device_total_us: number;
             delta_device_total_us: number;
             delta_device_total_pct: number | null;
+            significance: components["schemas"]["Significance"] | null;
         };
         /** DiffOperatorsResponse */
         DiffOperatorsResponse: {
