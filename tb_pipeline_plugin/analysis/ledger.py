@@ -268,3 +268,44 @@ def merged(ledger: StepLedger) -> StepLedger:
                           "host_us": [float(ledger.steps["host_us"].sum())]})
     parts = ledger.parts.assign(step=0).groupby(["step", "kind", "key", "phase"], as_index=False, sort=False)["us"].sum()
     return StepLedger(steps=steps, parts=parts)
+
+
+@dataclass(frozen=True)
+class BackwardIndex:
+    """The backward operators linked to a forward operator (top-level
+    operators holding a `fwdbwd` flow end, as in the ledger), by their
+    forward operator's start: any forward interval's backward time is two
+    binary searches away."""
+
+    fwd_ts: np.ndarray  # sorted start of each backward operator's forward operator
+    cum_us: np.ndarray  # len(fwd_ts) + 1 prefix sums of the backward operators' durations
+
+    def within(self, intervals) -> float:
+        """Backward time of the forward operators starting inside `intervals` ([start, end) pairs)."""
+        total = 0.0
+        for start, end in intervals:
+            lo, hi = np.searchsorted(self.fwd_ts, [start, end], side="left")
+            total += float(self.cum_us[hi] - self.cum_us[lo])
+        return total
+
+
+def backward_index(linked: LinkedTrace, index: PieceIndex) -> BackwardIndex:
+    t = linked.table
+    if index.step_thread < 0:
+        return BackwardIndex(np.empty(0), np.zeros(1))
+    threads = np.concatenate(([index.step_thread], index.autograd_threads)).astype(np.int64)
+    is_op = linked.is_host & (t.kind == Kind.CPU_OP)
+    ops = np.flatnonzero(is_op & np.isin(t.thread_id, threads))
+    parent = np.full(len(t), _NONE, dtype=np.int64)
+    parent[ops] = nest(t.thread_id, t.ts_us, t.dur_us, ops)[0]
+    ends = ops[linked.backward_of[ops] >= 0]
+    holder = _outermost(parent, ends, is_op)
+    fwd_of = {}
+    for h, f in zip(holder.tolist(), linked.backward_of[ends].tolist()):
+        fwd_of.setdefault(h, f)  # the first flow end inside an operator wins, as in the ledger
+    rows = np.array(list(fwd_of), dtype=np.int64)
+    fwd = np.array(list(fwd_of.values()), dtype=np.int64)
+    fwd_ts = t.ts_us[fwd] if len(fwd) else np.empty(0)
+    order = np.argsort(fwd_ts, kind="stable")
+    dur = t.dur_us[rows][order] if len(rows) else np.empty(0)
+    return BackwardIndex(fwd_ts[order], np.concatenate(([0.0], np.cumsum(dur))))

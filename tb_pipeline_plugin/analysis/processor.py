@@ -17,7 +17,7 @@ from ..trace.link import LinkedTrace, has_step_annotations, link
 from .kernels import kernels
 from .launch import launch_health
 from .per_step import kernel_steps, operator_steps
-from .ledger import StepLedger, step_ledger
+from .ledger import BackwardIndex, StepLedger, backward_index, step_ledger
 from .modules import module_tree
 from .operators import operators, primary_column
 from .overview import overview
@@ -112,3 +112,8 @@ class TraceProcessor:
     def kernel_steps(self):
         """Per-step kernel time by name (analysis/per_step.py)."""
         return self.memo("kernel_steps", lambda: kernel_steps(self.linked))
+
+    def backward_index(self) -> BackwardIndex:
+        """Backward operators by the start of the forward operator that
+        created them: a module call's backward time (diff/modules)."""
+        return self.memo("backward_index", lambda: backward_index(self.linked, self.pieces()))

@@ -87,6 +87,8 @@ def diff_modules(b: TraceProcessor, e: TraceProcessor, path: str = "", offset: i
     row["approximate"] = approximate
     page = slice(offset, offset + limit)
     trend = {k: v[page] for k, v in T.trend(kids).items()}
+    children = [T.row(bi, ei, k) for k in kids[page]]
+    _add_backward(b, e, [(row, node)] + list(zip(children, kids[page])))
     return {
         "path": node.path,
         "breadcrumb": [{"name": n.any.name, "path": n.path} for n in chain],
@@ -95,10 +97,25 @@ def diff_modules(b: TraceProcessor, e: TraceProcessor, path: str = "", offset: i
         "children_total": len(kids),
         "offset": offset,
         "limit": limit,
-        "children": [T.row(bi, ei, k) for k in kids[page]],
+        "children": children,
         "trend": trend,
         "device_present": device_present(b, e),
     }
+
+
+def _add_backward(b: TraceProcessor, e: TraceProcessor, pairs) -> None:
+    """`*_backward_us` of module pieces: the backward operators whose forward
+    operator ran inside the piece (its submodules' included), so a module's
+    cost is its forward plus its backward. Null on other pieces."""
+    bix, eix = b.backward_index(), e.backward_index()
+    for row, node in pairs:
+        if node.any.kind != "module":
+            row.update(baseline_backward_us=None, experimental_backward_us=None, delta_backward_us=None)
+            continue
+        bv = bix.within(node.b.intervals) if node.b is not None else 0.0
+        ev = eix.within(node.e.intervals) if node.e is not None else 0.0
+        row.update(baseline_backward_us=round(bv, 3), experimental_backward_us=round(ev, 3),
+                   delta_backward_us=round(ev - bv, 3))
 
 
 def diff_operators(b: TraceProcessor, e: TraceProcessor, query: TableQuery = TableQuery(),

@@ -333,6 +333,11 @@ class DiffPiece(_Shape, kw_only=True):
     delta_calls: int
     # The node only: its children were aligned by an approximate fallback.
     approximate: bool | None = None
+    # Module pieces (diff/modules only): backward operators whose forward
+    # operator ran inside the call (fwdbwd flows); null on other pieces.
+    baseline_backward_us: float | None = None
+    experimental_backward_us: float | None = None
+    delta_backward_us: float | None = None
 
 
 class DiffTrend(_Shape):

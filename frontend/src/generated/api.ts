@@ -387,6 +387,12 @@ export interface components {
             delta_calls: number;
             /** @default null */
             approximate: boolean | null;
+            /** @default null */
+            baseline_backward_us: number | null;
+            /** @default null */
+            experimental_backward_us: number | null;
+            /** @default null */
+            delta_backward_us: number | null;
         };
         /**
          * DiffTrend
