@@ -1,14 +1,22 @@
 """`tb-pipeline`: the plugin's engine on the command line.
 
-    tb-pipeline diff BASELINE EXPERIMENTAL [--top N] [--fail-if METRIC>PCT ...]
+    tb-pipeline diff BASELINE EXPERIMENTAL [--top N] [--fail-if METRIC>PCT ...] [--require-significance]
     tb-pipeline record --logdir DIR [--run NAME] [--headspace N] -- python train.py ...
 
 BASELINE / EXPERIMENTAL are trace files or run directories. `diff` prints
-the overview deltas and the operators / kernels with the largest absolute
-deltas; `--fail-if avg_step_time_us>5` makes it exit 1 when the average
-step time grows by more than 5 %, so CI can gate on it (`<` gates a drop,
-e.g. `gpu_utilization_pct<-10`). `record` runs a training command with the
-pipeline-statistics hooks installed and exits with the command's status.
+the explanation (one sentence: how much slower or faster per step, and
+which contributors, with their significance), the overview deltas and the
+operators / kernels with the largest absolute deltas; `--fail-if
+avg_step_time_us>5` makes it exit 1 when the average step time grows by
+more than 5 %, so CI can gate on it (`<` gates a drop, e.g.
+`gpu_utilization_pct<-10`). With `--require-significance` a gate on a
+per-step metric (step time, breakdown categories) trips only when its
+delta is also `significant` (outside the runs' step-to-step noise); a
+tripped gate whose delta is within noise (or rests on too few steps) is
+reported as NOT SIGNIFICANT and does not fail. Gates on other metrics
+(memory, GPU utilisation) have no per-step samples and are unaffected.
+`record` runs a training command with the pipeline-statistics hooks
+installed and exits with the command's status.
 
 Exit status: 0 fine, 1 a `--fail-if` gate tripped, 2 bad usage or input,
 or a gate that cannot be evaluated because its metric is null on either side
@@ -89,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--group-by", choices=("name", "name_and_shape"), default="name", help="operator grouping")
     d.add_argument("--fail-if", type=parse_gate, action="append", default=[], metavar="METRIC>PCT",
                    help=f"exit 1 if METRIC's delta %% is above PCT (or below, with <); METRIC: {', '.join(_NUMERIC_METRICS)}")
+    d.add_argument("--require-significance", action="store_true",
+                   help="a --fail-if gate on a per-step metric trips only when its delta is significant "
+                        "(outside the step-to-step noise; see docs/http_api.md, Significance)")
     d.set_defaults(run=run_diff)
     r = sub.add_parser("record", help="run a training command and record its pipeline statistics",
                        description="Run CMD with recording hooks installed (DataLoader iteration, SPDL stage "
@@ -132,9 +143,19 @@ def run_diff(args, out=None) -> int:
     c = compare(args.baseline, args.experimental, b_worker=args.b_worker, b_span=args.b_span,
                 e_worker=args.e_worker, e_span=args.e_span, group_by=args.group_by)
     print(f"baseline:     {args.baseline}\nexperimental: {args.experimental}\n", file=out)
+    explanation = c.explanation
+    print(explanation["sentence"], file=out)
+    if explanation["note"]:
+        print(f"({explanation['note']})", file=out)
+    contributors = c.contributors
+    if len(contributors):
+        print(f"\nTop {args.top} contributors to the step-time delta (µs)", file=out)
+        print(_table(contributors.head(args.top), ["name", "baseline_us", "experimental_us", "delta_us", "share_pct",
+                                                   "verdict", "ci_low_us", "ci_high_us"]), file=out)
     overview = c.overview.reset_index()
-    print("Overview (delta = experimental - baseline)", file=out)
-    print(_table(overview, ["metric", "unit", "baseline", "experimental", "delta", "delta_pct"]), file=out)
+    overview["verdict"] = [s["verdict"] if isinstance(s, dict) else None for s in overview["significance"]]
+    print("\nOverview (delta = experimental - baseline)", file=out)
+    print(_table(overview, ["metric", "unit", "baseline", "experimental", "delta", "delta_pct", "verdict"]), file=out)
 
     ops = c.operators
     primary = c.operator_primary
@@ -152,15 +173,40 @@ def run_diff(args, out=None) -> int:
 
     rows = {r["metric"]: _clean(r) for r in overview.to_dict("records")}
     unknown = [msg for gate in args.fail_if if (msg := gate.unavailable(rows[gate.metric]))]
-    failures = [msg for gate in args.fail_if if (msg := gate.check(rows[gate.metric]))]
+    failures, noise = [], []
+    for gate in args.fail_if:
+        msg = gate.check(rows[gate.metric])
+        if msg is None:
+            continue
+        verdict = _verdict(rows[gate.metric])
+        # Metrics without per-step samples (memory, device) have no noise model: their gates stand.
+        if args.require_significance and verdict is not None and verdict != "significant":
+            noise.append(f"{msg}, but {_VERDICT_TEXT.get(verdict, 'its significance cannot be judged')}")
+        else:
+            failures.append(msg)
     for msg in failures:
         print(f"REGRESSION: {msg}", file=out)
+    for msg in noise:
+        print(f"NOT SIGNIFICANT: {msg}", file=out)
     for msg in unknown:
         print(f"CANNOT EVALUATE: {msg}", file=out)
         print(f"tb-pipeline: cannot evaluate {msg}", file=sys.stderr)
     if unknown:
         return EXIT_CANNOT_EVALUATE
     return EXIT_REGRESSION if failures else EXIT_OK
+
+
+_VERDICT_TEXT = {
+    "within_noise": "the delta is within the runs' step-to-step noise",
+    "too_few_steps": "too few steps to tell the delta from noise (3 per run needed)",
+}
+
+
+def _verdict(row: dict) -> str | None:
+    """The significance verdict of an overview row; None for metrics that
+    are not per-step (device memory, GPU utilisation...)."""
+    sig = row.get("significance")
+    return sig.get("verdict") if isinstance(sig, dict) else None
 
 
 def _delta_columns(column: str) -> list[str]:

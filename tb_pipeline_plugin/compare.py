@@ -2,7 +2,9 @@
 
     from tb_pipeline_plugin.compare import compare
     c = compare("runs/baseline", "runs/experimental")   # run dirs or trace files
-    c.overview        # metric, label, unit, baseline, experimental, delta, delta_pct
+    c.explanation     # why: sentence, step delta with significance, ranked contributors, waterfall
+    c.contributors    # the contributors as a table (delta, share, verdict, interval)
+    c.overview        # metric, label, unit, baseline, experimental, delta, delta_pct, significance
     c.modules         # every aligned piece, depth first (path, depth, status, µs ...)
     c.level("0.2")    # one level of the piece tree, with the accumulated trend
     c.operators       # operators joined by name, largest |delta| of the primary time first
@@ -54,6 +56,23 @@ class Comparison:
     baseline: TraceProcessor
     experimental: TraceProcessor
     group_by: str = "name"
+
+    @cached_property
+    def explanation(self) -> dict:
+        """Why the experimental step time differs (the `diff/explain` route's
+        answer, without the selections): `sentence`, `step`, `spikiness`,
+        `contributors`, `waterfall`, `note`."""
+        return views.diff_explain(self.baseline, self.experimental)
+
+    @property
+    def contributors(self) -> pd.DataFrame:
+        """The explanation's contributors, ranked: significant first, then by |delta|."""
+        rows = []
+        for c in self.explanation["contributors"]:
+            sig = c["significance"]
+            rows.append({**{k: v for k, v in c.items() if k != "significance"}, "verdict": sig["verdict"],
+                         "ci_low_us": sig["ci_low"], "ci_high_us": sig["ci_high"]})
+        return pd.DataFrame(rows)
 
     @cached_property
     def overview(self) -> pd.DataFrame:

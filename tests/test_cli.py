@@ -123,3 +123,23 @@ def test_console_script_entry_point(recorded_logdir):
     if os.path.exists(script):
         proc2 = subprocess.run([script, *args], capture_output=True, text=True, timeout=120)
         assert proc2.returncode == 0 and proc2.stdout == proc.stdout
+
+
+def test_diff_prints_the_explanation_and_gates_on_significance(capsys, recorded_logdir):
+    base, slow = str(recorded_logdir / "baseline"), str(recorded_logdir / "slow_loader")
+    # 20 ms of sleep per batch against steps of a few ms: data loading, well outside the noise.
+    code, out, _ = run_cli(capsys, "diff", base, slow, "--fail-if", "breakdown_us.data_loading>100",
+                           "--require-significance")
+    assert code == cli.EXIT_REGRESSION, out
+    first = out.splitlines()[3]
+    assert first.startswith("Experimental is ") and "slower per step" in first and "data loading" in first
+    assert "Top 10 contributors to the step-time delta" in out
+    assert overview_line(out, "breakdown_us.data_loading")[-1] == "significant"
+    # A run against itself: every delta is 0, within noise. A gate that trips
+    # on it (any change >= -1 %) fails without the flag, not with it.
+    code, out, _ = run_cli(capsys, "diff", base, base, "--fail-if", "avg_step_time_us>-1")
+    assert code == cli.EXIT_REGRESSION
+    code, out, _ = run_cli(capsys, "diff", base, base, "--fail-if", "avg_step_time_us>-1", "--require-significance")
+    assert code == cli.EXIT_OK and "NOT SIGNIFICANT: avg_step_time_us changed +0.00%" in out
+    assert "within the runs' step-to-step noise" in out
+    assert "no contributor changed significantly" in out.splitlines()[3]

@@ -194,3 +194,34 @@ def test_two_workers_of_one_run(client):
     same_as_runs = get(client, "diff/modules", **pair(path="0"))
     by_workers = get(client, "diff/modules", **sel, path="0")
     assert [c["delta_calls"] for c in by_workers["children"]] == [c["delta_calls"] for c in same_as_runs["children"]]
+
+
+def test_explain_route(client, logdir):
+    out = get(client, "diff/explain", **pair("baseline", "slow_loader"))
+    assert out["baseline"]["run"] == "baseline" and out["experimental"]["run"] == "slow_loader"
+    first = out["contributors"][0]
+    assert first["kind"] == "data_loading" and first["significance"]["verdict"] == "significant"
+    assert first["significance"]["baseline_steps"] == first["significance"]["experimental_steps"] == 3
+    assert "data loading" in out["sentence"] and out["note"] is None
+    # The step time is the Overview's: the same mean as diff/overview.
+    rows = {r["metric"]: r for r in get(client, "diff/overview", **pair("baseline", "slow_loader"))["rows"]}
+    assert out["step"]["delta_us"] == pytest.approx(rows["avg_step_time_us"]["delta"], abs=1e-2)
+    assert rows["breakdown_us.data_loading"]["significance"]["verdict"] == "significant"
+    assert rows["memory.peak_bytes"]["significance"] is None
+    assert sum(c["delta_us"] for c in out["contributors"]) == pytest.approx(out["step"]["delta_us"], abs=0.1)
+
+
+def test_explain_route_gpu_pair(client):
+    """HTA's real GPU pair: the contributors add up to the Overview's step-time
+    delta, GPU work outlasting the host step included."""
+    out = get(client, "diff/explain", **pair("gpu_control", "gpu_test"))
+    rows = {r["metric"]: r for r in get(client, "diff/overview", **pair("gpu_control", "gpu_test"))["rows"]}
+    assert out["step"]["baseline_us"] == pytest.approx(rows["avg_step_time_us"]["baseline"], abs=1e-2)
+    assert sum(c["delta_us"] for c in out["contributors"]) == pytest.approx(out["step"]["delta_us"], abs=0.5)
+    assert out["device_present"] and "GPU work after the host step" in out["note"]
+    assert out["waterfall"][-1]["end_us"] == out["step"]["experimental_us"]
+
+
+def test_explain_route_errors(client):
+    get(client, "diff/explain", 404, **pair("baseline", "nope"))
+    get(client, "diff/explain", 400, baseline="baseline")

@@ -12,6 +12,7 @@ const row = (metric: string, unit: DiffOverviewRow["unit"], baseline: number | s
   experimental,
   delta: null,
   delta_pct: null,
+  significance: null,
 });
 
 describe("overview delta polarity", () => {

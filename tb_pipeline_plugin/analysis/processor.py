@@ -15,6 +15,9 @@ from typing import Any, Callable
 from ..trace import EventTable, load_trace
 from ..trace.link import LinkedTrace, has_step_annotations, link
 from .kernels import kernels
+from .launch import launch_health
+from .per_step import kernel_steps, operator_steps
+from .ledger import BackwardIndex, StepLedger, backward_index, step_ledger
 from .modules import module_tree
 from .operators import operators, primary_column
 from .overview import overview
@@ -90,3 +93,27 @@ class TraceProcessor:
         """The run cut into comparable pieces (steps, data loading, modules,
         backward, optimizer, unknown): what the module diff aligns."""
         return self.memo("pieces", lambda: piece_index(self.linked))
+
+    def ledger(self) -> StepLedger:
+        """Per step, where its time went (data loading, each module's forward
+        and backward, optimizer, host time outside operators, ...): the
+        samples behind the explanation and its significance."""
+        return self.memo("ledger", lambda: step_ledger(self.linked, self.pieces()))
+
+    def launch_health(self):
+        """Per step: launch-to-kernel-start delays, device idle gaps, and the
+        gaps the host caused (analysis/launch.py)."""
+        return self.memo("launch_health", lambda: launch_health(self.linked))
+
+    def operator_steps(self, group_by: str, column: str):
+        """Per-step sums of one operator column (analysis/per_step.py)."""
+        return self.memo(("operator_steps", group_by, column), lambda: operator_steps(self.linked, group_by, column))
+
+    def kernel_steps(self):
+        """Per-step kernel time by name (analysis/per_step.py)."""
+        return self.memo("kernel_steps", lambda: kernel_steps(self.linked))
+
+    def backward_index(self) -> BackwardIndex:
+        """Backward operators by the start of the forward operator that
+        created them: a module call's backward time (diff/modules)."""
+        return self.memo("backward_index", lambda: backward_index(self.linked, self.pieces()))

@@ -1,8 +1,11 @@
-"""The overview metrics of two runs side by side (one delta row each)."""
+"""The overview metrics of two runs side by side (one delta row each), with
+the significance of the per-step ones (step time, breakdown categories)."""
 from __future__ import annotations
 
 import numpy as np
 
+from ..analysis.ledger import spikiness
+from . import significance as S
 from .delta import PCT_DECIMALS, US_DECIMALS, delta_pct, is_number
 
 # (metric, label, unit); `metric` is the dotted path into the overview dict,
@@ -21,6 +24,8 @@ OVERVIEW_METRICS = [
     ("breakdown_us.data_loading", "Data loading (per step)", "us"),
     ("breakdown_us.cpu_exec", "CPU exec (per step)", "us"),
     ("breakdown_us.other", "Other (per step)", "us"),
+    ("spikiness.cv_pct", "Step time variation (CV)", "pct"),
+    ("spikiness.worst_to_median_pct", "Worst step / median step", "pct"),
     ("gpu_utilization_pct", "GPU utilization", "pct"),
     ("memory.avg_bytes", "Average memory", "bytes"),
     ("memory.peak_bytes", "Peak memory", "bytes"),
@@ -37,14 +42,52 @@ def overview_value(overview: dict, metric: str):
         return device.get("memory_bytes")
     if metric == "steps":
         return len(overview.get("steps") or [])
+    if metric.startswith("spikiness."):
+        samples = step_samples(overview, "avg_step_time_us")
+        sp = spikiness(samples if samples is not None else np.zeros(0))
+        if metric == "spikiness.cv_pct":
+            return sp["cv_pct"]
+        return None if sp["worst_to_median"] is None else round(100.0 * sp["worst_to_median"], PCT_DECIMALS)
     value = overview
     for part in metric.split("."):
         value = value.get(part) if isinstance(value, dict) else None
     return value
 
 
+def step_samples(overview: dict, metric: str) -> np.ndarray | None:
+    """Per-step values of a per-step metric (its overview value is their
+    mean), None for the other metrics."""
+    steps = overview.get("steps") or []
+    if metric == "avg_step_time_us":
+        values = [s.get("duration_us") for s in steps]
+    elif metric.startswith("breakdown_us."):
+        cat = metric.split(".", 1)[1]
+        values = [(s.get("breakdown_us") or {}).get(cat) for s in steps]
+    else:
+        return None
+    if not all(is_number(v) for v in values):
+        return None
+    return np.array(values, dtype=np.float64)
+
+
+def _significance(baseline: dict, experimental: dict) -> dict[str, dict]:
+    """The per-step metrics, judged as one family against the baseline's
+    mean step time (a category is a part of the step)."""
+    metrics = [m for m, _, _ in OVERVIEW_METRICS
+               if step_samples(baseline, m) is not None and step_samples(experimental, m) is not None]
+    if not metrics:
+        return {}
+    b = np.array([step_samples(baseline, m) for m in metrics]).reshape(len(metrics), -1)
+    e = np.array([step_samples(experimental, m) for m in metrics]).reshape(len(metrics), -1)
+    step_time = step_samples(baseline, "avg_step_time_us")
+    ref = float(step_time.mean()) if step_time is not None and len(step_time) else 0.0
+    return dict(zip(metrics, S.compare(b, e, np.full(len(metrics), ref))))
+
+
 def overview_rows(baseline: dict, experimental: dict) -> list[dict]:
-    """Every overview metric: both values, delta, delta % (None where undefined)."""
+    """Every overview metric: both values, delta, delta % (None where
+    undefined), and the significance of the per-step ones."""
+    significance = _significance(baseline, experimental)
     rows = []
     for metric, label, unit in OVERVIEW_METRICS:
         b, e = overview_value(baseline, metric), overview_value(experimental, metric)
@@ -55,6 +98,7 @@ def overview_rows(baseline: dict, experimental: dict) -> list[dict]:
             "metric": metric, "label": label, "unit": unit,
             "baseline": _round_metric(b, decimals), "experimental": _round_metric(e, decimals),
             "delta": _round_metric(delta, decimals), "delta_pct": delta_pct(b, delta) if numeric else None,
+            "significance": significance.get(metric),
         })
     return rows
 

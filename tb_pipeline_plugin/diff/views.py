@@ -9,12 +9,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis.kernels import kernels
+from ..analysis.ledger import merged
 from ..analysis.operators import GROUP_BY, operators, primary_column
 from ..analysis.pieces import Piece, PieceIndex, device_rows, op_rows
 from ..analysis.processor import TraceProcessor
 from ..errors import BadRequest
-from . import tables
+from . import row_significance, tables
 from . import tree as T
+from .explain import explain, launch_rows
 from .overview import overview_rows
 from .tables import TableQuery
 
@@ -51,6 +53,23 @@ def diff_overview(b: TraceProcessor, e: TraceProcessor) -> dict:
     return {"rows": rows, "note": note}
 
 
+def diff_explain(b: TraceProcessor, e: TraceProcessor) -> dict:
+    """The step-time delta split into ranked contributors (diff/explain.py)."""
+    bl, el = b.ledger(), e.ledger()
+    note = None
+    if b.has_steps != e.has_steps:
+        # A whole trace against one step would read as a large regression.
+        bl, el = (merged(bl), el) if b.has_steps else (bl, merged(el))
+        without = "baseline" if not b.has_steps else "experimental"
+        note = (f"The {without} trace has no ProfilerStep annotations, so both runs are compared over their whole "
+                "profiled window (all steps taken as one): there is no per-step spread to judge the deltas by.")
+    elif device_present(b, e):
+        note = ("Step time is the Overview's (a step lasts until its GPU work ends); the contributors are measured "
+                "on the host, and `GPU work after the host step` is the difference.")
+    launch = launch_rows(b.launch_health(), e.launch_health()) if device_present(b, e) else []
+    return {**explain(bl, el), "launch": launch, "note": note}
+
+
 def diff_modules(b: TraceProcessor, e: TraceProcessor, path: str = "", offset: int = 0,
                  limit: int = MODULES_DEFAULT_LIMIT) -> dict:
     """The node at `path` and one page of its aligned children (`children_total`
@@ -68,6 +87,8 @@ def diff_modules(b: TraceProcessor, e: TraceProcessor, path: str = "", offset: i
     row["approximate"] = approximate
     page = slice(offset, offset + limit)
     trend = {k: v[page] for k, v in T.trend(kids).items()}
+    children = [T.row(bi, ei, k) for k in kids[page]]
+    _add_backward(b, e, [(row, node)] + list(zip(children, kids[page])))
     return {
         "path": node.path,
         "breadcrumb": [{"name": n.any.name, "path": n.path} for n in chain],
@@ -76,10 +97,25 @@ def diff_modules(b: TraceProcessor, e: TraceProcessor, path: str = "", offset: i
         "children_total": len(kids),
         "offset": offset,
         "limit": limit,
-        "children": [T.row(bi, ei, k) for k in kids[page]],
+        "children": children,
         "trend": trend,
         "device_present": device_present(b, e),
     }
+
+
+def _add_backward(b: TraceProcessor, e: TraceProcessor, pairs) -> None:
+    """`*_backward_us` of module pieces: the backward operators whose forward
+    operator ran inside the piece (its submodules' included), so a module's
+    cost is its forward plus its backward. Null on other pieces."""
+    bix, eix = b.backward_index(), e.backward_index()
+    for row, node in pairs:
+        if node.any.kind != "module":
+            row.update(baseline_backward_us=None, experimental_backward_us=None, delta_backward_us=None)
+            continue
+        bv = bix.within(node.b.intervals) if node.b is not None else 0.0
+        ev = eix.within(node.e.intervals) if node.e is not None else 0.0
+        row.update(baseline_backward_us=round(bv, 3), experimental_backward_us=round(ev, 3),
+                   delta_backward_us=round(ev - bv, 3))
 
 
 def diff_operators(b: TraceProcessor, e: TraceProcessor, query: TableQuery = TableQuery(),
@@ -87,13 +123,29 @@ def diff_operators(b: TraceProcessor, e: TraceProcessor, query: TableQuery = Tab
     table = operator_table(b, e, group_by, path)
     primary = operator_primary(b, e)
     out = tables.query(table, OPERATOR_KEYS, tables.OPERATOR_COLUMNS, primary, query)
+    _significance(b, e, out["rows"], OPERATOR_KEYS, len(table), path,
+                  lambda tp: tp.operator_steps(group_by, primary), primary)
     return {"table": "operators", "group_by": group_by, "path": path, "device_present": device_present(b, e), **out}
 
 
 def diff_kernels(b: TraceProcessor, e: TraceProcessor, query: TableQuery = TableQuery(), path: str = "") -> dict:
     table = kernel_table(b, e, path)
     out = tables.query(table, KERNEL_KEYS, tables.KERNEL_COLUMNS, KERNEL_PRIMARY, query)
+    _significance(b, e, out["rows"], KERNEL_KEYS, len(table), path, lambda tp: tp.kernel_steps(), KERNEL_PRIMARY)
     return {"table": "kernels", "group_by": None, "path": path, "device_present": device_present(b, e), **out}
+
+
+def _significance(b: TraceProcessor, e: TraceProcessor, rows: list[dict], keys: list[str], family: int, path: str,
+                  samples, column: str) -> None:
+    """`significance` of each row's primary delta, from per-step samples;
+    null inside a piece (one step's part: no spread to judge by) and when
+    exactly one run has steps (a whole trace against steps)."""
+    if path or b.has_steps != e.has_steps:
+        for r in rows:
+            r["significance"] = None
+        return
+    row_significance.attach(rows, keys, samples(b), samples(e), column, len(b.linked.steps.name),
+                            len(e.linked.steps.name), family)
 
 
 def operator_primary(b: TraceProcessor, e: TraceProcessor) -> str:

@@ -195,6 +195,20 @@ class TraceRef(_Shape):
 
 
 DiffUnit = Literal["us", "bytes", "pct", "count"]
+SignificanceVerdict = Literal["significant", "within_noise", "too_few_steps"]
+
+
+class Significance(_Shape):
+    """Is a delta more than the runs' step-to-step noise (docs/http_api.md,
+    "Significance")? `ci_low` / `ci_high`: the bootstrap interval of the
+    delta (null with too few steps); the steps each side's samples come from."""
+
+    verdict: SignificanceVerdict
+    delta: Number
+    ci_low: Number | None
+    ci_high: Number | None
+    baseline_steps: int
+    experimental_steps: int
 
 
 class DiffOverviewRow(_Shape):
@@ -205,6 +219,8 @@ class DiffOverviewRow(_Shape):
     experimental: Number | str | None
     delta: Number | None
     delta_pct: float | None
+    # Per-step metrics (step time, breakdown) only; null for the others.
+    significance: Significance | None
 
 
 class DiffOverviewResponse(_Shape):
@@ -213,6 +229,78 @@ class DiffOverviewResponse(_Shape):
     device_present: bool
     rows: list[DiffOverviewRow]
     # How the runs are compared when not per step (one run has no steps).
+    note: str | None
+
+
+class Spikiness(_Shape):
+    steps: int
+    cv_pct: float | None
+    worst_to_median: float | None
+
+
+class SpikinessPair(_Shape):
+    baseline: Spikiness
+    experimental: Spikiness
+
+
+class ExplainStep(_Shape):
+    baseline_us: Number
+    experimental_us: Number
+    delta_us: Number
+    delta_pct: float | None
+    significance: Significance
+
+
+ContributorKind = Literal["data_loading", "module", "backward", "optimizer", "communication", "annotation",
+                          "unknown", "host", "device"]
+
+
+class Contributor(_Shape):
+    kind: ContributorKind
+    key: str
+    name: str
+    status: Literal["matched", "baseline_only", "experimental_only"]
+    baseline_us: Number
+    experimental_us: Number
+    delta_us: Number
+    # Signed share of the step-time delta; null when that delta is 0.
+    share_pct: float | None
+    # Modules only: their forward operators' and their backward's part of delta_us.
+    forward_delta_us: Number | None
+    backward_delta_us: Number | None
+    significance: Significance
+
+
+class WaterfallBar(_Shape):
+    label: str
+    kind: str
+    start_us: Number
+    end_us: Number
+    verdict: SignificanceVerdict | None
+
+
+class LaunchRow(_Shape):
+    metric: str
+    label: str
+    unit: Literal["us", "count"]
+    baseline: Number | None
+    experimental: Number | None
+    delta: Number | None
+    delta_pct: float | None
+    significance: Significance
+
+
+class DiffExplainResponse(_Shape):
+    baseline: TraceRef
+    experimental: TraceRef
+    device_present: bool
+    sentence: str
+    step: ExplainStep
+    spikiness: SpikinessPair
+    contributors: list[Contributor]
+    waterfall: list[WaterfallBar]
+    # Launch health per step; empty when neither run has device activity.
+    launch: list[LaunchRow]
     note: str | None
 
 
@@ -245,6 +333,11 @@ class DiffPiece(_Shape, kw_only=True):
     delta_calls: int
     # The node only: its children were aligned by an approximate fallback.
     approximate: bool | None = None
+    # Module pieces (diff/modules only): backward operators whose forward
+    # operator ran inside the call (fwdbwd flows); null on other pieces.
+    baseline_backward_us: float | None
+    experimental_backward_us: float | None
+    delta_backward_us: float | None
 
 
 class DiffTrend(_Shape):
@@ -301,6 +394,8 @@ class DiffOperatorRow(_Shape):
     experimental_device_total_us: float
     delta_device_total_us: float
     delta_device_total_pct: float | None
+    # Of the primary column's delta, from per-step sums; null inside a piece (`path`).
+    significance: Significance | None
 
 
 class DiffKernelRow(_Shape):
@@ -325,6 +420,8 @@ class DiffKernelRow(_Shape):
     experimental_max_us: float
     delta_max_us: float
     delta_max_pct: float | None
+    # Of the primary column's delta, from per-step sums; null inside a piece (`path`).
+    significance: Significance | None
 
 
 class _DiffTable(_Shape):
@@ -357,7 +454,7 @@ class DiffKernelsResponse(_DiffTable):
 
 # ---------------------------------------------------------------- diagnostic mode
 
-Verdict = Literal["scales", "gil_bound", "cpu_saturated", "io_bound", "contention", "inconclusive",
+StageVerdict = Literal["scales", "gil_bound", "cpu_saturated", "io_bound", "contention", "inconclusive",
                   "not_swept", "failing"]
 Executor = Literal["thread", "process"]
 
@@ -431,7 +528,7 @@ class DiagnosticStage(_Shape):
     # Position in the chain; null when the stage summary was not written (sweep cut short).
     index: int | None
     kind: Literal["map", "regroup"] | None
-    verdict: Verdict
+    verdict: StageVerdict
     label: str
     reason: str
     # Null: that executor has no curve.
@@ -470,8 +567,8 @@ class DiagnosticStageDiff(_Shape):
     stage: str
     in_baseline: bool
     in_experimental: bool
-    verdict_baseline: Verdict | None
-    verdict_experimental: Verdict | None
+    verdict_baseline: StageVerdict | None
+    verdict_experimental: StageVerdict | None
     verdict_changed: bool
     # Experimental / baseline best QPS; null where either side is missing or 0.
     best_thread_qps_ratio: float | None

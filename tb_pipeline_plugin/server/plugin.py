@@ -181,6 +181,10 @@ class PipelinePlugin(base_plugin.TBPlugin):
     def _diff_overview_route(self, p: Q.PairParams):
         return views.diff_overview_impl(*self._pair(p))
 
+    @json_route("/diff/explain")
+    def _diff_explain_route(self, p: Q.PairParams):
+        return views.diff_explain_impl(*self._pair(p))
+
     @json_route("/diff/modules")
     def _diff_modules_route(self, p: Q.DiffModulesParams):
         return views.diff_modules_impl(*self._pair(p), p)

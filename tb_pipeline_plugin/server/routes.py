@@ -30,6 +30,8 @@ ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in (
     ("/modules", Q.RunParams, C.ModulesResponse, "The nn.Module tree of one trace with host and device time."),
     ("/diff/overview", Q.PairParams, C.DiffOverviewResponse,
      "Every overview metric of baseline and experimental with delta and delta %."),
+    ("/diff/explain", Q.PairParams, C.DiffExplainResponse,
+     "Why the experimental run's step time differs: ranked contributors with significance, one sentence, a waterfall."),
     ("/diff/modules", Q.DiffModulesParams, C.DiffModulesResponse,
      "One node of the aligned piece tree and a page of its children, with accumulated trends."),
     ("/diff/operators", Q.DiffOperatorsParams, C.DiffOperatorsResponse,

@@ -66,6 +66,10 @@ def diff_overview_impl(b: TraceProcessor, e: TraceProcessor, b_tf: TraceFile, e_
     return {**_pair(b_tf, e_tf), "device_present": diff.device_present(b, e), **diff.diff_overview(b, e)}
 
 
+def diff_explain_impl(b: TraceProcessor, e: TraceProcessor, b_tf: TraceFile, e_tf: TraceFile) -> dict:
+    return {**_pair(b_tf, e_tf), "device_present": diff.device_present(b, e), **diff.diff_explain(b, e)}
+
+
 def diff_modules_impl(b: TraceProcessor, e: TraceProcessor, b_tf: TraceFile, e_tf: TraceFile,
                       p: DiffModulesParams) -> dict:
     return {**_pair(b_tf, e_tf), **diff.diff_modules(b, e, p.path, p.offset, p.limit)}

@@ -106,6 +106,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/diff/explain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Why the experimental run's step time differs: ranked contributors with significance, one sentence, a waterfall. */
+        get: operations["diff_explain"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/diff/modules": {
         parameters: {
             query?: never;
@@ -208,6 +225,22 @@ export interface components {
             data_loading: number;
             cpu_exec: number;
             other: number;
+        };
+        /** Contributor */
+        Contributor: {
+            /** @enum {unknown} */
+            kind: "annotation" | "backward" | "communication" | "data_loading" | "device" | "host" | "module" | "optimizer" | "unknown";
+            key: string;
+            name: string;
+            /** @enum {unknown} */
+            status: "baseline_only" | "experimental_only" | "matched";
+            baseline_us: number;
+            experimental_us: number;
+            delta_us: number;
+            share_pct: number | null;
+            forward_delta_us: number | null;
+            backward_delta_us: number | null;
+            significance: components["schemas"]["Significance"];
         };
         /** Crumb */
         Crumb: {
@@ -331,6 +364,19 @@ export interface components {
             experimental: components["schemas"]["DiagnosticResponse"];
             stages: components["schemas"]["DiagnosticStageDiff"][];
         };
+        /** DiffExplainResponse */
+        DiffExplainResponse: {
+            baseline: components["schemas"]["TraceRef"];
+            experimental: components["schemas"]["TraceRef"];
+            device_present: boolean;
+            sentence: string;
+            step: components["schemas"]["ExplainStep"];
+            spikiness: components["schemas"]["SpikinessPair"];
+            contributors: components["schemas"]["Contributor"][];
+            waterfall: components["schemas"]["WaterfallBar"][];
+            launch: components["schemas"]["LaunchRow"][];
+            note: string | null;
+        };
         /** DiffKernelRow */
         DiffKernelRow: {
             name: string;
@@ -354,6 +400,7 @@ export interface components {
             experimental_max_us: number;
             delta_max_us: number;
             delta_max_pct: number | null;
+            significance: components["schemas"]["Significance"] | null;
         };
         /** DiffKernelsResponse */
         DiffKernelsResponse: {
@@ -413,6 +460,7 @@ export interface components {
             experimental_device_total_us: number;
             delta_device_total_us: number;
             delta_device_total_pct: number | null;
+            significance: components["schemas"]["Significance"] | null;
         };
         /** DiffOperatorsResponse */
         DiffOperatorsResponse: {
@@ -451,6 +499,7 @@ export interface components {
             experimental: number | string | null;
             delta: number | null;
             delta_pct: number | null;
+            significance: components["schemas"]["Significance"] | null;
         };
         /** DiffPiece */
         DiffPiece: {
@@ -479,6 +528,9 @@ export interface components {
             delta_calls: number;
             /** @default null */
             approximate: boolean | null;
+            baseline_backward_us: number | null;
+            experimental_backward_us: number | null;
+            delta_backward_us: number | null;
         };
         /**
          * DiffTrend
@@ -504,6 +556,14 @@ export interface components {
             status: number;
             /** @default null */
             run_status: "loading" | null;
+        };
+        /** ExplainStep */
+        ExplainStep: {
+            baseline_us: number;
+            experimental_us: number;
+            delta_us: number;
+            delta_pct: number | null;
+            significance: components["schemas"]["Significance"];
         };
         /** GilHolder */
         GilHolder: {
@@ -534,6 +594,18 @@ export interface components {
             device_present: boolean;
             total: number;
             rows: components["schemas"]["KernelRow"][];
+        };
+        /** LaunchRow */
+        LaunchRow: {
+            metric: string;
+            label: string;
+            /** @enum {unknown} */
+            unit: "count" | "us";
+            baseline: number | null;
+            experimental: number | null;
+            delta: number | null;
+            delta_pct: number | null;
+            significance: components["schemas"]["Significance"];
         };
         /** MemoryDevice */
         MemoryDevice: {
@@ -615,6 +687,32 @@ export interface components {
             runs: components["schemas"]["RunInfo"][];
             loading: boolean;
         };
+        /**
+         * Significance
+         * @description Is a delta more than the runs' step-to-step noise (docs/http_api.md,
+         *         "Significance")? `ci_low` / `ci_high`: the bootstrap interval of the
+         *         delta (null with too few steps); the steps each side's samples come from.
+         */
+        Significance: {
+            /** @enum {unknown} */
+            verdict: "significant" | "too_few_steps" | "within_noise";
+            delta: number;
+            ci_low: number | null;
+            ci_high: number | null;
+            baseline_steps: number;
+            experimental_steps: number;
+        };
+        /** Spikiness */
+        Spikiness: {
+            steps: number;
+            cv_pct: number | null;
+            worst_to_median: number | null;
+        };
+        /** SpikinessPair */
+        SpikinessPair: {
+            baseline: components["schemas"]["Spikiness"];
+            experimental: components["schemas"]["Spikiness"];
+        };
         /** StepInfo */
         StepInfo: {
             name: string;
@@ -628,6 +726,14 @@ export interface components {
             run: string;
             worker: string;
             span: string;
+        };
+        /** WaterfallBar */
+        WaterfallBar: {
+            label: string;
+            kind: string;
+            start_us: number;
+            end_us: number;
+            verdict: ("significant" | "too_few_steps" | "within_noise") | null;
         };
         /** WorkerInfo */
         WorkerInfo: {
@@ -955,6 +1061,62 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DiffOverviewResponse"];
+                };
+            };
+            /** @description A missing or malformed parameter. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description An unknown run, worker or span, or a run without the data the route reads. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The run is still loading (run_status: loading); retry later. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The run could not be read or analysed; the message says why. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    diff_explain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DiffExplainResponse"];
                 };
             };
             /** @description A missing or malformed parameter. */

@@ -94,13 +94,13 @@ export function buildColumns(metrics: readonly string[], withShape: boolean, pri
 // ---------------------------------------------------------------- fields
 
 /**
- * A row's field by name. The columns come from the answer (`columns`,
- * `primary`), so keys are strings; every row type of the contract is a
- * plain record of numbers, strings and nulls.
+ * A row's scalar field by name. The columns come from the answer (`columns`,
+ * `primary`), so keys are strings; a non-scalar field (a row's
+ * `significance`) is not a column and reads as undefined.
  */
 export function field(row: DiffTableRow, key: string): number | string | null | undefined {
-  const r: Readonly<Record<string, number | string | null>> = row;
-  return r[key];
+  const v: unknown = (row as Readonly<Record<string, unknown>>)[key];
+  return typeof v === "number" || typeof v === "string" || v === null ? v : undefined;
 }
 
 function num(v: unknown): number {

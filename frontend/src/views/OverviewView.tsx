@@ -8,6 +8,7 @@ import { useMemo } from "preact/hooks";
 import type uPlot from "uplot";
 import type { ApiClient, DiffOverviewResponse, DiffOverviewRow, DiffSelection, OverviewResponse, StepInfo } from "../api";
 import { DeltaText } from "../components/Delta";
+import { Explanation, SignificanceMark } from "../components/Explanation";
 import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
 import { NoteText } from "../components/NoteText";
@@ -53,6 +54,7 @@ export function OverviewView({ client, sel, reloadToken }: Props) {
     !sameRun ? ov.run : baseline.worker !== experimental.worker ? `${ov.run} · ${ov.worker}` : `${ov.run} · ${ov.worker} · span ${ov.span}`;
   return (
     <div data-view="overview">
+      <Explanation client={client} sel={sel} reloadToken={reloadToken} />
       {warnings.length > 0 && (
         <Message kind="warn" title="Parts of a trace could not be read">
           <ul>
@@ -145,6 +147,7 @@ function ComparisonTable({ rows, devicePresent }: { rows: DiffOverviewRow[]; dev
                 {cell(r.experimental)}
                 <td data-raw={r.delta ?? ""} data-col="delta">
                   <DeltaText value={blank ? null : r.delta} text={blank ? EM_DASH : overviewDeltaText(r)} polarity={polarity} />
+                  {!blank && <SignificanceMark sig={r.significance} />}
                 </td>
                 <td data-raw={r.delta_pct ?? ""} data-col="delta_pct">
                   <DeltaText value={blank ? null : r.delta_pct} text={blank ? EM_DASH : formatPct(r.delta_pct)} polarity={polarity} />

@@ -1,0 +1,133 @@
+/**
+ * The explanation at the top of the Overview: one sentence, the waterfall
+ * from the baseline's step time to the experimental's, and the leading
+ * contributors with their significance marks. Fetches diff/explain itself,
+ * so the Overview only places it.
+ */
+import { useMemo } from "preact/hooks";
+import type uPlot from "uplot";
+import type { ApiClient } from "../api";
+import { type DiffExplainResponse, type PairRef, type Significance, explainParams, shortLabel, significanceMark, waterfallData, waterfallRange } from "../model/explain";
+import { formatSignedMs } from "../model/format";
+import { useRequest } from "../useRequest";
+import { BETTER_COLOR, BASELINE_COLOR, WORSE_COLOR, indexAxis, msAxis } from "../views/chartKit";
+import { Loading } from "./Loading";
+import { ErrorMessage } from "./Message";
+import { NoteText } from "./NoteText";
+import { UPlotChart } from "./UPlotChart";
+
+const CONTRIBUTORS_SHOWN = 5;
+
+/** A delta's significance mark: a symbol with its meaning as text (title and screen readers). */
+export function SignificanceMark({ sig }: { sig: Significance | null | undefined }) {
+  const mark = significanceMark(sig);
+  if (!mark) return null;
+  return (
+    <span class={`sigmark ${mark.cls}`} title={mark.label} data-verdict={sig?.verdict}>
+      <span aria-hidden="true">{mark.symbol}</span>
+      <span class="sr-only">{mark.label}</span>
+    </span>
+  );
+}
+
+export function Explanation({ client, sel, reloadToken }: { client: ApiClient; sel: PairRef; reloadToken: number }) {
+  const req = useRequest<DiffExplainResponse>(
+    (opts) => client.get<DiffExplainResponse>("diff/explain", explainParams(sel), opts),
+    [client, sel.baseline, sel.bWorker, sel.bSpan, sel.experimental, sel.eWorker, sel.eSpan, reloadToken],
+  );
+  if (req.state === "loading" || req.state === "idle") return <Loading what="the explanation" waitingFor={req.state === "loading" ? req.waitingFor : null} />;
+  if (req.state === "error") return <ErrorMessage error={req.error} what="the explanation" />;
+  const ex = req.data;
+  return (
+    <section class="card explanation" aria-labelledby="ov-why" data-testid="explanation">
+      <h2 id="ov-why">Why</h2>
+      <p class="sentence" data-testid="explanation-sentence">
+        {ex.sentence}
+      </p>
+      {ex.note && (
+        <p class="note">
+          <NoteText text={ex.note} />
+        </p>
+      )}
+      <div class="grid2">
+        <Waterfall ex={ex} />
+        <table class="contributors">
+          <thead>
+            <tr>
+              <th scope="col">Contributor</th>
+              <th scope="col" class="num">
+                Δ per step (ms)
+              </th>
+              <th scope="col" class="num">
+                Share
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {ex.contributors.slice(0, CONTRIBUTORS_SHOWN).map((c) => (
+              <tr key={`${c.kind}:${c.key}`}>
+                <td title={c.key}>{c.name}</td>
+                <td class="num">
+                  {formatSignedMs(c.delta_us)} <SignificanceMark sig={c.significance} />
+                </td>
+                <td class="num">{c.share_pct === null ? "—" : `${c.share_pct.toFixed(0)} %`}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </section>
+  );
+}
+
+function Waterfall({ ex }: { ex: DiffExplainResponse }) {
+  const d = useMemo(() => waterfallData(ex.waterfall), [ex]);
+  const data = useMemo<uPlot.AlignedData>(() => [d.labels.map((_, i) => i), d.highs, d.lows], [d]);
+  const options = useMemo<Omit<uPlot.Options, "width" | "height">>(() => {
+    const colour = (i: number) => (d.kinds[i] === "total" ? BASELINE_COLOR : d.kinds[i] === "up" ? WORSE_COLOR : BETTER_COLOR);
+    return {
+      scales: { x: { time: false, range: [-0.5, d.labels.length - 0.5] }, y: { range: () => waterfallRange(d) } },
+      axes: [indexAxis("", (i) => shortLabel(d.labels[i] ?? ""), 30, d.labels.map((_, i) => i)), msAxis("ms per step")],
+      series: [{}, { label: "to", paths: () => null, points: { show: false } }, { label: "from", paths: () => null, points: { show: false } }],
+      hooks: {
+        draw: [
+          (u: uPlot) => {
+            const ctx = u.ctx;
+            const w = (u.valToPos(1, "x", true) - u.valToPos(0, "x", true)) * 0.6;
+            for (let i = 0; i < d.labels.length; i++) {
+              const x = u.valToPos(i, "x", true) - w / 2;
+              const top = u.valToPos(d.highs[i] ?? 0, "y", true);
+              const bottom = u.valToPos(d.lows[i] ?? 0, "y", true);
+              ctx.fillStyle = colour(i);
+              // Within noise: drawn lighter, the label and tooltip say so.
+              ctx.globalAlpha = d.verdicts[i] === "significant" || d.kinds[i] === "total" ? 0.9 : 0.35;
+              ctx.fillRect(x, top, w, Math.max(1, bottom - top));
+            }
+            ctx.globalAlpha = 1;
+          },
+        ],
+      },
+    };
+  }, [d]);
+  return (
+    <UPlotChart
+      options={options}
+      data={data}
+      height={260}
+      label="Waterfall from the baseline's mean step time through each contributor's change to the experimental's"
+      tooltip={(i) => {
+        const hi = d.highs[i] ?? 0;
+        const lo = d.lows[i] ?? 0;
+        return (
+        <div>
+          <strong>{d.labels[i]}</strong>
+          <div>
+            {d.kinds[i] === "total" ? `${hi.toFixed(2)} ms per step` : `${d.kinds[i] === "up" ? "+" : "−"}${(hi - lo).toFixed(2)} ms per step`}
+          </div>
+          {d.verdicts[i] && <div>{d.verdicts[i] === "significant" ? "significant" : d.verdicts[i] === "within_noise" ? "within noise" : "too few steps"}</div>}
+        </div>
+        );
+      }}
+    />
+  );
+}

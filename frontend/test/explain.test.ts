@@ -1,0 +1,63 @@
+import { describe, expect, it } from "vitest";
+import { explainParams, shortLabel, significanceMark, waterfallData, waterfallRange, type Significance, type WaterfallBar } from "../src/model/explain";
+
+const sig = (verdict: Significance["verdict"], low: number | null = 10, high: number | null = 30): Significance => ({
+  verdict,
+  delta: 20,
+  ci_low: verdict === "too_few_steps" ? null : low,
+  ci_high: verdict === "too_few_steps" ? null : high,
+  baseline_steps: verdict === "too_few_steps" ? 2 : 8,
+  experimental_steps: 8,
+});
+
+describe("significance marks", () => {
+  it("says what each verdict means in text, not only a symbol", () => {
+    expect(significanceMark(sig("significant", 1500, 2500))).toEqual({
+      symbol: "●",
+      label: "significant (8 vs 8 steps, 95 % interval 1.50 ms to 2.50 ms)",
+      cls: "sig",
+    });
+    expect(significanceMark(sig("within_noise"))?.label).toBe("within noise (8 vs 8 steps)");
+    expect(significanceMark(sig("too_few_steps"))?.label).toBe("too few steps to judge (2 vs 8 steps; 3 per run needed)");
+  });
+  it("has no mark for a delta without samples", () => {
+    expect(significanceMark(null)).toBeNull();
+    expect(significanceMark(undefined)).toBeNull();
+  });
+});
+
+describe("waterfall", () => {
+  const bars: WaterfallBar[] = [
+    { label: "baseline step", kind: "total", start_us: 0, end_us: 40_000, verdict: null },
+    { label: "Block_1", kind: "module", start_us: 40_000, end_us: 75_000, verdict: "significant" },
+    { label: "data loading", kind: "data_loading", start_us: 75_000, end_us: 70_000, verdict: "within_noise" },
+    { label: "experimental step", kind: "total", start_us: 0, end_us: 70_000, verdict: null },
+  ];
+  it("turns start/end into floating bars in ms with a direction", () => {
+    const d = waterfallData(bars);
+    expect(d.lows).toEqual([0, 40, 70, 0]);
+    expect(d.highs).toEqual([40, 75, 75, 70]);
+    expect(d.kinds).toEqual(["total", "up", "down", "total"]);
+    expect(d.verdicts).toEqual([null, "significant", "within_noise", null]);
+    expect(waterfallRange(d)).toEqual([0, 75 * 1.05]);
+  });
+  it("maps the selection to the route's parameter names", () => {
+    expect(explainParams({ baseline: "a", experimental: "b", bWorker: "w", eSpan: "3" })).toEqual({
+      baseline: "a",
+      experimental: "b",
+      b_worker: "w",
+      b_span: undefined,
+      e_worker: undefined,
+      e_span: "3",
+    });
+  });
+});
+
+describe("axis labels", () => {
+  it("cuts long names with an ellipsis and keeps short ones", () => {
+    expect(shortLabel("Block_1")).toBe("Block_1");
+    const long = shortLabel("host time outside operators (Python, framework, waiting for the GIL)");
+    expect(long.length).toBe(22);
+    expect(long.endsWith("…")).toBe(true);
+  });
+});

@@ -1,0 +1,66 @@
+"""Per-step samples of the operator and kernel aggregates: the spread the
+significance of an operator's or kernel's delta is judged by.
+
+An operator counts in the step whose host window (its `ProfilerStep#N`
+annotation, as for the pieces and the ledger) holds its start; a kernel in
+the step whose window holds its launching runtime call. Events outside
+every step are in no sample (the whole-trace tables still count them).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..trace.link import LinkedTrace
+from ..trace.table import Kind, Phase
+from .ledger import step_of
+from .operators import operator_rows
+
+
+def step_windows(linked: LinkedTrace) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) of each step's host window: the annotation's own
+    interval (`steps.start_us` may be clipped to the previous step's device
+    end); the synthetic `all` step keeps its window."""
+    st = linked.steps
+    start = np.asarray(st.start_us, np.float64).copy()
+    real = np.asarray(st.row) >= 0
+    start[real] = linked.table.ts_us[np.asarray(st.row)[real]]
+    return start, np.asarray(st.host_end_us, np.float64)
+
+
+def operator_steps(linked: LinkedTrace, group_by: str, column: str) -> pd.DataFrame:
+    """Long form: `name`, `input_shape` (when grouped by shape, else None),
+    `step`, `column` summed per step."""
+    t = linked.table
+    ops = operator_rows(linked)
+    start, end = step_windows(linked)
+    step = step_of(start, end, t.ts_us[ops])
+    ops, step = ops[step >= 0], step[step >= 0]
+    values = {"host_self_us": linked.host_self_us, "device_self_us": linked.device_self_us,
+              "host_total_us": t.dur_us, "device_total_us": linked.device_total_us}[column]
+    keys = {"name_id": t.name_id[ops]}
+    if group_by == "name_and_shape":
+        keys["shape_id"] = t.shape_id[ops]
+    frame = pd.DataFrame({**keys, "step": step, column: values[ops]})
+    grouped = frame.groupby([*keys, "step"], sort=False, as_index=False)[column].sum()
+    grouped.insert(0, "name", t.names(grouped["name_id"].to_numpy()))
+    if group_by == "name_and_shape":
+        shapes = t.names(grouped["shape_id"].to_numpy())
+        shapes[grouped["shape_id"].to_numpy() < 0] = ""
+        grouped.insert(1, "input_shape", shapes)
+    else:
+        grouped.insert(1, "input_shape", None)
+    return grouped[["name", "input_shape", "step", column]]
+
+
+def kernel_steps(linked: LinkedTrace) -> pd.DataFrame:
+    """Long form: `name`, `step`, `total_us` of the kernels launched in each step."""
+    t = linked.table
+    k = np.flatnonzero((t.phase == Phase.COMPLETE) & (t.kind == Kind.KERNEL) & (linked.launch_of >= 0))
+    start, end = step_windows(linked)
+    step = step_of(start, end, t.ts_us[linked.launch_of[k]])
+    k, step = k[step >= 0], step[step >= 0]
+    frame = pd.DataFrame({"name_id": t.name_id[k], "step": step, "total_us": t.dur_us[k]})
+    grouped = frame.groupby(["name_id", "step"], sort=False, as_index=False)["total_us"].sum()
+    grouped.insert(0, "name", t.names(grouped["name_id"].to_numpy()))
+    return grouped[["name", "step", "total_us"]]

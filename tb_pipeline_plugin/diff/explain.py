@@ -1,0 +1,317 @@
+"""Why is one run slower: the step-time delta split into ranked contributors.
+
+Both runs' step ledgers (analysis/ledger.py) give, per step, the time of
+each part: data loading, each module (its forward operators plus the
+backward operators its forward created), unattributed backward, optimizer,
+communication, other annotations, operators outside any module, host time
+outside operators, GPU work after the host step. A part's per-step samples
+give its delta and significance (diff/significance.py); the parts of a step
+add up to the step time, so the deltas add up to the step-time delta.
+
+Modules start at the top level (`Net_0`) and are opened while one child
+holds most of the change (`CHILD_SHARE`): a slower
+`Block_2` inside `Net_0` is named as `Block_2`, not as the model around it;
+a change spread over several children stays with the parent.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..analysis.ledger import BACKWARD_PHASE, FORWARD, StepLedger, spikiness
+from . import significance as S
+from .delta import delta_pct
+
+# Open a module when one child holds this share of its delta: a block whose
+# two layers both slowed down (about half each) stays the block.
+CHILD_SHARE = 0.7
+MAX_DEPTH = 16
+WATERFALL_BARS = 8
+SENTENCE_CONTRIBUTORS = 3
+LABELS = {
+    "data_loading": "data loading",
+    "backward": "backward (unattributed)",
+    "optimizer": "optimizer",
+    "communication": "communication",
+    "unknown": "operators outside any module",
+    "host": "host time outside operators (Python, framework, waiting for the GIL)",
+    "device": "GPU work after the host step",
+}
+OWN = " (own operators)"
+
+
+LAUNCH_METRICS = (
+    ("launch_delay_mean_us", "Launch to kernel start, mean (per step)", "us"),
+    ("launch_delay_p90_us", "Launch to kernel start, 90th percentile (per step)", "us"),
+    ("idle_us", "Device idle between kernels (per step)", "us"),
+    ("host_bound_idle_us", "Device waiting for the host (per step)", "us"),
+    ("host_bound_gaps", "Gaps the host caused (per step)", "count"),
+    ("gaps", "Idle gaps between kernels (per step)", "count"),
+    ("kernels", "Kernels (per step)", "count"),
+)
+
+
+def launch_rows(b: pd.DataFrame, e: pd.DataFrame) -> list[dict]:
+    """Launch health (analysis/launch.py) of both runs: per-step means, delta
+    and significance, the metrics judged as one family; each metric against
+    its own baseline mean. Empty when neither run launched a kernel."""
+    if b["kernels"].sum() == 0 and e["kernels"].sum() == 0:
+        return []
+    rows, bs, es = [], [], []
+    for metric, label, unit in LAUNCH_METRICS:
+        # Steps without kernels have no delay: leave them out of the delays.
+        bv, ev = b[metric].dropna().to_numpy(np.float64), e[metric].dropna().to_numpy(np.float64)
+        bs.append(bv)
+        es.append(ev)
+        rows.append({"metric": metric, "label": label, "unit": unit,
+                     "baseline": round(float(bv.mean()), 3) if len(bv) else None,
+                     "experimental": round(float(ev.mean()), 3) if len(ev) else None})
+    k = len(rows)
+    for i, row in enumerate(rows):
+        # One family: each metric's interval at the family's confidence.
+        sig = S.compare(bs[i][None, :], es[i][None, :], family=k)[0]
+        both = row["baseline"] is not None and row["experimental"] is not None
+        row["delta"] = round(row["experimental"] - row["baseline"], 3) if both else None
+        row["delta_pct"] = delta_pct(row["baseline"], row["delta"]) if both else None
+        row["significance"] = sig
+    return rows
+
+
+def explain(b: StepLedger, e: StepLedger) -> dict:
+    b_step = b.steps["step_us"].to_numpy(np.float64)
+    e_step = e.steps["step_us"].to_numpy(np.float64)
+    b_mean = float(b_step.mean()) if len(b_step) else 0.0
+    e_mean = float(e_step.mean()) if len(e_step) else 0.0
+    total = S.compare_one(b_step, e_step, reference=b_mean)
+    contributors = _contributors(b, e, b_mean)
+    step = {
+        "baseline_us": round(b_mean, 3), "experimental_us": round(e_mean, 3),
+        "delta_us": round(e_mean - b_mean, 3), "delta_pct": delta_pct(b_mean, e_mean - b_mean),
+        "significance": total,
+    }
+    return {
+        "sentence": sentence(step, contributors),
+        "step": step,
+        "spikiness": {"baseline": spikiness(b_step), "experimental": spikiness(e_step)},
+        "contributors": contributors,
+        "waterfall": waterfall(b_mean, e_mean, contributors),
+    }
+
+
+# ------------------------------------------------------------ contributors
+
+
+def _group(parts: pd.DataFrame, depth_of: dict) -> pd.Series:
+    """Contributor id of each part row: `kind:key` with module paths cut to
+    the depth chosen for their prefix."""
+    ids = []
+    for kind, key in zip(parts["kind"].tolist(), parts["key"].tolist()):
+        if kind == "module":
+            ids.append("module:" + _cut(key, depth_of))
+        else:
+            ids.append(f"{kind}:{key}")
+    return pd.Series(ids, index=parts.index)
+
+
+def _cut(path: str, depth_of: dict) -> str:
+    parts = path.split("/")
+    d = 1
+    while d < len(parts) and depth_of.get("/".join(parts[:d]), False):
+        d += 1
+    cut = "/".join(parts[:d])
+    # A module opened into its children keeps its own operators apart.
+    return cut + OWN if depth_of.get(cut, False) and d == len(parts) else cut
+
+
+def _matrix(ledger: StepLedger, depth_of: dict, phase: str | None = None) -> pd.DataFrame:
+    """Contributor x step matrix of µs (0 where a step has none)."""
+    parts = ledger.parts if phase is None else ledger.parts[ledger.parts["phase"] == phase]
+    steps = ledger.steps["step"].to_numpy()
+    if len(parts) == 0:
+        return pd.DataFrame(columns=steps, dtype=np.float64)
+    ids = _group(parts, depth_of)
+    m = parts.assign(cid=ids).pivot_table(index="cid", columns="step", values="us", aggfunc="sum", fill_value=0.0)
+    return m.reindex(columns=steps, fill_value=0.0)
+
+
+def _module_deltas(b: StepLedger, e: StepLedger) -> dict[str, float]:
+    """Mean per-step delta of each module path's own operators."""
+    def per_path(ledger: StepLedger) -> pd.Series:
+        m = ledger.parts[ledger.parts["kind"] == "module"]
+        return m.groupby("key")["us"].sum() / max(len(ledger.steps), 1)
+    bs, es = per_path(b), per_path(e)
+    ids = bs.index.union(es.index)
+    return (es.reindex(ids, fill_value=0.0) - bs.reindex(ids, fill_value=0.0)).to_dict()
+
+
+def _open_modules(b: StepLedger, e: StepLedger) -> dict:
+    """Which module paths to open (see module docstring): from the top,
+    open a module while one child module holds `CHILD_SHARE` of its delta,
+    with the same sign."""
+    own = _module_deltas(b, e)
+    depth_of: dict[str, bool] = {}
+    frontier = sorted({k.split("/", 1)[0] for k in own})
+    for _ in range(MAX_DEPTH):
+        nxt = []
+        for path in frontier:
+            inside = {k: v for k, v in own.items() if k == path or k.startswith(path + "/")}
+            total = sum(inside.values())
+            kids: dict[str, float] = {}
+            for k, v in inside.items():
+                if k != path:
+                    child = path + "/" + k[len(path) + 1:].split("/", 1)[0]
+                    kids[child] = kids.get(child, 0.0) + v
+            if not kids or total == 0:
+                continue
+            best, d = max(kids.items(), key=lambda kv: abs(kv[1]))
+            if d * total > 0 and abs(d) >= CHILD_SHARE * abs(total):
+                depth_of[path] = True
+                nxt.append(best)
+        if not nxt:
+            break
+        frontier = nxt
+    return depth_of
+
+
+def _contributors(b: StepLedger, e: StepLedger, reference_us: float) -> list[dict]:
+    depth_of = _open_modules(b, e)
+    bm, em = _matrix(b, depth_of), _matrix(e, depth_of)
+    ids = bm.index.union(em.index)
+    bm, em = bm.reindex(ids, fill_value=0.0), em.reindex(ids, fill_value=0.0)
+    sig = S.compare(bm.to_numpy(), em.to_numpy(), np.full(len(ids), reference_us))
+    phases = {p: (_matrix(b, depth_of, p).reindex(ids, fill_value=0.0),
+                  _matrix(e, depth_of, p).reindex(ids, fill_value=0.0)) for p in (FORWARD, BACKWARD_PHASE)}
+    b_mean = bm.mean(axis=1) if bm.shape[1] else pd.Series(0.0, index=ids)
+    e_mean = em.mean(axis=1) if em.shape[1] else pd.Series(0.0, index=ids)
+    total_delta = float(e_mean.sum() - b_mean.sum())
+    out = []
+    for i, cid in enumerate(ids):
+        kind, key = cid.split(":", 1)
+        bu, eu = float(b_mean[cid]), float(e_mean[cid])
+        status = "matched"
+        if bm.loc[cid].abs().sum() == 0 and eu != 0:
+            status = "experimental_only"
+        elif em.loc[cid].abs().sum() == 0 and bu != 0:
+            status = "baseline_only"
+        row = {
+            "kind": kind, "key": key, "name": _name(kind, key), "status": status,
+            "baseline_us": round(bu, 3), "experimental_us": round(eu, 3), "delta_us": round(eu - bu, 3),
+            "share_pct": round(100.0 * (eu - bu) / total_delta, 1) if total_delta else None,
+            "forward_delta_us": None, "backward_delta_us": None, "significance": sig[i],
+        }
+        if kind == "module":
+            for p, field in ((FORWARD, "forward_delta_us"), (BACKWARD_PHASE, "backward_delta_us")):
+                pb, pe = phases[p]
+                row[field] = round(_mean(pe.loc[cid]) - _mean(pb.loc[cid]), 3)
+        out.append(row)
+    significant_first = {S.SIGNIFICANT: 0, S.WITHIN_NOISE: 1, S.TOO_FEW_STEPS: 1}
+    out.sort(key=lambda r: (significant_first[r["significance"]["verdict"]], -abs(r["delta_us"]), r["key"]))
+    return out
+
+
+def _mean(s: pd.Series) -> float:
+    return float(s.mean()) if len(s) else 0.0
+
+
+def _name(kind: str, key: str) -> str:
+    if kind == "module":
+        own = key.endswith(OWN)
+        base = key[: -len(OWN)] if own else key
+        return base.rsplit("/", 1)[-1] + (OWN if own else "")
+    if kind == "annotation":
+        return key
+    return LABELS.get(kind, key)
+
+
+# ------------------------------------------------------------ waterfall
+
+
+def waterfall(b_mean: float, e_mean: float, contributors: list[dict]) -> list[dict]:
+    """Bars from the baseline's step time to the experimental's: the
+    largest contributors one by one, the rest as one bar."""
+    bars = [{"label": "baseline step", "kind": "total", "start_us": 0.0, "end_us": round(b_mean, 3),
+             "verdict": None}]
+    level = b_mean
+    ranked = sorted(contributors, key=lambda r: -abs(r["delta_us"]))
+    for r in ranked[:WATERFALL_BARS]:
+        bars.append({"label": r["name"], "kind": r["kind"], "start_us": round(level, 3),
+                     "end_us": round(level + r["delta_us"], 3), "verdict": r["significance"]["verdict"]})
+        level += r["delta_us"]
+    rest = ranked[WATERFALL_BARS:]
+    if rest:
+        d = sum(r["delta_us"] for r in rest)
+        bars.append({"label": f"{len(rest)} others", "kind": "other", "start_us": round(level, 3),
+                     "end_us": round(level + d, 3), "verdict": None})
+    bars.append({"label": "experimental step", "kind": "total", "start_us": 0.0, "end_us": round(e_mean, 3),
+                 "verdict": None})
+    return bars
+
+
+# ------------------------------------------------------------ sentence
+
+
+def duration(us: float) -> str:
+    """`412 µs`, `41 ms`, `1.2 ms`, `3.4 s`: two significant digits or more."""
+    a = abs(us)
+    if a >= 1e6:
+        return f"{us / 1e6:.3g} s"
+    if a >= 1e3:
+        return f"{us / 1e3:.3g} ms"
+    return f"{us:.3g} µs"
+
+
+def _signed(us: float) -> str:
+    return ("+" if us >= 0 else "−") + duration(abs(us))
+
+
+def sentence(step: dict, contributors: list[dict]) -> str:
+    sig = step["significance"]
+    delta, pct = step["delta_us"], step["delta_pct"]
+    nb, ne = sig["baseline_steps"], sig["experimental_steps"]
+    if sig["verdict"] == S.TOO_FEW_STEPS:
+        return (f"Experimental is {_direction(delta, pct)} per step ({_signed(delta)}), but with {nb} baseline and "
+                f"{ne} experimental step{'s' if ne != 1 else ''} the noise cannot be measured "
+                f"(at least {S.MIN_STEPS} per run are needed); profile more steps to tell change from noise.")
+    pm = S.half_width(sig)
+    band = f"{_signed(delta)} ± {duration(pm)}, {nb} vs {ne} steps"
+    significant = [c for c in contributors if c["significance"]["verdict"] == S.SIGNIFICANT]
+    if sig["verdict"] != S.SIGNIFICANT:
+        head = f"Experimental and baseline take the same time per step within noise ({band})"
+        if not significant:
+            return head + "; no contributor changed significantly."
+        moved = "; ".join(f"{_phrase(c)} {'slower' if c['delta_us'] > 0 else 'faster'} by {duration(abs(c['delta_us']))}"
+                          for c in significant[:SENTENCE_CONTRIBUTORS])
+        return f"{head}, although {moved}."
+    same_way = [c for c in significant if c["delta_us"] * delta > 0]
+    parts = [f"Experimental is {_direction(delta, pct)} per step ({band})"]
+    shown = same_way[:SENTENCE_CONTRIBUTORS]
+    for i, c in enumerate(shown):
+        share = f"{abs(c['share_pct']):.0f} %" if c["share_pct"] is not None else "part"
+        parts.append(f"{share}{' of it' if i == 0 else ''} is {_phrase(c)}")
+    against = [c for c in significant if c["delta_us"] * delta < 0][:1]
+    for c in against:
+        parts.append(f"{_phrase(c)} went the other way ({_signed(c['delta_us'])})")
+    parts.append("the rest is within noise" if len(shown) == len(same_way) else
+                 f"{_count(len(same_way) - len(shown), 'smaller significant contributor')} and noise make up the rest")
+    return "; ".join(parts) + "."
+
+
+def _direction(delta: float, pct: float | None) -> str:
+    word = "slower" if delta > 0 else "faster"
+    return f"{abs(pct):.0f} % {word}" if pct is not None else word
+
+
+def _phrase(c: dict) -> str:
+    name = c["name"]
+    if c["kind"] == "module":
+        if c["backward_delta_us"] and c["forward_delta_us"] and abs(c["backward_delta_us"]) > 0.1 * abs(c["delta_us"]):
+            name += " (forward and backward)"
+        if c["status"] == "experimental_only":
+            name += ", which only the experimental run has"
+        elif c["status"] == "baseline_only":
+            name += ", which only the baseline run has"
+    return name
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
