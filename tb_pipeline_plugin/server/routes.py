@@ -36,6 +36,11 @@ ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in (
      "Operators of both runs joined, filtered, sorted (largest |delta| first by default) and paged."),
     ("/diff/kernels", Q.DiffKernelsParams, C.DiffKernelsResponse,
      "GPU kernels of both runs joined, filtered, sorted (largest |delta| first by default) and paged."),
+    ("/pipeline", Q.PipelineParams, C.PipelineResponse,
+     "One run's pipeline statistics: step split, input-bound verdict, throughput, stages, callbacks, host metrics "
+     "(a run without statistics: the split from its trace's DataLoader annotations)."),
+    ("/diff/pipeline", Q.PipelinePairParams, C.DiffPipelineResponse,
+     "Both runs' pipeline reports with summary deltas, and stages and callbacks joined, largest |delta| first."),
 ))
 
 ERROR_STATUSES = {

@@ -6,8 +6,10 @@ runs and parses the parameters; each `*_impl` returns exactly the shape its
 """
 from __future__ import annotations
 
+from ..analysis import pipeline as pipeline_analysis
 from ..analysis.processor import TraceProcessor
 from ..diff import views as diff
+from ..diff.pipeline import compare_pipeline
 from ..sources.logdir import RunInfo, TraceFile
 from .params import DiffKernelsParams, DiffModulesParams, DiffOperatorsParams
 from .store import LoadState
@@ -74,3 +76,12 @@ def diff_operators_impl(b: TraceProcessor, e: TraceProcessor, b_tf: TraceFile, e
 def diff_kernels_impl(b: TraceProcessor, e: TraceProcessor, b_tf: TraceFile, e_tf: TraceFile,
                       p: DiffKernelsParams) -> dict:
     return {**_pair(b_tf, e_tf), **diff.diff_kernels(b, e, p.table_query(), p.path)}
+
+
+def pipeline_impl(run: str, tables) -> dict:
+    """`tables`: the run's pipeline.PipelineTables (recorded, or from its trace)."""
+    return {"run": run, **pipeline_analysis.report(tables)}
+
+
+def diff_pipeline_impl(b_run: str, e_run: str, b_tables, e_tables) -> dict:
+    return {"baseline_run": b_run, "experimental_run": e_run, **compare_pipeline(b_tables, e_tables)}
