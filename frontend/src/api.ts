@@ -67,6 +67,15 @@ export type DiffTableKind = DiffTableResponse["table"];
 export type DiffTableRow = DiffTableResponse["rows"][number];
 export type GroupBy = DiffOperatorsResponse["group_by"];
 
+export type PipelineReport = Schemas["PipelineReport"];
+export type PipelineResponse = Schemas["PipelineResponse"];
+export type DiffPipelineResponse = Schemas["DiffPipelineResponse"];
+export type PipelineSummaryRow = Schemas["PipelineSummaryRow"];
+export type DiffPipelineStageRow = Schemas["DiffPipelineStageRow"];
+export type DiffPipelineCallbackRow = Schemas["DiffPipelineCallbackRow"];
+export type ThroughputPoint = Schemas["ThroughputPoint"];
+export type HostPoint = Schemas["HostPoint"];
+
 /** Which two traces to compare; the worker/span may be left to the server's default. */
 export interface DiffSelection {
   baseline: string;
@@ -206,6 +215,15 @@ export class ApiClient {
 
   diffModules(sel: DiffSelection, path: string, opts?: RequestOpts): Promise<DiffModulesResponse> {
     return this.get<DiffModulesResponse>("diff/modules", { ...diffParams(sel), path }, opts);
+  }
+
+  /** One run's pipeline statistics (a trace-only run: the split from its DataLoader annotations). */
+  pipeline(run: string, opts?: RequestOpts): Promise<PipelineResponse> {
+    return this.get<PipelineResponse>("pipeline", { run }, opts);
+  }
+
+  diffPipeline(baseline: string, experimental: string, opts?: RequestOpts): Promise<DiffPipelineResponse> {
+    return this.get<DiffPipelineResponse>("diff/pipeline", { baseline, experimental }, opts);
   }
 
   /** `diff/<table>`; the answer names its table again in `table` (views key on that). */

@@ -7,8 +7,8 @@
 import type { RunInfo } from "../api";
 import { DIFF_TABLE_KINDS } from "./diffTables";
 
-/** Tabs in order: the two fixed views, then one per diff table of the registry. */
-export const VIEWS = ["overview", "modules", ...DIFF_TABLE_KINDS] as const;
+/** Tabs in order: the two fixed views, one per diff table of the registry, then the pipeline view. */
+export const VIEWS = ["overview", "modules", ...DIFF_TABLE_KINDS, "pipeline"] as const;
 export type View = (typeof VIEWS)[number];
 
 export interface TraceChoice {

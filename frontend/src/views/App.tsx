@@ -13,11 +13,13 @@ import { resolveSelection, VIEWS, withSelection, type TraceChoice, type UrlState
 import { DiffTableView } from "./DiffTableView";
 import { ModuleDiffView } from "./ModuleDiffView";
 import { OverviewView } from "./OverviewView";
+import { PipelineView } from "./PipelineView";
 import { RunPicker } from "./RunPicker";
 
 function viewLabel(view: View): string {
   if (view === "overview") return "Overview";
   if (view === "modules") return "Module diff";
+  if (view === "pipeline") return "Pipeline";
   return DIFF_TABLES[view].tab;
 }
 
@@ -217,6 +219,8 @@ function ViewFor(props: { view: View; client: ApiClient; sel: DiffSelection; sta
       return <OverviewView client={client} sel={sel} reloadToken={reloadToken} />;
     case "modules":
       return <ModuleDiffView client={client} sel={sel} state={state} onChange={onChange} reloadToken={reloadToken} />;
+    case "pipeline":
+      return <PipelineView client={client} sel={sel} reloadToken={reloadToken} />;
     default:
       // Every other tab is a diff table, one per entry of model/diffTables.ts.
       return <DiffTableView client={client} sel={sel} table={view} state={state} onChange={onChange} reloadToken={reloadToken} />;
