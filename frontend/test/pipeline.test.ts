@@ -157,3 +157,14 @@ describe("stage and callback tables", () => {
     expect(cellText(row, col("delta_per_step_s_pct"))).toBe("−33.3 %");
   });
 });
+
+describe("delta colours of pipeline metrics", () => {
+  it("calls more items/s better, stage load neutral, time lower-is-better", async () => {
+    const { metricPolarity } = await import("../src/model/tableModel");
+    expect(metricPolarity("qps")).toBe("higher");
+    expect(metricPolarity("busy_pct")).toBe("neutral");
+    expect(metricPolarity("calls")).toBe("neutral");
+    expect(metricPolarity("task_mean_s")).toBe("lower");
+    expect(metricPolarity("host_self_us")).toBe("lower");
+  });
+});

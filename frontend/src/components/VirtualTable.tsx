@@ -9,7 +9,7 @@ import { elementScroll, observeElementOffset, observeElementRect, Virtualizer } 
 import type { TargetedKeyboardEvent } from "preact";
 import { useLayoutEffect, useReducer, useRef } from "preact/hooks";
 import { deltaArrow, deltaDirection } from "../model/format";
-import { cellText, field, isDuration, metricLabel, type Column, type SortSpec, type TableRow } from "../model/tableModel";
+import { cellText, field, isDuration, metricLabel, metricPolarity, type Column, type SortSpec, type TableRow } from "../model/tableModel";
 
 const ROW_H = 26;
 const HEADER_H = 2 * ROW_H;
@@ -194,8 +194,9 @@ function Cell({ row, col }: { row: TableRow; col: Column }) {
   if (col.role === "delta" || col.role === "delta_pct") {
     const v = field(row, col.key);
     const num = typeof v === "number" ? v : null;
-    // More calls is not "slower": counts get arrows but no red/green.
-    const dir = col.metric === "calls" ? (num === null ? "none" : "same") : deltaDirection(num);
+    // More calls is not "slower": counts get arrows but no red/green; more items/s is better.
+    const polarity = col.metric ? metricPolarity(col.metric) : "lower";
+    const dir = polarity === "neutral" ? (num === null ? "none" : "same") : polarity === "higher" ? deltaDirection(num === null ? null : -num) : deltaDirection(num);
     const arrow = deltaArrow(num);
     return (
       <td class={`delta ${dir}`} title={title}>

@@ -72,6 +72,17 @@ export function durationUs(metric: string, v: number): number {
   return metric.endsWith("_us") ? v : v * 1e6;
 }
 
+/**
+ * Which way a delta of `metric` is good: times lower; throughput higher;
+ * counts and how busy a stage or queue is are facts, neither good nor bad
+ * (a busier stage may be one that finally gets work).
+ */
+export function metricPolarity(metric: string): "lower" | "higher" | "neutral" {
+  if (metric === "qps") return "higher";
+  if (isCount(metric) || metric === "concurrency" || metric === "busy_pct" || metric === "occupancy_pct") return "neutral";
+  return "lower";
+}
+
 /** Counts print as integers; rates, shares and concurrencies keep two decimals. */
 function isCount(metric: string): boolean {
   return metric === "calls" || metric === "tasks" || metric === "items";

@@ -114,12 +114,12 @@ export function PipelineView({ client, sel, reloadToken }: Props) {
 function Verdict({ side, name, report }: { side: string; name: string; report: PipelineReport }) {
   const v = report.input_bound;
   return (
-    <section class="card" aria-label={`${side} verdict`} data-testid="pipeline-verdict" data-side={side.toLowerCase()} data-verdict={v.verdict}>
+    <section class="card" aria-label={`${side} verdict: ${VERDICT_TITLES[v.verdict]}`} data-testid="pipeline-verdict" data-side={side.toLowerCase()} data-verdict={v.verdict}>
       <h2>
         {side}: {name}
       </h2>
       <p>
-        <strong>{VERDICT_TITLES[v.verdict]}.</strong> <span data-testid="verdict-summary">{v.summary}</span>
+        <strong data-testid="verdict-summary">{v.summary}</strong>
       </p>
       <p data-testid="next-step">
         <strong>Next step:</strong> {v.next_step}
