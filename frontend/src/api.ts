@@ -76,6 +76,14 @@ export type DiagnosticEnvironment = Schemas["DiagnosticEnvironment"];
 export type DiagnosticStageDiff = Schemas["DiagnosticStageDiff"];
 export type DiffDiagnosticResponse = Schemas["DiffDiagnosticResponse"];
 export type Verdict = DiagnosticStage["verdict"];
+export type PipelineReport = Schemas["PipelineReport"];
+export type PipelineResponse = Schemas["PipelineResponse"];
+export type DiffPipelineResponse = Schemas["DiffPipelineResponse"];
+export type PipelineSummaryRow = Schemas["PipelineSummaryRow"];
+export type DiffPipelineStageRow = Schemas["DiffPipelineStageRow"];
+export type DiffPipelineCallbackRow = Schemas["DiffPipelineCallbackRow"];
+export type ThroughputPoint = Schemas["ThroughputPoint"];
+export type HostPoint = Schemas["HostPoint"];
 
 /** Which two traces to compare; the worker/span may be left to the server's default. */
 export interface DiffSelection {
@@ -226,6 +234,15 @@ export class ApiClient {
   /** Diagnostic-mode results of two runs, stages matched by name (`diff/diagnostic`). */
   diffDiagnostic(baseline: string, experimental: string, opts?: RequestOpts): Promise<DiffDiagnosticResponse> {
     return this.get<DiffDiagnosticResponse>("diff/diagnostic", { baseline, experimental }, opts);
+  }
+
+  /** One run's pipeline statistics (a trace-only run: the split from its DataLoader annotations). */
+  pipeline(run: string, opts?: RequestOpts): Promise<PipelineResponse> {
+    return this.get<PipelineResponse>("pipeline", { run }, opts);
+  }
+
+  diffPipeline(baseline: string, experimental: string, opts?: RequestOpts): Promise<DiffPipelineResponse> {
+    return this.get<DiffPipelineResponse>("diff/pipeline", { baseline, experimental }, opts);
   }
 
   /** `diff/<table>`; the answer names its table again in `table` (views key on that). */

@@ -19,6 +19,8 @@ YES_PCT = 20.0  # ... and from which the run is input-bound
 CALLBACKS_NOTABLE_PCT = 10.0
 ONE_CORE_PCT = (80.0, 120.0)  # process-tree CPU that looks like one busy core: the GIL's signature
 THROUGHPUT_POINTS = 60
+# A window shorter than a few steps shows 0 or 1 step per window, not a rate.
+STEPS_PER_WINDOW_MIN = 5
 CALLBACK_COLUMNS = ["name", "kind", "calls", "total_s", "mean_s", "max_s", "per_step_s", "share_pct"]
 HOST_METRIC_COLUMNS = ["t_s", "cpu_pct", "rss_bytes", "mem_used_bytes", "disk_read_bytes_per_s",
                        "disk_write_bytes_per_s", "net_sent_bytes_per_s", "net_recv_bytes_per_s", "gpu_util_pct",
@@ -97,7 +99,8 @@ def input_bound(split: dict, slowest_callback: str | None = None) -> dict:
 
 def throughput(steps: pd.DataFrame, window_s: float | None = None) -> pd.DataFrame:
     """Rates over time in windows of `window_s` (default: about
-    THROUGHPUT_POINTS windows over the run). Columns: t_s (window start),
+    THROUGHPUT_POINTS windows over the run, each at least
+    STEPS_PER_WINDOW_MIN median steps long). Columns: t_s (window start),
     window_s, steps, steps_per_s, samples_per_s (NaN when batch sizes are unknown)."""
     cols = ["t_s", "window_s", "steps", "steps_per_s", "samples_per_s"]
     if not len(steps):
@@ -107,7 +110,8 @@ def throughput(steps: pd.DataFrame, window_s: float | None = None) -> pd.DataFra
     end = start + steps["duration_s"].to_numpy(float)
     span = float(end.max() - start.min())
     if window_s is None:
-        window_s = span / THROUGHPUT_POINTS if span > 0 else 1.0
+        median_step_s = float(np.median(end - start))
+        window_s = max(span / THROUGHPUT_POINTS, STEPS_PER_WINDOW_MIN * median_step_s) if span > 0 else 1.0
     if window_s <= 0:
         raise ValueError("window_s must be > 0")
     # A step counts in the window where it ends: that is when its work is done.

@@ -582,6 +582,242 @@ class DiffDiagnosticResponse(_Shape):
     stages: list[DiagnosticStageDiff]
 
 
+# ---------------------------------------------------------------- pipeline statistics
+# Seconds here (`_s`): step-level statistics are milliseconds to seconds, and
+# the records are written in seconds (docs/pipeline_format.md).
+
+PipelineSource = Literal["recorder", "launcher", "composer", "trace"]
+InputBoundVerdict = Literal["yes", "partly", "no", "unknown"]
+
+
+class PipelineSplit(_Shape):
+    """Mean seconds per step of each part and its share of the step (the
+    main loader's steps; headspace runs: the replayed ones). null: no steps."""
+
+    steps: int
+    total_s: float
+    mean_step_s: float | None
+    notes: list[str]
+    data_wait_s: float | None
+    data_wait_pct: float | None
+    compute_s: float | None
+    compute_pct: float | None
+    callbacks_s: float | None
+    callbacks_pct: float | None
+    other_s: float | None
+    other_pct: float | None
+
+
+class InputBound(_Shape):
+    verdict: InputBoundVerdict
+    data_wait_pct: float | None
+    summary: str
+    next_step: str
+
+
+class ThroughputPoint(_Shape):
+    """One window: steps that ended in [t_s, t_s + window_s)."""
+
+    t_s: float
+    window_s: float
+    steps: float
+    steps_per_s: float
+    samples_per_s: float | None
+
+
+class Throughput(_Shape):
+    steps_per_s: float | None
+    samples_per_s: float | None
+    series: list[ThroughputPoint]
+
+
+class PipelineStage(_Shape):
+    pipeline_id: int | str | None
+    stage_id: str | None
+    stage_name: str | None
+    pipeline_index: int
+    stage: str | None
+    concurrency: float | None
+    items: float | None
+    interval_s: float | None
+    qps: float | None
+    tasks: float | None
+    failures: float | None
+    task_mean_s: float | None
+    task_p90_s: float | None
+    task_p99_s: float | None
+    put_wait_mean_s: float | None
+    get_wait_mean_s: float | None
+    occupancy_pct: float | None
+    busy_pct: float | None
+    is_slowest: bool
+    is_starving: bool
+
+
+class Bottleneck(_Shape):
+    slowest_stage: str | None
+    slowest_busy_pct: float | None
+    starving_queue: str | None
+    starving_occupancy_pct: float | None
+    summary: str
+
+
+class PipelineCallback(_Shape):
+    name: str
+    kind: str
+    calls: int
+    total_s: float
+    mean_s: float
+    max_s: float
+    per_step_s: float
+    share_pct: float | None
+
+
+class HostSummary(_Shape):
+    samples: int
+    cpu_pct_mean: float | None
+    cpu_pct_max: float | None
+    rss_bytes_max: float | None
+    mem_used_bytes_max: float | None
+    disk_read_bytes_per_s_mean: float | None
+    disk_write_bytes_per_s_mean: float | None
+    net_sent_bytes_per_s_mean: float | None
+    net_recv_bytes_per_s_mean: float | None
+    gpu_util_pct_mean: float | None
+    gpu_mem_used_bytes_max: float | None
+
+
+class HostPoint(_Shape):
+    t_s: float
+    cpu_pct: float | None
+    rss_bytes: float | None
+    mem_used_bytes: float | None
+    disk_read_bytes_per_s: float | None
+    disk_write_bytes_per_s: float | None
+    net_sent_bytes_per_s: float | None
+    net_recv_bytes_per_s: float | None
+    gpu_util_pct: float | None
+    gpu_mem_used_bytes: float | None
+
+
+class PipelineHost(_Shape):
+    summary: HostSummary
+    series: list[HostPoint]
+
+
+class PipelineMeta(_Shape, kw_only=True):
+    """One writing process (recorder or launcher), or the Composer file read."""
+
+    source: str
+    wall_time_s: float | None = None
+    command: list[str] | None = None
+    pid: int | None = None
+    python: str | None = None
+    cpu_count: int | None = None
+    schema: int | None = None
+    hostname: str | None = None
+    torch: str | None = None
+    spdl: str | None = None
+    headspace_batches: int | None = None
+    host_interval_s: float | None = None
+    path: str | None = None
+
+
+class PipelineReport(_Shape):
+    source: PipelineSource
+    split: PipelineSplit
+    input_bound: InputBound
+    throughput: Throughput
+    stages: list[PipelineStage]
+    bottleneck: Bottleneck
+    callbacks: list[PipelineCallback]
+    host: PipelineHost
+    meta: list[PipelineMeta]
+    warnings: list[str]
+
+
+class PipelineResponse(PipelineReport):
+    run: str
+
+
+PipelineUnit = Literal["count", "s", "pct", "1/s", "bytes"]
+
+
+class PipelineSummaryRow(_Shape):
+    metric: str
+    label: str
+    unit: PipelineUnit
+    baseline: Number | None
+    experimental: Number | None
+    delta: Number | None
+    delta_pct: float | None
+
+
+class DiffPipelineStageRow(_Shape):
+    pipeline_index: int
+    stage_name: str | None
+    baseline_concurrency: float
+    experimental_concurrency: float
+    delta_concurrency: float
+    delta_concurrency_pct: float | None
+    baseline_qps: float
+    experimental_qps: float
+    delta_qps: float
+    delta_qps_pct: float | None
+    baseline_task_mean_s: float
+    experimental_task_mean_s: float
+    delta_task_mean_s: float
+    delta_task_mean_s_pct: float | None
+    baseline_put_wait_mean_s: float
+    experimental_put_wait_mean_s: float
+    delta_put_wait_mean_s: float
+    delta_put_wait_mean_s_pct: float | None
+    baseline_get_wait_mean_s: float
+    experimental_get_wait_mean_s: float
+    delta_get_wait_mean_s: float
+    delta_get_wait_mean_s_pct: float | None
+    baseline_occupancy_pct: float
+    experimental_occupancy_pct: float
+    delta_occupancy_pct: float
+    delta_occupancy_pct_pct: float | None
+    baseline_busy_pct: float
+    experimental_busy_pct: float
+    delta_busy_pct: float
+    delta_busy_pct_pct: float | None
+
+
+class DiffPipelineCallbackRow(_Shape):
+    name: str
+    kind: str
+    baseline_calls: int
+    experimental_calls: int
+    delta_calls: int
+    delta_calls_pct: float | None
+    baseline_per_step_s: float
+    experimental_per_step_s: float
+    delta_per_step_s: float
+    delta_per_step_s_pct: float | None
+    baseline_mean_s: float
+    experimental_mean_s: float
+    delta_mean_s: float
+    delta_mean_s_pct: float | None
+    baseline_total_s: float
+    experimental_total_s: float
+    delta_total_s: float
+    delta_total_s_pct: float | None
+
+
+class DiffPipelineResponse(_Shape):
+    baseline_run: str
+    experimental_run: str
+    baseline: PipelineReport
+    experimental: PipelineReport
+    summary: list[PipelineSummaryRow]
+    # Joined rows, largest |delta task_mean_s| (stages) / |delta per_step_s| (callbacks) first.
+    stages: list[DiffPipelineStageRow]
+    callbacks: list[DiffPipelineCallbackRow]
+
+
 def validate(body: bytes, response_type: type) -> None:
     """Decode `body` as `response_type`; raises msgspec.ValidationError on drift."""
     msgspec.json.decode(body, type=response_type)

@@ -47,6 +47,15 @@ class PairParams(_Params):
     e_span: str = ""
 
 
+class PipelineParams(_Params):
+    run: str
+
+
+class PipelinePairParams(_Params):
+    baseline: str
+    experimental: str
+
+
 class DiffModulesParams(PairParams):
     # Opaque piece path from a previous answer; "" is the root.
     path: str = ""

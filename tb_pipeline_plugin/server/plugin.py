@@ -15,10 +15,12 @@ import time
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
+from ..analysis.pipeline_trace import steps_from_trace
 from ..analysis.processor import TraceProcessor
 from ..errors import Conflict, NotFound, Unprocessable
+from ..pipeline import PipelineTables
 from ..sources.artifacts import Source, load_source
-from ..sources.logdir import RunInfo, TraceFile, discover_runs, resolve, resolve_diagnostic, stat_file
+from ..sources.logdir import RunInfo, TraceFile, discover_runs, resolve, resolve_diagnostic, run_info, stat_file
 from . import params as Q
 from . import views
 from .http import json_response, json_route, static_response
@@ -71,10 +73,10 @@ class PipelinePlugin(base_plugin.TBPlugin):
             if time.monotonic() - self._scanned_at > max_age_s:
                 self._runs = discover_runs(self._logdir)
                 self._scanned_at = time.monotonic()
-                self._store.retain_only(
-                    [Source("trace", tf.path) for info in self._runs.values() for tf in info.trace_files()]
-                    + [Source("diagnostic", p) for info in self._runs.values() for p in info.diagnostic_files]
-                )
+                keep = [Source("trace", tf.path) for info in self._runs.values() for tf in info.trace_files()]
+                keep += [Source("pipeline", info.path) for info in self._runs.values() if info.pipeline_files]
+                keep += [Source("diagnostic", p) for info in self._runs.values() for p in info.diagnostic_files]
+                self._store.retain_only(keep)
             return self._runs
 
     def _resolve(self, run: str, worker: str, span: str) -> TraceFile:
@@ -133,6 +135,39 @@ class PipelinePlugin(base_plugin.TBPlugin):
         if state.status == "failed":
             raise Unprocessable(f"the diagnostic results of run {run!r} could not be read: {state.error}")
         return state.value
+
+    def _run_info(self, run: str) -> RunInfo:
+        try:
+            return run_info(self._scan(_RESCAN_INTERVAL_S), run)
+        except NotFound:  # maybe written since the last scan, as in _resolve
+            return run_info(self._scan(_FORCED_RESCAN_INTERVAL_S), run)
+
+    def _request_pipeline(self, run: str):
+        """Asks the store for the run's statistics; a run without any gets
+        its split from its default trace's DataLoader annotations. Returns a
+        function giving the loaded tables (409/422 until then), so a pair
+        queues both sides before either answers."""
+        info = self._run_info(run)
+        identity = info.statistics_identity() if info.pipeline_files else None
+        if identity is not None:
+            state = self._store.request(Source("pipeline", info.path), *identity)
+
+            def statistics() -> PipelineTables:
+                if state.status == "loading":
+                    raise Conflict(f"the pipeline statistics of run {run!r} are still loading")
+                if state.status == "failed":
+                    raise Unprocessable(f"the pipeline statistics of run {run!r} could not be read: {state.error}")
+                return state.value
+            return statistics
+        if not info.traces:
+            raise NotFound(f"run {run!r} has neither pipeline statistics nor a trace")
+        tf, trace_state = self._request(run, "", "")
+
+        def from_trace() -> PipelineTables:
+            tp = self._loaded(tf, trace_state)
+            return tp.memo("pipeline_tables", lambda: PipelineTables(
+                source="trace", steps=steps_from_trace(tp.linked), warnings=list(tp.warnings)))
+        return from_trace
 
     # ---- routes ------------------------------------------------------------------
 
@@ -207,3 +242,12 @@ class PipelinePlugin(base_plugin.TBPlugin):
         b, e = self._request_diagnostic(p.baseline), self._request_diagnostic(p.experimental)
         return views.diff_diagnostic_impl(p.baseline, self._loaded_diagnostic(*b),
                                           p.experimental, self._loaded_diagnostic(*e))
+
+    @json_route("/pipeline")
+    def _pipeline_route(self, p: Q.PipelineParams):
+        return views.pipeline_impl(p.run, self._request_pipeline(p.run)())
+
+    @json_route("/diff/pipeline")
+    def _diff_pipeline_route(self, p: Q.PipelinePairParams):
+        b, e = self._request_pipeline(p.baseline), self._request_pipeline(p.experimental)
+        return views.diff_pipeline_impl(p.baseline, p.experimental, b(), e())

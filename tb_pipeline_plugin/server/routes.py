@@ -42,6 +42,11 @@ ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in (
      "Diagnostic-mode results of one run: per stage the verdict in words, best concurrency and the sweep curves."),
     ("/diff/diagnostic", Q.DiffDiagnosticParams, C.DiffDiagnosticResponse,
      "Diagnostic-mode results of two runs side by side, stages matched by name, with best-QPS ratios."),
+    ("/pipeline", Q.PipelineParams, C.PipelineResponse,
+     "One run's pipeline statistics: step split, input-bound verdict, throughput, stages, callbacks, host metrics "
+     "(a run without statistics: the split from its trace's DataLoader annotations)."),
+    ("/diff/pipeline", Q.PipelinePairParams, C.DiffPipelineResponse,
+     "Both runs' pipeline reports with summary deltas, and stages and callbacks joined, largest |delta| first."),
 ))
 
 ERROR_STATUSES = {

@@ -9,9 +9,11 @@ from __future__ import annotations
 import math
 
 from ..analysis import diagnostic as diag
+from ..analysis import pipeline as pipeline_analysis
 from ..analysis.processor import TraceProcessor
 from ..diff import views as diff
 from ..diff.diagnostic import diff_diagnostic
+from ..diff.pipeline import compare_pipeline
 from ..pipeline.diagnostic import DiagnosticRun
 from ..sources.logdir import RunInfo, TraceFile
 from .params import DiffKernelsParams, DiffModulesParams, DiffOperatorsParams
@@ -167,3 +169,14 @@ def diff_diagnostic_impl(b_run: str, b: DiagnosticRun, e_run: str, e: Diagnostic
         "best_process_qps_ratio": _or_none(r["best_process_qps_ratio"]),
     } for r in frame.to_dict("records")]
     return {"baseline": diagnostic_impl(b_run, b), "experimental": diagnostic_impl(e_run, e), "stages": stages}
+
+
+# ---- pipeline statistics ------------------------------------------------------
+
+def pipeline_impl(run: str, tables) -> dict:
+    """`tables`: the run's pipeline.PipelineTables (recorded, or from its trace)."""
+    return {"run": run, **pipeline_analysis.report(tables)}
+
+
+def diff_pipeline_impl(b_run: str, e_run: str, b_tables, e_tables) -> dict:
+    return {"baseline_run": b_run, "experimental_run": e_run, **compare_pipeline(b_tables, e_tables)}

@@ -12,12 +12,13 @@ from typing import Any, Callable, NamedTuple
 
 from ..analysis.processor import TraceProcessor
 from ..pipeline.diagnostic import DiagnosticRun, parse_diagnostic
+from ..pipeline import PipelineTables, load_pipeline_run
 from .logdir import open_binary
 
 
 class Source(NamedTuple):
-    kind: str  # "trace", ...: a key of LOADERS
-    path: str
+    kind: str  # "trace", "pipeline": a key of LOADERS
+    path: str  # the trace file; for "pipeline", the run directory
 
 
 def _load_trace(path: str) -> TraceProcessor:
@@ -36,11 +37,17 @@ def _load_diagnostic(path: str) -> DiagnosticRun:
             "no line is a complete record")
         raise ValueError(f"no diagnostic record could be read: {why}")
     return run
+def _load_pipeline(run_dir: str) -> PipelineTables:
+    tables = load_pipeline_run(run_dir)
+    if tables is None:  # the files went away between discovery and the load
+        raise ValueError(f"no pipeline statistics left in {run_dir}")
+    return tables
 
 
 LOADERS: dict[str, Callable[[str], Any]] = {
     "trace": _load_trace,
     "diagnostic": _load_diagnostic,
+    "pipeline": _load_pipeline,
 }
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from tensorboard.compat import tf
 
 from ..errors import BadRequest, NotFound
+from ..pipeline.composer import looks_like_composer
 
 KINETO_RE = re.compile(r"^(.*?)(\.\d+)?\.pt\.trace\.json(\.gz)?$")
 GENERIC_JSON_RE = re.compile(r"^(.+?)\.json(\.gz)?$")
@@ -53,8 +54,20 @@ class RunInfo:
     # worker -> span -> file; workers sorted, spans in ascending numeric order.
     traces: dict[str, dict[str, TraceFile]] = field(default_factory=dict)
     kinds: list[str] = field(default_factory=list)
+    # Statistics: our JSONL under pipeline/, and Composer traces in the run directory.
     pipeline_files: list[str] = field(default_factory=list)
     diagnostic_files: list[str] = field(default_factory=list)
+
+    def statistics_identity(self) -> tuple[int, float] | None:
+        """(total bytes, newest mtime) of the statistics files, stat'ed now:
+        changes whenever one grows, so the store reloads a run being written.
+        None when every file is gone."""
+        total, newest, seen = 0, 0.0, False
+        for path in self.pipeline_files:
+            size, mtime = stat_file(path)
+            if size is not None:
+                total, newest, seen = total + size, max(newest, mtime), True
+        return (total, newest) if seen else None
 
     def workers(self) -> list[dict]:
         """The `workers` field of the `runs` route."""
@@ -129,6 +142,14 @@ def resolve_diagnostic(runs: dict[str, RunInfo], run: str | None) -> str:
     return info.diagnostic_files[0]
 
 
+def run_info(runs: dict[str, RunInfo], run: str | None) -> RunInfo:
+    """The run a request names (400 on a malformed name, 404 on an unknown one)."""
+    info = runs.get(_check_run_name(run))
+    if info is None:
+        raise NotFound(f"unknown run {run!r}")
+    return info
+
+
 def _check_run_name(run: str | None) -> str:
     if run is None or run == "":
         raise BadRequest("missing parameter 'run'")
@@ -173,6 +194,9 @@ class _RunBuilder:
         size, mtime = stat_file(full)
         if size is None:
             return
+        if not m and not g.group(2) and not _is_remote(full) and _looks_like_composer(full, size, mtime):
+            # A Composer trace is pipeline statistics (read by pipeline/composer.py), and a trace if it looks like one.
+            self.pipeline_files.append(full)
         if not m and not _looks_like_trace(full, bool(g.group(2)), size, mtime):
             return
         spans = self.traces.setdefault(worker, {})
@@ -340,6 +364,20 @@ def _looks_like_trace(path: str, gz: bool, size: int, mtime: float) -> bool:
         _sniff_cache.clear()
     _sniff_cache[key] = result
     return result
+
+
+_composer_cache: dict[tuple[str, int, float], bool] = {}
+
+
+def _looks_like_composer(path: str, size: int, mtime: float) -> bool:
+    # Cached like the trace sniff: discovery repeats on every `runs` request.
+    key = (path, size, mtime)
+    hit = _composer_cache.get(key)
+    if hit is None:
+        if len(_composer_cache) >= _SNIFF_CACHE_MAX:
+            _composer_cache.clear()
+        hit = _composer_cache[key] = looks_like_composer(path)
+    return hit
 
 
 def looks_like_trace_head(head: bytes) -> bool:

@@ -8,9 +8,8 @@
 import { elementScroll, observeElementOffset, observeElementRect, Virtualizer } from "@tanstack/virtual-core";
 import type { TargetedKeyboardEvent } from "preact";
 import { useLayoutEffect, useReducer, useRef } from "preact/hooks";
-import type { DiffTableRow } from "../api";
 import { deltaArrow, deltaDirection } from "../model/format";
-import { cellText, field, isDuration, metricLabel, type Column, type SortSpec } from "../model/tableModel";
+import { cellText, field, isDuration, metricLabel, metricPolarity, type Column, type SortSpec, type TableRow } from "../model/tableModel";
 
 const ROW_H = 26;
 const HEADER_H = 2 * ROW_H;
@@ -30,7 +29,7 @@ const WIDTHS: Record<Column["role"], number> = {
 
 export interface VirtualTableProps {
   columns: Column[];
-  rows: DiffTableRow[];
+  rows: TableRow[];
   sort: SortSpec;
   onSort: (key: string) => void;
   label: string;
@@ -179,7 +178,7 @@ function HeaderCell({ col, sort, onSort, firstOfGroup }: { col: Column; sort: So
   );
 }
 
-function Cell({ row, col }: { row: DiffTableRow; col: Column }) {
+function Cell({ row, col }: { row: TableRow; col: Column }) {
   const text = cellText(row, col);
   if (col.role === "name" || col.role === "shape") {
     // Names from traces are text nodes (never HTML); the title shows long names in full.
@@ -195,8 +194,9 @@ function Cell({ row, col }: { row: DiffTableRow; col: Column }) {
   if (col.role === "delta" || col.role === "delta_pct") {
     const v = field(row, col.key);
     const num = typeof v === "number" ? v : null;
-    // More calls is not "slower": counts get arrows but no red/green.
-    const dir = col.metric === "calls" ? (num === null ? "none" : "same") : deltaDirection(num);
+    // More calls is not "slower": counts get arrows but no red/green; more items/s is better.
+    const polarity = col.metric ? metricPolarity(col.metric) : "lower";
+    const dir = polarity === "neutral" ? (num === null ? "none" : "same") : polarity === "higher" ? deltaDirection(num === null ? null : -num) : deltaDirection(num);
     const arrow = deltaArrow(num);
     return (
       <td class={`delta ${dir}`} title={title}>

@@ -208,10 +208,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/pipeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One run's pipeline statistics: step split, input-bound verdict, throughput, stages, callbacks, host metrics (a run without statistics: the split from its trace's DataLoader annotations). */
+        get: operations["pipeline"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/diff/pipeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Both runs' pipeline reports with summary deltas, and stages and callbacks joined, largest |delta| first. */
+        get: operations["diff_pipeline"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** Bottleneck */
+        Bottleneck: {
+            slowest_stage: string | null;
+            slowest_busy_pct: number | null;
+            starving_queue: string | null;
+            starving_occupancy_pct: number | null;
+            summary: string;
+        };
         /**
          * Breakdown
          * @description Per-step time by category, in the order time is assigned to them.
@@ -532,6 +574,70 @@ export interface components {
             experimental_backward_us: number | null;
             delta_backward_us: number | null;
         };
+        /** DiffPipelineCallbackRow */
+        DiffPipelineCallbackRow: {
+            name: string;
+            kind: string;
+            baseline_calls: number;
+            experimental_calls: number;
+            delta_calls: number;
+            delta_calls_pct: number | null;
+            baseline_per_step_s: number;
+            experimental_per_step_s: number;
+            delta_per_step_s: number;
+            delta_per_step_s_pct: number | null;
+            baseline_mean_s: number;
+            experimental_mean_s: number;
+            delta_mean_s: number;
+            delta_mean_s_pct: number | null;
+            baseline_total_s: number;
+            experimental_total_s: number;
+            delta_total_s: number;
+            delta_total_s_pct: number | null;
+        };
+        /** DiffPipelineResponse */
+        DiffPipelineResponse: {
+            baseline_run: string;
+            experimental_run: string;
+            baseline: components["schemas"]["PipelineReport"];
+            experimental: components["schemas"]["PipelineReport"];
+            summary: components["schemas"]["PipelineSummaryRow"][];
+            stages: components["schemas"]["DiffPipelineStageRow"][];
+            callbacks: components["schemas"]["DiffPipelineCallbackRow"][];
+        };
+        /** DiffPipelineStageRow */
+        DiffPipelineStageRow: {
+            pipeline_index: number;
+            stage_name: string | null;
+            baseline_concurrency: number;
+            experimental_concurrency: number;
+            delta_concurrency: number;
+            delta_concurrency_pct: number | null;
+            baseline_qps: number;
+            experimental_qps: number;
+            delta_qps: number;
+            delta_qps_pct: number | null;
+            baseline_task_mean_s: number;
+            experimental_task_mean_s: number;
+            delta_task_mean_s: number;
+            delta_task_mean_s_pct: number | null;
+            baseline_put_wait_mean_s: number;
+            experimental_put_wait_mean_s: number;
+            delta_put_wait_mean_s: number;
+            delta_put_wait_mean_s_pct: number | null;
+            baseline_get_wait_mean_s: number;
+            experimental_get_wait_mean_s: number;
+            delta_get_wait_mean_s: number;
+            delta_get_wait_mean_s_pct: number | null;
+            baseline_occupancy_pct: number;
+            experimental_occupancy_pct: number;
+            delta_occupancy_pct: number;
+            delta_occupancy_pct_pct: number | null;
+            baseline_busy_pct: number;
+            experimental_busy_pct: number;
+            delta_busy_pct: number;
+            delta_busy_pct_pct: number | null;
+        };
         /**
          * DiffTrend
          * @description Running sums over the returned children in execution order (µs).
@@ -572,6 +678,41 @@ export interface components {
             line: number;
             samples: number;
             share: number;
+        };
+        /** HostPoint */
+        HostPoint: {
+            t_s: number;
+            cpu_pct: number | null;
+            rss_bytes: number | null;
+            mem_used_bytes: number | null;
+            disk_read_bytes_per_s: number | null;
+            disk_write_bytes_per_s: number | null;
+            net_sent_bytes_per_s: number | null;
+            net_recv_bytes_per_s: number | null;
+            gpu_util_pct: number | null;
+            gpu_mem_used_bytes: number | null;
+        };
+        /** HostSummary */
+        HostSummary: {
+            samples: number;
+            cpu_pct_mean: number | null;
+            cpu_pct_max: number | null;
+            rss_bytes_max: number | null;
+            mem_used_bytes_max: number | null;
+            disk_read_bytes_per_s_mean: number | null;
+            disk_write_bytes_per_s_mean: number | null;
+            net_sent_bytes_per_s_mean: number | null;
+            net_recv_bytes_per_s_mean: number | null;
+            gpu_util_pct_mean: number | null;
+            gpu_mem_used_bytes_max: number | null;
+        };
+        /** InputBound */
+        InputBound: {
+            /** @enum {unknown} */
+            verdict: "no" | "partly" | "unknown" | "yes";
+            data_wait_pct: number | null;
+            summary: string;
+            next_step: string;
         };
         /** KernelRow */
         KernelRow: {
@@ -672,6 +813,135 @@ export interface components {
             memory: components["schemas"]["MemorySummary"];
             warnings: string[];
         };
+        /** PipelineCallback */
+        PipelineCallback: {
+            name: string;
+            kind: string;
+            calls: number;
+            total_s: number;
+            mean_s: number;
+            max_s: number;
+            per_step_s: number;
+            share_pct: number | null;
+        };
+        /** PipelineHost */
+        PipelineHost: {
+            summary: components["schemas"]["HostSummary"];
+            series: components["schemas"]["HostPoint"][];
+        };
+        /**
+         * PipelineMeta
+         * @description One writing process (recorder or launcher), or the Composer file read.
+         */
+        PipelineMeta: {
+            source: string;
+            /** @default null */
+            wall_time_s: number | null;
+            /** @default null */
+            command: string[] | null;
+            /** @default null */
+            pid: number | null;
+            /** @default null */
+            python: string | null;
+            /** @default null */
+            cpu_count: number | null;
+            /** @default null */
+            schema: number | null;
+            /** @default null */
+            hostname: string | null;
+            /** @default null */
+            torch: string | null;
+            /** @default null */
+            spdl: string | null;
+            /** @default null */
+            headspace_batches: number | null;
+            /** @default null */
+            host_interval_s: number | null;
+            /** @default null */
+            path: string | null;
+        };
+        /** PipelineReport */
+        PipelineReport: {
+            /** @enum {unknown} */
+            source: "composer" | "launcher" | "recorder" | "trace";
+            split: components["schemas"]["PipelineSplit"];
+            input_bound: components["schemas"]["InputBound"];
+            throughput: components["schemas"]["Throughput"];
+            stages: components["schemas"]["PipelineStage"][];
+            bottleneck: components["schemas"]["Bottleneck"];
+            callbacks: components["schemas"]["PipelineCallback"][];
+            host: components["schemas"]["PipelineHost"];
+            meta: components["schemas"]["PipelineMeta"][];
+            warnings: string[];
+        };
+        /** PipelineResponse */
+        PipelineResponse: {
+            /** @enum {unknown} */
+            source: "composer" | "launcher" | "recorder" | "trace";
+            split: components["schemas"]["PipelineSplit"];
+            input_bound: components["schemas"]["InputBound"];
+            throughput: components["schemas"]["Throughput"];
+            stages: components["schemas"]["PipelineStage"][];
+            bottleneck: components["schemas"]["Bottleneck"];
+            callbacks: components["schemas"]["PipelineCallback"][];
+            host: components["schemas"]["PipelineHost"];
+            meta: components["schemas"]["PipelineMeta"][];
+            warnings: string[];
+            run: string;
+        };
+        /**
+         * PipelineSplit
+         * @description Mean seconds per step of each part and its share of the step (the
+         *         main loader's steps; headspace runs: the replayed ones). null: no steps.
+         */
+        PipelineSplit: {
+            steps: number;
+            total_s: number;
+            mean_step_s: number | null;
+            notes: string[];
+            data_wait_s: number | null;
+            data_wait_pct: number | null;
+            compute_s: number | null;
+            compute_pct: number | null;
+            callbacks_s: number | null;
+            callbacks_pct: number | null;
+            other_s: number | null;
+            other_pct: number | null;
+        };
+        /** PipelineStage */
+        PipelineStage: {
+            pipeline_id: number | string | null;
+            stage_id: string | null;
+            stage_name: string | null;
+            pipeline_index: number;
+            stage: string | null;
+            concurrency: number | null;
+            items: number | null;
+            interval_s: number | null;
+            qps: number | null;
+            tasks: number | null;
+            failures: number | null;
+            task_mean_s: number | null;
+            task_p90_s: number | null;
+            task_p99_s: number | null;
+            put_wait_mean_s: number | null;
+            get_wait_mean_s: number | null;
+            occupancy_pct: number | null;
+            busy_pct: number | null;
+            is_slowest: boolean;
+            is_starving: boolean;
+        };
+        /** PipelineSummaryRow */
+        PipelineSummaryRow: {
+            metric: string;
+            label: string;
+            /** @enum {unknown} */
+            unit: "1/s" | "bytes" | "count" | "pct" | "s";
+            baseline: number | null;
+            experimental: number | null;
+            delta: number | null;
+            delta_pct: number | null;
+        };
         /** RunInfo */
         RunInfo: {
             name: string;
@@ -720,6 +990,23 @@ export interface components {
             start_us: number;
             duration_us: number;
             breakdown_us: components["schemas"]["Breakdown"];
+        };
+        /** Throughput */
+        Throughput: {
+            steps_per_s: number | null;
+            samples_per_s: number | null;
+            series: components["schemas"]["ThroughputPoint"][];
+        };
+        /**
+         * ThroughputPoint
+         * @description One window: steps that ended in [t_s, t_s + window_s).
+         */
+        ThroughputPoint: {
+            t_s: number;
+            window_s: number;
+            steps: number;
+            steps_per_s: number;
+            samples_per_s: number | null;
         };
         /** TraceRef */
         TraceRef: {
@@ -1439,6 +1726,123 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DiffDiagnosticResponse"];
+                };
+            };
+            /** @description A missing or malformed parameter. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description An unknown run, worker or span, or a run without the data the route reads. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The run is still loading (run_status: loading); retry later. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The run could not be read or analysed; the message says why. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    pipeline: {
+        parameters: {
+            query: {
+                run: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineResponse"];
+                };
+            };
+            /** @description A missing or malformed parameter. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description An unknown run, worker or span, or a run without the data the route reads. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The run is still loading (run_status: loading); retry later. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The run could not be read or analysed; the message says why. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    diff_pipeline: {
+        parameters: {
+            query: {
+                baseline: string;
+                experimental: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DiffPipelineResponse"];
                 };
             };
             /** @description A missing or malformed parameter. */

@@ -33,6 +33,14 @@ export function formatInt(n: number | null | undefined): string {
   return intFmt.format(n);
 }
 
+/** 37.6683 -> "37.67"; signed: "+37.67", "−0.5", "0". */
+export function formatDecimal(n: number | null | undefined, signed = false): string {
+  if (n === null || n === undefined || !Number.isFinite(n)) return EM_DASH;
+  const body = oneFmt.format(signed ? Math.abs(n) : n);
+  if (!signed || body === oneFmt.format(0)) return body;
+  return (n > 0 ? "+" : "−") + body;
+}
+
 /** Signed: "+1.200", "−0.300", "0.000" (a real minus sign reads better in tables). */
 export function formatSignedMs(us: number | null | undefined): string {
   if (us === null || us === undefined || !Number.isFinite(us)) return EM_DASH;

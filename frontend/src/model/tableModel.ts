@@ -9,8 +9,11 @@
  * `experimental_m`, `delta_m` and `delta_<m without _us>_pct`, all computed
  * by the server; nothing here derives a delta.
  */
-import type { DiffTableRow } from "../api";
-import { formatInt, formatMs, formatPct, formatSignedInt, formatSignedMs } from "./format";
+import type { DiffPipelineCallbackRow, DiffPipelineStageRow, DiffTableRow } from "../api";
+import { formatDecimal, formatInt, formatMs, formatPct, formatSignedInt, formatSignedMs } from "./format";
+
+/** A row of any delta table: the paged trace tables, or the pipeline's stage and callback tables (stages named for display). */
+export type TableRow = DiffTableRow | (DiffPipelineStageRow & { name: string }) | DiffPipelineCallbackRow;
 
 export type SortDir = "asc" | "desc";
 export interface SortSpec {
@@ -42,6 +45,17 @@ const METRIC_LABELS: Record<string, string> = {
   mean_us: "Mean",
   min_us: "Min",
   max_us: "Max",
+  // Pipeline statistics (seconds, shown in ms).
+  per_step_s: "Per step",
+  mean_s: "Mean",
+  total_s: "Total",
+  task_mean_s: "Task mean",
+  put_wait_mean_s: "Put wait (mean)",
+  get_wait_mean_s: "Get wait (mean)",
+  qps: "Items/s",
+  occupancy_pct: "Queue occupancy %",
+  busy_pct: "Workers busy %",
+  concurrency: "Concurrency",
 };
 
 export function metricLabel(metric: string): string {
@@ -50,7 +64,28 @@ export function metricLabel(metric: string): string {
 
 /** Whether a metric is a duration (µs, shown in ms) rather than a count. */
 export function isDuration(metric: string): boolean {
-  return metric.endsWith("_us");
+  return metric.endsWith("_us") || metric.endsWith("_s");
+}
+
+/** A duration of `metric` in µs (trace tables are in µs, pipeline statistics in seconds). */
+export function durationUs(metric: string, v: number): number {
+  return metric.endsWith("_us") ? v : v * 1e6;
+}
+
+/**
+ * Which way a delta of `metric` is good: times lower; throughput higher;
+ * counts and how busy a stage or queue is are facts, neither good nor bad
+ * (a busier stage may be one that finally gets work).
+ */
+export function metricPolarity(metric: string): "lower" | "higher" | "neutral" {
+  if (metric === "qps") return "higher";
+  if (isCount(metric) || metric === "concurrency" || metric === "busy_pct" || metric === "occupancy_pct") return "neutral";
+  return "lower";
+}
+
+/** Counts print as integers; rates, shares and concurrencies keep two decimals. */
+function isCount(metric: string): boolean {
+  return metric === "calls" || metric === "tasks" || metric === "items";
 }
 
 /** `host_self_us` -> `delta_host_self_pct`; `calls` -> `delta_calls_pct`. */
@@ -98,7 +133,7 @@ export function buildColumns(metrics: readonly string[], withShape: boolean, pri
  * `primary`), so keys are strings; a non-scalar field (a row's
  * `significance`) is not a column and reads as undefined.
  */
-export function field(row: DiffTableRow, key: string): number | string | null | undefined {
+export function field(row: TableRow, key: string): number | string | null | undefined {
   const v: unknown = (row as Readonly<Record<string, unknown>>)[key];
   return typeof v === "number" || typeof v === "string" || v === null ? v : undefined;
 }
@@ -108,7 +143,7 @@ function num(v: unknown): number {
 }
 
 /** The input shape of an operator row grouped by shape; null otherwise (kernels have none). */
-export function inputShape(row: DiffTableRow): string | null {
+export function inputShape(row: TableRow): string | null {
   return "input_shape" in row ? row.input_shape : null;
 }
 
@@ -225,7 +260,7 @@ export function nextSort(current: SortSpec, key: string): SortSpec {
  * lower-cased code units rather than Intl.Collator, which is several times
  * slower: 10k rows sort in a few ms.
  */
-export function sortRows(rows: readonly DiffTableRow[], spec: SortSpec): DiffTableRow[] {
+export function sortRows<R extends TableRow>(rows: readonly R[], spec: SortSpec): R[] {
   const n = rows.length;
   const idx = new Array<number>(n);
   for (let i = 0; i < n; i++) idx[i] = i;
@@ -260,7 +295,7 @@ export function sortRows(rows: readonly DiffTableRow[], spec: SortSpec): DiffTab
       return sign * (ka - kb) || cmpStr(names[a], names[b]);
     });
   }
-  return idx.map((i) => rows[i] as DiffTableRow);
+  return idx.map((i) => rows[i] as R);
 }
 
 function cmpStr(a: string | undefined, b: string | undefined): number {
@@ -276,7 +311,7 @@ export function viewRows(rows: readonly DiffTableRow[], filter: string, sort: So
 
 // ---------------------------------------------------------------- cell text
 
-export function cellText(row: DiffTableRow, col: Column): string {
+export function cellText(row: TableRow, col: Column): string {
   const v = field(row, col.key);
   switch (col.role) {
     case "name":
@@ -286,10 +321,12 @@ export function cellText(row: DiffTableRow, col: Column): string {
       return formatPct(typeof v === "number" ? v : null);
     case "delta":
       if (typeof v !== "number") return formatPct(null);
-      return col.metric && isDuration(col.metric) ? formatSignedMs(v) : formatSignedInt(v);
+      if (col.metric && isDuration(col.metric)) return formatSignedMs(durationUs(col.metric, v));
+      return !col.metric || isCount(col.metric) ? formatSignedInt(v) : formatDecimal(v, true);
     default:
       if (typeof v !== "number") return formatPct(null);
-      return col.metric && isDuration(col.metric) ? formatMs(v) : formatInt(v);
+      if (col.metric && isDuration(col.metric)) return formatMs(durationUs(col.metric, v));
+      return !col.metric || isCount(col.metric) ? formatInt(v) : formatDecimal(v);
   }
 }
 
@@ -313,9 +350,9 @@ export function toCsv(rows: readonly DiffTableRow[], columns: readonly Column[])
       const v = field(row, c.key);
       if (typeof v === "string") return csvField(v);
       if (typeof v !== "number" || !Number.isFinite(v)) return "";
-      // Durations are stored in µs; export ms like the header says.
+      // Durations are stored in µs (or s); export ms like the header says.
       const ms = c.metric !== null && isDuration(c.metric) && c.role !== "delta_pct";
-      return String(ms ? v / 1000 : v);
+      return String(ms && c.metric !== null ? durationUs(c.metric, v) / 1000 : v);
     });
     lines.push(cells.join(","));
   }

@@ -14,11 +14,13 @@ import { DiagnosticView } from "./DiagnosticView";
 import { DiffTableView } from "./DiffTableView";
 import { ModuleDiffView } from "./ModuleDiffView";
 import { OverviewView } from "./OverviewView";
+import { PipelineView } from "./PipelineView";
 import { RunPicker } from "./RunPicker";
 
 function viewLabel(view: View): string {
   if (view === "overview") return "Overview";
   if (view === "modules") return "Module diff";
+  if (view === "pipeline") return "Pipeline";
   if (view === "diagnostic") return "Diagnostic";
   return DIFF_TABLES[view].tab;
 }
@@ -219,6 +221,8 @@ function ViewFor(props: { view: View; client: ApiClient; sel: DiffSelection; sta
       return <OverviewView client={client} sel={sel} reloadToken={reloadToken} />;
     case "modules":
       return <ModuleDiffView client={client} sel={sel} state={state} onChange={onChange} reloadToken={reloadToken} />;
+    case "pipeline":
+      return <PipelineView client={client} sel={sel} reloadToken={reloadToken} />;
     case "diagnostic":
       return <DiagnosticView client={client} runs={props.runs} sel={sel} reloadToken={reloadToken} />;
     default:

@@ -1,0 +1,143 @@
+"""End-to-end, Pipeline tab: real TensorBoard over the demo's pipeline pair
+(samples/record_pipeline_samples.py: a real SPDL pipeline whose load stage
+is too slow, and the same with its concurrency raised), the trace pair,
+and a third recorded run; headless Debian chromium drives the tab as a user
+would and every number checked on screen is the API's."""
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+from pathlib import Path
+
+import pytest
+
+from test_e2e_browser import (  # noqa: F401 - browser and page are fixtures
+    BUNDLE, CHROMIUM, _free_port, _get, _open_tab, _pick, _shot, browser, page,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+BASELINE, EXPERIMENTAL, THIRD = "pipeline_baseline", "pipeline_experimental", "third"
+
+pytestmark = [
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make chromium)"),
+    pytest.mark.skipif(not BUNDLE.exists(), reason="frontend bundle not built (cd frontend && npm run build)"),
+]
+
+
+def _record_third(logdir: Path) -> None:
+    from tb_pipeline_plugin.record import Recorder
+
+    def batches():
+        for i in range(20):
+            time.sleep(0.004)
+            yield i
+
+    with Recorder(str(logdir), THIRD, host_interval_s=0.05) as rec:
+        for _ in rec.wrap(batches()):
+            time.sleep(0.006)
+
+
+@pytest.fixture(scope="module")
+def tensorboard(recorded_logdir, tmp_path_factory):
+    logdir = tmp_path_factory.mktemp("e2e_pipeline_logdir")
+    sys.path.insert(0, str(REPO / "samples"))
+    import record_pipeline_samples
+
+    record_pipeline_samples.main(["--out", str(logdir)])
+    for run in ("baseline", "experimental"):  # the trace pair, as in the demo
+        shutil.copytree(recorded_logdir / run, logdir / run)
+    _record_third(logdir)
+    port = _free_port()
+    exe = Path(sys.executable).parent / "tensorboard"
+    cmd = [str(exe) if exe.exists() else "tensorboard", "--logdir", str(logdir), "--port", str(port), "--host", "127.0.0.1"]
+    log = open(tmp_path_factory.mktemp("tb_log") / "tensorboard.log", "w+")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                runs = _get(port, "runs")
+                if not runs["loading"] and {BASELINE, EXPERIMENTAL, THIRD} <= {r["name"] for r in runs["runs"]}:
+                    break
+            except (urllib.error.URLError, ConnectionError, OSError):
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log.seek(0)
+                pytest.fail(f"TensorBoard did not serve the runs (exit {proc.poll()}):\n{log.read()[-4000:]}")
+            time.sleep(0.3)
+        yield port, logdir
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def test_pipeline_tab(tensorboard, page):
+    port, _ = tensorboard
+    runs = {r["name"]: r for r in _get(port, "runs")["runs"]}
+    assert runs[BASELINE]["kinds"] == ["pipeline"] and runs[BASELINE]["workers"] == []
+    frame = _open_tab(page, port)
+    _pick(frame, BASELINE, EXPERIMENTAL)  # runs with only pipeline statistics are pickable
+    frame.click("[data-tab=pipeline]")
+    frame.wait_for_selector("[data-view=pipeline] [data-testid=pipeline-verdict]", timeout=60_000)
+    api = _get(port, "diff/pipeline", baseline=BASELINE, experimental=EXPERIMENTAL)
+
+    # ---- Verdicts and next steps, in the server's words.
+    for side in ("baseline", "experimental"):
+        card = frame.locator(f"[data-testid=pipeline-verdict][data-side={side}]")
+        verdict = api[side]["input_bound"]
+        assert card.get_attribute("data-verdict") == verdict["verdict"]
+        assert card.locator("[data-testid=verdict-summary]").inner_text() == verdict["summary"]
+        assert verdict["next_step"] in card.locator("[data-testid=next-step]").inner_text()
+    assert api["baseline"]["input_bound"]["verdict"] == "yes"  # the demo's slow load stage
+    assert "Input-bound" in frame.locator("[data-testid=pipeline-verdict][data-side=baseline]").inner_text()
+    assert "load" in frame.locator("[data-side=baseline] [data-testid=bottleneck]").inner_text()
+
+    # ---- Split bars: each part's share is the API's.
+    for side in ("baseline", "experimental"):
+        for part in ("data_wait", "compute"):
+            seg = frame.locator(f"[data-testid=split-bar][data-side={side}] [data-part={part}]")
+            assert math.isclose(float(seg.get_attribute("data-pct")), api[side]["split"][f"{part}_pct"], rel_tol=1e-9)
+    wait_row = frame.locator("tr[data-metric='split.data_wait_pct'] td").nth(2)
+    assert math.isclose(float(wait_row.get_attribute("data-raw")),
+                        next(r["delta"] for r in api["summary"] if r["metric"] == "split.data_wait_pct"), rel_tol=1e-9)
+
+    # ---- Stage and callback tables: the API's rows, largest |delta| first.
+    stages = frame.locator("[data-testid=pipeline-stages]")
+    shown = stages.evaluate("s => [...s.querySelectorAll('tbody tr:not(.spacer) td.c-name')].map(td => td.textContent)")
+    assert shown == [r["stage_name"] for r in api["stages"]][: len(shown)] and len(shown) >= 3
+    deltas = [abs(r["delta_task_mean_s"]) for r in api["stages"]]
+    assert deltas == sorted(deltas, reverse=True)
+    callbacks = frame.locator("[data-testid=pipeline-callbacks]")
+    shown_cb = callbacks.evaluate("s => [...s.querySelectorAll('tbody tr:not(.spacer) td.c-name')].map(td => td.textContent)")
+    assert shown_cb == [r["name"] for r in api["callbacks"]][: len(shown_cb)] and shown_cb
+    # A header click re-sorts locally (by the baseline column, largest first).
+    stages.locator("th[data-key=baseline_task_mean_s]").click()
+    resorted = stages.evaluate("s => [...s.querySelectorAll('tbody tr:not(.spacer) td.c-name')].map(td => td.textContent)")
+    by_base = sorted(api["stages"], key=lambda r: -r["baseline_task_mean_s"])
+    assert resorted[0] == by_base[0]["stage_name"]
+
+    frame.evaluate("() => window.scrollTo(0, 0)")
+    _shot(page, "pipeline")
+
+    # ---- Trend plots: the pair, then a third run added by the user.
+    legend = frame.locator("[data-view=pipeline] #pl-trends ~ ul.legend li")
+    assert legend.count() == 2
+    assert frame.locator("[data-view=pipeline] #pl-trends ~ .grid2 canvas").count() >= 2
+    frame.select_option("[data-testid=extra-run-select]", THIRD)
+    frame.click("[data-testid=extra-run-add]")
+    frame.wait_for_function("() => document.querySelectorAll('[data-view=pipeline] #pl-trends ~ ul.legend li').length === 3",
+                            timeout=30_000)
+    assert THIRD in legend.nth(2).inner_text()
+    _shot(page, "pipeline_trends")
+    stages.scroll_into_view_if_needed()
+    _shot(page, "pipeline_tables")
+    assert not page.problems, page.problems
