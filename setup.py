@@ -40,6 +40,9 @@ setup(
     ],
     extras_require={
         "record": ["torch>=2.0"],
+        # torch-tb-profiler's trace viewer behind our "timeline" links; 0.4.3 is
+        # the release the links are tested against (its span numbering, routes).
+        "profiler": ["torch-tb-profiler>=0.4.3,<0.5"],
     },
     entry_points={
         "tensorboard_plugins": [

@@ -36,6 +36,8 @@ ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in (
      "Operators of both runs joined, filtered, sorted (largest |delta| first by default) and paged."),
     ("/diff/kernels", Q.DiffKernelsParams, C.DiffKernelsResponse,
      "GPU kernels of both runs joined, filtered, sorted (largest |delta| first by default) and paged."),
+    ("/timeline", Q.RunParams, C.TimelineResponse,
+     "torch-tb-profiler's run, worker and span for one of our traces (its timeline link); never parses."),
 ))
 
 ERROR_STATUSES = {

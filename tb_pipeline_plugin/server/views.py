@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..analysis.processor import TraceProcessor
 from ..diff import views as diff
 from ..sources.logdir import RunInfo, TraceFile
+from ..sources.tb_profiler import ProfilerNames
 from .params import DiffKernelsParams, DiffModulesParams, DiffOperatorsParams
 from .store import LoadState
 
@@ -74,3 +75,7 @@ def diff_operators_impl(b: TraceProcessor, e: TraceProcessor, b_tf: TraceFile, e
 def diff_kernels_impl(b: TraceProcessor, e: TraceProcessor, b_tf: TraceFile, e_tf: TraceFile,
                       p: DiffKernelsParams) -> dict:
     return {**_pair(b_tf, e_tf), **diff.diff_kernels(b, e, p.table_query(), p.path)}
+
+
+def timeline_impl(tf: TraceFile, names: ProfilerNames) -> dict:
+    return {"trace": selection(tf), "profiler": {"run": names.run, "worker": names.worker, "span": names.span}}
