@@ -6,7 +6,7 @@
  * with aria-sort; Enter/Space sort like a click.
  */
 import { elementScroll, observeElementOffset, observeElementRect, Virtualizer } from "@tanstack/virtual-core";
-import type { TargetedKeyboardEvent } from "preact";
+import type { ComponentChildren, TargetedKeyboardEvent } from "preact";
 import { useLayoutEffect, useReducer, useRef } from "preact/hooks";
 import type { DiffTableRow } from "../api";
 import { deltaArrow, deltaDirection } from "../model/format";
@@ -28,6 +28,8 @@ const WIDTHS: Record<Column["role"], number> = {
   delta_pct: 102,
 };
 
+const EXTRA_W = 120;
+
 export interface VirtualTableProps {
   columns: Column[];
   rows: DiffTableRow[];
@@ -35,9 +37,11 @@ export interface VirtualTableProps {
   onSort: (key: string) => void;
   label: string;
   height?: number;
+  /** Extra cell at the end of each row (e.g. timeline links); no column of its own in sorting or CSV. */
+  rowExtra?: (row: DiffTableRow) => ComponentChildren;
 }
 
-export function VirtualTable({ columns, rows, sort, onSort, label, height = 520 }: VirtualTableProps) {
+export function VirtualTable({ columns, rows, sort, onSort, label, height = 520, rowExtra }: VirtualTableProps) {
   const scrollRef = useRef<HTMLDivElement>(null);
   const [, rerender] = useReducer((n: number) => n + 1, 0);
   const virt = useRef<Virtualizer<HTMLDivElement, HTMLTableRowElement> | null>(null);
@@ -81,7 +85,8 @@ export function VirtualTable({ columns, rows, sort, onSort, label, height = 520 
   const last = items[items.length - 1];
   const padTop = first ? first.start - HEADER_H : 0;
   const padBottom = last ? v.getTotalSize() - last.end : 0;
-  const minWidth = columns.reduce((w, c) => w + WIDTHS[c.role], 0);
+  const minWidth = columns.reduce((w, c) => w + WIDTHS[c.role], 0) + (rowExtra ? EXTRA_W : 0);
+  const span = columns.length + (rowExtra ? 1 : 0);
 
   // Group header: name/shape, then one group of 4 columns per metric.
   const groups: { label: string; span: number; cls: string }[] = [];
@@ -100,6 +105,7 @@ export function VirtualTable({ columns, rows, sort, onSort, label, height = 520 
             // No width on the name column: with a fixed layout it gets the rest of the table's width.
             <col key={c.key} style={c.role === "name" ? undefined : { width: `${WIDTHS[c.role]}px` }} />
           ))}
+          {rowExtra && <col style={{ width: `${EXTRA_W}px` }} />}
         </colgroup>
         <thead>
           <tr class="groups" aria-rowindex={1}>
@@ -108,17 +114,19 @@ export function VirtualTable({ columns, rows, sort, onSort, label, height = 520 
                 {g.label}
               </th>
             ))}
+            {rowExtra && <th class="c-extra" />}
           </tr>
           <tr class="cols" aria-rowindex={2}>
             {columns.map((c, i) => (
               <HeaderCell key={c.key} col={c} sort={sort} onSort={onSort} firstOfGroup={c.role === "baseline" && i > 0} />
             ))}
+            {rowExtra && <th class="c-extra" />}
           </tr>
         </thead>
         <tbody>
           {padTop > 0 && (
             <tr class="spacer" aria-hidden="true">
-              <td colSpan={columns.length} style={{ height: `${padTop}px` }} />
+              <td colSpan={span} style={{ height: `${padTop}px` }} />
             </tr>
           )}
           {items.map((it) => {
@@ -129,12 +137,13 @@ export function VirtualTable({ columns, rows, sort, onSort, label, height = 520 
                 {columns.map((c) => (
                   <Cell key={c.key} row={row} col={c} />
                 ))}
+                {rowExtra && <td class="c-extra">{rowExtra(row)}</td>}
               </tr>
             );
           })}
           {padBottom > 0 && (
             <tr class="spacer" aria-hidden="true">
-              <td colSpan={columns.length} style={{ height: `${padBottom}px` }} />
+              <td colSpan={span} style={{ height: `${padBottom}px` }} />
             </tr>
           )}
         </tbody>

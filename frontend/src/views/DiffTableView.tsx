@@ -11,6 +11,8 @@ import { MAX_TABLE_ROWS, type ApiClient, type DiffSelection, type DiffTableRespo
 import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
 import { VirtualTable } from "../components/VirtualTable";
+import { TimelinePair, useProfilerPresent } from "../components/TimelineLink";
+import { sidesOf } from "../model/timeline";
 import { formatInt } from "../model/format";
 import {
   buildColumns,
@@ -48,6 +50,7 @@ export interface DiffTableViewProps {
 
 export function DiffTableView({ client, sel, kind, state, onChange, reloadToken, piece = null, height }: DiffTableViewProps) {
   const byShape = kind === "operators" && state.byShape;
+  const timeline = useProfilerPresent();
   const fetchTable = (filter: string | undefined, opts: RequestOpts) =>
     kind === "operators"
       ? client.diffOperators(sel, { limit: MAX_TABLE_ROWS, filter, groupBy: byShape ? "name_and_shape" : "name", path: piece?.path || undefined }, opts)
@@ -184,6 +187,7 @@ export function DiffTableView({ client, sel, kind, state, onChange, reloadToken,
             onChange({ sort: next.key, dir: next.dir });
           }}
           label={`${kind === "operators" ? "Operator" : "Kernel"} comparison, baseline versus experimental`}
+          rowExtra={timeline ? (row) => <TimelinePair {...sidesOf(sel)} find={String(row.name)} /> : undefined}
           height={height ?? Math.max(320, window.innerHeight - 300)}
         />
       )}
