@@ -3,9 +3,10 @@
     .venv/bin/python benchmarks/compare_tb_profiler.py [--no-record] [TRACE ...]
 
 Default inputs: the last span of each of kineto's resnet50 samples
-(../shared/traces/kineto/, PyTorch 1.9, V100) and one CPU run recorded here
-with the installed PyTorch 2.x (samples/record_samples.py, DataLoader 20 ms
-per batch), where the two plugins part ways. Each file goes through our
+(../shared/traces/kineto/, PyTorch 1.9, V100), HTA's single-rank PyTorch
+2.x GPU trace (../shared/traces/hta/single_rank/) and one CPU run recorded
+here with the installed PyTorch 2.x (samples/record_samples.py, DataLoader
+20 ms per batch): the last two are where the two plugins part ways. Each file goes through our
 `TraceProcessor` and through torch-tb-profiler's own parser and generator
 (`RunProfileData.parse` + `RunGenerator`, what its plugin runs per file), in
 this process. Prints one markdown table per file (pasted into the README's
@@ -24,6 +25,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 KINETO = os.path.join(os.path.dirname(REPO), "shared", "traces", "kineto")
+HTA_SINGLE = os.path.join(os.path.dirname(REPO), "shared", "traces", "hta", "single_rank")
 
 # Our breakdown category -> torch-tb-profiler's name for it.
 CATEGORIES = (
@@ -39,7 +41,7 @@ def default_inputs() -> list[str]:
         files = sorted(glob.glob(os.path.join(run, "*.pt.trace.json*")))
         if files:
             out.append(files[-1])
-    return out
+    return out + sorted(glob.glob(os.path.join(HTA_SINGLE, "*.pt.trace.json*")))
 
 
 def record_pytorch2(tmp: str) -> str:
