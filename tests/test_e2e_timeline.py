@@ -181,6 +181,10 @@ def test_timeline_link_opens_their_trace_view(tb_both, context):
     runs = [urllib.parse.parse_qs(h.split("?", 1)[1]) for h in hrefs]
     assert [r["run"] for r in runs] == [["baseline"], ["experimental"]]
     assert all(r["find"] == [name] for r in runs)
+    # Right after the name, so it is on screen without scrolling sideways.
+    box = row.locator("td.c-extra").bounding_box()
+    assert box and box["x"] + box["width"] <= 1280, box
+    page.screenshot(path=str(ARTIFACTS / "timeline_operators.png"))
     assert not context.problems, context.problems
 
 

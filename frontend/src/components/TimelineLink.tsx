@@ -55,13 +55,15 @@ export function TimelineLink({ sel, what, find = "", label = "timeline" }: Props
   );
 }
 
-/** Baseline and experimental links side by side (a piece, a table row). */
-export function TimelinePair({ baseline, experimental, find = "" }: { baseline: TraceSel; experimental: TraceSel; find?: string }) {
+/** Baseline and experimental links side by side (a piece, a table row); `bare`: without the "timeline:" label (under a column header that says it). */
+export function TimelinePair(props: { baseline: TraceSel; experimental: TraceSel; find?: string; bare?: boolean }) {
+  const { baseline, experimental, find = "", bare = false } = props;
   const present = useProfilerPresent();
   if (!present) return null;
   return (
     <span class="timeline-pair">
-      timeline: <TimelineLink sel={baseline} what="baseline" find={find} label="B" />{" "}
+      {bare ? "" : "timeline: "}
+      <TimelineLink sel={baseline} what="baseline" find={find} label="B" />{" "}
       <TimelineLink sel={experimental} what="experimental" find={find} label="E" />
     </span>
   );

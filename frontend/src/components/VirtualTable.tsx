@@ -6,7 +6,7 @@
  * with aria-sort; Enter/Space sort like a click.
  */
 import { elementScroll, observeElementOffset, observeElementRect, Virtualizer } from "@tanstack/virtual-core";
-import type { ComponentChildren, TargetedKeyboardEvent } from "preact";
+import { Fragment, type ComponentChildren, type TargetedKeyboardEvent } from "preact";
 import { useLayoutEffect, useReducer, useRef } from "preact/hooks";
 import type { DiffTableRow } from "../api";
 import { deltaArrow, deltaDirection } from "../model/format";
@@ -28,7 +28,8 @@ const WIDTHS: Record<Column["role"], number> = {
   delta_pct: 102,
 };
 
-const EXTRA_W = 120;
+// Right after the name: at the far right it would be scrolled out of view.
+const EXTRA_W = 72;
 
 export interface VirtualTableProps {
   columns: Column[];
@@ -37,7 +38,7 @@ export interface VirtualTableProps {
   onSort: (key: string) => void;
   label: string;
   height?: number;
-  /** Extra cell at the end of each row (e.g. timeline links); no column of its own in sorting or CSV. */
+  /** Extra cell after each row's name (timeline links); not a column for sorting or CSV. */
   rowExtra?: (row: DiffTableRow) => ComponentChildren;
 }
 
@@ -102,25 +103,35 @@ export function VirtualTable({ columns, rows, sort, onSort, label, height = 520,
       <table class="vt" style={{ width: "100%", minWidth: `${minWidth}px` }} aria-label={label} aria-rowcount={rows.length + 2}>
         <colgroup>
           {columns.map((c) => (
-            // No width on the name column: with a fixed layout it gets the rest of the table's width.
-            <col key={c.key} style={c.role === "name" ? undefined : { width: `${WIDTHS[c.role]}px` }} />
+            <Fragment key={c.key}>
+              {/* No width on the name column: with a fixed layout it gets the rest of the table's width. */}
+              <col style={c.role === "name" ? undefined : { width: `${WIDTHS[c.role]}px` }} />
+              {rowExtra && c.role === "name" && <col style={{ width: `${EXTRA_W}px` }} />}
+            </Fragment>
           ))}
-          {rowExtra && <col style={{ width: `${EXTRA_W}px` }} />}
         </colgroup>
         <thead>
           <tr class="groups" aria-rowindex={1}>
             {groups.map((g, i) => (
-              <th key={i} colSpan={g.span} class={g.cls} scope="colgroup">
-                {g.label}
-              </th>
+              <Fragment key={i}>
+                <th colSpan={g.span} class={g.cls} scope="colgroup">
+                  {g.label}
+                </th>
+                {rowExtra && i === 0 && <th class="c-extra" />}
+              </Fragment>
             ))}
-            {rowExtra && <th class="c-extra" />}
           </tr>
           <tr class="cols" aria-rowindex={2}>
             {columns.map((c, i) => (
-              <HeaderCell key={c.key} col={c} sort={sort} onSort={onSort} firstOfGroup={c.role === "baseline" && i > 0} />
+              <Fragment key={c.key}>
+                <HeaderCell col={c} sort={sort} onSort={onSort} firstOfGroup={c.role === "baseline" && i > 0} />
+                {rowExtra && c.role === "name" && (
+                  <th class="c-extra" scope="col" title="Open the trace in torch-tb-profiler's trace viewer: B baseline, E experimental">
+                    Timeline
+                  </th>
+                )}
+              </Fragment>
             ))}
-            {rowExtra && <th class="c-extra" />}
           </tr>
         </thead>
         <tbody>
@@ -135,9 +146,11 @@ export function VirtualTable({ columns, rows, sort, onSort, label, height = 520,
             return (
               <tr key={it.key} aria-rowindex={it.index + 3}>
                 {columns.map((c) => (
-                  <Cell key={c.key} row={row} col={c} />
+                  <Fragment key={c.key}>
+                    <Cell row={row} col={c} />
+                    {rowExtra && c.role === "name" && <td class="c-extra">{rowExtra(row)}</td>}
+                  </Fragment>
                 ))}
-                {rowExtra && <td class="c-extra">{rowExtra(row)}</td>}
               </tr>
             );
           })}

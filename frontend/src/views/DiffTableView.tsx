@@ -187,7 +187,7 @@ export function DiffTableView({ client, sel, kind, state, onChange, reloadToken,
             onChange({ sort: next.key, dir: next.dir });
           }}
           label={`${kind === "operators" ? "Operator" : "Kernel"} comparison, baseline versus experimental`}
-          rowExtra={timeline ? (row) => <TimelinePair {...sidesOf(sel)} find={String(row.name)} /> : undefined}
+          rowExtra={timeline ? (row) => <TimelinePair {...sidesOf(sel)} find={String(row.name)} bare /> : undefined}
           height={height ?? Math.max(320, window.innerHeight - 300)}
         />
       )}
