@@ -11,13 +11,15 @@ from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BUNDLE = os.path.join(HERE, "tb_pipeline_plugin", "static", "index.js")
+STATIC = os.path.join(HERE, "tb_pipeline_plugin", "static")
+# Built by `npm run build` (frontend/package.json): the tab and the timeline page's script.
+BUNDLES = [os.path.join(STATIC, name) for name in ("index.js", "timeline.js")]
 
 
 class BuildPyWithFrontend(build_py):
     def run(self):
         frontend = os.path.join(HERE, "frontend", "package.json")
-        if os.path.exists(frontend) and not os.path.exists(BUNDLE):
+        if os.path.exists(frontend) and not all(os.path.exists(b) for b in BUNDLES):
             subprocess.check_call(["npm", "ci", "--no-audit", "--no-fund"], cwd=os.path.join(HERE, "frontend"))
             subprocess.check_call(["npm", "run", "build"], cwd=os.path.join(HERE, "frontend"))
         super().run()
@@ -45,6 +47,9 @@ setup(
         # SPDL stage statistics and GPU host metrics are optional at record time.
         "spdl": ["spdl>=0.8,<0.9"],
         "gpu": ["nvidia-ml-py"],
+        # torch-tb-profiler's trace viewer behind our "timeline" links; 0.4.3 is
+        # the release the links are tested against (its span numbering, routes).
+        "profiler": ["torch-tb-profiler>=0.4.3,<0.5"],
     },
     entry_points={
         "tensorboard_plugins": [

@@ -102,8 +102,10 @@ def diagnostic_logdir(tmp_path_factory) -> Path:
     return logdir
 
 
-def build_tb_app(logdir):
-    """The real TensorBoard WSGI app serving only our plugin; returns (app, plugin).
+def build_tb_app(logdir, extra_plugins=()):
+    """The real TensorBoard WSGI app serving our plugin (and instances of the
+    plugin classes in `extra_plugins`, made with the same context, after it);
+    returns (app, our plugin).
 
     Flags come from TensorBoard's own argument parser so the plugin sees the
     same `context.flags` it gets under `tensorboard --logdir`.
@@ -127,8 +129,10 @@ def build_tb_app(logdir):
         window_title=flags.window_title,
     )
     plugin = PipelinePlugin(context)
-    plugin_name_to_instance[plugin.plugin_name] = plugin
-    app = application.TensorBoardWSGI([plugin], flags.path_prefix)
+    plugins = [plugin] + [cls(context) for cls in extra_plugins]
+    for p in plugins:
+        plugin_name_to_instance[p.plugin_name] = p
+    app = application.TensorBoardWSGI(plugins, flags.path_prefix)
     return app, plugin
 
 

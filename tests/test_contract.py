@@ -108,3 +108,17 @@ def test_a_drifting_response_fails_validation(served):
     body["runs"][0]["surprise"] = 1
     with pytest.raises(msgspec.ValidationError):
         msgspec.json.decode(json.dumps(body).encode(), type=RunsResponse)
+
+
+def test_contract_names_are_defined_once():
+    """Annotations are resolved by name when the schema is built: a second
+    `Verdict = ...` further down would silently retype every earlier field."""
+    import ast
+    from pathlib import Path
+
+    from tb_pipeline_plugin.server import contract
+
+    tree = ast.parse(Path(contract.__file__).read_text(encoding="utf-8"))
+    names = [t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)]
+    names += [node.name for node in tree.body if isinstance(node, ast.ClassDef)]
+    assert len(names) == len(set(names)), sorted({n for n in names if names.count(n) > 1})

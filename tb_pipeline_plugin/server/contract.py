@@ -818,6 +818,15 @@ class DiffPipelineResponse(_Shape):
     callbacks: list[DiffPipelineCallbackRow]
 
 
+# ---------------------------------------------------------------- timeline
+
+class TimelineResponse(_Shape):
+    # Our selection, worker and span resolved as every route resolves them.
+    trace: TraceRef
+    # The same file under torch-tb-profiler's names (its routes take these).
+    profiler: TraceRef
+
+
 def validate(body: bytes, response_type: type) -> None:
     """Decode `body` as `response_type`; raises msgspec.ValidationError on drift."""
     msgspec.json.decode(body, type=response_type)

@@ -21,6 +21,7 @@ from ..errors import Conflict, NotFound, Unprocessable
 from ..pipeline import PipelineTables
 from ..sources.artifacts import Source, load_source
 from ..sources.logdir import RunInfo, TraceFile, discover_runs, resolve, resolve_diagnostic, run_info, stat_file
+from ..sources.tb_profiler import tb_profiler_names
 from . import params as Q
 from . import views
 from .http import json_response, json_route, static_response
@@ -51,7 +52,11 @@ class PipelinePlugin(base_plugin.TBPlugin):
     # ---- TensorBoard hooks -----------------------------------------------------
 
     def get_plugin_apps(self):
-        apps = {"/index.js": self._serve_index_js}
+        apps = {
+            "/index.js": self._serve_index_js,
+            "/timeline.html": self._serve_timeline_html,
+            "/timeline.js": self._serve_timeline_js,
+        }
         for route in ROUTES:
             apps[route.path] = getattr(self, "_" + route.path.strip("/").replace("/", "_") + "_route")
         return apps
@@ -171,16 +176,31 @@ class PipelinePlugin(base_plugin.TBPlugin):
 
     # ---- routes ------------------------------------------------------------------
 
-    @wrappers.Request.application
-    def _serve_index_js(self, request):
-        path = os.path.join(_STATIC_DIR, "index.js")
+    @staticmethod
+    def _static_file(name: str, content_type: str):
+        path = os.path.join(_STATIC_DIR, name)
         if not os.path.exists(path):
             return json_response(
                 {"error": "the frontend bundle is not built: run `make setup` (or `npm run build` in frontend/)", "status": 404},
                 404,
             )
         with open(path, "rb") as f:
-            return static_response(f.read(), "text/javascript; charset=utf-8")
+            return static_response(f.read(), content_type)
+
+    @wrappers.Request.application
+    def _serve_index_js(self, request):
+        return self._static_file("index.js", "text/javascript; charset=utf-8")
+
+    # The timeline page: torch-tb-profiler's trace viewer for one of our
+    # traces (its own UI has no deep link). Static: the page reads
+    # run/worker/span from its URL and asks `timeline` for their names.
+    @wrappers.Request.application
+    def _serve_timeline_html(self, request):
+        return self._static_file("timeline.html", "text/html; charset=utf-8")
+
+    @wrappers.Request.application
+    def _serve_timeline_js(self, request):
+        return self._static_file("timeline.js", "text/javascript; charset=utf-8")
 
     @json_route("/runs")
     def _runs_route(self, _: Q.NoParams):
@@ -251,3 +271,9 @@ class PipelinePlugin(base_plugin.TBPlugin):
     def _diff_pipeline_route(self, p: Q.PipelinePairParams):
         b, e = self._request_pipeline(p.baseline), self._request_pipeline(p.experimental)
         return views.diff_pipeline_impl(p.baseline, p.experimental, b(), e())
+
+    @json_route("/timeline")
+    def _timeline_route(self, p: Q.RunParams):
+        # Discovery only: the link must work before (or without) our parse.
+        tf = self._resolve(p.run, p.worker, p.span)
+        return views.timeline_impl(tf, tb_profiler_names(self._logdir, tf))

@@ -16,6 +16,7 @@ from ..diff.diagnostic import diff_diagnostic
 from ..diff.pipeline import compare_pipeline
 from ..pipeline.diagnostic import DiagnosticRun
 from ..sources.logdir import RunInfo, TraceFile
+from ..sources.tb_profiler import ProfilerNames
 from .params import DiffKernelsParams, DiffModulesParams, DiffOperatorsParams
 from .store import LoadState
 
@@ -180,3 +181,9 @@ def pipeline_impl(run: str, tables) -> dict:
 
 def diff_pipeline_impl(b_run: str, e_run: str, b_tables, e_tables) -> dict:
     return {"baseline_run": b_run, "experimental_run": e_run, **compare_pipeline(b_tables, e_tables)}
+
+
+# ---- timeline links (torch-tb-profiler) ------------------------------------------
+
+def timeline_impl(tf: TraceFile, names: ProfilerNames) -> dict:
+    return {"trace": selection(tf), "profiler": {"run": names.run, "worker": names.worker, "span": names.span}}

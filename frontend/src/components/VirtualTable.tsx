@@ -6,7 +6,7 @@
  * with aria-sort; Enter/Space sort like a click.
  */
 import { elementScroll, observeElementOffset, observeElementRect, Virtualizer } from "@tanstack/virtual-core";
-import type { TargetedKeyboardEvent } from "preact";
+import { Fragment, type ComponentChildren, type TargetedKeyboardEvent } from "preact";
 import { useLayoutEffect, useReducer, useRef } from "preact/hooks";
 import { deltaArrow, deltaDirection } from "../model/format";
 import { cellText, field, isDuration, metricLabel, metricPolarity, type Column, type SortSpec, type TableRow } from "../model/tableModel";
@@ -27,6 +27,9 @@ const WIDTHS: Record<Column["role"], number> = {
   delta_pct: 102,
 };
 
+// Right after the name: at the far right it would be scrolled out of view.
+const EXTRA_W = 72;
+
 export interface VirtualTableProps {
   columns: Column[];
   rows: TableRow[];
@@ -34,9 +37,11 @@ export interface VirtualTableProps {
   onSort: (key: string) => void;
   label: string;
   height?: number;
+  /** Extra cell after each row's name (timeline links); not a column for sorting or CSV. */
+  rowExtra?: (row: TableRow) => ComponentChildren;
 }
 
-export function VirtualTable({ columns, rows, sort, onSort, label, height = 520 }: VirtualTableProps) {
+export function VirtualTable({ columns, rows, sort, onSort, label, height = 520, rowExtra }: VirtualTableProps) {
   const scrollRef = useRef<HTMLDivElement>(null);
   const [, rerender] = useReducer((n: number) => n + 1, 0);
   const virt = useRef<Virtualizer<HTMLDivElement, HTMLTableRowElement> | null>(null);
@@ -80,7 +85,8 @@ export function VirtualTable({ columns, rows, sort, onSort, label, height = 520 
   const last = items[items.length - 1];
   const padTop = first ? first.start - HEADER_H : 0;
   const padBottom = last ? v.getTotalSize() - last.end : 0;
-  const minWidth = columns.reduce((w, c) => w + WIDTHS[c.role], 0);
+  const minWidth = columns.reduce((w, c) => w + WIDTHS[c.role], 0) + (rowExtra ? EXTRA_W : 0);
+  const span = columns.length + (rowExtra ? 1 : 0);
 
   // Group header: name/shape, then one group of 4 columns per metric.
   const groups: { label: string; span: number; cls: string }[] = [];
@@ -96,28 +102,41 @@ export function VirtualTable({ columns, rows, sort, onSort, label, height = 520 
       <table class="vt" style={{ width: "100%", minWidth: `${minWidth}px` }} aria-label={label} aria-rowcount={rows.length + 2}>
         <colgroup>
           {columns.map((c) => (
-            // No width on the name column: with a fixed layout it gets the rest of the table's width.
-            <col key={c.key} style={c.role === "name" ? undefined : { width: `${WIDTHS[c.role]}px` }} />
+            <Fragment key={c.key}>
+              {/* No width on the name column: with a fixed layout it gets the rest of the table's width. */}
+              <col style={c.role === "name" ? undefined : { width: `${WIDTHS[c.role]}px` }} />
+              {rowExtra && c.role === "name" && <col style={{ width: `${EXTRA_W}px` }} />}
+            </Fragment>
           ))}
         </colgroup>
         <thead>
           <tr class="groups" aria-rowindex={1}>
             {groups.map((g, i) => (
-              <th key={i} colSpan={g.span} class={g.cls} scope="colgroup">
-                {g.label}
-              </th>
+              <Fragment key={i}>
+                <th colSpan={g.span} class={g.cls} scope="colgroup">
+                  {g.label}
+                </th>
+                {rowExtra && i === 0 && <th class="c-extra" />}
+              </Fragment>
             ))}
           </tr>
           <tr class="cols" aria-rowindex={2}>
             {columns.map((c, i) => (
-              <HeaderCell key={c.key} col={c} sort={sort} onSort={onSort} firstOfGroup={c.role === "baseline" && i > 0} />
+              <Fragment key={c.key}>
+                <HeaderCell col={c} sort={sort} onSort={onSort} firstOfGroup={c.role === "baseline" && i > 0} />
+                {rowExtra && c.role === "name" && (
+                  <th class="c-extra" scope="col" title="Open the trace in torch-tb-profiler's trace viewer: B baseline, E experimental">
+                    Timeline
+                  </th>
+                )}
+              </Fragment>
             ))}
           </tr>
         </thead>
         <tbody>
           {padTop > 0 && (
             <tr class="spacer" aria-hidden="true">
-              <td colSpan={columns.length} style={{ height: `${padTop}px` }} />
+              <td colSpan={span} style={{ height: `${padTop}px` }} />
             </tr>
           )}
           {items.map((it) => {
@@ -126,14 +145,17 @@ export function VirtualTable({ columns, rows, sort, onSort, label, height = 520 
             return (
               <tr key={it.key} aria-rowindex={it.index + 3}>
                 {columns.map((c) => (
-                  <Cell key={c.key} row={row} col={c} />
+                  <Fragment key={c.key}>
+                    <Cell row={row} col={c} />
+                    {rowExtra && c.role === "name" && <td class="c-extra">{rowExtra(row)}</td>}
+                  </Fragment>
                 ))}
               </tr>
             );
           })}
           {padBottom > 0 && (
             <tr class="spacer" aria-hidden="true">
-              <td colSpan={columns.length} style={{ height: `${padBottom}px` }} />
+              <td colSpan={span} style={{ height: `${padBottom}px` }} />
             </tr>
           )}
         </tbody>

@@ -14,6 +14,8 @@ import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
 import { VirtualTable } from "../components/VirtualTable";
 import { csvFileName, DIFF_TABLES, groupByParam } from "../model/diffTables";
+import { TimelinePair, useProfilerPresent } from "../components/TimelineLink";
+import { sidesOf } from "../model/timeline";
 import { formatInt } from "../model/format";
 import {
   buildColumns,
@@ -51,6 +53,7 @@ export interface DiffTableViewProps {
 
 export function DiffTableView({ client, sel, table: asked, state, onChange, reloadToken, piece = null, height }: DiffTableViewProps) {
   const groupBy = groupByParam(asked, state.byShape);
+  const timeline = useProfilerPresent();
   const fetchTable = (filter: string | undefined, opts: RequestOpts) =>
     client.diffTable(asked, sel, { limit: MAX_TABLE_ROWS, filter, groupBy, path: piece?.path || undefined }, opts);
   const tableDeps = [client, asked, sel.baseline, sel.bWorker, sel.bSpan, sel.experimental, sel.eWorker, sel.eSpan, groupBy, piece?.path, reloadToken];
@@ -185,6 +188,7 @@ export function DiffTableView({ client, sel, table: asked, state, onChange, relo
             onChange({ sort: next.key, dir: next.dir });
           }}
           label={look.label}
+          rowExtra={timeline ? (row) => <TimelinePair {...sidesOf(sel)} find={String(row.name)} bare /> : undefined}
           height={height ?? Math.max(320, window.innerHeight - 300)}
         />
       )}

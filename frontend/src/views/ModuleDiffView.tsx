@@ -12,10 +12,12 @@ import { DeltaText } from "../components/Delta";
 import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
 import { NoteText } from "../components/NoteText";
+import { TimelinePair } from "../components/TimelineLink";
 import { ChartCard } from "../components/UPlotChart";
 import { pieceTimes } from "../model/charts";
 import { formatMs, formatMsWithUnit, formatPct, formatSignedMs, formatSignedMsWithUnit } from "../model/format";
 import { accumulated, bandOf, moduleDiffSeries, pieceStep, type Band, type TimeKind } from "../model/moduleDiff";
+import { sidesOf } from "../model/timeline";
 import type { UrlState } from "../model/urlState";
 import { useRequest } from "../useRequest";
 import { BASELINE_COLOR, barsPath, BETTER_COLOR, EXPERIMENTAL_COLOR, indexAxis, msAxis, WORSE_COLOR } from "./chartKit";
@@ -190,6 +192,7 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
       <section aria-labelledby="md-ops">
         <h2 id="md-ops">
           Operators in {selected ? `“${selected.name}”` : "all steps"}
+          {selected && state.piece !== "" && <TimelinePair {...sidesOf(sel)} find={selected.name} />}
           {selected && state.piece !== "" && (
             <>
               {" "}

@@ -4,6 +4,7 @@
  */
 import type { RunInfo } from "../api";
 import type { TraceChoice } from "../model/urlState";
+import { TimelineLink } from "../components/TimelineLink";
 
 interface Props {
   runs: RunInfo[];
@@ -73,6 +74,7 @@ function Side({ side, runs, choice, onChange }: { side: "baseline" | "experiment
           ))}
         </select>
       </label>
+      <TimelineLink sel={choice} what={side} />
     </fieldset>
   );
 }
