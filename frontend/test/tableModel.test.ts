@@ -297,3 +297,14 @@ describe("tables cut at the server's row limit", () => {
     expect(t.rows.map(inputShape)).toEqual(["[[1]]", "[[2]]"]);
   });
 });
+
+describe("rowSignificance", () => {
+  it("reads the primary delta's significance of a diff-table row, null where absent", async () => {
+    const { rowSignificance } = await import("../src/model/tableModel");
+    const sig = { verdict: "significant" as const, delta: 5, ci_low: 2, ci_high: 8, baseline_steps: 5, experimental_steps: 5 };
+    const row = { name: "aten::mm", significance: sig } as unknown as Parameters<typeof rowSignificance>[0];
+    expect(rowSignificance(row)).toEqual(sig);
+    const bare = { name: "stage" } as unknown as Parameters<typeof rowSignificance>[0];
+    expect(rowSignificance(bare)).toBeNull();
+  });
+});

@@ -9,7 +9,8 @@ import { elementScroll, observeElementOffset, observeElementRect, Virtualizer } 
 import { Fragment, type ComponentChildren, type TargetedKeyboardEvent } from "preact";
 import { useLayoutEffect, useReducer, useRef } from "preact/hooks";
 import { deltaArrow, deltaDirection } from "../model/format";
-import { cellText, field, isDuration, metricLabel, metricPolarity, type Column, type SortSpec, type TableRow } from "../model/tableModel";
+import { cellText, field, isDuration, metricLabel, metricPolarity, rowSignificance, type Column, type SortSpec, type TableRow } from "../model/tableModel";
+import { SignificanceMark } from "./Explanation";
 
 const ROW_H = 26;
 const HEADER_H = 2 * ROW_H;
@@ -39,9 +40,11 @@ export interface VirtualTableProps {
   height?: number;
   /** Extra cell after each row's name (timeline links); not a column for sorting or CSV. */
   rowExtra?: (row: TableRow) => ComponentChildren;
+  /** The column whose cells carry the row's `significance` mark (the primary delta). */
+  markKey?: string;
 }
 
-export function VirtualTable({ columns, rows, sort, onSort, label, height = 520, rowExtra }: VirtualTableProps) {
+export function VirtualTable({ columns, rows, sort, onSort, label, height = 520, rowExtra, markKey }: VirtualTableProps) {
   const scrollRef = useRef<HTMLDivElement>(null);
   const [, rerender] = useReducer((n: number) => n + 1, 0);
   const virt = useRef<Virtualizer<HTMLDivElement, HTMLTableRowElement> | null>(null);
@@ -146,7 +149,7 @@ export function VirtualTable({ columns, rows, sort, onSort, label, height = 520,
               <tr key={it.key} aria-rowindex={it.index + 3}>
                 {columns.map((c) => (
                   <Fragment key={c.key}>
-                    <Cell row={row} col={c} />
+                    <Cell row={row} col={c} mark={c.key === markKey} />
                     {rowExtra && c.role === "name" && <td class="c-extra">{rowExtra(row)}</td>}
                   </Fragment>
                 ))}
@@ -200,7 +203,7 @@ function HeaderCell({ col, sort, onSort, firstOfGroup }: { col: Column; sort: So
   );
 }
 
-function Cell({ row, col }: { row: TableRow; col: Column }) {
+function Cell({ row, col, mark }: { row: TableRow; col: Column; mark: boolean }) {
   const text = cellText(row, col);
   if (col.role === "name" || col.role === "shape") {
     // Names from traces are text nodes (never HTML); the title shows long names in full.
@@ -228,6 +231,7 @@ function Cell({ row, col }: { row: TableRow; col: Column }) {
             {arrow}
           </span>
         )}
+        {mark && <SignificanceMark sig={rowSignificance(row)} />}
       </td>
     );
   }

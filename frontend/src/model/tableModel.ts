@@ -10,6 +10,7 @@
  * by the server; nothing here derives a delta.
  */
 import type { DiffPipelineCallbackRow, DiffPipelineStageRow, DiffTableRow } from "../api";
+import type { Significance } from "./explain";
 import { formatDecimal, formatInt, formatMs, formatPct, formatSignedInt, formatSignedMs } from "./format";
 
 /** A row of any delta table: the paged trace tables, or the pipeline's stage and callback tables (stages named for display). */
@@ -127,6 +128,12 @@ export function buildColumns(metrics: readonly string[], withShape: boolean, pri
 }
 
 // ---------------------------------------------------------------- fields
+
+/** The significance of a diff-table row's primary delta (issue 12); null on other tables and inside a piece. */
+export function rowSignificance(row: TableRow): Significance | null {
+  const sig = (row as { significance?: Significance | null }).significance;
+  return sig ?? null;
+}
 
 /**
  * A row's scalar field by name. The columns come from the answer (`columns`,

@@ -189,6 +189,7 @@ export function DiffTableView({ client, sel, table: asked, state, onChange, relo
           }}
           label={look.label}
           rowExtra={timeline ? (row) => <TimelinePair {...sidesOf(sel)} find={String(row.name)} bare /> : undefined}
+          markKey={`delta_${resp.primary}`}
           height={height ?? Math.max(320, window.innerHeight - 300)}
         />
       )}
