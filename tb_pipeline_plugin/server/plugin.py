@@ -17,7 +17,7 @@ from werkzeug import wrappers
 
 from ..analysis.processor import TraceProcessor
 from ..errors import Conflict, NotFound, Unprocessable
-from ..sources.artifacts import Source, load_source
+from ..sources.artifacts import Source, make_loader
 from ..sources.logdir import RunInfo, TraceFile, discover_runs, resolve, stat_file
 from . import params as Q
 from . import views
@@ -38,10 +38,14 @@ class PipelinePlugin(base_plugin.TBPlugin):
     def __init__(self, context: base_plugin.TBContext):
         self._logdir = context.logdir or ""
         max_ready = int(os.environ.get("TB_PIPELINE_MAX_LOADED_TRACES", "8"))
-        # One parse at a time: a parse is mostly Python holding the GIL, so
-        # more threads would not finish sooner. The store's queue serves the
-        # artifacts a data route asks for before `runs`' background prefetches.
-        self._store = LoadStore(load_source, max_workers=1, max_ready=max_ready)
+        # Parses run in worker processes (sources/workers.py); the store's
+        # threads only wait for them and map the result, one thread per
+        # worker process so a run's ranks load in parallel. The store's queue
+        # serves the artifacts a data route asks for before `runs`' background
+        # prefetches.
+        load = make_loader()
+        parallel = max(1, load.loaders["trace"].pool.processes)
+        self._store = LoadStore(load, max_workers=parallel, max_ready=max_ready)
         self._runs: dict[str, RunInfo] = {}
         self._scanned_at = -1e9
         self._scan_lock = threading.Lock()
