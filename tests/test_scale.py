@@ -24,7 +24,7 @@ from tb_pipeline_plugin.sources import artifacts
 from tb_pipeline_plugin.sources.artifacts import TraceLoader
 from tb_pipeline_plugin.sources.cache import CacheConfig, TraceCache
 from tb_pipeline_plugin.sources.workers import MemoryBudget, shared_pool
-from tb_pipeline_plugin.trace.persist import MANIFEST
+from tb_pipeline_plugin.trace.persist import COLUMNS, MANIFEST
 
 BIG_BUDGET = 1 << 40
 
@@ -57,6 +57,14 @@ def _assert_same_views(a: TraceProcessor, b: TraceProcessor):
     assert a.table.metadata == b.table.metadata
 
 
+def _is_mapped(arr: np.ndarray) -> bool:
+    while arr is not None:
+        if isinstance(arr, np.memmap):
+            return True
+        arr = arr.base if isinstance(arr, np.ndarray) else None
+    return False
+
+
 class _NoParse:
     """Fails the test if a load parses instead of hitting the cache."""
 
@@ -71,14 +79,14 @@ def test_cache_hit_after_restart_maps_columns_without_parse(trace_copy, tmp_path
     _assert_same_views(first, direct)
     [entry] = TraceCache(CacheConfig(str(cache_root), 1 << 30)).entries()
     assert not str(entry[2]).startswith(str(trace_copy.parent))  # never inside the logdir
-    assert not list(trace_copy.parent.glob("*.npy"))
+    assert sorted(p.name for p in trace_copy.parent.iterdir()) == [trace_copy.name]
 
     # A new loader (as after a TensorBoard restart) must map, not parse.
     monkeypatch.setattr(artifacts, "parse_to_entry", _NoParse())
     t0 = time.perf_counter()
     warm = _loader(cache_root)(str(trace_copy))
     warm_s = time.perf_counter() - t0
-    assert isinstance(warm.table.ts_us.base, np.memmap)  # mapped, not read
+    assert _is_mapped(warm.table.ts_us) and _is_mapped(warm.linked.parent)  # mapped, not read
     _assert_same_views(warm, direct)
     assert warm_s < 5, warm_s  # generous: the benchmark reports the real figure
 
@@ -127,14 +135,14 @@ def test_size_cap_evicts_least_recently_used(recorded_logdir, tmp_path):
     assert present == {paths[0], paths[2]}
 
 
-@pytest.mark.parametrize("damage", ["truncate_column", "flip_byte", "garble_manifest", "delete_column"])
+@pytest.mark.parametrize("damage", ["truncate_columns", "flip_byte", "garble_manifest", "delete_columns"])
 def test_corrupt_entry_is_discarded_and_rebuilt(trace_copy, tmp_path, damage):
     cache_root = tmp_path / "cache"
     cache = TraceCache(CacheConfig(str(cache_root), 1 << 30))
     _loader(cache_root)(str(trace_copy))
     [(_, _, entry)] = cache.entries()
-    column = Path(entry) / "table.ts_us.npy"
-    if damage == "truncate_column":
+    column = Path(entry) / COLUMNS
+    if damage == "truncate_columns":
         column.write_bytes(column.read_bytes()[:-8])
     elif damage == "flip_byte":
         raw = bytearray(column.read_bytes())

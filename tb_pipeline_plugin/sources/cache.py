@@ -1,7 +1,7 @@
 """Parsed traces kept on disk across restarts, keyed by file version.
 
-An entry is a directory written by `trace.persist` (columns as .npy, mapped
-back read-only). Its name is `<hash of path>-<hash of size, mtime, parser
+An entry is a directory written by `trace.persist` (raw columns in one
+file, mapped back read-only). Its name is `<hash of path>-<hash of size, mtime, parser
 version>`, so a changed file or a new parser simply misses, and publishing an
 entry removes the older versions of the same path. Entries are written into
 `staging/` and renamed into place, so a reader never sees half an entry; one

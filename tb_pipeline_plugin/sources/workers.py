@@ -2,8 +2,8 @@
 
 A parse is seconds of Python holding the GIL; inside the TensorBoard process
 it would stall every other request. Here it runs in a process of a shared
-pool; the worker writes its result as a persisted entry (`trace.persist`,
-columns as .npy) and the server maps that back, so nothing is parsed twice
+pool; the worker writes its result as a persisted entry (`trace.persist`:
+raw columns in one file) and the server maps that back, so nothing is parsed twice
 and no Python objects cross the process boundary. With the cache on, the
 entry is published in the cache directory; with it off, the worker writes a
 private directory the server deletes once mapped (the mapping stays valid).
@@ -21,6 +21,7 @@ import os
 import shutil
 import struct
 import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -138,6 +139,11 @@ def parse_to_entry(path: str, size: int, mtime: float, cache_root: str | None, c
         raise
 
 
+def _started() -> int:
+    time.sleep(0.2)  # held long enough that each start task lands on another worker
+    return os.getpid()
+
+
 class ParsePool:
     """A lazily started process pool; restarted if a worker dies."""
 
@@ -146,14 +152,27 @@ class ParsePool:
         self._executor: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
 
-    def run(self, fn, *args):
-        if self.processes == 0:
-            return fn(*args)
+    def _get(self) -> ProcessPoolExecutor:
         with self._lock:
             if self._executor is None:
                 # spawn: forking a multi-threaded server process can deadlock.
+                # (It re-imports the main script in each worker: TensorBoard's
+                # entry points guard theirs with `if __name__ == "__main__"`.)
                 self._executor = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"))
-            executor = self._executor
+            return self._executor
+
+    def start(self) -> None:
+        """Starts every worker and waits until each has imported the parser
+        (seconds), so the first parse does not pay for it."""
+        if self.processes:
+            executor = self._get()
+            for f in [executor.submit(_started) for _ in range(self.processes)]:
+                f.result()
+
+    def run(self, fn, *args):
+        if self.processes == 0:
+            return fn(*args)
+        executor = self._get()
         try:
             return executor.submit(fn, *args).result()
         except BrokenProcessPool:
@@ -166,11 +185,11 @@ class ParsePool:
                 "lower TB_PIPELINE_MEMORY_BUDGET_MB or TB_PIPELINE_PARSE_WORKERS"
             ) from None
 
-    def shutdown(self) -> None:
+    def shutdown(self, wait: bool = False) -> None:
         with self._lock:
             executor, self._executor = self._executor, None
         if executor is not None:
-            executor.shutdown(wait=False, cancel_futures=True)
+            executor.shutdown(wait=wait, cancel_futures=True)
 
 
 _POOLS: dict[int, ParsePool] = {}

@@ -1,13 +1,13 @@
-"""A linked trace <-> a directory of .npy files plus one JSON manifest.
+"""A linked trace <-> a directory: one file of raw columns plus a JSON manifest.
 
 What a parse produces is columns, so a parse done once (in a worker process,
 or before a restart) is kept as those columns and mapped back with
-`np.load(mmap_mode="r")`: no re-parse, no copy until a page is touched.
+`np.memmap(mode="r")`: no re-parse, no copy until a page is touched.
 
-The manifest lists every array with its dtype, shape, byte size and CRC-32,
-and the CRC of the manifest itself, so a truncated or altered entry is
+The manifest lists every column with its dtype, shape and offset in one
+file, the CRC-32 of that file and the CRC of the manifest itself, so a truncated or altered entry is
 detected (`CorruptEntry`) and never served. Only plain data is written (JSON
-and .npy without pickles): a cache directory is no place for code.
+and raw numbers, no pickles): a cache directory is no place for code.
 """
 from __future__ import annotations
 
@@ -24,9 +24,10 @@ from .link import LinkedTrace, Steps
 from .table import EventTable, FlowColumns, KernelColumns, MemoryColumns
 
 MANIFEST = "manifest.json"
+COLUMNS = "columns.bin"
+_ALIGN = 64
 _FORMAT = 1
 _CLASSES = {c.__name__: c for c in (LinkedTrace, Steps, EventTable, KernelColumns, MemoryColumns, FlowColumns)}
-_CRC_BLOCK_BYTES = 16 << 20
 
 
 def _source_digest() -> str:
@@ -49,32 +50,45 @@ class CorruptEntry(ValueError):
 
 
 def save_linked(linked: LinkedTrace, directory: str) -> int:
-    """Writes `linked` into an existing empty `directory`; returns the bytes written."""
+    """Writes `linked` into an existing empty `directory`; returns the bytes written.
+
+    Every column goes into one file (`COLUMNS`), each at a 64-byte aligned
+    offset: one write and one mapping however many columns a trace has
+    (a file per column costs milliseconds each, which dominates small ranks)."""
     arrays: dict[str, np.ndarray] = {}
     tree = _encode(linked, arrays, "")
-    files = {}
-    total = 0
-    for name, arr in arrays.items():
-        arr = np.ascontiguousarray(arr)
-        if arr.dtype.hasobject:
-            raise TypeError(f"column {name} holds Python objects and cannot be persisted")
-        path = os.path.join(directory, name + ".npy")
-        np.save(path, arr, allow_pickle=False)
-        size = os.path.getsize(path)
-        files[name] = {"bytes": size, "crc32": _crc_of_file(path)}
-        total += size
-    body = json.dumps({"format": _FORMAT, "parser": PARSER_VERSION, "tree": tree, "files": files}, allow_nan=True)
+    layout = {}
+    crc = 0
+    offset = 0
+    with open(os.path.join(directory, COLUMNS), "wb") as f:
+        for name, arr in arrays.items():
+            arr = np.ascontiguousarray(arr)
+            if arr.dtype.hasobject:
+                raise TypeError(f"column {name} holds Python objects and cannot be persisted")
+            pad = -offset % _ALIGN
+            if pad:
+                f.write(b"\0" * pad)
+                crc = zlib.crc32(b"\0" * pad, crc)
+                offset += pad
+            data = memoryview(arr).cast("B") if arr.size else b""
+            f.write(data)
+            crc = zlib.crc32(data, crc)
+            layout[name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "offset": offset}
+            offset += arr.nbytes
+    body = json.dumps({"format": _FORMAT, "parser": PARSER_VERSION, "tree": tree, "columns": layout,
+                       "columns_bytes": offset, "columns_crc32": crc}, allow_nan=True)
     manifest = json.dumps({"crc32": zlib.crc32(body.encode()), "body": body})
     with open(os.path.join(directory, MANIFEST), "w", encoding="utf-8") as f:
         f.write(manifest)
-    return total + len(manifest)
+    return offset + len(manifest)
 
 
 def load_linked(directory: str, verify: bool = True) -> LinkedTrace:
     """The persisted trace, its columns memory-mapped read-only.
 
     Raises CorruptEntry when anything does not match the manifest (missing or
-    truncated file, other parser version, checksum)."""
+    truncated file, other parser version, checksum; `verify=False` skips only
+    the columns' checksum, for an entry this process just had written)."""
     try:
         with open(os.path.join(directory, MANIFEST), encoding="utf-8") as f:
             outer = json.load(f)
@@ -82,31 +96,40 @@ def load_linked(directory: str, verify: bool = True) -> LinkedTrace:
         if zlib.crc32(body.encode()) != outer["crc32"]:
             raise CorruptEntry("manifest checksum mismatch")
         manifest = json.loads(body)
+        layout, expected_bytes = manifest["columns"], manifest["columns_bytes"]
     except CorruptEntry:
         raise
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CorruptEntry(f"unreadable manifest: {exc}") from None
     if manifest.get("parser") != PARSER_VERSION:
         raise CorruptEntry(f"written by parser {manifest.get('parser')}, this is {PARSER_VERSION}")
-    arrays = {}
-    for name, info in manifest["files"].items():
-        path = os.path.join(directory, name + ".npy")
-        try:
-            if os.path.getsize(path) != info["bytes"]:
-                raise CorruptEntry(f"{name}.npy has {os.path.getsize(path)} bytes, expected {info['bytes']}")
-            if verify and _crc_of_file(path) != info["crc32"]:
-                raise CorruptEntry(f"{name}.npy checksum mismatch")
-            arr = np.load(path, mmap_mode="r", allow_pickle=False)
-        except CorruptEntry:
-            raise
-        except (OSError, ValueError) as exc:
-            raise CorruptEntry(f"{name}.npy unreadable: {exc}") from None
-        # np.load maps an empty array as a regular array; others are memmaps.
-        # Analyses take views and fancy-index; a plain ndarray view of the map
-        # keeps numpy from wrapping every result in a memmap subclass.
-        arrays[name] = arr.view(np.ndarray) if isinstance(arr, np.memmap) else arr
+    path = os.path.join(directory, COLUMNS)
     try:
+        size = os.path.getsize(path)
+        if size != expected_bytes:
+            raise CorruptEntry(f"{COLUMNS} has {size} bytes, expected {expected_bytes}")
+        blob = np.memmap(path, dtype=np.uint8, mode="r") if size else np.empty(0, np.uint8)
+    except CorruptEntry:
+        raise
+    except (OSError, ValueError) as exc:
+        raise CorruptEntry(f"{COLUMNS} unreadable: {exc}") from None
+    if verify and zlib.crc32(blob) != manifest["columns_crc32"]:
+        raise CorruptEntry(f"{COLUMNS} checksum mismatch")
+    arrays = {}
+    try:
+        for name, info in layout.items():
+            dtype = np.dtype(info["dtype"])
+            shape = tuple(info["shape"])
+            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            start = info["offset"]
+            if start + nbytes > size:
+                raise CorruptEntry(f"column {name} lies beyond the end of {COLUMNS}")
+            # A plain ndarray view (not a memmap subclass): analyses index
+            # and combine columns freely; the mapping stays its base.
+            arrays[name] = blob[start : start + nbytes].view(np.ndarray).view(dtype).reshape(shape) if nbytes else np.empty(shape, dtype)
         linked = _decode(manifest["tree"], arrays)
+    except CorruptEntry:
+        raise
     except (KeyError, TypeError, ValueError) as exc:
         raise CorruptEntry(f"manifest does not describe a trace: {exc}") from None
     if not isinstance(linked, LinkedTrace):
@@ -115,22 +138,11 @@ def load_linked(directory: str, verify: bool = True) -> LinkedTrace:
 
 
 def entry_bytes(directory: str) -> int:
-    """Bytes of a complete entry, from its manifest (no directory walk); 0 if unreadable."""
+    """Bytes of an entry (two stats, no parsing); 0 if unreadable."""
     try:
-        with open(os.path.join(directory, MANIFEST), encoding="utf-8") as f:
-            raw = f.read()
-        files = json.loads(json.loads(raw)["body"])["files"]
-        return len(raw) + sum(int(v["bytes"]) for v in files.values())
-    except (OSError, ValueError, KeyError, TypeError):
+        return os.path.getsize(os.path.join(directory, MANIFEST)) + os.path.getsize(os.path.join(directory, COLUMNS))
+    except OSError:
         return 0
-
-
-def _crc_of_file(path: str) -> int:
-    crc = 0
-    with open(path, "rb") as f:
-        while block := f.read(_CRC_BLOCK_BYTES):
-            crc = zlib.crc32(block, crc)
-    return crc
 
 
 # ---- tagged JSON: dataclasses, arrays, tuples, dicts with non-string keys ----
