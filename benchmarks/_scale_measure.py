@@ -154,6 +154,7 @@ def latency(logdir: str) -> dict:
     client, plugin = _app(logdir)
     _get_ready(client, "overview?run=small")
     _get_ready(client, "operators?run=small")
+    _get_ready(client, "kernels?run=small")
     t0 = time.perf_counter()
     assert client.get(PREFIX + "overview?run=big").status_code == 409
     times = []

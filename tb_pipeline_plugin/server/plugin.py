@@ -30,6 +30,7 @@ _STATIC_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 # A rescan walks the logdir; data routes reuse a recent one.
 _RESCAN_INTERVAL_S = 2.0
 _FORCED_RESCAN_INTERVAL_S = 0.5
+_MAX_RANK_SUMMARIES = 8192
 
 
 class PipelinePlugin(base_plugin.TBPlugin):
@@ -46,6 +47,10 @@ class PipelinePlugin(base_plugin.TBPlugin):
         load = make_loader()
         parallel = max(1, load.loaders["trace"].pool.processes)
         self._store = LoadStore(load, max_workers=parallel, max_ready=max_ready)
+        # Per-rank summaries of distributed runs: small, so every rank of a
+        # run (hundreds) stays loaded; a trace evicted from `_store` is mapped
+        # again from the on-disk cache, not re-parsed.
+        self._rank_store = LoadStore(load, max_workers=parallel, max_ready=_MAX_RANK_SUMMARIES)
         self._runs: dict[str, RunInfo] = {}
         self._scanned_at = -1e9
         self._scan_lock = threading.Lock()
@@ -64,6 +69,7 @@ class PipelinePlugin(base_plugin.TBPlugin):
 
     def close(self) -> None:
         self._store.close()
+        self._rank_store.close()
 
     def frontend_metadata(self):
         return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name="Pipeline Diff")
@@ -75,9 +81,9 @@ class PipelinePlugin(base_plugin.TBPlugin):
             if time.monotonic() - self._scanned_at > max_age_s:
                 self._runs = discover_runs(self._logdir)
                 self._scanned_at = time.monotonic()
-                self._store.retain_only(
-                    Source("trace", tf.path) for info in self._runs.values() for tf in info.trace_files()
-                )
+                paths = [tf.path for info in self._runs.values() for tf in info.trace_files()]
+                self._store.retain_only(Source("trace", p) for p in paths)
+                self._rank_store.retain_only(Source("rank_summary", p) for p in paths)
             return self._runs
 
     def _resolve(self, run: str, worker: str, span: str) -> TraceFile:
@@ -117,6 +123,19 @@ class PipelinePlugin(base_plugin.TBPlugin):
         b_tf, b_state = self._request(p.baseline, p.b_worker, p.b_span)
         e_tf, e_state = self._request(p.experimental, p.e_worker, p.e_span)
         return self._loaded(b_tf, b_state), self._loaded(e_tf, e_state), b_tf, e_tf
+
+    def _ranks(self, run: str) -> list[tuple[TraceFile, LoadState]]:
+        """Every worker of a run (its last span), all requested before any answer."""
+        first = self._resolve(run, "", "")
+        runs = self._scan(_RESCAN_INTERVAL_S)
+        out = []
+        for worker in runs[first.run].traces:
+            tf = resolve(runs, first.run, worker)
+            size, mtime = stat_file(tf.path)
+            if size is None:
+                raise NotFound(f"the trace file of run {tf.run!r} (worker {tf.worker!r}) is gone")
+            out.append((tf, self._rank_store.request(Source("rank_summary", tf.path), size, mtime)))
+        return out
 
     # ---- routes ------------------------------------------------------------------
 
@@ -176,3 +195,11 @@ class PipelinePlugin(base_plugin.TBPlugin):
     @json_route("/diff/kernels")
     def _diff_kernels_route(self, p: Q.DiffKernelsParams):
         return views.diff_kernels_impl(*self._pair(p), p)
+
+    @json_route("/distributed")
+    def _distributed_route(self, p: Q.DistributedParams):
+        sides = [(p.baseline, self._ranks(p.baseline))]
+        if p.experimental:
+            sides.append((p.experimental, self._ranks(p.experimental)))
+        loaded = [(run, [(tf.worker, self._loaded(tf, state)) for tf, state in ranks]) for run, ranks in sides]
+        return views.distributed_impl(*loaded)

@@ -36,6 +36,9 @@ ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in (
      "Operators of both runs joined, filtered, sorted (largest |delta| first by default) and paged."),
     ("/diff/kernels", Q.DiffKernelsParams, C.DiffKernelsResponse,
      "GPU kernels of both runs joined, filtered, sorted (largest |delta| first by default) and paged."),
+    ("/distributed", Q.DistributedParams, C.DistributedResponse,
+     "Every worker file (rank) of a run: step time split into computation, communication and idle, the "
+     "slowest rank, and baseline vs experimental rank by rank. Loads all ranks in parallel."),
 ))
 
 ERROR_STATUSES = {

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from ..analysis.processor import TraceProcessor
 from ..diff import views as diff
+from ..diff.distributed import diff_ranks
+from ..analysis.distributed import ranks_summary
 from ..sources.logdir import RunInfo, TraceFile
 from .params import DiffKernelsParams, DiffModulesParams, DiffOperatorsParams
 from .store import LoadState
@@ -74,3 +76,16 @@ def diff_operators_impl(b: TraceProcessor, e: TraceProcessor, b_tf: TraceFile, e
 def diff_kernels_impl(b: TraceProcessor, e: TraceProcessor, b_tf: TraceFile, e_tf: TraceFile,
                       p: DiffKernelsParams) -> dict:
     return {**_pair(b_tf, e_tf), **diff.diff_kernels(b, e, p.table_query(), p.path)}
+
+
+def distributed_impl(baseline: tuple[str, list], experimental: tuple[str, list] | None = None) -> dict:
+    """`baseline`, `experimental`: (run, [(worker, RankSummary)]) with every worker of the run."""
+
+    def side(run: str, workers: list) -> dict:
+        return {"run": run, **ranks_summary([(w, s.overview, s.has_device) for w, s in workers])}
+
+    b = side(*baseline)
+    if experimental is None:
+        return {"baseline": b, "experimental": None, "rows": [], "unmatched_ranks": []}
+    e = side(*experimental)
+    return {"baseline": b, "experimental": e, **diff_ranks(b, e)}

@@ -63,9 +63,25 @@ class TraceLoader:
         return TraceProcessor.from_linked(linked, source=path)
 
 
+class RankSummary:
+    """What the distributed view needs of one rank: kept for every rank of a
+    run at once, where the full traces of hundreds of ranks would not fit."""
+
+    __slots__ = ("overview", "has_device", "warnings")
+
+    def __init__(self, tp: TraceProcessor):
+        self.overview = tp.overview()
+        self.has_device = tp.has_device
+        self.warnings = list(tp.warnings)
+
+
 def make_loader(env=os.environ) -> Callable[[Source], Any]:
     """The store's load function, configured from the environment."""
-    loaders: dict[str, Callable[[str], Any]] = {"trace": TraceLoader.from_env(env)}
+    trace = TraceLoader.from_env(env)
+    loaders: dict[str, Callable[[str], Any]] = {
+        "trace": trace,
+        "rank_summary": lambda path: RankSummary(trace(path)),
+    }
 
     def load(source: Source) -> Any:
         """The parsed artifact; raises with a user-facing reason when it cannot be read."""
