@@ -40,6 +40,8 @@ setup(
     ],
     extras_require={
         "record": ["torch>=2.0"],
+        # `tb-pipeline summarize --scheduler`: the map over trace files on a Dask cluster.
+        "cluster": ["dask[distributed]>=2024.1"],
     },
     entry_points={
         "tensorboard_plugins": [
