@@ -3,6 +3,7 @@
     python _scale_measure.py lean FILE
     python _scale_measure.py cold|warm CACHE_DIR FILE...      (our loader, all per-run views)
     python _scale_measure.py diff CACHE_DIR LOGDIR            (TensorBoard app, the four diff routes)
+    python _scale_measure.py distributed CACHE_DIR LOGDIR RUN   (the distributed route over every rank)
     python _scale_measure.py latency LOGDIR                   (route latency while `big` parses)
     python _scale_measure.py ttp RUN_DIR                      (torch-tb-profiler, run in its own venv)
     python _scale_measure.py serial FILE...                   (in-process TraceProcessor, one by one)
@@ -148,6 +149,17 @@ def diff(logdir: str) -> dict:
     return {"ready_s": ready_s, "wall_s": time.perf_counter() - t0, "routes_s": per_route}
 
 
+def distributed(logdir: str, run: str) -> dict:
+    """The `distributed` route over every rank of `run`: time until it answers."""
+    client, plugin = _app(logdir)
+    plugin._store._load_fn.loaders["trace"].pool.start()  # workers start once per TensorBoard
+    t0 = time.perf_counter()
+    body = _get_ready(client, f"distributed?baseline={run}").get_json()
+    wall = time.perf_counter() - t0
+    plugin.close()
+    return {"wall_s": wall, "ranks": len(body["baseline"]["ranks"]), "slowest_rank": body["baseline"]["slowest"]["rank"]}
+
+
 def latency(logdir: str) -> dict:
     """Worst and median latency of `runs` and the small run's views while
     the big run parses (cache off, so it really parses)."""
@@ -195,6 +207,9 @@ def main() -> None:
     elif mode == "diff":
         os.environ["TB_PIPELINE_CACHE_DIR"] = args[0]
         out = diff(args[1])
+    elif mode == "distributed":
+        os.environ["TB_PIPELINE_CACHE_DIR"] = args[0]
+        out = distributed(args[1], args[2])
     elif mode == "latency":
         os.environ["TB_PIPELINE_CACHE_DIR"] = "off"
         out = latency(args[0])

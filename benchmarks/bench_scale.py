@@ -18,7 +18,8 @@ different trace of the same size as the experimental side of the diff):
            virtual environment (created here with `python -m venv` + pip)
 
 and a run of `--ranks` worker files (HTA's two-rank sample, copied):
-serial in-process load vs our parallel cold load vs warm vs torch-tb-profiler.
+serial in-process load vs our parallel cold load vs warm, the `distributed`
+route over all ranks (warm and cold cache) vs torch-tb-profiler.
 Every measurement is a fresh interpreter (`_scale_measure.py`).
 """
 from __future__ import annotations
@@ -221,6 +222,16 @@ def bench_ranks(n: int, ttp_py: str | None, ttp_note: str) -> list[dict]:
                         f"{(ref or 0) / cold['wall_s']:.2f}x faster than serial" if ref and "error" not in cold else ""))
         warm = measure("warm", cache, *files)
         rows.append(row(name, "ours warm (cache hit)", warm, None, file_mb, f"ready after {warm.get('ready_s', 0):.2f} s"))
+        dist = measure("distributed", cache, os.path.dirname(run), "run")
+        rows.append(row(name, "distributed route (warm cache)", dist, None, file_mb,
+                        f"{dist.get('ranks', 0)} ranks, slowest rank {dist.get('slowest_rank')}"))
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    cache = tempfile.mkdtemp(prefix="tb_pipeline_bench_cache_")
+    try:
+        dist = measure("distributed", cache, os.path.dirname(run), "run")
+        rows.append(row(name, "distributed route (cold cache)", dist, None, file_mb,
+                        f"{dist.get('ranks', 0)} ranks parsed in worker processes"))
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     if ttp_py:

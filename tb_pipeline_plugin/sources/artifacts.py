@@ -13,10 +13,19 @@ import shutil
 from typing import Any, Callable, NamedTuple
 
 from ..analysis.processor import TraceProcessor
-from ..trace.persist import load_linked
+from ..trace.persist import entry_bytes, load_linked
 from .cache import CacheConfig, TraceCache
 from .logdir import stat_file
-from .workers import MemoryBudget, ParsePool, WorkerConfig, estimate_parse_bytes, parse_to_entry, shared_pool
+from .workers import (
+    WORKER_BASE_BYTES,
+    MemoryBudget,
+    ParsePool,
+    WorkerConfig,
+    estimate_parse_bytes,
+    parse_to_entry,
+    rank_summary_in_worker,
+    shared_pool,
+)
 
 
 class Source(NamedTuple):
@@ -40,20 +49,10 @@ class TraceLoader:
         return cls(TraceCache(CacheConfig.from_env(env)), shared_pool(workers.processes), MemoryBudget(workers.budget_bytes))
 
     def __call__(self, path: str) -> TraceProcessor:
-        size, mtime = stat_file(path)
-        if size is None:
-            raise FileNotFoundError(f"{path} is gone")
+        size, mtime = _stat(path)
         linked = self.cache.lookup(path, size, mtime)
         if linked is None:
-            need = estimate_parse_bytes(path, size)
-            self.budget.check(path, size, need)
-            self.budget.acquire(need)
-            try:
-                directory, ephemeral = self.pool.run(
-                    parse_to_entry, path, size, mtime, self.cache.config.root, self.cache.config.max_bytes
-                )
-            finally:
-                self.budget.release(need)
+            directory, ephemeral = self._in_worker(parse_to_entry, path, size, mtime, estimate_parse_bytes(path, size))
             try:
                 # Just written and checked by the worker: skip the checksums.
                 linked = load_linked(directory, verify=False)
@@ -62,6 +61,30 @@ class TraceLoader:
                     shutil.rmtree(directory, ignore_errors=True)
         return TraceProcessor.from_linked(linked, source=path)
 
+    def rank_summary(self, path: str) -> "RankSummary":
+        """One rank's overview, computed in a worker process (mapped from the
+        cache there, or parsed): the server does no work per rank."""
+        size, mtime = _stat(path)
+        cached = entry_bytes(self.cache.entry_dir(path, size, mtime)) if self.cache.enabled else 0
+        need = cached + WORKER_BASE_BYTES if cached else estimate_parse_bytes(path, size)
+        return RankSummary(**self._in_worker(rank_summary_in_worker, path, size, mtime, need))
+
+    def _in_worker(self, fn, path: str, size: int, mtime: float, need_bytes: int):
+        """fn(path, size, mtime, cache root, cache cap) on a worker, within the memory budget."""
+        self.budget.check(path, size, need_bytes)
+        self.budget.acquire(need_bytes)
+        try:
+            return self.pool.run(fn, path, size, mtime, self.cache.config.root, self.cache.config.max_bytes)
+        finally:
+            self.budget.release(need_bytes)
+
+
+def _stat(path: str) -> tuple[int, float]:
+    size, mtime = stat_file(path)
+    if size is None:
+        raise FileNotFoundError(f"{path} is gone")
+    return size, mtime
+
 
 class RankSummary:
     """What the distributed view needs of one rank: kept for every rank of a
@@ -69,10 +92,10 @@ class RankSummary:
 
     __slots__ = ("overview", "has_device", "warnings")
 
-    def __init__(self, tp: TraceProcessor):
-        self.overview = tp.overview()
-        self.has_device = tp.has_device
-        self.warnings = list(tp.warnings)
+    def __init__(self, overview: dict, has_device: bool, warnings: list[str]):
+        self.overview = overview
+        self.has_device = has_device
+        self.warnings = warnings
 
 
 def make_loader(env=os.environ) -> Callable[[Source], Any]:
@@ -80,7 +103,7 @@ def make_loader(env=os.environ) -> Callable[[Source], Any]:
     trace = TraceLoader.from_env(env)
     loaders: dict[str, Callable[[str], Any]] = {
         "trace": trace,
-        "rank_summary": lambda path: RankSummary(trace(path)),
+        "rank_summary": trace.rank_summary,
     }
 
     def load(source: Source) -> Any:

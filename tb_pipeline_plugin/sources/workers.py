@@ -30,9 +30,10 @@ from dataclasses import dataclass
 
 import psutil
 
+from ..analysis.processor import TraceProcessor
 from ..trace import load_trace
 from ..trace.link import link
-from ..trace.persist import save_linked
+from ..trace.persist import load_linked, save_linked
 from ..trace.reader import GZIP_MAGIC
 from .cache import CacheConfig, TraceCache
 from .logdir import _is_remote, open_binary, stat_file
@@ -140,6 +141,27 @@ def parse_to_entry(path: str, size: int, mtime: float, cache_root: str | None, c
         shutil.rmtree(staged, ignore_errors=True)
         raise
     finally:
+        _release_memory()
+
+
+def rank_summary_in_worker(path: str, size: int, mtime: float, cache_root: str | None, cache_max_bytes: int) -> dict:
+    """Runs in a worker: what the distributed view needs of one rank (its
+    overview), from the cache entry or a parse that writes one. The
+    overview of hundreds of ranks is computed in parallel, outside the server."""
+    cache = TraceCache(CacheConfig(cache_root, cache_max_bytes))
+    linked = cache.lookup(path, size, mtime)
+    if linked is None:
+        directory, ephemeral = parse_to_entry(path, size, mtime, cache_root, cache_max_bytes)
+        try:
+            linked = load_linked(directory, verify=False)
+        finally:
+            if ephemeral:
+                shutil.rmtree(directory, ignore_errors=True)
+    tp = TraceProcessor.from_linked(linked, source=path)
+    try:
+        return {"overview": tp.overview(), "has_device": tp.has_device, "warnings": list(tp.warnings)}
+    finally:
+        del tp, linked
         _release_memory()
 
 
