@@ -50,6 +50,8 @@ setup(
         # torch-tb-profiler's trace viewer behind our "timeline" links; 0.4.3 is
         # the release the links are tested against (its span numbering, routes).
         "profiler": ["torch-tb-profiler>=0.4.3,<0.5"],
+        # `tb-pipeline summarize --scheduler`: the map over trace files on a Dask cluster.
+        "cluster": ["dask[distributed]>=2024.1"],
     },
     entry_points={
         "tensorboard_plugins": [

@@ -2,6 +2,7 @@
 
     tb-pipeline diff BASELINE EXPERIMENTAL [--top N] [--fail-if METRIC>PCT ...] [--require-significance]
     tb-pipeline record --logdir DIR [--run NAME] [--headspace N] -- python train.py ...
+    tb-pipeline summarize LOGDIR [--scheduler tcp://HOST:8786] [--processes N] [--cache-dir DIR]
 
 BASELINE / EXPERIMENTAL are trace files or run directories. `diff` prints
 the explanation (one sentence: how much slower or faster per step, and
@@ -17,6 +18,9 @@ reported as NOT SIGNIFICANT and does not fail. Gates on other metrics
 (memory, GPU utilisation) have no per-step samples and are unaffected.
 `record` runs a training command with the pipeline-statistics hooks
 installed and exits with the command's status.
+`summarize` parses every trace of a logdir into the plugin's cache (on a
+Dask cluster with `--scheduler`), so TensorBoard serves them without
+parsing; exit 1 if a file failed.
 
 Exit status: 0 fine, 1 a `--fail-if` gate tripped, 2 bad usage or input,
 or a gate that cannot be evaluated because its metric is null on either side
@@ -114,7 +118,33 @@ def build_parser() -> argparse.ArgumentParser:
                    help="SPDL stage statistics period (default 1)")
     r.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the training command")
     r.set_defaults(run=run_record)
+    s = sub.add_parser("summarize", help="parse every trace of a logdir into the plugin's cache",
+                       description="Write the cache entries the TensorBoard plugin maps instead of parsing.")
+    s.add_argument("logdir", help="the logdir TensorBoard will serve (local, gs://, s3://)")
+    s.add_argument("--scheduler", help="Dask distributed scheduler address (default: a local process pool)")
+    s.add_argument("--processes", type=int, help="local pool size (default: TB_PIPELINE_PARSE_WORKERS or cores)")
+    s.add_argument("--cache-dir", help="cache directory (default: TB_PIPELINE_CACHE_DIR or the user cache dir)")
+    s.set_defaults(run=run_summarize)
     return parser
+
+
+def run_summarize(args, out=None) -> int:
+    import os
+
+    from .sources.cache import CacheConfig
+    from .sources.summarize import summarize
+
+    out = out or sys.stdout
+    env = dict(os.environ, TB_PIPELINE_CACHE_DIR=args.cache_dir) if args.cache_dir else os.environ
+    cache = CacheConfig.from_env(env)
+    results = summarize(args.logdir, scheduler=args.scheduler, processes=args.processes, cache=cache)
+    for r in results:
+        if r.status == "failed":
+            print(f"failed: {r.path}: {r.error}", file=out)
+    counts = {k: sum(1 for r in results if r.status == k) for k in ("parsed", "cached", "failed")}
+    print(f"{len(results)} trace files: {counts['parsed']} parsed, {counts['cached']} already cached, "
+          f"{counts['failed']} failed; cache: {cache.root}", file=out)
+    return EXIT_REGRESSION if counts["failed"] else EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,6 +17,12 @@ import pytest
 # Every route answer is decoded with its contract type (server/contract.py):
 # a response drifting from the declared shape fails the test that got it.
 os.environ["TB_PIPELINE_VALIDATE_RESPONSES"] = "1"
+# Parsed-trace cache of this test session only (the plugin's default is the
+# user's cache directory); parse worker processes inherit it.
+if "TB_PIPELINE_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["TB_PIPELINE_CACHE_DIR"] = tempfile.mkdtemp(prefix="tb_pipeline_test_cache_")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PLUGIN_PREFIX = "/data/plugin/tb_pipeline"

@@ -362,21 +362,24 @@ def test_route_requested_run_parses_before_prefetches(recorded_logdir, tmp_path,
     parsed right after the parse already running, and nothing twice. The
     first parse is held until the overview was asked for, so the order is
     deterministic; the loads themselves are the real ones."""
-    from tb_pipeline_plugin.analysis.processor import TraceProcessor
+    from tb_pipeline_plugin.sources import artifacts
 
     logdir = _many_runs(recorded_logdir, tmp_path)
-    real_load = TraceProcessor.load
+    real_parse = artifacts.parse_to_entry
     order, first_held, release = [], threading.Event(), threading.Event()
 
-    def load(path, opener=None):
+    def parse(path, *args):
         order.append(os.path.basename(os.path.dirname(path)))
         if len(order) == 1:
             first_held.set()
             assert release.wait(WAIT_S)
-        return real_load(path, opener)
+        return real_parse(path, *args)
 
     monkeypatch.delenv("TB_PIPELINE_MAX_LOADED_TRACES", raising=False)
-    monkeypatch.setattr(TraceProcessor, "load", staticmethod(load))
+    # Parse in the store's one thread (no worker processes), where the
+    # parse can be held and its order observed; the queue is the same.
+    monkeypatch.setenv("TB_PIPELINE_PARSE_WORKERS", "0")
+    monkeypatch.setattr(artifacts, "parse_to_entry", parse)
     app, plugin = build_tb_app(logdir)
     try:
         client = Client(app)

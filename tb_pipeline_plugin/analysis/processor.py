@@ -25,10 +25,12 @@ from .pieces import PieceIndex, piece_index
 
 
 class TraceProcessor:
-    def __init__(self, table: EventTable, source: str = ""):
+    def __init__(self, table: EventTable, source: str = "", linked: LinkedTrace | None = None):
+        """`linked`: the trace already linked (e.g. mapped back from a
+        persisted parse); otherwise `table` is linked here."""
         self.source = source
         self.table = table
-        self.linked: LinkedTrace = link(table)
+        self.linked: LinkedTrace = linked if linked is not None else link(table)
         self._memo: dict[Any, Any] = {}
         self._lock = threading.Lock()
         self._key_locks: dict[Any, threading.Lock] = {}
@@ -38,6 +40,10 @@ class TraceProcessor:
         """`opener(path)` returns a binary file object; the default opens
         local files (the server passes its filesystem layer for remote logdirs)."""
         return cls(load_trace(path, opener), source=path)
+
+    @classmethod
+    def from_linked(cls, linked: LinkedTrace, source: str = "") -> "TraceProcessor":
+        return cls(linked.table, source=source, linked=linked)
 
     @property
     def warnings(self) -> list[str]:

@@ -830,3 +830,66 @@ class TimelineResponse(_Shape):
 def validate(body: bytes, response_type: type) -> None:
     """Decode `body` as `response_type`; raises msgspec.ValidationError on drift."""
     msgspec.json.decode(body, type=response_type)
+
+
+# ---------------------------------------------------------------- distributed
+
+class RankRow(_Shape):
+    worker: str
+    # distributedInfo.rank; the worker's position when the trace has none.
+    rank: int
+    rank_from_trace: bool
+    world_size: int | None
+    backend: str | None
+    steps: int
+    step_time_us: float
+    computation_us: float
+    communication_us: float
+    idle_us: float
+    # This rank's step time minus the median rank's.
+    vs_median_us: float
+
+
+class Straggler(_Shape):
+    worker: str
+    rank: int
+    step_time_us: float
+    vs_median_us: float
+
+
+class RunRanks(_Shape):
+    run: str
+    ranks: list[RankRow]
+    slowest: Straggler | None
+    median_step_time_us: float | None
+
+
+class RankDeltaRow(_Shape):
+    rank: int
+    baseline_worker: str
+    experimental_worker: str
+    baseline_step_time_us: float
+    experimental_step_time_us: float
+    delta_step_time_us: float
+    delta_step_time_pct: float | None
+    baseline_computation_us: float
+    experimental_computation_us: float
+    delta_computation_us: float
+    delta_computation_pct: float | None
+    baseline_communication_us: float
+    experimental_communication_us: float
+    delta_communication_us: float
+    delta_communication_pct: float | None
+    baseline_idle_us: float
+    experimental_idle_us: float
+    delta_idle_us: float
+    delta_idle_pct: float | None
+
+
+class DistributedResponse(_Shape):
+    baseline: RunRanks
+    # Absent without an experimental run; then rows is empty.
+    experimental: RunRanks | None
+    rows: list[RankDeltaRow]
+    # Ranks only one of the runs has.
+    unmatched_ranks: list[int]

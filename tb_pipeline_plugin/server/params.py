@@ -38,6 +38,12 @@ class OperatorsParams(RunParams):
     group_by: Literal["name", "name_and_shape"] = "name"
 
 
+class DistributedParams(_Params):
+    baseline: str
+    # Empty: the baseline's ranks alone.
+    experimental: str = ""
+
+
 class PairParams(_Params):
     baseline: str
     experimental: str

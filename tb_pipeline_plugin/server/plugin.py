@@ -19,7 +19,7 @@ from ..analysis.pipeline_trace import steps_from_trace
 from ..analysis.processor import TraceProcessor
 from ..errors import Conflict, NotFound, Unprocessable
 from ..pipeline import PipelineTables
-from ..sources.artifacts import Source, load_source
+from ..sources.artifacts import Source, make_loader
 from ..sources.logdir import RunInfo, TraceFile, discover_runs, resolve, resolve_diagnostic, run_info, stat_file
 from ..sources.tb_profiler import tb_profiler_names
 from . import params as Q
@@ -33,6 +33,7 @@ _STATIC_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 # A rescan walks the logdir; data routes reuse a recent one.
 _RESCAN_INTERVAL_S = 2.0
 _FORCED_RESCAN_INTERVAL_S = 0.5
+_MAX_RANK_SUMMARIES = 8192
 
 
 class PipelinePlugin(base_plugin.TBPlugin):
@@ -41,10 +42,18 @@ class PipelinePlugin(base_plugin.TBPlugin):
     def __init__(self, context: base_plugin.TBContext):
         self._logdir = context.logdir or ""
         max_ready = int(os.environ.get("TB_PIPELINE_MAX_LOADED_TRACES", "8"))
-        # One parse at a time: a parse is mostly Python holding the GIL, so
-        # more threads would not finish sooner. The store's queue serves the
-        # artifacts a data route asks for before `runs`' background prefetches.
-        self._store = LoadStore(load_source, max_workers=1, max_ready=max_ready)
+        # Parses run in worker processes (sources/workers.py); the store's
+        # threads only wait for them and map the result, one thread per
+        # worker process so a run's ranks load in parallel. The store's queue
+        # serves the artifacts a data route asks for before `runs`' background
+        # prefetches.
+        load = make_loader()
+        parallel = max(1, load.loaders["trace"].pool.processes)
+        self._store = LoadStore(load, max_workers=parallel, max_ready=max_ready)
+        # Per-rank summaries of distributed runs: small, so every rank of a
+        # run (hundreds) stays loaded; a trace evicted from `_store` is mapped
+        # again from the on-disk cache, not re-parsed.
+        self._rank_store = LoadStore(load, max_workers=parallel, max_ready=_MAX_RANK_SUMMARIES)
         self._runs: dict[str, RunInfo] = {}
         self._scanned_at = -1e9
         self._scan_lock = threading.Lock()
@@ -67,6 +76,7 @@ class PipelinePlugin(base_plugin.TBPlugin):
 
     def close(self) -> None:
         self._store.close()
+        self._rank_store.close()
 
     def frontend_metadata(self):
         return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name="Pipeline Diff")
@@ -82,6 +92,7 @@ class PipelinePlugin(base_plugin.TBPlugin):
                 keep += [Source("pipeline", info.path) for info in self._runs.values() if info.pipeline_files]
                 keep += [Source("diagnostic", p) for info in self._runs.values() for p in info.diagnostic_files]
                 self._store.retain_only(keep)
+                self._rank_store.retain_only(Source("rank_summary", s.path) for s in keep if s.kind == "trace")
             return self._runs
 
     def _resolve(self, run: str, worker: str, span: str) -> TraceFile:
@@ -173,6 +184,19 @@ class PipelinePlugin(base_plugin.TBPlugin):
             return tp.memo("pipeline_tables", lambda: PipelineTables(
                 source="trace", steps=steps_from_trace(tp.linked), warnings=list(tp.warnings)))
         return from_trace
+
+    def _ranks(self, run: str) -> list[tuple[TraceFile, LoadState]]:
+        """Every worker of a run (its last span), all requested before any answer."""
+        first = self._resolve(run, "", "")
+        runs = self._scan(_RESCAN_INTERVAL_S)
+        out = []
+        for worker in runs[first.run].traces:
+            tf = resolve(runs, first.run, worker)
+            size, mtime = stat_file(tf.path)
+            if size is None:
+                raise NotFound(f"the trace file of run {tf.run!r} (worker {tf.worker!r}) is gone")
+            out.append((tf, self._rank_store.request(Source("rank_summary", tf.path), size, mtime)))
+        return out
 
     # ---- routes ------------------------------------------------------------------
 
@@ -277,3 +301,11 @@ class PipelinePlugin(base_plugin.TBPlugin):
         # Discovery only: the link must work before (or without) our parse.
         tf = self._resolve(p.run, p.worker, p.span)
         return views.timeline_impl(tf, tb_profiler_names(self._logdir, tf))
+
+    @json_route("/distributed")
+    def _distributed_route(self, p: Q.DistributedParams):
+        sides = [(p.baseline, self._ranks(p.baseline))]
+        if p.experimental:
+            sides.append((p.experimental, self._ranks(p.experimental)))
+        loaded = [(run, [(tf.worker, self._loaded(tf, state)) for tf, state in ranks]) for run, ranks in sides]
+        return views.distributed_impl(*loaded)

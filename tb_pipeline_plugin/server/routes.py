@@ -49,6 +49,9 @@ ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in (
      "Both runs' pipeline reports with summary deltas, and stages and callbacks joined, largest |delta| first."),
     ("/timeline", Q.RunParams, C.TimelineResponse,
      "torch-tb-profiler's run, worker and span for one of our traces (its timeline link); never parses."),
+    ("/distributed", Q.DistributedParams, C.DistributedResponse,
+     "Every worker file (rank) of a run: step time split into computation, communication and idle, the "
+     "slowest rank, and baseline vs experimental rank by rank. Loads all ranks in parallel."),
 ))
 
 ERROR_STATUSES = {

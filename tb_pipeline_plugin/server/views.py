@@ -15,6 +15,8 @@ from ..diff import views as diff
 from ..diff.diagnostic import diff_diagnostic
 from ..diff.pipeline import compare_pipeline
 from ..pipeline.diagnostic import DiagnosticRun
+from ..diff.distributed import diff_ranks
+from ..analysis.distributed import ranks_summary
 from ..sources.logdir import RunInfo, TraceFile
 from ..sources.tb_profiler import ProfilerNames
 from .params import DiffKernelsParams, DiffModulesParams, DiffOperatorsParams
@@ -187,3 +189,18 @@ def diff_pipeline_impl(b_run: str, e_run: str, b_tables, e_tables) -> dict:
 
 def timeline_impl(tf: TraceFile, names: ProfilerNames) -> dict:
     return {"trace": selection(tf), "profiler": {"run": names.run, "worker": names.worker, "span": names.span}}
+
+
+# ---- distributed ----------------------------------------------------------------
+
+def distributed_impl(baseline: tuple[str, list], experimental: tuple[str, list] | None = None) -> dict:
+    """`baseline`, `experimental`: (run, [(worker, RankSummary)]) with every worker of the run."""
+
+    def side(run: str, workers: list) -> dict:
+        return {"run": run, **ranks_summary([(w, s.overview, s.has_device) for w, s in workers])}
+
+    b = side(*baseline)
+    if experimental is None:
+        return {"baseline": b, "experimental": None, "rows": [], "unmatched_ranks": []}
+    e = side(*experimental)
+    return {"baseline": b, "experimental": e, **diff_ranks(b, e)}

@@ -1,28 +1,85 @@
 """One loadable artifact of a run, and how each kind is loaded.
 
 The server's store caches artifacts by `Source` (kind + path) and file
-identity (size, mtime), whatever their kind: a trace per worker and span,
-diagnostic results per run; pipeline statistics register their loader in
-`LOADERS` the same way, and get the same loading states, errors, warnings
-and eviction for free.
+identity (size, mtime), whatever their kind: a trace per worker and span
+(parsed in a worker process, or mapped from the on-disk cache), a rank
+summary per trace (the distributed view), a run's pipeline statistics and
+its diagnostic results, each registered in `make_loader`, all with the same
+loading states, errors, warnings and eviction.
 """
 from __future__ import annotations
 
+import os
+import shutil
 from typing import Any, Callable, NamedTuple
 
 from ..analysis.processor import TraceProcessor
-from ..pipeline.diagnostic import DiagnosticRun, parse_diagnostic
 from ..pipeline import PipelineTables, load_pipeline_run
-from .logdir import open_binary
+from ..pipeline.diagnostic import DiagnosticRun, parse_diagnostic
+from ..trace.persist import entry_bytes, load_linked
+from .cache import CacheConfig, TraceCache
+from .logdir import open_binary, stat_file
+from .workers import (
+    WORKER_BASE_BYTES,
+    MemoryBudget,
+    ParsePool,
+    WorkerConfig,
+    estimate_parse_bytes,
+    parse_to_entry,
+    rank_summary_in_worker,
+    shared_pool,
+)
 
 
 class Source(NamedTuple):
-    kind: str  # "trace", "pipeline": a key of LOADERS
-    path: str  # the trace file; for "pipeline", the run directory
+    kind: str  # "trace", "rank_summary", "pipeline", "diagnostic": a key of the loaders
+    path: str  # the file; for "pipeline", the run directory
 
 
-def _load_trace(path: str) -> TraceProcessor:
-    return TraceProcessor.load(path, opener=open_binary)
+class TraceLoader:
+    """A trace as a TraceProcessor: mapped from the on-disk cache when this
+    file version was parsed before (by this process, an earlier one, or
+    `tb-pipeline summarize`), else parsed in a worker process."""
+
+    def __init__(self, cache: TraceCache, pool: ParsePool, budget: MemoryBudget):
+        self.cache = cache
+        self.pool = pool
+        self.budget = budget
+
+    @classmethod
+    def from_env(cls, env=os.environ) -> "TraceLoader":
+        workers = WorkerConfig.from_env(env)
+        return cls(TraceCache(CacheConfig.from_env(env)), shared_pool(workers.processes), MemoryBudget(workers.budget_bytes))
+
+    def __call__(self, path: str) -> TraceProcessor:
+        size, mtime = _stat(path)
+        linked = self.cache.lookup(path, size, mtime)
+        if linked is None:
+            directory, ephemeral = self._in_worker(parse_to_entry, path, size, mtime, estimate_parse_bytes(path, size))
+            try:
+                # Just written and checked by the worker: skip the checksums.
+                linked = load_linked(directory, verify=False)
+            finally:
+                if ephemeral:
+                    shutil.rmtree(directory, ignore_errors=True)
+        return TraceProcessor.from_linked(linked, source=path)
+
+    def rank_summary(self, path: str) -> "RankSummary":
+        """One rank's overview, computed in a worker process (mapped from the
+        cache there, or parsed): the server does no work per rank."""
+        size, mtime = _stat(path)
+        cached = entry_bytes(self.cache.entry_dir(path, size, mtime)) if self.cache.enabled else 0
+        need = cached + WORKER_BASE_BYTES if cached else estimate_parse_bytes(path, size)
+        return RankSummary(**self._in_worker(rank_summary_in_worker, path, size, mtime, need))
+
+    def _in_worker(self, fn, path: str, size: int, mtime: float, need_bytes: int):
+        """fn(path, size, mtime, cache root, cache cap) on a worker, within the memory budget."""
+        self.budget.check(path, size, need_bytes)
+        self.budget.acquire(need_bytes)
+        try:
+            return self.pool.run(fn, path, size, mtime, self.cache.config.root, self.cache.config.max_bytes)
+        finally:
+            self.budget.release(need_bytes)
 
 
 def _load_diagnostic(path: str) -> DiagnosticRun:
@@ -37,6 +94,8 @@ def _load_diagnostic(path: str) -> DiagnosticRun:
             "no line is a complete record")
         raise ValueError(f"no diagnostic record could be read: {why}")
     return run
+
+
 def _load_pipeline(run_dir: str) -> PipelineTables:
     tables = load_pipeline_run(run_dir)
     if tables is None:  # the files went away between discovery and the load
@@ -44,16 +103,42 @@ def _load_pipeline(run_dir: str) -> PipelineTables:
     return tables
 
 
-LOADERS: dict[str, Callable[[str], Any]] = {
-    "trace": _load_trace,
-    "diagnostic": _load_diagnostic,
-    "pipeline": _load_pipeline,
-}
+
+def _stat(path: str) -> tuple[int, float]:
+    size, mtime = stat_file(path)
+    if size is None:
+        raise FileNotFoundError(f"{path} is gone")
+    return size, mtime
 
 
-def load_source(source: Source) -> Any:
-    """The parsed artifact; raises with a user-facing reason when it cannot be read."""
-    loader = LOADERS.get(source.kind)
-    if loader is None:
-        raise ValueError(f"no loader for artifacts of kind {source.kind!r}")
-    return loader(source.path)
+class RankSummary:
+    """What the distributed view needs of one rank: kept for every rank of a
+    run at once, where the full traces of hundreds of ranks would not fit."""
+
+    __slots__ = ("overview", "has_device", "warnings")
+
+    def __init__(self, overview: dict, has_device: bool, warnings: list[str]):
+        self.overview = overview
+        self.has_device = has_device
+        self.warnings = warnings
+
+
+def make_loader(env=os.environ) -> Callable[[Source], Any]:
+    """The store's load function, configured from the environment."""
+    trace = TraceLoader.from_env(env)
+    loaders: dict[str, Callable[[str], Any]] = {
+        "trace": trace,
+        "rank_summary": trace.rank_summary,
+        "pipeline": _load_pipeline,
+        "diagnostic": _load_diagnostic,
+    }
+
+    def load(source: Source) -> Any:
+        """The parsed artifact; raises with a user-facing reason when it cannot be read."""
+        loader = loaders.get(source.kind)
+        if loader is None:
+            raise ValueError(f"no loader for artifacts of kind {source.kind!r}")
+        return loader(source.path)
+
+    load.loaders = loaders  # type: ignore[attr-defined]
+    return load

@@ -259,6 +259,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/distributed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every worker file (rank) of a run: step time split into computation, communication and idle, the slowest rank, and baseline vs experimental rank by rank. Loads all ranks in parallel. */
+        get: operations["distributed"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -673,6 +690,13 @@ export interface components {
             world_size: number | null;
             backend: string | null;
         };
+        /** DistributedResponse */
+        DistributedResponse: {
+            baseline: components["schemas"]["RunRanks"];
+            experimental: components["schemas"]["RunRanks"] | null;
+            rows: components["schemas"]["RankDeltaRow"][];
+            unmatched_ranks: number[];
+        };
         /** ErrorResponse */
         ErrorResponse: {
             error: string;
@@ -959,6 +983,42 @@ export interface components {
             delta: number | null;
             delta_pct: number | null;
         };
+        /** RankDeltaRow */
+        RankDeltaRow: {
+            rank: number;
+            baseline_worker: string;
+            experimental_worker: string;
+            baseline_step_time_us: number;
+            experimental_step_time_us: number;
+            delta_step_time_us: number;
+            delta_step_time_pct: number | null;
+            baseline_computation_us: number;
+            experimental_computation_us: number;
+            delta_computation_us: number;
+            delta_computation_pct: number | null;
+            baseline_communication_us: number;
+            experimental_communication_us: number;
+            delta_communication_us: number;
+            delta_communication_pct: number | null;
+            baseline_idle_us: number;
+            experimental_idle_us: number;
+            delta_idle_us: number;
+            delta_idle_pct: number | null;
+        };
+        /** RankRow */
+        RankRow: {
+            worker: string;
+            rank: number;
+            rank_from_trace: boolean;
+            world_size: number | null;
+            backend: string | null;
+            steps: number;
+            step_time_us: number;
+            computation_us: number;
+            communication_us: number;
+            idle_us: number;
+            vs_median_us: number;
+        };
         /** RunInfo */
         RunInfo: {
             name: string;
@@ -968,6 +1028,13 @@ export interface components {
             status: "failed" | "loading" | "ready" | "unloaded";
             error: string | null;
             warnings: string[];
+        };
+        /** RunRanks */
+        RunRanks: {
+            run: string;
+            ranks: components["schemas"]["RankRow"][];
+            slowest: components["schemas"]["Straggler"] | null;
+            median_step_time_us: number | null;
         };
         /** RunsResponse */
         RunsResponse: {
@@ -1007,6 +1074,13 @@ export interface components {
             start_us: number;
             duration_us: number;
             breakdown_us: components["schemas"]["Breakdown"];
+        };
+        /** Straggler */
+        Straggler: {
+            worker: string;
+            rank: number;
+            step_time_us: number;
+            vs_median_us: number;
         };
         /** Throughput */
         Throughput: {
@@ -1921,6 +1995,65 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TimelineResponse"];
+                };
+            };
+            /** @description A missing or malformed parameter. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description An unknown run, worker or span, or a run without the data the route reads. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The run is still loading (run_status: loading); retry later. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The run could not be read or analysed; the message says why. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    distributed: {
+        parameters: {
+            query: {
+                baseline: string;
+                experimental?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DistributedResponse"];
                 };
             };
             /** @description A missing or malformed parameter. */

@@ -1,0 +1,231 @@
+"""One scale measurement in a fresh interpreter; prints one JSON line.
+
+    python _scale_measure.py lean FILE
+    python _scale_measure.py cold|warm CACHE_DIR FILE...      (our loader, all per-run views)
+    python _scale_measure.py diff CACHE_DIR LOGDIR            (TensorBoard app, the four diff routes)
+    python _scale_measure.py distributed CACHE_DIR LOGDIR RUN   (the distributed route over every rank)
+    python _scale_measure.py latency LOGDIR                   (route latency while `big` parses)
+    python _scale_measure.py ttp RUN_DIR                      (torch-tb-profiler, run in its own venv)
+    python _scale_measure.py serial FILE...                   (in-process TraceProcessor, one by one)
+
+`peak_rss_bytes` is this process's VmHWM; `children_peak_rss_bytes` the
+largest child (our parse workers, torch-tb-profiler's per-file processes).
+"""
+import gc
+import json
+import os
+import resource
+import sys
+import time
+
+
+def _vm_hwm() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _children_peak() -> int:
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+
+
+def _all_views(tp) -> None:
+    tp.overview()
+    tp.operators("name")
+    tp.operators("name_and_shape")
+    tp.kernels()
+    tp.modules()
+
+
+def lean(path: str) -> dict:
+    import msgspec
+
+    class LeanEvent(msgspec.Struct, gc=False):
+        ph: str = ""
+        name: str = ""
+        cat: str = ""
+        ts: float = 0.0
+        dur: float = 0.0
+        pid: int | str = 0
+        tid: int | str = 0
+        args: msgspec.Raw = msgspec.Raw()
+
+    class LeanTrace(msgspec.Struct, gc=False):
+        traceEvents: list[LeanEvent]
+
+    decoder = msgspec.json.Decoder(LeanTrace)
+    gc.disable()
+    t0 = time.perf_counter()
+    with open(path, "rb") as f:
+        raw = f.read()
+    n = len(decoder.decode(raw).traceEvents)
+    return {"wall_s": time.perf_counter() - t0, "events": n}
+
+
+def ours(paths: list[str]) -> dict:
+    """`TB_PIPELINE_CACHE_DIR` set by the caller: cold (empty) or warm."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import tb_pipeline_plugin.analysis.processor  # noqa: F401 - imports out of the timing
+    from tb_pipeline_plugin.sources.artifacts import TraceLoader
+
+    loader = TraceLoader.from_env()
+    # The plugin's worker processes start once per TensorBoard (on the first
+    # load); reported apart from the per-file figure.
+    t0 = time.perf_counter()
+    loader.pool.start()
+    pool_start_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max(1, loader.pool.processes)) as ex:
+        tps = list(ex.map(loader, paths))
+    ready_s = time.perf_counter() - t0
+    for tp in tps:
+        _all_views(tp)
+    out = {"ready_s": ready_s, "wall_s": time.perf_counter() - t0, "files": len(tps), "pool_start_s": pool_start_s}
+    loader.pool.shutdown(wait=True)  # reaped: counted in RUSAGE_CHILDREN
+    return out
+
+
+def serial(paths: list[str]) -> dict:
+    from tb_pipeline_plugin.analysis.processor import TraceProcessor
+
+    t0 = time.perf_counter()
+    for p in paths:
+        _all_views(TraceProcessor.load(p))
+    return {"wall_s": time.perf_counter() - t0, "files": len(paths)}
+
+
+def _app(logdir: str):
+    from tensorboard import program
+    from tensorboard.backend import application
+    from tensorboard.plugins import base_plugin
+    from tensorboard.plugins.core import core_plugin
+    from werkzeug.test import Client
+
+    from tb_pipeline_plugin.server.plugin import PipelinePlugin
+
+    tb = program.TensorBoard(plugins=[core_plugin.CorePluginLoader()])
+    tb.configure(argv=["tensorboard", "--logdir", logdir])
+    context = base_plugin.TBContext(flags=tb.flags, logdir=tb.flags.logdir, plugin_name_to_instance={})
+    plugin = PipelinePlugin(context)
+    app = application.TensorBoardWSGI([plugin])
+    return Client(app), plugin
+
+
+PREFIX = "/data/plugin/tb_pipeline/"
+
+
+def _get_ready(client, route: str, timeout_s: float = 3600):
+    deadline = time.monotonic() + timeout_s
+    while True:
+        resp = client.get(PREFIX + route)
+        if resp.status_code != 409:
+            if resp.status_code != 200:
+                raise SystemExit(f"{route}: HTTP {resp.status_code}: {resp.get_data(as_text=True)[:300]}")
+            return resp
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{route}: still loading after {timeout_s} s")
+        time.sleep(0.01)
+
+
+DIFF_ROUTES = ("diff/overview", "diff/modules", "diff/operators", "diff/kernels")
+
+
+def diff(logdir: str) -> dict:
+    client, plugin = _app(logdir)
+    pair = "baseline=baseline&experimental=experimental"
+    t0 = time.perf_counter()
+    _get_ready(client, f"overview?run=baseline")
+    _get_ready(client, f"overview?run=experimental")
+    ready_s = time.perf_counter() - t0
+    per_route = {}
+    for route in DIFF_ROUTES:
+        t1 = time.perf_counter()
+        _get_ready(client, f"{route}?{pair}")
+        per_route[route] = time.perf_counter() - t1
+    plugin.close()
+    return {"ready_s": ready_s, "wall_s": time.perf_counter() - t0, "routes_s": per_route}
+
+
+def distributed(logdir: str, run: str) -> dict:
+    """The `distributed` route over every rank of `run`: time until it answers."""
+    client, plugin = _app(logdir)
+    plugin._store._load_fn.loaders["trace"].pool.start()  # workers start once per TensorBoard
+    t0 = time.perf_counter()
+    body = _get_ready(client, f"distributed?baseline={run}").get_json()
+    wall = time.perf_counter() - t0
+    plugin.close()
+    return {"wall_s": wall, "ranks": len(body["baseline"]["ranks"]), "slowest_rank": body["baseline"]["slowest"]["rank"]}
+
+
+def latency(logdir: str) -> dict:
+    """Worst and median latency of `runs` and the small run's views while
+    the big run parses (cache off, so it really parses)."""
+    client, plugin = _app(logdir)
+    _get_ready(client, "overview?run=small")
+    _get_ready(client, "operators?run=small")
+    _get_ready(client, "kernels?run=small")
+    t0 = time.perf_counter()
+    assert client.get(PREFIX + "overview?run=big").status_code == 409
+    times = []
+    while True:
+        for route in ("runs", "overview?run=small", "operators?run=small", "kernels?run=small"):
+            t1 = time.perf_counter()
+            assert client.get(PREFIX + route).status_code == 200
+            times.append(time.perf_counter() - t1)
+        if client.get(PREFIX + "overview?run=big").status_code != 409:
+            break
+        time.sleep(0.02)
+    parse_s = time.perf_counter() - t0
+    plugin.close()
+    times.sort()
+    return {"wall_s": parse_s, "requests": len(times), "max_s": times[-1], "p50_s": times[len(times) // 2],
+            "p99_s": times[min(len(times) - 1, int(len(times) * 0.99))]}
+
+
+def ttp(run_dir: str) -> dict:
+    from torch_tb_profiler import io
+    from torch_tb_profiler.profiler.loader import RunLoader
+
+    caches = io.Cache()
+    t0 = time.perf_counter()
+    run = RunLoader(os.path.basename(run_dir), run_dir, caches).load()
+    wall = time.perf_counter() - t0
+    profiles = len(run.profiles) if run is not None else 0
+    return {"wall_s": wall, "profiles": profiles}
+
+
+def main() -> None:
+    mode, args = sys.argv[1], sys.argv[2:]
+    if mode == "lean":
+        out = lean(args[0])
+    elif mode in ("cold", "warm"):
+        os.environ["TB_PIPELINE_CACHE_DIR"] = args[0]
+        out = ours(args[1:])
+    elif mode == "diff":
+        os.environ["TB_PIPELINE_CACHE_DIR"] = args[0]
+        out = diff(args[1])
+    elif mode == "distributed":
+        os.environ["TB_PIPELINE_CACHE_DIR"] = args[0]
+        out = distributed(args[1], args[2])
+    elif mode == "latency":
+        os.environ["TB_PIPELINE_CACHE_DIR"] = "off"
+        out = latency(args[0])
+    elif mode == "ttp":
+        out = ttp(args[0])
+    elif mode == "serial":
+        out = serial(args)
+    else:
+        raise SystemExit(f"unknown mode {mode}")
+    import multiprocessing
+
+    multiprocessing.active_children()  # reap finished children so their peak counts
+    out["peak_rss_bytes"] = _vm_hwm()
+    out["children_peak_rss_bytes"] = _children_peak()
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

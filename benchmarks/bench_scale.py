@@ -1,0 +1,281 @@
+"""Scale benchmark (issue 13): one command, inputs generated, every row in
+the same run on the same machine.
+
+    .venv/bin/python benchmarks/bench_scale.py [--sizes 200,1024] [--inputs gpu,cpu] [--ranks 64]
+                                               [--no-ttp] [--keep] [--json rows.json]
+
+Per input (a real trace replicated in time to each size, plus a second,
+different trace of the same size as the experimental side of the diff):
+
+  lean     read + msgspec decode into a Struct (ph name cat ts dur pid tid,
+           args as msgspec.Raw), GC off: the reference floor
+  cold     our loader, empty cache: parse in a worker process, map the
+           columns back, then every per-run view
+  warm     the same in a new process with the cache filled (a restart)
+  diff     TensorBoard app, warm cache: both runs ready, then the four diff routes
+  latency  worst / p50 latency of other routes while this file parses (cache off)
+  ttp      torch-tb-profiler 0.4.3's RunLoader on the same file, in its own
+           virtual environment (created here with `python -m venv` + pip)
+
+and a run of `--ranks` worker files (HTA's two-rank sample, copied):
+serial in-process load vs our parallel cold load vs warm, the `distributed`
+route over all ranks (warm and cold cache) vs torch-tb-profiler.
+Every measurement is a fresh interpreter (`_scale_measure.py`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.dirname(HERE)
+OUT_DIR = os.path.join(HERE, "out", "scale")
+SHARED = os.path.join(REPO_ROOT, "..", "shared", "traces", "hta")
+MIB = 1 << 20
+TTP_VERSION = "0.4.3"
+
+sys.path.insert(0, HERE)
+from replicate import replicate_trace  # noqa: E402
+
+
+def _sources(kind: str) -> tuple[str, str]:
+    """(baseline source, experimental source) real traces for an input kind."""
+    if kind == "gpu":
+        return os.path.join(SHARED, "trace_diff", "control.json.gz"), os.path.join(SHARED, "trace_diff", "test.json.gz")
+    sys.path.insert(0, os.path.join(REPO_ROOT, "samples"))
+    from record_samples import record_run
+
+    out = []
+    for name, layers in (("base", 4), ("exp", 5)):
+        d = os.path.join(OUT_DIR, f"cpu_source_{name}")
+        if not os.path.isdir(d) or not any(n.endswith(".pt.trace.json") for n in os.listdir(d)):
+            shutil.rmtree(d, ignore_errors=True)
+            record_run(d, layers=layers, with_stack=True)
+        [trace] = [n for n in os.listdir(d) if n.endswith(".pt.trace.json")]
+        out.append(os.path.join(d, trace))
+    return out[0], out[1]
+
+
+def build_input(kind: str, size_mb: int) -> str:
+    """A logdir with runs `baseline` and `experimental` of ~size_mb each;
+    returns the logdir. Reused when present."""
+    logdir = os.path.join(OUT_DIR, f"{kind}_{size_mb}mb")
+    base_src, exp_src = _sources(kind)
+    for run, src in (("baseline", base_src), ("experimental", exp_src)):
+        dst = os.path.join(logdir, run, "worker0.pt.trace.json")
+        if os.path.exists(dst):
+            continue
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        t0 = time.perf_counter()
+        stats = replicate_trace(src, dst + ".part", size_mb * MIB)
+        os.rename(dst + ".part", dst)
+        print(f"built {dst}: {stats.bytes_written / MIB:.0f} MiB, {stats.events:,} events ({time.perf_counter() - t0:.0f} s)", flush=True)
+    return logdir
+
+
+def build_ranks(n: int) -> str:
+    run = os.path.join(OUT_DIR, f"ranks_{n}", "run")
+    os.makedirs(run, exist_ok=True)
+    srcs = [os.path.join(SHARED, "multi_rank", f"sampled_rank-{i}.json.gz") for i in (0, 1)]
+    for i in range(n):
+        dst = os.path.join(run, f"rank{i}.pt.trace.json.gz")
+        if not os.path.exists(dst):
+            shutil.copy(srcs[i % 2], dst)
+    return run
+
+
+def ttp_python() -> tuple[str | None, str]:
+    """torch-tb-profiler's own venv (created once under benchmarks/out/)."""
+    venv = os.path.join(HERE, "out", "ttp_venv")
+    py = os.path.join(venv, "bin", "python")
+    check = [py, "-c", "import torch_tb_profiler, sys; print(torch_tb_profiler.__version__)"]
+    if os.path.exists(py) and subprocess.run(check, capture_output=True, text=True).stdout.strip() == TTP_VERSION:
+        return py, "ok"
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--clear", venv], check=True, capture_output=True, text=True, timeout=600)
+        proc = subprocess.run([py, "-m", "pip", "install", "-q", f"torch-tb-profiler=={TTP_VERSION}"],
+                              capture_output=True, text=True, timeout=1200)
+        if proc.returncode != 0:
+            return None, "pip install failed: " + (proc.stderr.strip().splitlines() or ["?"])[-1]
+    except (subprocess.SubprocessError, OSError) as exc:
+        return None, f"venv creation failed: {exc}"
+    return py, "ok"
+
+
+def measure(mode: str, *args: str, python: str | None = None, env_extra: dict | None = None, timeout_s: float = 3600) -> dict:
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT, **(env_extra or {}))
+    cmd = [python or sys.executable, os.path.join(HERE, "_scale_measure.py"), mode, *args]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout_s:.0f} s"}
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["?"]
+        return {"error": tail[0][:200]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _rss(r: dict) -> float | None:
+    if "error" in r:
+        return None
+    return max(r.get("peak_rss_bytes", 0), r.get("children_peak_rss_bytes", 0)) / MIB
+
+
+def row(name: str, what: str, r: dict, ref_s: float | None, file_mb: float, note: str = "") -> dict:
+    out = {"input": name, "what": what, "file_mb": file_mb, **{k: v for k, v in r.items()}}
+    out["rss_mb"] = _rss(r)
+    out["ratio"] = (r["wall_s"] / ref_s) if ref_s and "wall_s" in r else None
+    out["note"] = note
+    return out
+
+
+def print_rows(rows: list[dict]) -> None:
+    head = f"{'input':<14} {'measure':<34} {'s':>8} {'x lean':>7} {'peak RSS MB':>11} {'RSS/file':>8}  note"
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        if "error" in r:
+            print(f"{r['input']:<14} {r['what']:<34} {'n/a':>8} {'':>7} {'':>11} {'':>8}  {r['error']}")
+            continue
+        ratio = f"{r['ratio']:.2f}" if r["ratio"] is not None else ""
+        rss = f"{r['rss_mb']:.0f}" if r["rss_mb"] is not None else ""
+        per_file = f"{r['rss_mb'] / r['file_mb']:.2f}" if r["rss_mb"] and r["file_mb"] else ""
+        print(f"{r['input']:<14} {r['what']:<34} {r['wall_s']:>8.2f} {ratio:>7} {rss:>11} {per_file:>8}  {r['note']}")
+    print("s: wall time, imports excluded; x lean: s / the lean decode of the same file; peak RSS: the larger of the "
+          "measuring process and its largest child (parse worker / torch-tb-profiler process). MB = MiB.")
+
+
+def bench_input(kind: str, size_mb: int, ttp_py: str | None, ttp_note: str) -> list[dict]:
+    logdir = build_input(kind, size_mb)
+    path = os.path.join(logdir, "baseline", "worker0.pt.trace.json")
+    file_mb = os.path.getsize(path) / MIB
+    name = f"{kind} {file_mb:.0f}MB"
+    rows = []
+    lean = measure("lean", path)
+    ref = lean.get("wall_s")
+    rows.append(row(name, "lean bare decode (reference)", lean, ref, file_mb, f"{lean.get('events', 0):,} events"))
+    cache = tempfile.mkdtemp(prefix="tb_pipeline_bench_cache_")
+    try:
+        cold = measure("cold", cache, path)
+        rows.append(row(name, "ours cold: file -> every view", cold, ref, file_mb,
+                        f"ready (mapped) after {cold.get('ready_s', 0):.2f} s; worker start {cold.get('pool_start_s', 0):.1f} s, once"))
+        warm = measure("warm", cache, path)
+        rows.append(row(name, "ours warm (restart, cache hit)", warm, ref, file_mb,
+                        f"ready after {warm.get('ready_s', 0):.3f} s"))
+        measure("cold", cache, os.path.join(logdir, "experimental", "worker0.pt.trace.json"))
+        d = measure("diff", cache, logdir)
+        if "error" not in d:
+            routes = ", ".join(f"{k.split('/')[1]} {v:.2f}" for k, v in d["routes_s"].items())
+            d_routes = dict(d, wall_s=sum(d["routes_s"].values()))
+            rows.append(row(name, "ours diff routes (warm, 4 routes)", d_routes, ref, file_mb, routes + f"; both ready {d['ready_s']:.2f} s"))
+        else:
+            rows.append(row(name, "ours diff routes", d, ref, file_mb))
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    lat_dir = tempfile.mkdtemp(prefix="latency_", dir=OUT_DIR)
+    try:
+        os.makedirs(os.path.join(lat_dir, "small"))
+        os.makedirs(os.path.join(lat_dir, "big"))
+        os.link(path, os.path.join(lat_dir, "big", "worker0.pt.trace.json"))
+        small = os.path.join(SHARED, "multi_rank", "sampled_rank-0.json.gz")
+        shutil.copy(small, os.path.join(lat_dir, "small", "worker0.pt.trace.json.gz"))
+        lat = measure("latency", lat_dir)
+        if "error" not in lat:
+            rows.append(row(name, "other routes while it parses", dict(lat, wall_s=lat["max_s"]), None, file_mb,
+                            f"worst of {lat['requests']} requests; p50 {lat['p50_s'] * 1000:.0f} ms, "
+                            f"p99 {lat['p99_s'] * 1000:.0f} ms; parse took {lat['wall_s']:.1f} s"))
+        else:
+            rows.append(row(name, "other routes while it parses", lat, None, file_mb))
+    finally:
+        shutil.rmtree(lat_dir, ignore_errors=True)
+    if ttp_py:
+        t = measure("ttp", os.path.dirname(path), python=ttp_py)
+        if "error" not in t and t.get("profiles", 0) == 0:
+            t = {"error": "torch-tb-profiler loaded no profile from this file"}
+        rows.append(row(name, f"torch-tb-profiler {TTP_VERSION}", t, ref, file_mb))
+        if "error" not in t and "error" not in cold:
+            rows[-1]["note"] = f"{t['wall_s'] / cold['wall_s']:.1f}x our cold load"
+    else:
+        rows.append(row(name, f"torch-tb-profiler {TTP_VERSION}", {"error": ttp_note}, ref, file_mb))
+    return rows
+
+
+def bench_ranks(n: int, ttp_py: str | None, ttp_note: str) -> list[dict]:
+    run = build_ranks(n)
+    files = sorted(os.path.join(run, f) for f in os.listdir(run))
+    file_mb = sum(os.path.getsize(f) for f in files) / MIB
+    name = f"{n} ranks"
+    rows = []
+    s = measure("serial", *files)
+    ref = s.get("wall_s")
+    rows.append(row(name, "serial in-process load (reference)", s, None, file_mb, "one by one, every view"))
+    cache = tempfile.mkdtemp(prefix="tb_pipeline_bench_cache_")
+    try:
+        cold = measure("cold", cache, *files)
+        rows.append(row(name, "ours cold, parallel workers", cold, None, file_mb,
+                        f"{(ref or 0) / cold['wall_s']:.2f}x faster than serial" if ref and "error" not in cold else ""))
+        warm = measure("warm", cache, *files)
+        rows.append(row(name, "ours warm (cache hit)", warm, None, file_mb, f"ready after {warm.get('ready_s', 0):.2f} s"))
+        dist = measure("distributed", cache, os.path.dirname(run), "run")
+        rows.append(row(name, "distributed route (warm cache)", dist, None, file_mb,
+                        f"{dist.get('ranks', 0)} ranks, slowest rank {dist.get('slowest_rank')}"))
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    cache = tempfile.mkdtemp(prefix="tb_pipeline_bench_cache_")
+    try:
+        dist = measure("distributed", cache, os.path.dirname(run), "run")
+        rows.append(row(name, "distributed route (cold cache)", dist, None, file_mb,
+                        f"{dist.get('ranks', 0)} ranks parsed in worker processes"))
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    if ttp_py:
+        t = measure("ttp", run, python=ttp_py)
+        rows.append(row(name, f"torch-tb-profiler {TTP_VERSION}", t, None, file_mb, f"{t.get('profiles', 0)} profiles"))
+    else:
+        rows.append(row(name, f"torch-tb-profiler {TTP_VERSION}", {"error": ttp_note}, None, file_mb))
+    for r in rows:
+        r["ratio"] = None
+    return rows
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", default="200,1024", help="comma-separated input sizes, MiB")
+    p.add_argument("--inputs", default="gpu,cpu", help="comma-separated subset of gpu,cpu")
+    p.add_argument("--ranks", type=int, default=64, help="worker files in the many-rank run (0: skip)")
+    p.add_argument("--no-ttp", action="store_true", help="skip torch-tb-profiler")
+    p.add_argument("--keep", action="store_true", help="keep generated inputs in benchmarks/out/scale (reused next time)")
+    p.add_argument("--json", dest="json_out", help="also write the rows to this file")
+    args = p.parse_args(argv)
+    os.makedirs(OUT_DIR, exist_ok=True)
+    ttp_py, ttp_note = (None, "skipped (--no-ttp)") if args.no_ttp else ttp_python()
+    if ttp_py is None:
+        print(f"torch-tb-profiler {TTP_VERSION} unavailable: {ttp_note}", flush=True)
+    rows: list[dict] = []
+    try:
+        for size in [int(s) for s in args.sizes.split(",") if s]:
+            for kind in [k for k in args.inputs.split(",") if k]:
+                rows += bench_input(kind, size, ttp_py, ttp_note)
+                print_rows(rows[-7:])
+                print(flush=True)
+        if args.ranks:
+            rows += bench_ranks(args.ranks, ttp_py, ttp_note)
+    finally:
+        if not args.keep:
+            shutil.rmtree(OUT_DIR, ignore_errors=True)
+    print()
+    print_rows(rows)
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(rows, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

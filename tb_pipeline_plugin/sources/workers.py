@@ -1,0 +1,242 @@
+"""Parsing in worker processes, bounded by cores and by a memory budget.
+
+A parse is seconds of Python holding the GIL; inside the TensorBoard process
+it would stall every other request. Here it runs in a process of a shared
+pool; the worker writes its result as a persisted entry (`trace.persist`:
+raw columns in one file) and the server maps that back, so nothing is parsed twice
+and no Python objects cross the process boundary. With the cache on, the
+entry is published in the cache directory; with it off, the worker writes a
+private directory the server deletes once mapped (the mapping stays valid).
+
+Every parse reserves its estimated peak memory against a budget first: one
+that could never fit is refused with the reason (shown in `runs`), others
+wait until enough earlier parses finished. Environment:
+`TB_PIPELINE_PARSE_WORKERS` (processes; 0 parses in the calling thread),
+`TB_PIPELINE_MEMORY_BUDGET_MB` (default half the machine's memory).
+"""
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import os
+import shutil
+import struct
+import sys
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+
+import psutil
+
+from ..analysis.processor import TraceProcessor
+from ..trace import load_trace
+from ..trace.link import link
+from ..trace.persist import load_linked, save_linked
+from ..trace.reader import GZIP_MAGIC
+from .cache import CacheConfig, TraceCache
+from .logdir import _is_remote, open_binary, stat_file
+
+MIB = 1 << 20
+# Peak resident memory of a parse per byte of decoded JSON: bench_scale.py
+# measured worker peak RSS / file of 2.14 (GPU, 209 MB) and 2.07 (CPU, 204 MB);
+# 3 leaves room for traces with more distinct strings.
+PEAK_BYTES_PER_JSON_BYTE = 3.0
+# Fixed cost of a worker (interpreter, numpy, pandas, msgspec).
+WORKER_BASE_BYTES = 200 * MIB
+# A remote gzip's trailer is not read (one more round trip); JSON traces
+# compress about 8-15x, so this is the likely size, not a bound.
+_REMOTE_GZIP_RATIO = 12
+_MAX_WORKERS = 8
+
+
+class TraceTooLarge(Exception):
+    """The trace's estimated parse footprint exceeds the memory budget."""
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    processes: int  # 0: parse in the calling thread
+    budget_bytes: int
+
+    @classmethod
+    def from_env(cls, env=os.environ) -> "WorkerConfig":
+        cores = os.cpu_count() or 1
+        processes = int(env.get("TB_PIPELINE_PARSE_WORKERS", min(cores, _MAX_WORKERS)))
+        raw_budget = env.get("TB_PIPELINE_MEMORY_BUDGET_MB", "").strip()
+        budget = int(float(raw_budget) * MIB) if raw_budget else psutil.virtual_memory().total // 2
+        return cls(max(0, processes), budget)
+
+
+def decoded_bytes(path: str, size: int) -> int:
+    """Bytes of JSON the file decodes to: the file size, or for gzip the
+    trailer's ISIZE (length mod 2**32: lifted to at least the compressed size)."""
+    try:
+        with open_binary(path) as f:
+            magic = f.read(2)
+            if magic != GZIP_MAGIC:
+                return size
+            if _is_remote(path) or size < 18:
+                return size * _REMOTE_GZIP_RATIO
+            f.seek(size - 4)
+            (isize,) = struct.unpack("<I", f.read(4))
+    except OSError:
+        return size
+    while isize < size:
+        isize += 1 << 32
+    return isize
+
+
+def estimate_parse_bytes(path: str, size: int) -> int:
+    return int(decoded_bytes(path, size) * PEAK_BYTES_PER_JSON_BYTE) + WORKER_BASE_BYTES
+
+
+def _gb(n: int) -> str:
+    return f"{n / (1 << 30):.1f} GB"
+
+
+class MemoryBudget:
+    """Reservations of estimated parse memory; blocks while others hold too much."""
+
+    def __init__(self, budget_bytes: int):
+        self.budget_bytes = budget_bytes
+        self._used = 0
+        self._cond = threading.Condition()
+
+    def check(self, path: str, size: int, need: int) -> None:
+        if need > self.budget_bytes:
+            raise TraceTooLarge(
+                f"not loaded: parsing this trace ({_gb(size)} on disk) needs about {_gb(need)} of memory, "
+                f"over the budget of {_gb(self.budget_bytes)}; set TB_PIPELINE_MEMORY_BUDGET_MB to raise it "
+                f"(this machine has {_gb(psutil.virtual_memory().total)})"
+            )
+
+    def acquire(self, need: int) -> None:
+        with self._cond:
+            # Alone, any parse that passed `check` may run.
+            self._cond.wait_for(lambda: self._used == 0 or self._used + need <= self.budget_bytes)
+            self._used += need
+
+    def release(self, need: int) -> None:
+        with self._cond:
+            self._used -= need
+            self._cond.notify_all()
+
+
+def parse_to_entry(path: str, size: int, mtime: float, cache_root: str | None, cache_max_bytes: int) -> tuple[str, bool]:
+    """Runs in a worker: decode + link `path` and persist the result.
+    Returns (entry directory, ephemeral: the caller deletes it after mapping)."""
+    cache = TraceCache(CacheConfig(cache_root, cache_max_bytes))
+    staged = cache.staging_dir()
+    try:
+        linked = link(load_trace(path, opener=open_binary))
+        save_linked(linked, staged)
+        del linked
+        # A file rewritten while it was read must not be cached under the old version.
+        if cache.enabled and stat_file(path) == (size, mtime):
+            return cache.publish(staged, path, size, mtime), False
+        return staged, True
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+    finally:
+        _release_memory()
+
+
+def rank_summary_in_worker(path: str, size: int, mtime: float, cache_root: str | None, cache_max_bytes: int) -> dict:
+    """Runs in a worker: what the distributed view needs of one rank (its
+    overview), from the cache entry or a parse that writes one. The
+    overview of hundreds of ranks is computed in parallel, outside the server."""
+    cache = TraceCache(CacheConfig(cache_root, cache_max_bytes))
+    linked = cache.lookup(path, size, mtime)
+    if linked is None:
+        directory, ephemeral = parse_to_entry(path, size, mtime, cache_root, cache_max_bytes)
+        try:
+            linked = load_linked(directory, verify=False)
+        finally:
+            if ephemeral:
+                shutil.rmtree(directory, ignore_errors=True)
+    tp = TraceProcessor.from_linked(linked, source=path)
+    try:
+        return {"overview": tp.overview(), "has_device": tp.has_device, "warnings": list(tp.warnings)}
+    finally:
+        del tp, linked
+        _release_memory()
+
+
+def _release_memory() -> None:
+    """An idle worker should not sit on a parse's peak: glibc keeps freed
+    small-object arenas unless asked to give them back."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _started() -> int:
+    time.sleep(0.2)  # held long enough that each start task lands on another worker
+    return os.getpid()
+
+
+class ParsePool:
+    """A lazily started process pool; restarted if a worker dies."""
+
+    def __init__(self, processes: int):
+        self.processes = processes
+        self._executor: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def _get(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._executor is None:
+                # spawn: forking a multi-threaded server process can deadlock.
+                # (It re-imports the main script in each worker: TensorBoard's
+                # entry points guard theirs with `if __name__ == "__main__"`.)
+                self._executor = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"))
+            return self._executor
+
+    def start(self) -> None:
+        """Starts every worker and waits until each has imported the parser
+        (seconds), so the first parse does not pay for it."""
+        if self.processes:
+            executor = self._get()
+            for f in [executor.submit(_started) for _ in range(self.processes)]:
+                f.result()
+
+    def run(self, fn, *args):
+        if self.processes == 0:
+            return fn(*args)
+        executor = self._get()
+        try:
+            return executor.submit(fn, *args).result()
+        except BrokenProcessPool:
+            with self._lock:
+                if self._executor is executor:
+                    self._executor = None
+            executor.shutdown(wait=False, cancel_futures=True)
+            raise RuntimeError(
+                "the parse worker process died (killed for lack of memory?); "
+                "lower TB_PIPELINE_MEMORY_BUDGET_MB or TB_PIPELINE_PARSE_WORKERS"
+            ) from None
+
+    def shutdown(self, wait: bool = False) -> None:
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=wait, cancel_futures=True)
+
+
+_POOLS: dict[int, ParsePool] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def shared_pool(processes: int) -> ParsePool:
+    """One pool per size per process: every plugin instance (tests build many) shares it."""
+    with _POOLS_LOCK:
+        pool = _POOLS.get(processes)
+        if pool is None:
+            pool = _POOLS[processes] = ParsePool(processes)
+        return pool

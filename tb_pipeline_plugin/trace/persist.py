@@ -1,0 +1,193 @@
+"""A linked trace <-> a directory: one file of raw columns plus a JSON manifest.
+
+What a parse produces is columns, so a parse done once (in a worker process,
+or before a restart) is kept as those columns and mapped back with
+`np.memmap(mode="r")`: no re-parse, no copy until a page is touched.
+
+The manifest lists every column with its dtype, shape and offset in one
+file, the CRC-32 of that file and the CRC of the manifest itself, so a truncated or altered entry is
+detected (`CorruptEntry`) and never served. Only plain data is written (JSON
+and raw numbers, no pickles): a cache directory is no place for code.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from .link import LinkedTrace, Steps
+from .table import EventTable, FlowColumns, KernelColumns, MemoryColumns
+
+MANIFEST = "manifest.json"
+COLUMNS = "columns.bin"
+_ALIGN = 64
+_FORMAT = 1
+_CLASSES = {c.__name__: c for c in (LinkedTrace, Steps, EventTable, KernelColumns, MemoryColumns, FlowColumns)}
+
+
+def _source_digest() -> str:
+    """Hash of the decoder's own source: any change to how traces are decoded
+    or linked invalidates every persisted entry, without anyone having to
+    remember to bump a number."""
+    h = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for path in sorted(here.glob("*.py")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+PARSER_VERSION = f"{_FORMAT}-{_source_digest()}"
+
+
+class CorruptEntry(ValueError):
+    """A persisted entry that does not match its manifest."""
+
+
+def save_linked(linked: LinkedTrace, directory: str) -> int:
+    """Writes `linked` into an existing empty `directory`; returns the bytes written.
+
+    Every column goes into one file (`COLUMNS`), each at a 64-byte aligned
+    offset: one write and one mapping however many columns a trace has
+    (a file per column costs milliseconds each, which dominates small ranks)."""
+    arrays: dict[str, np.ndarray] = {}
+    tree = _encode(linked, arrays, "")
+    layout = {}
+    crc = 0
+    offset = 0
+    with open(os.path.join(directory, COLUMNS), "wb") as f:
+        for name, arr in arrays.items():
+            arr = np.ascontiguousarray(arr)
+            if arr.dtype.hasobject:
+                raise TypeError(f"column {name} holds Python objects and cannot be persisted")
+            pad = -offset % _ALIGN
+            if pad:
+                f.write(b"\0" * pad)
+                crc = zlib.crc32(b"\0" * pad, crc)
+                offset += pad
+            data = memoryview(arr).cast("B") if arr.size else b""
+            f.write(data)
+            crc = zlib.crc32(data, crc)
+            layout[name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "offset": offset}
+            offset += arr.nbytes
+    body = json.dumps({"format": _FORMAT, "parser": PARSER_VERSION, "tree": tree, "columns": layout,
+                       "columns_bytes": offset, "columns_crc32": crc}, allow_nan=True)
+    manifest = json.dumps({"crc32": zlib.crc32(body.encode()), "body": body})
+    with open(os.path.join(directory, MANIFEST), "w", encoding="utf-8") as f:
+        f.write(manifest)
+    return offset + len(manifest)
+
+
+def load_linked(directory: str, verify: bool = True) -> LinkedTrace:
+    """The persisted trace, its columns memory-mapped read-only.
+
+    Raises CorruptEntry when anything does not match the manifest (missing or
+    truncated file, other parser version, checksum; `verify=False` skips only
+    the columns' checksum, for an entry this process just had written)."""
+    try:
+        with open(os.path.join(directory, MANIFEST), encoding="utf-8") as f:
+            outer = json.load(f)
+        body = outer["body"]
+        if zlib.crc32(body.encode()) != outer["crc32"]:
+            raise CorruptEntry("manifest checksum mismatch")
+        manifest = json.loads(body)
+        layout, expected_bytes = manifest["columns"], manifest["columns_bytes"]
+    except CorruptEntry:
+        raise
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CorruptEntry(f"unreadable manifest: {exc}") from None
+    if manifest.get("parser") != PARSER_VERSION:
+        raise CorruptEntry(f"written by parser {manifest.get('parser')}, this is {PARSER_VERSION}")
+    path = os.path.join(directory, COLUMNS)
+    try:
+        size = os.path.getsize(path)
+        if size != expected_bytes:
+            raise CorruptEntry(f"{COLUMNS} has {size} bytes, expected {expected_bytes}")
+        blob = np.memmap(path, dtype=np.uint8, mode="r") if size else np.empty(0, np.uint8)
+    except CorruptEntry:
+        raise
+    except (OSError, ValueError) as exc:
+        raise CorruptEntry(f"{COLUMNS} unreadable: {exc}") from None
+    if verify and zlib.crc32(blob) != manifest["columns_crc32"]:
+        raise CorruptEntry(f"{COLUMNS} checksum mismatch")
+    arrays = {}
+    try:
+        for name, info in layout.items():
+            dtype = np.dtype(info["dtype"])
+            shape = tuple(info["shape"])
+            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            start = info["offset"]
+            if start + nbytes > size:
+                raise CorruptEntry(f"column {name} lies beyond the end of {COLUMNS}")
+            # A plain ndarray view (not a memmap subclass): analyses index
+            # and combine columns freely; the mapping stays its base.
+            arrays[name] = blob[start : start + nbytes].view(np.ndarray).view(dtype).reshape(shape) if nbytes else np.empty(shape, dtype)
+        linked = _decode(manifest["tree"], arrays)
+    except CorruptEntry:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorruptEntry(f"manifest does not describe a trace: {exc}") from None
+    if not isinstance(linked, LinkedTrace):
+        raise CorruptEntry("manifest does not describe a linked trace")
+    return linked
+
+
+def entry_bytes(directory: str) -> int:
+    """Bytes of an entry (two stats, no parsing); 0 if unreadable."""
+    try:
+        return os.path.getsize(os.path.join(directory, MANIFEST)) + os.path.getsize(os.path.join(directory, COLUMNS))
+    except OSError:
+        return 0
+
+
+# ---- tagged JSON: dataclasses, arrays, tuples, dicts with non-string keys ----
+
+
+def _encode(value, arrays: dict, path: str):
+    if isinstance(value, np.ndarray):
+        name = path.strip(".") or "root"
+        arrays[name] = value
+        return {"__array__": name}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        cls = type(value).__name__
+        if cls not in _CLASSES:
+            raise TypeError(f"{cls} is not a persistable trace class")
+        fields = {f.name: _encode(getattr(value, f.name), arrays, f"{path}.{f.name}") for f in dataclasses.fields(value)}
+        return {"__class__": cls, "fields": fields}
+    if isinstance(value, tuple):
+        return {"__tuple__": [_encode(v, arrays, f"{path}.{i}") for i, v in enumerate(value)]}
+    if isinstance(value, list):
+        return [_encode(v, arrays, f"{path}.{i}") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        return {"__dict__": [[_encode(k, arrays, path), _encode(v, arrays, f"{path}.{i}")] for i, (k, v) in enumerate(value.items())]}
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"cannot persist a {type(value).__name__} at {path or 'the root'}")
+
+
+def _decode(node, arrays: dict):
+    if isinstance(node, list):
+        return [_decode(v, arrays) for v in node]
+    if not isinstance(node, dict):
+        return node
+    if "__array__" in node:
+        return arrays[node["__array__"]]
+    if "__class__" in node:
+        cls = _CLASSES[node["__class__"]]
+        return cls(**{k: _decode(v, arrays) for k, v in node["fields"].items()})
+    if "__tuple__" in node:
+        return tuple(_decode(v, arrays) for v in node["__tuple__"])
+    if "__dict__" in node:
+        return {_hashable(_decode(k, arrays)): _decode(v, arrays) for k, v in node["__dict__"]}
+    raise ValueError(f"unknown node with keys {sorted(node)}")
+
+
+def _hashable(key):
+    return tuple(_hashable(k) for k in key) if isinstance(key, (list, tuple)) else key

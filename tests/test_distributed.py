@@ -1,0 +1,122 @@
+"""The distributed route on HTA's real two-rank sample (A100s, NCCL, 128-rank job).
+
+Oracles from the trace JSON itself: rank, world size and backend from each
+file's `distributedInfo`; step counts from its `ProfilerStep#` events. The
+split into computation / communication / idle is checked to add up to the
+step time and against each rank's own overview (checked elsewhere against
+torch and the JSON); the straggler against the per-rank step times.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import time
+
+import pytest
+from werkzeug.test import Client
+
+from conftest import PLUGIN_PREFIX, build_tb_app
+from tb_pipeline_plugin.analysis.processor import TraceProcessor
+
+
+def _json_oracle(path):
+    with gzip.open(path, "rb") as f:
+        trace = json.load(f)
+    info = trace["distributedInfo"]
+    steps = {e["name"] for e in trace["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("ph") == "X"}
+    return info, len(steps)
+
+
+@pytest.fixture(scope="module")
+def ranks_logdir(shared_traces, tmp_path_factory):
+    """`job`: rank 0 and rank 1 as worker files; `swapped`: the same files
+    under each other's worker names (ranks must come from the trace); `dup`:
+    rank 0's file twice (ranks fall back to worker positions)."""
+    src = sorted((shared_traces / "multi_rank").glob("sampled_rank-*.json.gz"))
+    logdir = tmp_path_factory.mktemp("ranks")
+    for run, order in (("job", src), ("swapped", src[::-1]), ("dup", [src[0], src[0]])):
+        (logdir / run).mkdir()
+        for i, s in enumerate(order):
+            shutil.copy(s, logdir / run / f"worker{i}.pt.trace.json.gz")
+    return logdir, src
+
+
+def _get(client, url, timeout=120):
+    deadline = time.monotonic() + timeout
+    while True:
+        resp = client.get(f"{PLUGIN_PREFIX}/{url}")
+        if resp.status_code != 409:
+            return resp
+        assert time.monotonic() < deadline, f"{url} still loading"
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def client(ranks_logdir):
+    app, plugin = build_tb_app(ranks_logdir[0])
+    yield Client(app)
+    plugin.close()
+
+
+def test_ranks_split_and_straggler(client, ranks_logdir):
+    _, src = ranks_logdir
+    resp = _get(client, "distributed?baseline=job")
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    body = resp.get_json()
+    assert body["experimental"] is None and body["rows"] == []
+    ranks = body["baseline"]["ranks"]
+    assert [r["worker"] for r in ranks] == ["worker0", "worker1"]
+    for r, path in zip(ranks, src):
+        info, n_steps = _json_oracle(path)
+        assert (r["rank"], r["world_size"], r["backend"]) == (info["rank"], info["world_size"], info["backend"])
+        assert r["rank_from_trace"]
+        assert r["steps"] == n_steps
+        assert r["computation_us"] + r["communication_us"] + r["idle_us"] == pytest.approx(r["step_time_us"])
+        assert min(r["computation_us"], r["communication_us"], r["idle_us"]) >= 0
+        assert r["communication_us"] > 0  # NCCL kernels on every rank of this job
+        ov = TraceProcessor.load(str(path)).overview()
+        b = ov["breakdown_us"]
+        assert r["step_time_us"] == pytest.approx(ov["avg_step_time_us"])
+        assert r["computation_us"] == pytest.approx(b["kernel"] + b["memcpy"] + b["memset"])
+        assert r["communication_us"] == pytest.approx(b["communication"])
+    slowest = max(ranks, key=lambda r: r["step_time_us"])
+    assert body["baseline"]["slowest"]["rank"] == slowest["rank"]
+    assert body["baseline"]["slowest"]["worker"] == slowest["worker"]
+    median = sum(r["step_time_us"] for r in ranks) / 2
+    assert body["baseline"]["median_step_time_us"] == pytest.approx(median)
+    assert slowest["vs_median_us"] == pytest.approx(slowest["step_time_us"] - median)
+
+
+def test_baseline_vs_experimental_matched_by_rank(client):
+    body = _get(client, "distributed?baseline=job&experimental=swapped").get_json()
+    b = {r["rank"]: r for r in body["baseline"]["ranks"]}
+    e = {r["rank"]: r for r in body["experimental"]["ranks"]}
+    # Same files under swapped worker names: matched by the trace's rank, every delta 0.
+    assert [(r["rank"], r["baseline_worker"], r["experimental_worker"]) for r in body["rows"]] == [
+        (0, "worker0", "worker1"), (1, "worker1", "worker0")]
+    assert body["unmatched_ranks"] == []
+    for row in body["rows"]:
+        assert row["baseline_step_time_us"] == pytest.approx(b[row["rank"]]["step_time_us"])
+        assert row["experimental_step_time_us"] == pytest.approx(e[row["rank"]]["step_time_us"])
+        for q in ("step_time", "computation", "communication", "idle"):
+            assert row[f"delta_{q}_us"] == 0 and row[f"delta_{q}_pct"] in (0, None)
+
+
+def test_duplicate_ranks_fall_back_to_positions_and_deltas(client, ranks_logdir):
+    _, src = ranks_logdir
+    body = _get(client, "distributed?baseline=job&experimental=dup").get_json()
+    dup = body["experimental"]["ranks"]
+    assert [(r["rank"], r["rank_from_trace"]) for r in dup] == [(0, False), (1, False)]
+    rank0 = TraceProcessor.load(str(src[0])).overview()["avg_step_time_us"]
+    rank1 = TraceProcessor.load(str(src[1])).overview()["avg_step_time_us"]
+    row1 = body["rows"][1]
+    assert row1["rank"] == 1
+    assert row1["delta_step_time_us"] == pytest.approx(rank0 - rank1, abs=1e-3)
+    assert row1["delta_step_time_pct"] == pytest.approx(100 * (rank0 - rank1) / rank1, abs=0.01)
+    assert body["rows"][0]["delta_step_time_us"] == 0
+
+
+def test_unknown_run_and_missing_parameter(client):
+    assert client.get(f"{PLUGIN_PREFIX}/distributed?baseline=nope").status_code == 404
+    assert client.get(f"{PLUGIN_PREFIX}/distributed").status_code == 400
