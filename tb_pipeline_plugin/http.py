@@ -8,6 +8,7 @@ import msgspec
 import numpy as np
 from werkzeug import wrappers
 
+from .deep_json import encode_deep
 from .errors import PluginError
 
 logger = logging.getLogger(__name__)
@@ -26,7 +27,10 @@ _ENCODER = msgspec.json.Encoder(enc_hook=_enc_hook)
 
 def encode_json(obj) -> bytes:
     # NaN and infinities become null: JSON has no spelling for them.
-    return _ENCODER.encode(obj)
+    try:
+        return _ENCODER.encode(obj)
+    except RecursionError:  # nested deeper than msgspec goes (a deep module tree)
+        return encode_deep(obj, _ENCODER.encode)
 
 
 def json_response(obj, status: int = 200) -> wrappers.Response:

@@ -19,7 +19,7 @@ def runs_impl(runs: dict, states: dict[str, LoadState]) -> dict:
             "kinds": list(info.kinds),
             "status": status,
             "error": state.error if state and status == "failed" else None,
-            "warnings": list(state.warnings) if state else [],
+            "warnings": (list(state.warnings) if state else []) + list(getattr(info, "notes", [])),
         })
     return {"runs": out, "loading": any(r["status"] == "loading" for r in out)}
 
