@@ -11,7 +11,8 @@ and wrongly typed fields, NaN / Infinity, huge numbers, deep values, huge
 strings, cycles and duplicates in Python ids, flow ids and correlations), or
 events drawn by hypothesis. A pool of worker processes loads each case the
 way the plugin does (`TraceProcessor.load`), then computes and encodes every
-view (and, for every 4th case, the diff of the trace against itself).
+view and the diff of the trace against itself (every case loads; every 2nd
+computes the views, every 8th the diff views; see VIEWS_EVERY).
 
 A case must end `loaded` (warnings allowed) or `failed` with a clear reason
 (a `ValueError` with a message). Anything else counts against the run:
@@ -40,8 +41,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "traces"
-MAX_SEED_EVENTS = 1000
-DIFF_EVERY = 4  # the diff views (slower) run on every 4th case
+MAX_SEED_EVENTS = 600
+# The views cost more than the decode: every case loads, every 2nd computes
+# the per-run views, every 8th the diff views too; cases with id cycles,
+# deep values or hypothesis draws always get both.
+VIEWS_EVERY, DIFF_EVERY = 2, 8
+ALWAYS_VIEWS = ("s_id_cycles", "s_deep", "hypothesis")
+GZIP_MAGIC = b"\x1f\x8b"
 BAD_OUTCOMES = ("unexpected", "hang", "memory", "crash")
 
 
@@ -355,8 +361,10 @@ def _rss() -> int:
         return int(next(line for line in f if line.startswith("VmRSS")).split()[1]) * 1024
 
 
-def worker_main(limit_bytes: int) -> None:
+def worker_main(limit_bytes: int, work: Path, seed: int) -> None:
     sys.path.insert(0, str(REPO))
+    seeds = json.loads((work / "seeds.json").read_text())
+    drawn = [d.encode() for d in json.loads((work / "drawn.json").read_text())]
     from tb_pipeline_plugin import run_api
     from tb_pipeline_plugin.diff import api as diff_api
     from tb_pipeline_plugin.http import encode_json
@@ -367,7 +375,15 @@ def worker_main(limit_bytes: int) -> None:
     vm = int(next(line for line in open("/proc/self/status") if line.startswith("VmSize")).split()[1]) * 1024
     resource.setrlimit(resource.RLIMIT_AS, (vm + limit_bytes, vm + limit_bytes))
     for line in sys.stdin:
-        path = line.strip()
+        # Cases are made here, in parallel: making one costs about as much as loading it.
+        i = int(line)
+        kind, data = make_case(i, seed, seeds, drawn)
+        suffix = ".gz" if data[:2] == GZIP_MAGIC else ""
+        path = work / f"case-{i}.pt.trace.json{suffix}"
+        path.write_bytes(data)
+        del data
+        # 0: load only, 1: + per-run views, 2: + diff views
+        level = 2 if kind in ALWAYS_VIEWS or i % DIFF_EVERY == 0 else 1 if i % VIEWS_EVERY == 0 else 0
         try:
             with open("/proc/self/clear_refs", "w") as f:
                 f.write("5")  # resets VmHWM: peak RSS per case
@@ -375,26 +391,29 @@ def worker_main(limit_bytes: int) -> None:
             pass
         base = _rss()
         t0 = time.monotonic()
-        result = {"outcome": "loaded", "detail": "", "warnings": 0}
+        result = {"outcome": "loaded", "detail": "", "warnings": 0, "kind": kind, "path": str(path)}
         try:
-            tp = TraceProcessor.load(path)
+            tp = TraceProcessor.load(str(path))
             sel = run_api.selection("r", "w", "1")
-            views = [run_api.overview_impl(tp, sel), run_api.operators_impl(tp, "name"),
-                     run_api.operators_impl(tp, "name_and_shape"), run_api.kernels_impl(tp), run_api.modules_impl(tp)]
-            if int(Path(path).name.split("-")[1].split(".")[0]) % DIFF_EVERY == 0:
+            views = []
+            if level >= 1:
+                views += [run_api.overview_impl(tp, sel), run_api.operators_impl(tp, "name"),
+                          run_api.operators_impl(tp, "name_and_shape"), run_api.kernels_impl(tp),
+                          run_api.modules_impl(tp)]
+            if level >= 2:
                 views += [diff_api.diff_overview_impl(tp, tp), diff_api.diff_modules_impl(tp, tp, "", {}),
                           diff_api.diff_operators_impl(tp, tp, {}), diff_api.diff_kernels_impl(tp, tp, {})]
             for v in views:
                 encode_json(v)
             result["warnings"] = len(tp.warnings)
         except MemoryError:
-            result = {"outcome": "memory", "detail": "MemoryError"}
+            result = {**result, "outcome": "memory", "detail": "MemoryError"}
         except Exception as exc:  # noqa: BLE001 - classifying is the point
             clear = type(exc) in (ValueError, TraceTooLarge) and str(exc).strip()
             detail = f"{type(exc).__name__}: {exc}"[:300]
             if not clear:
                 detail += "\n" + "".join(traceback.format_exc(limit=-4))[-1500:]
-            result = {"outcome": "failed" if clear else "unexpected", "detail": detail}
+            result = {**result, "outcome": "failed" if clear else "unexpected", "detail": detail}
         tp = views = None
         result["seconds"] = round(time.monotonic() - t0, 3)
         result["peak_growth"] = max(_hwm() - base, 0)
@@ -405,10 +424,20 @@ def worker_main(limit_bytes: int) -> None:
 # ---- driver ------------------------------------------------------------------------
 
 
+def _case_path(work: Path, i: int) -> str | None:
+    """The file of case `i` (a worker that hung or died did not report it)."""
+    for suffix in (".gz", ""):
+        p = work / f"case-{i}.pt.trace.json{suffix}"
+        if p.exists():
+            return str(p)
+    return None
+
+
 class Worker:
-    def __init__(self, limit_bytes: int):
+    def __init__(self, limit_bytes: int, work: Path, seed: int):
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--worker", "--limit-bytes", str(limit_bytes)],
+            [sys.executable, __file__, "--worker", "--limit-bytes", str(limit_bytes), "--work", str(work),
+             "--seed", str(seed)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1,
         )
         self.case = None
@@ -417,7 +446,7 @@ class Worker:
     def submit(self, case) -> None:
         self.case = case
         self.started = time.monotonic()
-        self.proc.stdin.write(case[2] + "\n")
+        self.proc.stdin.write(f"{case}\n")
         self.proc.stdin.flush()
 
     def kill(self) -> None:
@@ -436,9 +465,13 @@ def run(args) -> dict:
             recorded += record_seed(work)
         seeds = load_seeds(recorded)
         drawn = hypothesis_cases(max(args.cases // 10, 1), args.seed) if args.cases >= 10 else []
+        (work / "seeds.json").write_text(json.dumps(seeds))
+        (work / "drawn.json").write_text(json.dumps([d.decode() for d in drawn]))
+        n_seeds = len(seeds)
+        del seeds, drawn
         pending = list(range(args.cases))
         limit = args.memory_limit_mb << 20
-        workers = [Worker(limit) for _ in range(args.workers)]
+        workers = [Worker(limit, work, args.seed) for _ in range(args.workers)]
         sel = selectors.DefaultSelector()
         for w in workers:
             sel.register(w.proc.stdout, selectors.EVENT_READ, w)
@@ -453,16 +486,14 @@ def run(args) -> dict:
             if not pending:
                 w.case = None
                 return
-            i = pending.pop(0)
-            kind, data = make_case(i, args.seed, seeds, drawn)
-            gz = data[:2] == b"\x1f\x8b"
-            path = work / f"case-{i}.pt.trace.json{'.gz' if gz else ''}"
-            path.write_bytes(data)
-            w.submit((i, kind, str(path)))
+            w.submit(pending.pop(0))
 
         def record(w: Worker, result: dict) -> None:
             nonlocal peak, warned
-            i, kind, path = w.case
+            i = w.case
+            kind = result.get("kind") or make_case(i, args.seed, json.loads((work / "seeds.json").read_text()),
+                                                   [d.encode() for d in json.loads((work / "drawn.json").read_text())])[0]
+            path = result.get("path") or _case_path(work, i)
             if result["outcome"] in ("loaded", "failed") and result.get("peak_growth", 0) > args.max_growth_mb << 20:
                 result = {**result, "outcome": "memory", "detail": f"peak RSS growth {result['peak_growth'] >> 20} MB"}
             outcomes[result["outcome"]] += 1
@@ -471,9 +502,11 @@ def run(args) -> dict:
             warned += result["outcome"] == "loaded" and result.get("warnings", 0) > 0
             if result["outcome"] in BAD_OUTCOMES:
                 keep.mkdir(parents=True, exist_ok=True)
-                shutil.copy(path, keep / Path(path).name)
-                bad.append({"case": i, "kind": kind, **result, "file": str(keep / Path(path).name)})
-            os.unlink(path)
+                if path and os.path.exists(path):
+                    shutil.copy(path, keep / Path(path).name)
+                bad.append({"case": i, **result, "kind": kind, "file": str(keep / Path(path).name) if path else None})
+            if path and os.path.exists(path):
+                os.unlink(path)
 
         for w in workers:
             next_case(w)
@@ -484,7 +517,7 @@ def run(args) -> dict:
                 if not line:  # the worker died
                     record(w, {"outcome": "crash", "detail": f"worker exited with {w.proc.wait()}"})
                     sel.unregister(w.proc.stdout)
-                    fresh = Worker(limit)
+                    fresh = Worker(limit, work, args.seed)
                     workers[workers.index(w)] = fresh
                     sel.register(fresh.proc.stdout, selectors.EVENT_READ, fresh)
                     next_case(fresh)
@@ -496,7 +529,7 @@ def run(args) -> dict:
                     record(w, {"outcome": "hang", "detail": f"no answer after {args.timeout_s} s"})
                     sel.unregister(w.proc.stdout)
                     w.kill()
-                    fresh = Worker(limit)
+                    fresh = Worker(limit, work, args.seed)
                     workers[idx] = fresh
                     sel.register(fresh.proc.stdout, selectors.EVENT_READ, fresh)
                     next_case(fresh)
@@ -508,7 +541,7 @@ def run(args) -> dict:
             w.kill()
         return {
             "cases": sum(outcomes.values()), "outcomes": dict(outcomes), "loaded_with_warnings": warned,
-            "by_mutation": {k: dict(v) for k, v in sorted(by_kind.items())}, "seeds": len(seeds),
+            "by_mutation": {k: dict(v) for k, v in sorted(by_kind.items())}, "seeds": n_seeds,
             "peak_growth_mb": round(peak / (1 << 20), 1), "seconds": round(time.monotonic() - t0, 1),
             "bad": bad[:50],
         }
@@ -532,9 +565,10 @@ def main(argv=None) -> int:
     p.add_argument("--progress", action="store_true")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--limit-bytes", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--work", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
-        worker_main(args.limit_bytes)
+        worker_main(args.limit_bytes, Path(args.work), args.seed)
         return 0
     summary = run(args)
     text = json.dumps(summary, indent=1)

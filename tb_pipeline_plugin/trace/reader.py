@@ -8,7 +8,7 @@ work and memory:
   `TB_PIPELINE_MAX_TRACE_MB`; default an eighth of the machine's memory,
   since decoding needs about 2.5 times the text on top of it);
 - memory: at most a third of the memory available when the read starts;
-- ratio: past 64 MiB, at most `TB_PIPELINE_MAX_GZIP_RATIO` (default 200)
+- ratio: past 16 MiB, at most `TB_PIPELINE_MAX_GZIP_RATIO` (default 200)
   bytes out per compressed byte in. Real traces inflate 10 to 30 times;
   only padding (a bomb) inflates hundreds of times.
 
@@ -28,7 +28,7 @@ MAX_TRACE_MB_ENV = "TB_PIPELINE_MAX_TRACE_MB"
 MAX_GZIP_RATIO_ENV = "TB_PIPELINE_MAX_GZIP_RATIO"
 _DEFAULT_MEMORY_SHARE = 8  # default limit: total memory / this
 _DEFAULT_MAX_RATIO = 200.0
-_RATIO_GRACE_BYTES = 64 << 20
+_RATIO_GRACE_BYTES = 16 << 20
 _IN_BLOCK_BYTES = 64 << 10  # compressed bytes per step: damage loses at most one step, then byte-exact
 _OUT_STEP_BYTES = 8 << 20  # decompressed bytes per call: limits are checked this often
 
