@@ -184,21 +184,40 @@ def _decode_one_by_one(data: bytes, a: int, b: int) -> tuple[list, str | None]:
                 notes.extend(w for w in warnings if w not in notes)
                 break
             except _VALUE_ERRORS as exc:
+                if _cut_short(text) and j < len(starts) - 1 and j - i < _MAX_PIECES_PER_EVENT:
+                    j += 1  # the bad value came before the end of a piece cut too early
+                    continue
                 lost.append((starts[i], _reason(exc)))
                 break
             except msgspec.DecodeError as exc:
+                pos = _error_byte(exc)
+                cut_short = pos is None or pos >= len(text) - 2
                 # A guessed boundary inside an event: take the next piece too.
-                if j < len(starts) - 1 and j - i < _MAX_PIECES_PER_EVENT:
+                if cut_short and j < len(starts) - 1 and j - i < _MAX_PIECES_PER_EVENT:
                     j += 1
                     continue
                 lost.append((starts[i], _reason(exc)))
+                j = i + 1  # only this piece is lost
                 break
         i = j
     if lost:
         where = ", ".join(f"byte {at:,} ({why})" for at, why in lost[:3])
         more = f" and {len(lost) - 3:,} more" if len(lost) > 3 else ""
-        notes.append(f"{len(lost):,} events that could not be decoded were skipped: at {where}{more}")
+        notes.append(f"{len(lost):,} damaged events (or pieces of one) could not be decoded and were skipped: at {where}{more}")
     return events, "; ".join(notes) or None
+
+
+def _cut_short(text: bytes) -> bool:
+    """Whether `text` is JSON that ends too early (checked without building
+    values, so a bad value inside does not matter)."""
+    try:
+        msgspec.json.decode(text, type=msgspec.Raw)
+        return False
+    except msgspec.DecodeError as exc:
+        pos = _error_byte(exc)
+        return pos is None or pos >= len(text) - 2
+    except RecursionError:
+        return False
 
 
 def _reason(exc: Exception) -> str:
