@@ -158,10 +158,10 @@ def _decode_range(data: bytes, a: int, b: int, is_last: bool, closed: bool):
         for cut in last_boundaries(data, a, limit):
             try:
                 events, warnings = _decode_repaired(chunk_text(data, a, cut), a - 1)
+            except _VALUE_ERRORS:  # before DecodeError: ValidationError is one
+                events, _ = _decode_one_by_one(data, a, cut)
             except msgspec.DecodeError:
                 continue
-            except _VALUE_ERRORS:
-                events, _ = _decode_one_by_one(data, a, cut)
             return events, _resume_after(data, a, pos, b, is_last), _damage_warning(data, a, cut, b, pos, is_last, closed)
         return [], _resume_after(data, a, pos, b, is_last), _damage_warning(data, a, a, b, pos, is_last, closed)
 
