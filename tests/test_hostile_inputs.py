@@ -311,3 +311,18 @@ def test_corrupt_gzip_byte_near_the_end_keeps_the_events_before(single, tmp_path
     assert _n_ops(table) >= _oracle_ops(intact)
     assert _oracle_ops(intact) > 0.9 * _oracle_ops(events)
     assert any("gzip" in w for w in table.warnings), table.warnings
+
+
+def test_unpaired_kernel_begin_does_not_break_the_kernels_view(make_tb_client, tmp_path):
+    # Found by the decoder fuzz: a kernel `B` without its `E` left a kernel
+    # entry pointing at no row.
+    doc = {"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 10},
+        {"ph": "B", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1},
+    ]}
+    client, state = _serve(make_tb_client, tmp_path, doc)
+    assert state["status"] == "ready"
+    assert any("without" in w or "unmatched" in w or "B/E" in w for w in state["warnings"]), state["warnings"]
+    resp = client.get(f"{PLUGIN_PREFIX}/kernels?run=r")
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    assert resp.get_json()["rows"] == []
