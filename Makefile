@@ -8,7 +8,7 @@ BUNDLE := tb_pipeline_plugin/static/index.js
 FRONTEND_SRC := $(shell find frontend/src -type f 2>/dev/null) frontend/package.json frontend/package-lock.json
 PORT ?= 6006
 
-.PHONY: demo test test-py test-js setup frontend samples chromium bench clean
+.PHONY: demo test test-py test-js setup frontend samples chromium bench clean api
 
 setup: $(STAMPS)/venv $(BUNDLE)
 
@@ -25,12 +25,22 @@ $(STAMPS)/npm: frontend/package.json frontend/package-lock.json
 	cd frontend && npm ci --no-audit --no-fund
 	@touch $@
 
+$(STAMPS)/codegen: frontend/codegen/package.json frontend/codegen/package-lock.json
+	@mkdir -p $(STAMPS)
+	cd frontend/codegen && npm ci --no-audit --no-fund
+	@touch $@
+
+# The one contract: Python Structs -> docs/openapi.json -> frontend/src/generated/api.ts.
+api: $(STAMPS)/venv $(STAMPS)/codegen
+	$(PY) -m tb_pipeline_plugin.server.openapi
+	cd frontend/codegen && npm run gen
+
 $(BUNDLE): $(STAMPS)/npm $(FRONTEND_SRC)
 	cd frontend && npm run build
 
 frontend: $(BUNDLE)
 
-samples/runs/.recorded: $(STAMPS)/venv samples/record_samples.py
+samples/runs/.recorded: $(STAMPS)/venv samples/record_samples.py samples/record_pipeline_samples.py samples/diagnostic_sample.py
 	$(PY) samples/record_samples.py --out samples/runs
 	@touch $@
 
@@ -44,7 +54,8 @@ demo: setup samples
 	@echo "Open http://localhost:$(PORT)/#tb_pipeline (baseline vs experimental are preselected; Ctrl+C stops)"
 	$(VENV)/bin/tensorboard --logdir samples/runs --port $(PORT) --bind_all
 
-test-js: $(STAMPS)/npm
+test-js: $(STAMPS)/npm $(STAMPS)/codegen
+	cd frontend/codegen && npm run check
 	cd frontend && npm run typecheck && npm test
 
 test-py: setup chromium
@@ -58,4 +69,4 @@ bench: setup chromium
 	$(PY) benchmarks/bench_frontend.py
 
 clean:
-	rm -rf $(VENV) $(STAMPS) frontend/node_modules $(BUNDLE) samples/runs
+	rm -rf $(VENV) $(STAMPS) frontend/node_modules frontend/codegen/node_modules $(BUNDLE) samples/runs

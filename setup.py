@@ -28,7 +28,8 @@ setup(
     version="0.1.0",
     description="TensorBoard plugin: why is one training run slower than another",
     packages=find_packages(include=["tb_pipeline_plugin", "tb_pipeline_plugin.*"]),
-    package_data={"tb_pipeline_plugin": ["static/*"]},
+    # record/boot is not a package: its sitecustomize.py is put on PYTHONPATH by `tb-pipeline record`.
+    package_data={"tb_pipeline_plugin": ["static/*", "record/boot/sitecustomize.py"]},
     python_requires=">=3.10",
     install_requires=[
         "tensorboard>=2.16,<3",
@@ -40,10 +41,14 @@ setup(
     ],
     extras_require={
         "record": ["torch>=2.0"],
+        "diagnose": ["py-spy>=0.3"],  # GIL holder sampling; without it the results say why none
+        # SPDL stage statistics and GPU host metrics are optional at record time.
+        "spdl": ["spdl>=0.8,<0.9"],
+        "gpu": ["nvidia-ml-py"],
     },
     entry_points={
         "tensorboard_plugins": [
-            "tb_pipeline = tb_pipeline_plugin.plugin:PipelinePlugin",
+            "tb_pipeline = tb_pipeline_plugin.server.plugin:PipelinePlugin",
         ],
         "console_scripts": [
             "tb-pipeline = tb_pipeline_plugin.cli:main",

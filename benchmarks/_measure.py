@@ -72,7 +72,7 @@ def prepare_candidate(path: str):
     import pkgutil
 
     import tb_pipeline_plugin.analysis as analysis
-    from tb_pipeline_plugin.trace_processor import TraceProcessor
+    from tb_pipeline_plugin.analysis.processor import TraceProcessor
 
     # Views import their modules lazily; in a running TensorBoard those are
     # loaded once per process, so keep import time out of the per-file figure.

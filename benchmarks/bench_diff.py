@@ -93,9 +93,10 @@ def _timed(fn):
 
 
 def measure(name: str, b_path: str, e_path: str, repeat: int) -> dict:
-    from tb_pipeline_plugin.diff import api
-    from tb_pipeline_plugin.http import encode_json
-    from tb_pipeline_plugin.trace_processor import TraceProcessor
+    from tb_pipeline_plugin.analysis.processor import TraceProcessor
+    from tb_pipeline_plugin.diff import views
+    from tb_pipeline_plugin.diff.tables import TableQuery
+    from tb_pipeline_plugin.server.http import encode_json
 
     b, load_b = _timed(lambda: TraceProcessor.load(b_path))
     e, load_e = _timed(lambda: TraceProcessor.load(e_path))
@@ -115,15 +116,15 @@ def measure(name: str, b_path: str, e_path: str, repeat: int) -> dict:
             # exactly as the store hands over a just-loaded run.
             b, e = TraceProcessor(b.table, b_path), TraceProcessor(e.table, e_path)
         gc.collect()
-        root = timed("modules_root_s", lambda: encode_json(api.diff_modules_impl(b, e, "")))
-        step = timed("modules_step_s", lambda: encode_json(api.diff_modules_impl(b, e, "0")))
-        page = timed("operators_cold_s", lambda: encode_json(api.diff_operators_impl(b, e, {})))
-        timed("operators_warm_s", lambda: encode_json(api.diff_operators_impl(b, e, {"sort": "name"})))
-        timed("operators_piece_s", lambda: encode_json(api.diff_operators_impl(b, e, {"path": "0.0"})))
-        timed("kernels_cold_s", lambda: encode_json(api.diff_kernels_impl(b, e, {})))
-        timed("overview_cold_s", lambda: encode_json(api.diff_overview_impl(b, e)))
+        root = timed("modules_root_s", lambda: encode_json(views.diff_modules(b, e, "")))
+        step = timed("modules_step_s", lambda: encode_json(views.diff_modules(b, e, "0")))
+        page = timed("operators_cold_s", lambda: encode_json(views.diff_operators(b, e)))
+        timed("operators_warm_s", lambda: encode_json(views.diff_operators(b, e, TableQuery(sort="name"))))
+        timed("operators_piece_s", lambda: encode_json(views.diff_operators(b, e, path="0.0")))
+        timed("kernels_cold_s", lambda: encode_json(views.diff_kernels(b, e)))
+        timed("overview_cold_s", lambda: encode_json(views.diff_overview(b, e)))
     row["modules_root_bytes"], row["modules_step_bytes"], row["operators_page_bytes"] = len(root), len(step), len(page)
-    row["atoms"] = [len(api.piece_index(b).kind), len(api.piece_index(e).kind)]
+    row["atoms"] = [len(b.pieces().kind), len(e.pieces().kind)]
     for key, values in timings.items():
         row[key] = min(values)  # least disturbed by other load on the machine
         row[key + "_all"] = values

@@ -3,9 +3,11 @@
 The page is the real bundle (tb_pipeline_plugin/static/index.js) loaded the
 way TensorBoard loads it: an iframe-like entry page with
 `<base href="plugin/tb_pipeline/">`, TensorBoard's CSP (scripts from 'self'
-only), and a module script that calls `render()`. API answers are synthetic
-but follow docs/http_api.md, so the table can be given 10,000 operators —
-more than any small recorded trace has.
+only), and a module script that calls `render()`. API answers are synthetic, so the table can be given 10,000
+operators — more than any small recorded trace has — and every one is
+decoded with the route's response Struct from the contract
+(tb_pipeline_plugin/server/routes.py ROUTES, forbid_unknown_fields) before
+it is served: a body that drifts from the contract stops the benchmark.
 
 Prints:
   - bundle size (raw and gzipped) against the 150 KB gz budget,
@@ -33,10 +35,18 @@ import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
+import msgspec
 from playwright.sync_api import Route, sync_playwright
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tb_pipeline_plugin.server.contract import ErrorResponse  # noqa: E402
+from tb_pipeline_plugin.server.routes import ROUTES  # noqa: E402
+
+# Route name (as requested under the plugin prefix) -> its response Struct.
+RESPONSE_TYPES = {r.path.lstrip("/"): r.response for r in ROUTES}
 BUNDLE = REPO / "tb_pipeline_plugin" / "static" / "index.js"
 ORIGIN = "http://tb.bench"
 ENTRY = f"{ORIGIN}/data/plugin_entry.html?name=tb_pipeline"
@@ -87,14 +97,16 @@ FILTER_DEBOUNCE_MS = 300  # DiffTableView.tsx FILTER_DEBOUNCE_MS
 OP_METRICS = ["calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us"]
 KERNEL_METRICS = ["calls", "total_us", "mean_us", "min_us", "max_us"]
 CATS = ["kernel", "memcpy", "memset", "communication", "runtime", "data_loading", "cpu_exec", "other"]
+PAIR = {"baseline": {"run": "baseline", "worker": "worker0", "span": "2"},
+        "experimental": {"run": "experimental", "worker": "worker0", "span": "2"}}
 
 
 def _pct(b, e):
     return None if b == 0 else 100.0 * (e - b) / b
 
 
-def _diff_row(name, metrics, base, exp, shape=None):
-    row = {"name": name, "input_shape": shape}
+def _diff_row(name, metrics, base, exp, shape=None, with_shape=True):
+    row = {"name": name, "input_shape": shape} if with_shape else {"name": name}
     for m in metrics:
         b, e = base[m], exp[m]
         row[f"baseline_{m}"] = b
@@ -129,7 +141,7 @@ class FakeApi:
             calls = rnd.randint(1, 50)
             base = {"calls": calls, "total_us": b_tot, "mean_us": b_tot / calls, "min_us": b_tot / calls * 0.8, "max_us": b_tot / calls * 1.3}
             exp = {"calls": calls, "total_us": e_tot, "mean_us": e_tot / calls, "min_us": e_tot / calls * 0.8, "max_us": e_tot / calls * 1.3}
-            self.kernels.append(_diff_row(f"void gemm_kernel_{i}<float, 128>(...)", KERNEL_METRICS, base, exp))
+            self.kernels.append(_diff_row(f"void gemm_kernel_{i}<float, 128>(...)", KERNEL_METRICS, base, exp, with_shape=False))
 
     # ---------------------------------------------------------- routes
     def runs(self, q):
@@ -155,10 +167,14 @@ class FakeApi:
         return {"run": run, "worker": "worker0", "span": "2",
                 "device": {"type": "GPU", "name": "NVIDIA A100-SXM4-40GB", "count": 1, "memory_bytes": 42505273344,
                            "compute_capability": "8.0"},
-                "distributed": None, "trace_duration_us": 40000.0, "steps": steps,
+                "device_present": True, "distributed": None, "trace_duration_us": 40000.0, "steps": steps,
                 "avg_step_time_us": sum(s["duration_us"] for s in steps) / len(steps), "breakdown_us": avg,
                 "gpu_utilization_pct": 61.5 / scale,
-                "memory": {"avg_bytes": 1.2e9 * scale, "peak_bytes": 2.0e9 * scale, "devices": []}, "warnings": []}
+                "memory": {"avg_bytes": 1.2e9 * scale, "peak_bytes": int(2.0e9 * scale), "device": "cuda:0",
+                           "devices": [{"device": "cuda:0", "avg_allocated_bytes": 1.2e9 * scale,
+                                        "peak_allocated_bytes": int(2.0e9 * scale), "peak_reserved_bytes": None,
+                                        "samples": 40}]},
+                "warnings": []}
 
     def diff_overview(self, q):
         b, e = self.overview({"run": ["baseline"]}), self.overview({"run": ["experimental"]})
@@ -178,20 +194,20 @@ class FakeApi:
         rows += [row("gpu_utilization_pct", "GPU utilization", "pct", b["gpu_utilization_pct"], e["gpu_utilization_pct"]),
                  row("memory.avg_bytes", "Average memory", "bytes", b["memory"]["avg_bytes"], e["memory"]["avg_bytes"]),
                  row("memory.peak_bytes", "Peak memory", "bytes", b["memory"]["peak_bytes"], e["memory"]["peak_bytes"])]
-        return {"baseline": {"run": "baseline", "worker": "worker0", "span": "2"},
-                "experimental": {"run": "experimental", "worker": "worker0", "span": "2"}, "rows": rows}
+        return {**PAIR, "device_present": True, "rows": rows, "note": None}
 
     def diff_modules(self, q):
         path = q.get("path", [""])[0]
         rnd = random.Random(path)
 
-        def piece(name, kind, p, status="matched", step=None, has_children=False):
+        def piece(name, kind, p, status="matched", step=None, has_children=False, key=None):
             bh = 0.0 if status == "experimental_only" else round(rnd.uniform(100, 2000), 1)
             eh = 0.0 if status == "baseline_only" else round(bh * rnd.uniform(0.8, 1.3) if bh else rnd.uniform(100, 900), 1)
             bd, ed = bh * 0.6, eh * 0.6
-            return {"name": name, "kind": kind, "step": step, "path": p, "status": status, "has_children": has_children,
+            return {"name": name, "kind": kind, "key": key or name, "step": step, "path": p, "status": status,
+                    "has_children": has_children,
                     "baseline_name": None if status == "experimental_only" else name,
-                    "experimental_name": None if status == "baseline_only" else name,
+                    "experimental_name": None if status == "baseline_only" else name, "note": None,
                     "baseline_host_us": bh, "experimental_host_us": eh, "delta_host_us": eh - bh, "delta_host_pct": _pct(bh, eh),
                     "baseline_device_us": bd, "experimental_device_us": ed, "delta_device_us": ed - bd, "delta_device_pct": _pct(bd, ed),
                     "baseline_calls": 10, "experimental_calls": 12, "delta_calls": 2}
@@ -224,29 +240,41 @@ class FakeApi:
 
         trend = {k: acc(k) for k in ("baseline_host_us", "experimental_host_us", "delta_host_us",
                                      "baseline_device_us", "experimental_device_us", "delta_device_us")}
-        return {"path": path, "breadcrumb": crumbs, "node": node, "children": children, "trend": trend}
+        return {**PAIR, "path": path, "breadcrumb": crumbs, "node": {**node, "approximate": False}, "approximate": False,
+                "children_total": len(children), "offset": 0, "limit": 5000, "children": children, "trend": trend,
+                "device_present": True}
 
     def _table(self, q, rows, metrics, primary):
         limit = int(q.get("limit", ["500"])[0])
         flt = q.get("filter", [""])[0].lower()
         rows = [r for r in rows if flt in r["name"].lower()]
         rows = sorted(rows, key=lambda r: -abs(r[f"delta_{primary}"]))
-        return {"total": len(rows), "offset": 0, "limit": limit, "sort": f"delta_{primary}", "order": "desc",
-                "primary": primary, "columns": metrics, "rows": rows[:limit]}
+        return {**PAIR, "path": q.get("path", [""])[0], "device_present": True, "total": len(rows), "offset": 0,
+                "limit": limit, "sort": f"delta_{primary}", "order": "desc", "primary": primary, "columns": metrics,
+                "rows": rows[:limit]}
 
     def diff_operators(self, q):
-        return self._table(q, self.ops, OP_METRICS, "device_self_us")
+        group_by = q.get("group_by", ["name"])[0]
+        return {**self._table(q, self.ops, OP_METRICS, "device_self_us"), "table": "operators", "group_by": group_by}
 
     def diff_kernels(self, q):
-        return self._table(q, self.kernels, KERNEL_METRICS, "total_us")
+        return {**self._table(q, self.kernels, KERNEL_METRICS, "total_us"), "table": "kernels", "group_by": None}
 
     def handle(self, route_name, q):
         fn = {"runs": self.runs, "overview": self.overview, "diff/overview": self.diff_overview,
               "diff/modules": self.diff_modules, "diff/operators": self.diff_operators,
               "diff/kernels": self.diff_kernels}.get(route_name)
         if fn is None:
-            return 404, {"error": f"unknown route {route_name}", "status": 404}
-        return 200, fn(q)
+            return 404, _checked({"error": f"unknown route {route_name}", "status": 404}, ErrorResponse)
+        return 200, _checked(fn(q), RESPONSE_TYPES[route_name])
+
+
+def _checked(body: dict, response_type: type) -> bytes:
+    """The JSON of `body`, after decoding it as the contract's `response_type`
+    (raises msgspec.ValidationError naming the field that drifted)."""
+    raw = json.dumps(body).encode()
+    msgspec.json.decode(raw, type=response_type)
+    return raw
 
 
 def install_routes(page, api: FakeApi) -> None:
@@ -262,7 +290,7 @@ def install_routes(page, api: FakeApi) -> None:
             return route.fulfill(status=200, body=bundle, headers={"Content-Type": "text/javascript"})
         if url.path.startswith(PREFIX):
             status, body = api.handle(url.path[len(PREFIX):], parse_qs(url.query))
-            return route.fulfill(status=status, body=json.dumps(body), headers={"Content-Type": "application/json"})
+            return route.fulfill(status=status, body=body, headers={"Content-Type": "application/json"})
         return route.fulfill(status=404, body="not found")
 
     page.route(f"{ORIGIN}/**", on_route)

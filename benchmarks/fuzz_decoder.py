@@ -365,11 +365,17 @@ def worker_main(limit_bytes: int, work: Path, seed: int) -> None:
     sys.path.insert(0, str(REPO))
     seeds = json.loads((work / "seeds.json").read_text())
     drawn = [d.encode() for d in json.loads((work / "drawn.json").read_text())]
-    from tb_pipeline_plugin import run_api
-    from tb_pipeline_plugin.diff import api as diff_api
-    from tb_pipeline_plugin.http import encode_json
+    from tb_pipeline_plugin.analysis.processor import TraceProcessor
+    from tb_pipeline_plugin.server import params as Q
+    from tb_pipeline_plugin.server import views
+    from tb_pipeline_plugin.server.http import encode_json
+    from tb_pipeline_plugin.sources.logdir import TraceFile
     from tb_pipeline_plugin.trace.reader import TraceTooLarge
-    from tb_pipeline_plugin.trace_processor import TraceProcessor
+
+    pair = {"baseline": "r", "experimental": "r"}
+    modules_q = Q.parse(Q.DiffModulesParams, pair)
+    operators_q = Q.parse(Q.DiffOperatorsParams, pair)
+    kernels_q = Q.parse(Q.DiffKernelsParams, pair)
 
     # Address-space limit: imports done, so only the case's own memory counts.
     vm = int(next(line for line in open("/proc/self/status") if line.startswith("VmSize")).split()[1]) * 1024
@@ -394,16 +400,16 @@ def worker_main(limit_bytes: int, work: Path, seed: int) -> None:
         result = {"outcome": "loaded", "detail": "", "warnings": 0, "kind": kind, "path": str(path)}
         try:
             tp = TraceProcessor.load(str(path))
-            sel = run_api.selection("r", "w", "1")
-            views = []
+            tf = TraceFile("r", "w", "1", str(path), 0, 0.0)
+            out = []
             if level >= 1:
-                views += [run_api.overview_impl(tp, sel), run_api.operators_impl(tp, "name"),
-                          run_api.operators_impl(tp, "name_and_shape"), run_api.kernels_impl(tp),
-                          run_api.modules_impl(tp)]
+                out += [views.overview_impl(tp, tf), views.operators_impl(tp, "name"),
+                        views.operators_impl(tp, "name_and_shape"), views.kernels_impl(tp), views.modules_impl(tp)]
             if level >= 2:
-                views += [diff_api.diff_overview_impl(tp, tp), diff_api.diff_modules_impl(tp, tp, "", {}),
-                          diff_api.diff_operators_impl(tp, tp, {}), diff_api.diff_kernels_impl(tp, tp, {})]
-            for v in views:
+                out += [views.diff_overview_impl(tp, tp, tf, tf), views.diff_modules_impl(tp, tp, tf, tf, modules_q),
+                        views.diff_operators_impl(tp, tp, tf, tf, operators_q),
+                        views.diff_kernels_impl(tp, tp, tf, tf, kernels_q)]
+            for v in out:
                 encode_json(v)
             result["warnings"] = len(tp.warnings)
         except MemoryError:
@@ -414,7 +420,7 @@ def worker_main(limit_bytes: int, work: Path, seed: int) -> None:
             if not clear:
                 detail += "\n" + "".join(traceback.format_exc(limit=-4))[-1500:]
             result = {**result, "outcome": "failed" if clear else "unexpected", "detail": detail}
-        tp = views = None
+        tp = out = None
         result["seconds"] = round(time.monotonic() - t0, 3)
         result["peak_growth"] = max(_hwm() - base, 0)
         sys.stdout.write(json.dumps(result) + "\n")

@@ -137,6 +137,7 @@ SAMPLE_RUNS = {
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "runs"))
+    parser.add_argument("--no-diagnostic", action="store_true", help="skip the diagnostic-mode sweeps (about 30 s)")
     args = parser.parse_args(argv)
     for name, kwargs in SAMPLE_RUNS.items():
         run_dir = os.path.join(args.out, name)
@@ -147,6 +148,19 @@ def main(argv=None) -> None:
         t0 = time.perf_counter()
         record_run(run_dir, **kwargs)
         print(f"recorded {name} in {time.perf_counter() - t0:.2f} s -> {run_dir}")
+    # The pipeline-statistics pair (input-bound baseline vs fixed experimental).
+    import record_pipeline_samples
+
+    record_pipeline_samples.main(["--out", args.out])
+    if not args.no_diagnostic:
+        # Diagnostic-mode results in the same two runs, so the Diagnostic tab
+        # of the preselected pair has data: levels 1, 2, 4, 0.3 s per level.
+        from diagnostic_sample import record_diagnostic
+
+        for name in SAMPLE_RUNS:
+            t0 = time.perf_counter()
+            result = record_diagnostic(args.out, name, variant=name)
+            print(f"diagnosed {name} in {time.perf_counter() - t0:.2f} s -> {result.path}")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,14 @@
 """`tb-pipeline`: the plugin's engine on the command line.
 
     tb-pipeline diff BASELINE EXPERIMENTAL [--top N] [--fail-if METRIC>PCT ...]
+    tb-pipeline record --logdir DIR [--run NAME] [--headspace N] -- python train.py ...
 
 BASELINE / EXPERIMENTAL are trace files or run directories. `diff` prints
 the overview deltas and the operators / kernels with the largest absolute
 deltas; `--fail-if avg_step_time_us>5` makes it exit 1 when the average
 step time grows by more than 5 %, so CI can gate on it (`<` gates a drop,
-e.g. `gpu_utilization_pct<-10`).
+e.g. `gpu_utilization_pct<-10`). `record` runs a training command with the
+pipeline-statistics hooks installed and exits with the command's status.
 
 Exit status: 0 fine, 1 a `--fail-if` gate tripped, 2 bad usage or input,
 or a gate that cannot be evaluated because its metric is null on either side
@@ -24,7 +26,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .diff.compare import OVERVIEW_METRICS, pct_name
+from .diff.delta import pct_name
+from .diff.overview import OVERVIEW_METRICS
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
 EXIT_CANNOT_EVALUATE = EXIT_USAGE
@@ -87,6 +90,19 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--fail-if", type=parse_gate, action="append", default=[], metavar="METRIC>PCT",
                    help=f"exit 1 if METRIC's delta %% is above PCT (or below, with <); METRIC: {', '.join(_NUMERIC_METRICS)}")
     d.set_defaults(run=run_diff)
+    r = sub.add_parser("record", help="run a training command and record its pipeline statistics",
+                       description="Run CMD with recording hooks installed (DataLoader iteration, SPDL stage "
+                                   "stats, host metrics); statistics go to LOGDIR/RUN/pipeline/. No code change.")
+    r.add_argument("--logdir", required=True, help="TensorBoard logdir to write into")
+    r.add_argument("--run", dest="run_name", help="run name (default: timestamp and host name)")
+    r.add_argument("--headspace", type=int, default=0, metavar="N",
+                   help="cache the loader's first N batches and replay them: the step rate without data loading")
+    r.add_argument("--host-interval", type=float, default=1.0, metavar="SECONDS",
+                   help="host metrics sampling period (default 1; 0 disables)")
+    r.add_argument("--spdl-interval", type=float, default=1.0, metavar="SECONDS",
+                   help="SPDL stage statistics period (default 1)")
+    r.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the training command")
+    r.set_defaults(run=run_record)
     return parser
 
 
@@ -99,9 +115,16 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
 
 
+def run_record(args) -> int:
+    from .record.launcher import run_recorded
+
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    return run_recorded(cmd, args.logdir, args.run_name, args.headspace, args.host_interval, args.spdl_interval)
+
+
 def run_diff(args, out=None) -> int:
     from .compare import compare
-    from .diff.api import KERNEL_PRIMARY
+    from .diff.views import KERNEL_PRIMARY
 
     out = out or sys.stdout
     if args.top < 0:

@@ -10,7 +10,7 @@
     c.operators_at("0.2"), c.kernels_at("0.2")   # the same, inside one piece
 
 Same numbers as the `diff/*` routes (docs/http_api.md): they share
-`tb_pipeline_plugin.diff`.
+`tb_pipeline_plugin.diff.views`.
 """
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ from functools import cached_property
 
 import pandas as pd
 
-from .diff import api, compare as tables
-from .diff import modules as M
-from .logdir import discover_runs, resolve
-from .trace_processor import TraceProcessor
+from .analysis.processor import TraceProcessor
+from .diff import tables, views
+from .diff import tree as T
+from .sources.logdir import discover_runs, resolve
 
 def load(source, worker: str | None = None, span: str | None = None) -> TraceProcessor:
     """A trace file, a run directory (its traces directly inside; the first
@@ -57,23 +57,21 @@ class Comparison:
 
     @cached_property
     def overview(self) -> pd.DataFrame:
-        rows = api.diff_overview_impl(self.baseline, self.experimental)["rows"]
+        rows = views.diff_overview(self.baseline, self.experimental)["rows"]
         return pd.DataFrame(rows).set_index("metric")
 
     @cached_property
     def modules(self) -> pd.DataFrame:
-        bi, ei = api.piece_index(self.baseline), api.piece_index(self.experimental)
-        return pd.DataFrame(list(M.walk(bi, ei)))
+        return pd.DataFrame(list(T.walk(self.baseline.pieces(), self.experimental.pieces())))
 
     def level(self, path: str = "") -> pd.DataFrame:
         """The aligned children of the piece at `path`, with the accumulated
         trend (`acc_*` columns: running sums in execution order, µs)."""
         # Every child, however many: page through at the route's largest limit.
-        limit = api.MODULES_MAX_LIMIT
+        limit = views.MODULES_MAX_LIMIT
         rows, trend, offset = [], {}, 0
         while True:
-            out = api.diff_modules_impl(self.baseline, self.experimental, path,
-                                        {"offset": str(offset), "limit": str(limit)})
+            out = views.diff_modules(self.baseline, self.experimental, path, offset, limit)
             rows += out["children"]
             for key, values in out["trend"].items():
                 trend.setdefault(key, []).extend(values)
@@ -91,8 +89,8 @@ class Comparison:
 
     def operators_at(self, path: str) -> pd.DataFrame:
         """Operator deltas inside the piece at `path` ("" = everything)."""
-        table = api.operator_table(self.baseline, self.experimental, self.group_by, path)
-        return tables.sort_table(table, f"delta_{self.operator_primary}", "desc", api.OPERATOR_KEYS).reset_index(drop=True)
+        table = views.operator_table(self.baseline, self.experimental, self.group_by, path)
+        return tables.sort_table(table, f"delta_{self.operator_primary}", "desc", views.OPERATOR_KEYS).reset_index(drop=True)
 
     @cached_property
     def kernels(self) -> pd.DataFrame:
@@ -100,13 +98,13 @@ class Comparison:
 
     def kernels_at(self, path: str) -> pd.DataFrame:
         """Kernel deltas of the kernels launched inside the piece at `path` ("" = everything)."""
-        table = api.kernel_table(self.baseline, self.experimental, path)
-        return tables.sort_table(table, f"delta_{api.KERNEL_PRIMARY}", "desc", api.KERNEL_KEYS).reset_index(drop=True)
+        table = views.kernel_table(self.baseline, self.experimental, path)
+        return tables.sort_table(table, f"delta_{views.KERNEL_PRIMARY}", "desc", views.KERNEL_KEYS).reset_index(drop=True)
 
     @property
     def operator_primary(self) -> str:
         """The operators' primary column: device self time when either run has device activity."""
-        return api.operator_primary(self.baseline, self.experimental)
+        return views.operator_primary(self.baseline, self.experimental)
 
 
 def compare(

@@ -6,12 +6,17 @@ Nothing here imitates a trace format or TensorBoard: runs are recorded with
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from urllib.parse import quote
 from pathlib import Path
 
 import pytest
+
+# Every route answer is decoded with its contract type (server/contract.py):
+# a response drifting from the declared shape fails the test that got it.
+os.environ["TB_PIPELINE_VALIDATE_RESPONSES"] = "1"
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PLUGIN_PREFIX = "/data/plugin/tb_pipeline"
@@ -24,10 +29,14 @@ RECORDED_RUNS = {
 }
 
 
-def _record_samples():
+def _on_samples_path() -> None:
     samples = str(REPO_ROOT / "samples")
     if samples not in sys.path:
         sys.path.insert(0, samples)
+
+
+def _record_samples():
+    _on_samples_path()
     import record_samples
 
     return record_samples
@@ -73,6 +82,26 @@ def recorded_profiles(_recorded) -> dict:
     return _recorded[1]
 
 
+# Diagnostic-mode runs of the session's diagnostic logdir -> variant of samples/diagnostic_sample.py.
+DIAGNOSTIC_RUNS = {"diag_baseline": "baseline", "diag_experimental": "experimental"}
+
+
+@pytest.fixture(scope="session")
+def diagnostic_logdir(tmp_path_factory) -> Path:
+    """A logdir with runs `diag_baseline` and `diag_experimental`, each only
+    `diagnostic/diagnostic.jsonl`, swept by the real diagnose engine (levels
+    1, 2, 4; threads and processes; py-spy GIL sampling) over the tiny
+    3-stage pipeline of samples/diagnostic_sample.py. Read-only."""
+    _on_samples_path()
+    import diagnostic_sample
+
+    logdir = tmp_path_factory.mktemp("diagnostic_logdir")
+    for run, variant in DIAGNOSTIC_RUNS.items():
+        result = diagnostic_sample.record_diagnostic(str(logdir), run, variant)
+        assert not result.cut_short, result.reason
+    return logdir
+
+
 def build_tb_app(logdir):
     """The real TensorBoard WSGI app serving only our plugin; returns (app, plugin).
 
@@ -84,7 +113,7 @@ def build_tb_app(logdir):
     from tensorboard.plugins import base_plugin
     from tensorboard.plugins.core import core_plugin
 
-    from tb_pipeline_plugin.plugin import PipelinePlugin
+    from tb_pipeline_plugin.server.plugin import PipelinePlugin
 
     tb = program.TensorBoard(plugins=[core_plugin.CorePluginLoader()])
     tb.configure(argv=["tensorboard", "--logdir", str(logdir)])

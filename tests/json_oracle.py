@@ -72,7 +72,9 @@ def device_self_by_op_external_id(events: list[dict]) -> dict[str, float]:
 def step_windows(events: list[dict]) -> list[tuple[str, float, float]]:
     """(name, start, end) per ProfilerStep: from the annotation's start to the
     later of its end and the end of the last device activity launched inside
-    it; a step starts no earlier than the previous one ended."""
+    it; a step starts no earlier than the previous one ended. The first step
+    starts no earlier than the end of device activity launched before it,
+    but no later than its own first device activity."""
     steps = sorted(
         (e for e in events if e.get("ph") == "X" and category(e) in ("user_annotation", "cpu_op", "operator")
          and str(e.get("name", "")).startswith("ProfilerStep#")),
@@ -80,19 +82,154 @@ def step_windows(events: list[dict]) -> list[tuple[str, float, float]]:
     )
     launches = launches_by_correlation(events)
     ends = [s["ts"] + s["dur"] for s in steps]
+    before_first = float("-inf")
+    first_own = float("inf")
     for e in events:
-        if e.get("ph") == "X" and category(e) in ("kernel", "gpu_memcpy", "gpu_memset"):
+        if e.get("ph") == "X" and category(e) in ("kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"):
             launch = launches.get((e.get("args") or {}).get("correlation"))
-            if launch is None:
+            if launch is None or not steps:
                 continue
+            if launch["ts"] < steps[0]["ts"]:
+                before_first = max(before_first, e["ts"] + e["dur"])
             for i, s in enumerate(steps):
                 if s["ts"] <= launch["ts"] <= s["ts"] + s["dur"]:
                     ends[i] = max(ends[i], e["ts"] + e["dur"])
+                    if i == 0:
+                        first_own = min(first_own, e["ts"])
     out = []
-    previous_end = float("-inf")
+    previous_end = min(before_first, first_own)
     for s, end in zip(steps, ends):
         start = max(s["ts"], previous_end)
         end = max(end, start)
         out.append((s["name"], start, end))
         previous_end = max(previous_end, end)
     return out
+
+
+_DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "memcpy", "gpu_memset", "memset", "gpu_user_annotation", "trace")
+_OPERATOR_CATEGORIES = ("cpu_op", "operator")
+
+
+def _is_host(e: dict) -> bool:
+    return e.get("ph") == "X" and category(e) not in _DEVICE_CATEGORIES
+
+
+class _Node:
+    __slots__ = ("e", "parent", "children", "device_us")
+
+    def __init__(self, e):
+        self.e, self.parent, self.children, self.device_us = e, None, [], 0.0
+
+
+def operator_key_averages(events: list[dict]) -> dict[str, dict]:
+    """Per operator name, what torch's `key_averages()` reports, computed the
+    way torch does it: host events nested per thread with a stack; kernels
+    (and memcpy / memset) given to the operator their launch's External id
+    names, else to the innermost operator around the launch; then
+    `EventList._remove_dup_nodes` run literally (an operator whose parent has
+    its name and no other child is dropped, the parent takes its children and
+    kernels), repeated until nothing changes."""
+    def device_total(n) -> float:
+        return n.device_us + sum(device_total(c) for c in n.children)
+
+    out: dict[str, dict] = {}
+    for n in _torch_operator_nodes(events):
+        row = out.setdefault(n.e["name"], {"calls": 0, "host_total_us": 0.0, "host_self_us": 0.0,
+                                           "device_self_us": 0.0, "device_total_us": 0.0})
+        row["calls"] += 1
+        row["host_total_us"] += n.e["dur"]
+        row["host_self_us"] += n.e["dur"] - sum(c.e["dur"] for c in n.children)
+        row["device_self_us"] += n.device_us
+        row["device_total_us"] += device_total(n)
+    return out
+
+
+def torch_operator_events(events: list[dict]) -> list[dict]:
+    """The operator events torch's key_averages() counts (same-name folding done)."""
+    return [n.e for n in _torch_operator_nodes(events)]
+
+
+def _torch_operator_nodes(events: list[dict]) -> list[_Node]:
+    """Operator nodes left after torch's folding, with their children and device µs."""
+    nodes = [_Node(e) for e in events if _is_host(e)]
+    by_thread: dict = collections.defaultdict(list)
+    for n in nodes:
+        by_thread[(n.e.get("pid"), str(n.e.get("tid")))].append(n)
+    # Relative times: µs since the epoch as float64 keep only ~0.25 µs, so
+    # start + duration would round sequential events into each other.
+    base = min((n.e["ts"] for n in nodes), default=0.0)
+    start = {id(n): n.e["ts"] - base for n in nodes}
+    end = {id(n): start[id(n)] + n.e["dur"] for n in nodes}
+    for thread_nodes in by_thread.values():
+        thread_nodes.sort(key=lambda n: (start[id(n)], -end[id(n)]))
+        stack: list = []
+        for n in thread_nodes:
+            # torch's _populate_cpu_children: a child lies in [start, end) of its parent.
+            while stack and (start[id(n)] >= end[id(stack[-1])] or end[id(n)] > end[id(stack[-1])]):
+                stack.pop()
+            if stack:
+                n.parent = stack[-1]
+                stack[-1].children.append(n)
+            stack.append(n)
+    is_op = lambda n: category(n.e) in _OPERATOR_CATEGORIES  # noqa: E731
+    op_by_ext = {}
+    for n in nodes:
+        ext = (n.e.get("args") or {}).get("External id")
+        if is_op(n) and ext is not None:
+            op_by_ext.setdefault(ext, []).append(n)
+    launch_node = {}
+    for n in nodes:
+        corr = (n.e.get("args") or {}).get("correlation")
+        if corr is not None:
+            launch_node[corr] = n
+    for e in events:
+        if e.get("ph") != "X" or category(e) not in ("kernel", "gpu_memcpy", "memcpy", "gpu_memset", "memset"):
+            continue
+        launch = launch_node.get((e.get("args") or {}).get("correlation"))
+        if launch is None:
+            continue
+        args = launch.e.get("args") or {}
+        named = op_by_ext.get(args.get("External id", args.get("external id")), [])
+        owner = named[0] if len(named) == 1 else None
+        if owner is None:
+            owner = launch.parent
+            while owner is not None and not is_op(owner):
+                owner = owner.parent
+        if owner is not None:
+            owner.device_us += float(e["dur"])
+    alive = list(nodes)
+    while True:
+        dropped = set()
+        for n in alive:
+            p = n.parent
+            if p is not None and p.e["name"] == n.e["name"] and len(p.children) == 1:
+                p.children = n.children
+                p.device_us = n.device_us  # torch: "lift kernels up"
+                for c in n.children:
+                    c.parent = p
+                dropped.add(id(n))
+        if not dropped:
+            break
+        alive = [n for n in alive if id(n) not in dropped]
+    return [n for n in alive if is_op(n)]
+
+
+def trailing_steps_without_device_work(events: list[dict]) -> int:
+    """How many of the last ProfilerSteps launched no device activity while
+    an earlier step did (0 when no step launched any)."""
+    steps = sorted(
+        (e for e in events if e.get("ph") == "X" and category(e) in ("user_annotation", "cpu_op", "operator")
+         and str(e.get("name", "")).startswith("ProfilerStep#")),
+        key=lambda e: e["ts"],
+    )
+    launches = launches_by_correlation(events)
+    launched = [0] * len(steps)
+    for e in events:
+        if e.get("ph") == "X" and category(e) in ("kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"):
+            launch = launches.get((e.get("args") or {}).get("correlation"))
+            for i, s in enumerate(steps if launch is not None else ()):
+                if s["ts"] <= launch["ts"] <= s["ts"] + s["dur"]:
+                    launched[i] += 1
+    if not any(launched):
+        return 0
+    return len(steps) - 1 - max(i for i, n in enumerate(launched) if n)

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from tb_pipeline_plugin.diff.api import diff_overview_impl
+from diff_calls import diff_overview_impl
 from tb_pipeline_plugin.trace import decode_trace
-from tb_pipeline_plugin.trace_processor import TraceProcessor
+from tb_pipeline_plugin.analysis.processor import TraceProcessor
 
 
 @pytest.fixture(scope="module")

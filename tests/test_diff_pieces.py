@@ -11,10 +11,10 @@ import json
 import pytest
 
 from json_oracle import load_events
-from tb_pipeline_plugin.diff import api
-from tb_pipeline_plugin.diff import modules as M
-from tb_pipeline_plugin.diff import pieces as P
-from tb_pipeline_plugin.trace_processor import TraceProcessor
+import diff_calls as api
+from tb_pipeline_plugin.diff import tree as M
+from tb_pipeline_plugin.analysis import pieces as P
+from tb_pipeline_plugin.analysis.processor import TraceProcessor
 
 PROFILED_STEPS = 3  # record_run's active_steps default
 EVALUATE = "autograd::engine::evaluate_function: "

@@ -15,10 +15,12 @@ import pandas as pd
 import pytest
 
 from tb_pipeline_plugin.diff import align as align_mod
-from tb_pipeline_plugin.diff import api, compare
-from tb_pipeline_plugin.diff import modules as M
+import diff_calls as api
+from tb_pipeline_plugin.diff import tables as compare
+from tb_pipeline_plugin.diff.tables import TableQuery
+from tb_pipeline_plugin.diff import tree as M
 from tb_pipeline_plugin.errors import BadRequest
-from tb_pipeline_plugin.trace_processor import TraceProcessor
+from tb_pipeline_plugin.analysis.processor import TraceProcessor
 
 
 def trace_file(run_dir) -> str:
@@ -259,7 +261,7 @@ def test_filter_matches_name_or_shape_trimmed_case_insensitive():
         "delta_calls_pct": [0.0, 0.0, 33.33],
     })
     def names(text):
-        out = compare.query(table, ["name", "input_shape"], ["calls"], "calls", {"filter": text})
+        out = compare.query(table, ["name", "input_shape"], ["calls"], "calls", TableQuery(filter=text))
         return sorted(r["name"] for r in out["rows"]), out["total"]
     assert names("  ADDMM ") == (["aten::addmm"], 1)
     assert names("[8, 16]") == (["aten::addmm", "aten::mm"], 2)  # shape only
@@ -267,5 +269,5 @@ def test_filter_matches_name_or_shape_trimmed_case_insensitive():
     assert names("   ") == (["aten::addmm", "aten::mm", "aten::relu"], 3)
     assert names(".*") == ([], 0)  # never a regex
     kernels = table.drop(columns=["input_shape"])
-    out = compare.query(kernels, ["name"], ["calls"], "calls", {"filter": " MM"})
+    out = compare.query(kernels, ["name"], ["calls"], "calls", TableQuery(filter=" MM"))
     assert sorted(r["name"] for r in out["rows"]) == ["aten::addmm", "aten::mm"]

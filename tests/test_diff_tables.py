@@ -9,10 +9,11 @@ import pytest
 
 from json_oracle import duration_by_name, load_events
 from tb_pipeline_plugin.compare import compare
-from tb_pipeline_plugin.diff import api
-from tb_pipeline_plugin.diff import compare as C
+import diff_calls as api
+from tb_pipeline_plugin.diff import overview as O
+from tb_pipeline_plugin.diff import tables as C
 from tb_pipeline_plugin.errors import BadRequest
-from tb_pipeline_plugin.trace_processor import TraceProcessor
+from tb_pipeline_plugin.analysis.processor import TraceProcessor
 
 
 def trace_file(run_dir) -> str:
@@ -206,7 +207,7 @@ def test_join_is_pure_and_keeps_both_sides():
 
 def test_overview_rows_cover_every_metric(gpu, cpu):
     rows = api.diff_overview_impl(gpu["control"], gpu["test"])["rows"]
-    assert [r["metric"] for r in rows] == [m for m, _, _ in C.OVERVIEW_METRICS]
+    assert [r["metric"] for r in rows] == [m for m, _, _ in O.OVERVIEW_METRICS]
     b_ov, e_ov = gpu["control"].overview(), gpu["test"].overview()
     by = {r["metric"]: r for r in rows}
     step = by["avg_step_time_us"]
@@ -233,7 +234,7 @@ def test_overview_rows_pure():
          "breakdown_us": {"kernel": 5.0}, "memory": {"avg_bytes": None, "peak_bytes": 10}}
     e = {"device": {"type": "GPU", "name": "A100", "count": 1}, "steps": [{}] * 3, "avg_step_time_us": 7.0,
          "breakdown_us": {"kernel": 2.5}, "memory": {"avg_bytes": 4.0, "peak_bytes": 15}}
-    by = {r["metric"]: r for r in C.overview_rows(b, e)}
+    by = {r["metric"]: r for r in O.overview_rows(b, e)}
     assert (by["device"]["baseline"], by["device"]["experimental"]) == ("CPU", "A100")
     assert by["steps"]["delta"] == 1 and by["steps"]["delta_pct"] == 50
     assert by["avg_step_time_us"]["delta"] == 7 and by["avg_step_time_us"]["delta_pct"] is None

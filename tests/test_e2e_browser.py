@@ -281,8 +281,11 @@ def test_compare_runs_in_tensorboard(tensorboard, page):
     steps_shown = frame.eval_on_selector_all("table.pieces tbody td[data-col=step]", "tds => tds.map(td => td.textContent)")
     assert steps_shown == [c["name"].split("#")[-1] for c in root["children"]], steps_shown
     # A CPU-only pair has no device time: the toggle says so instead of drawing empty charts.
-    no_device = root["node"]["baseline_device_us"] == 0 and root["node"]["experimental_device_us"] == 0
-    assert frame.locator("button[data-time=device]").is_disabled() == no_device
+    assert frame.locator("button[data-time=device]").is_disabled() == (not root["device_present"])
+    # The accumulated Δ column is the server's trend, as sent.
+    acc_shown = frame.eval_on_selector_all("table.pieces tbody tr td:nth-child(8)", "tds => tds.map(td => td.textContent)")
+    acc_ms = [float(t.rstrip("▲▼").replace("−", "-").replace(",", "")) for t in acc_shown]
+    assert acc_ms == pytest.approx([v / 1000 for v in root["trend"]["delta_host_us"]], abs=6e-4), acc_shown
     assert "host time" in frame.inner_text("#md-pieces").lower()
     _shot(page, "modules")
     target = next(c for c in root["children"] if c.get("has_children"))
@@ -294,6 +297,8 @@ def test_compare_runs_in_tensorboard(tensorboard, page):
     )
     # Keyboard focus lands on the new level's name, not on <body>.
     frame.wait_for_function("() => document.activeElement && document.activeElement.getAttribute('aria-current') === 'page'", timeout=10_000)
+    # Device presence comes with every level's answer (no second request for the root).
+    assert frame.locator("button[data-time=device]").is_disabled() == (not zoomed["device_present"])
     statuses = frame.eval_on_selector_all("table.pieces tbody tr", "trs => trs.map(t => t.dataset.status)")
     assert statuses == [c["status"] for c in zoomed["children"]]
     for c in zoomed["children"]:

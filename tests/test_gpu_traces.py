@@ -3,9 +3,10 @@ straight from the JSON."""
 from __future__ import annotations
 
 import pytest
+from json_oracle import operator_key_averages, trailing_steps_without_device_work
 
 from json_oracle import counts_by_name, device_self_by_op_external_id, duration_by_name, load_events, step_windows
-from tb_pipeline_plugin.trace_processor import TraceProcessor
+from tb_pipeline_plugin.analysis.processor import TraceProcessor
 
 GPU_TRACES = [
     "single_rank/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
@@ -34,9 +35,21 @@ def loaded(shared_traces):
 @pytest.mark.parametrize("rel", ALL_TRACES)
 def test_every_shared_trace_loads_with_all_views(loaded, rel):
     tp, events = loaded(rel)
-    assert tp.warnings == []
-    ops = tp.operators("name")
-    assert int(ops["calls"].sum()) == sum(counts_by_name(events, ("cpu_op",)).values())
+    # The MI250 trace's last step lost its kernels: said, not hidden.
+    lost = trailing_steps_without_device_work(events)
+    if lost:
+        assert len(tp.warnings) == 1 and tp.warnings[0].startswith(f"the last {lost} step(s)")
+    else:
+        assert tp.warnings == []
+    ops = tp.operators("name").set_index("name")
+    # torch folds an operator into a same-name parent when it is the only child.
+    expected = operator_key_averages(events)
+    assert dict(ops["calls"]) == {name: row["calls"] for name, row in expected.items()}
+    # Self times depend on how children partly outside their parent are nested
+    # (rounded timestamps); totals and device self time do not.
+    for name, row in expected.items():
+        for column in ("host_total_us", "device_self_us"):
+            assert ops.loc[name, column] == pytest.approx(row[column], rel=1e-9, abs=1e-6), (name, column)
     ov = tp.overview()
     assert ov["avg_step_time_us"] > 0
     for step in ov["steps"]:

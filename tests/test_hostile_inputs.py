@@ -18,8 +18,8 @@ import pytest
 
 from conftest import PLUGIN_PREFIX, REPO_ROOT, wait_ready
 from json_oracle import load_events
-from tb_pipeline_plugin.deep_json import encode_deep
-from tb_pipeline_plugin.http import encode_json
+from tb_pipeline_plugin.server.deep_json import encode_deep
+from tb_pipeline_plugin.server.http import encode_json
 from tb_pipeline_plugin.trace import decode_trace, load_trace
 from tb_pipeline_plugin.trace.table import Kind, Phase
 

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from tb_pipeline_plugin.errors import BadRequest, Conflict, NotFound, Unprocessable
-from tb_pipeline_plugin.logdir import discover_runs, looks_like_trace_head, resolve
+from tb_pipeline_plugin.sources.logdir import discover_runs, looks_like_trace_head, resolve
 
 
 @pytest.fixture
@@ -52,7 +52,9 @@ def logdir(tmp_path, cpu_trace_gz, gpu_trace_gz):
     _gunzip_to(cpu_trace_gz, base / "vm_0.1795307060829570893.pt.trace.json")
     (base / "pipeline").mkdir()
     (base / "pipeline" / "steps.jsonl").write_text('{"schema": 1, "type": "step"}\n')
-    (base / "pipeline" / "diagnostic_sweep.jsonl").write_text('{"schema": 1, "type": "sweep"}\n')
+    # Diagnostic mode's layout: {run}/diagnostic/diagnostic.jsonl.
+    (base / "diagnostic").mkdir()
+    (base / "diagnostic" / "diagnostic.jsonl").write_text('{"schema": 1, "type": "sweep"}\n')
     # A trace-looking file inside pipeline/ is not a trace of the run.
     _copy(cpu_trace_gz, base / "pipeline" / "stray.pt.trace.json.gz")
     # A run that also has nested runs below it.
@@ -65,6 +67,10 @@ def logdir(tmp_path, cpu_trace_gz, gpu_trace_gz):
     (root / "misc" / "notes.txt").write_text("hello")
     (root / "pipeline_only" / "pipeline").mkdir(parents=True)
     (root / "pipeline_only" / "pipeline" / "steps.jsonl").write_text("")
+    (root / "diagnostic_only" / "diagnostic").mkdir(parents=True)
+    (root / "diagnostic_only" / "diagnostic" / "diagnostic.jsonl").write_text("")
+    # A directory named diagnostic without results is an ordinary (nested) run.
+    _copy(cpu_trace_gz, root / "diagnostic_only" / "x" / "diagnostic" / "w.pt.trace.json.gz")
     _copy(cpu_trace_gz, root / ".hidden" / "w.1.pt.trace.json.gz")
     _copy(cpu_trace_gz, root / "rank-0.pt.trace.json.gz")
     return root
@@ -72,7 +78,8 @@ def logdir(tmp_path, cpu_trace_gz, gpu_trace_gz):
 
 def test_discovers_runs_workers_spans(logdir):
     runs = discover_runs(str(logdir))
-    assert list(runs) == [".", "composer/traces", "hta", "pipeline_only", "resnet", "resnet/baseline"]
+    assert list(runs) == [".", "composer/traces", "diagnostic_only", "diagnostic_only/x/diagnostic", "hta",
+                          "pipeline_only", "resnet", "resnet/baseline"]
 
     base = runs["resnet/baseline"]
     assert base.workers() == [
@@ -81,7 +88,7 @@ def test_discovers_runs_workers_spans(logdir):
     ]
     assert base.kinds == ["trace", "pipeline", "diagnostic"]
     assert [os.path.basename(p) for p in base.pipeline_files] == ["steps.jsonl"]
-    assert [os.path.basename(p) for p in base.diagnostic_files] == ["diagnostic_sweep.jsonl"]
+    assert base.diagnostic_files == [str(logdir / "resnet" / "baseline" / "diagnostic" / "diagnostic.jsonl")]
 
     assert runs["."].workers() == [{"name": "rank-0", "spans": ["0"]}]
     assert runs["resnet"].workers() == [{"name": "host", "spans": ["0"]}]
@@ -89,6 +96,8 @@ def test_discovers_runs_workers_spans(logdir):
     assert runs["composer/traces"].workers() == [{"name": "ep0", "spans": ["0"]}]
     assert runs["pipeline_only"].kinds == ["pipeline"]
     assert runs["pipeline_only"].traces == {}
+    assert runs["diagnostic_only"].kinds == ["diagnostic"] and runs["diagnostic_only"].workers() == []
+    assert runs["diagnostic_only/x/diagnostic"].kinds == ["trace"]
 
 
 def test_trace_file_carries_stat(logdir):

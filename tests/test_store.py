@@ -11,7 +11,7 @@ import pytest
 from werkzeug.test import Client
 
 from conftest import PLUGIN_PREFIX, build_tb_app
-from tb_pipeline_plugin.store import LoadStore
+from tb_pipeline_plugin.server.store import LoadStore
 
 WAIT_S = 10
 
@@ -362,18 +362,18 @@ def test_route_requested_run_parses_before_prefetches(recorded_logdir, tmp_path,
     parsed right after the parse already running, and nothing twice. The
     first parse is held until the overview was asked for, so the order is
     deterministic; the loads themselves are the real ones."""
-    from tb_pipeline_plugin.trace_processor import TraceProcessor
+    from tb_pipeline_plugin.analysis.processor import TraceProcessor
 
     logdir = _many_runs(recorded_logdir, tmp_path)
     real_load = TraceProcessor.load
     order, first_held, release = [], threading.Event(), threading.Event()
 
-    def load(path):
+    def load(path, opener=None):
         order.append(os.path.basename(os.path.dirname(path)))
         if len(order) == 1:
             first_held.set()
             assert release.wait(WAIT_S)
-        return real_load(path)
+        return real_load(path, opener)
 
     monkeypatch.delenv("TB_PIPELINE_MAX_LOADED_TRACES", raising=False)
     monkeypatch.setattr(TraceProcessor, "load", staticmethod(load))

@@ -6,7 +6,7 @@ import threading
 import time
 
 from tb_pipeline_plugin.trace import decode_trace
-from tb_pipeline_plugin.trace_processor import TraceProcessor
+from tb_pipeline_plugin.analysis.processor import TraceProcessor
 
 
 def _tiny() -> TraceProcessor:

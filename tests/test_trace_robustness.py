@@ -10,7 +10,7 @@ import pytest
 from json_oracle import counts_by_name, load_events
 from tb_pipeline_plugin.trace import decode_trace, load_trace
 from tb_pipeline_plugin.trace.table import Kind
-from tb_pipeline_plugin.trace_processor import TraceProcessor
+from tb_pipeline_plugin.analysis.processor import TraceProcessor
 
 SINGLE = "single_rank/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
 

@@ -6,36 +6,31 @@
  * `/data/`, so `fetch("runs")` reaches `/data/plugin/tb_pipeline/runs`
  * whatever prefix (--path_prefix) TensorBoard is served under.
  */
+import type { components } from "./generated/api";
 
 // ---------------------------------------------------------------- types
 
+/*
+ * Every response type is the generated one (src/generated/api.ts, from
+ * docs/openapi.json, from the server's msgspec Structs in
+ * tb_pipeline_plugin/server/contract.py): declared once, in Python. Only
+ * aliases live here, under the names the views use.
+ */
+type Schemas = components["schemas"];
+
+export type WorkerInfo = Schemas["WorkerInfo"];
+export type RunInfo = Schemas["RunInfo"];
 /**
  * Of the run's default trace. `unloaded`: not parsed and not queued (the
  * server prefetches only as many runs as it keeps in memory); a data
  * request for the run loads it.
  */
-export type RunStatus = "ready" | "loading" | "failed" | "unloaded";
+export type RunStatus = RunInfo["status"];
+export type RunsResponse = Schemas["RunsResponse"];
 
-export interface WorkerInfo {
-  name: string;
-  spans: string[];
-}
-
-export interface RunInfo {
-  name: string;
-  workers: WorkerInfo[];
-  kinds: string[];
-  status: RunStatus;
-  error: string | null;
-  warnings: string[];
-}
-
-export interface RunsResponse {
-  runs: RunInfo[];
-  loading: boolean;
-}
-
-/** Step-time categories, in the order the backend assigns time to them. */
+export type Breakdown = Schemas["Breakdown"];
+export type BreakdownCategory = keyof Breakdown;
+/** Step-time categories, in the order the backend assigns time to them (a test checks it lists every category of the contract). */
 export const BREAKDOWN_CATEGORIES = [
   "kernel",
   "memcpy",
@@ -45,132 +40,42 @@ export const BREAKDOWN_CATEGORIES = [
   "data_loading",
   "cpu_exec",
   "other",
-] as const;
-export type BreakdownCategory = (typeof BREAKDOWN_CATEGORIES)[number];
-export type Breakdown = Record<BreakdownCategory, number>;
+] as const satisfies readonly BreakdownCategory[];
 
-export interface StepInfo {
-  name: string;
-  step: number;
-  start_us: number;
-  duration_us: number;
-  breakdown_us: Breakdown;
-}
+export type StepInfo = Schemas["StepInfo"];
+export type DeviceInfo = Schemas["DeviceInfo"];
+export type OverviewResponse = Schemas["OverviewResponse"];
 
-export interface DeviceInfo {
-  type: string;
-  name: string | null;
-  count: number | null;
-  memory_bytes: number | null;
-  compute_capability: string | null;
-}
+export type TraceRef = Schemas["TraceRef"];
+export type DiffOverviewRow = Schemas["DiffOverviewRow"];
+export type DiffUnit = DiffOverviewRow["unit"];
+export type DiffOverviewResponse = Schemas["DiffOverviewResponse"];
 
-export interface OverviewResponse {
-  run: string;
-  worker: string;
-  span: string;
-  device: DeviceInfo;
-  distributed: { rank: number; world_size: number; backend: string } | null;
-  trace_duration_us: number;
-  steps: StepInfo[];
-  avg_step_time_us: number;
-  breakdown_us: Breakdown;
-  gpu_utilization_pct: number | null;
-  memory: { avg_bytes: number | null; peak_bytes: number | null };
-  warnings: string[];
-}
+export type DiffPiece = Schemas["DiffPiece"];
+export type PieceKind = DiffPiece["kind"];
+export type PieceStatus = DiffPiece["status"];
+export type DiffTrend = Schemas["DiffTrend"];
+export type DiffModulesResponse = Schemas["DiffModulesResponse"];
 
-export type DiffUnit = "us" | "bytes" | "pct" | "count" | null;
+export type DiffOperatorRow = Schemas["DiffOperatorRow"];
+export type DiffKernelRow = Schemas["DiffKernelRow"];
+export type DiffOperatorsResponse = Schemas["DiffOperatorsResponse"];
+export type DiffKernelsResponse = Schemas["DiffKernelsResponse"];
+/** A diff table answer; `table` says which (and so the shape of its rows). */
+export type DiffTableResponse = DiffOperatorsResponse | DiffKernelsResponse;
+export type DiffTableKind = DiffTableResponse["table"];
+export type DiffTableRow = DiffTableResponse["rows"][number];
+export type GroupBy = DiffOperatorsResponse["group_by"];
 
-export interface DiffOverviewRow {
-  metric: string;
-  label: string;
-  unit: DiffUnit;
-  baseline: number | string | null;
-  experimental: number | string | null;
-  delta: number | null;
-  delta_pct: number | null;
-}
-
-export interface TraceRef {
-  run: string;
-  worker: string;
-  span: string;
-}
-
-export interface DiffOverviewResponse {
-  baseline: TraceRef;
-  experimental: TraceRef;
-  rows: DiffOverviewRow[];
-  /** How the two runs are compared when that is not the plain per-step way (one run has no ProfilerStep annotations, ...). */
-  note?: string | null;
-}
-
-export type PieceStatus = "matched" | "baseline_only" | "experimental_only";
-export type PieceKind = "root" | "data_loading" | "module" | "backward" | "optimizer" | "unknown";
-
-export interface DiffPiece {
-  name: string;
-  kind: PieceKind | string;
-  step?: number;
-  path: string;
-  status: PieceStatus | string;
-  has_children?: boolean;
-  baseline_name?: string | null;
-  experimental_name?: string | null;
-  baseline_host_us: number;
-  experimental_host_us: number;
-  delta_host_us: number;
-  delta_host_pct: number | null;
-  baseline_device_us: number;
-  experimental_device_us: number;
-  delta_device_us: number;
-  delta_device_pct: number | null;
-  baseline_calls?: number;
-  experimental_calls?: number;
-  delta_calls?: number;
-  /** Why this node is compared the way it is (e.g. one run has no steps). */
-  note?: string | null;
-}
-
-export interface DiffTrend {
-  baseline_host_us: number[];
-  experimental_host_us: number[];
-  delta_host_us: number[];
-  baseline_device_us: number[];
-  experimental_device_us: number[];
-  delta_device_us: number[];
-}
-
-export interface DiffModulesResponse {
-  path: string;
-  breadcrumb: { name: string; path: string }[];
-  node: DiffPiece;
-  children: DiffPiece[];
-  trend: DiffTrend;
-  /** All children of the node; `children` is one page of them. */
-  children_total?: number;
-  /** The children were aligned by an approximate fallback (huge levels). */
-  approximate?: boolean;
-}
-
-/** A row of diff/operators or diff/kernels: name plus per-metric fields. */
-export interface DiffTableRow {
-  name: string;
-  input_shape?: string | null;
-  [field: string]: number | string | null | undefined;
-}
-
-export interface DiffTableResponse {
-  total: number;
-  offset: number;
-  limit: number;
-  sort: string;
-  order: "asc" | "desc";
-  primary: string;
-  columns: string[];
-  rows: DiffTableRow[];
-}
+export type DiagnosticResponse = Schemas["DiagnosticResponse"];
+export type DiagnosticStage = Schemas["DiagnosticStage"];
+export type DiagnosticCurve = Schemas["DiagnosticCurve"];
+export type DiagnosticPoint = Schemas["DiagnosticPoint"];
+export type DiagnosticGil = Schemas["DiagnosticGil"];
+export type DiagnosticEnvironment = Schemas["DiagnosticEnvironment"];
+export type DiagnosticStageDiff = Schemas["DiagnosticStageDiff"];
+export type DiffDiagnosticResponse = Schemas["DiffDiagnosticResponse"];
+export type Verdict = DiagnosticStage["verdict"];
 
 /** Which two traces to compare; the worker/span may be left to the server's default. */
 export interface DiffSelection {
@@ -258,7 +163,8 @@ export interface DiffTableQuery {
   filter?: string;
   offset?: number;
   limit?: number;
-  groupBy?: "name" | "name_and_shape";
+  /** Operators only: the kernels route rejects it. */
+  groupBy?: GroupBy;
   path?: string;
 }
 
@@ -312,16 +218,23 @@ export class ApiClient {
     return this.get<DiffModulesResponse>("diff/modules", { ...diffParams(sel), path }, opts);
   }
 
-  diffOperators(sel: DiffSelection, q: DiffTableQuery = {}, opts?: RequestOpts): Promise<DiffTableResponse> {
+  /** Diagnostic-mode results of one run (`diagnostic`). */
+  diagnostic(run: string, opts?: RequestOpts): Promise<DiagnosticResponse> {
+    return this.get<DiagnosticResponse>("diagnostic", { run }, opts);
+  }
+
+  /** Diagnostic-mode results of two runs, stages matched by name (`diff/diagnostic`). */
+  diffDiagnostic(baseline: string, experimental: string, opts?: RequestOpts): Promise<DiffDiagnosticResponse> {
+    return this.get<DiffDiagnosticResponse>("diff/diagnostic", { baseline, experimental }, opts);
+  }
+
+  /** `diff/<table>`; the answer names its table again in `table` (views key on that). */
+  diffTable(table: DiffTableKind, sel: DiffSelection, q: DiffTableQuery = {}, opts?: RequestOpts): Promise<DiffTableResponse> {
     return this.get<DiffTableResponse>(
-      "diff/operators",
+      `diff/${table}`,
       { ...diffParams(sel), ...tableParams(q), group_by: q.groupBy, path: q.path },
       opts,
     );
-  }
-
-  diffKernels(sel: DiffSelection, q: DiffTableQuery = {}, opts?: RequestOpts): Promise<DiffTableResponse> {
-    return this.get<DiffTableResponse>("diff/kernels", { ...diffParams(sel), ...tableParams(q) }, opts);
   }
 }
 

@@ -1,12 +1,19 @@
-import { describe, expect, it } from "vitest";
-import type { DiffPiece, StepInfo } from "../src/api";
-import { argMaxAbs, labelIndexes, pairedStepLabel, pieceTimes, presentCategories, runningSum, shortPieceLabel, stackedSeries, stepLabel, zeroAlignedRanges } from "../src/model/charts";
-
-const zero = { kernel: 0, memcpy: 0, memset: 0, communication: 0, runtime: 0, data_loading: 0, cpu_exec: 0, other: 0 };
-const step = (n: number, b: Partial<typeof zero>): StepInfo => {
-  const breakdown_us = { ...zero, ...b };
-  return { name: `ProfilerStep#${n}`, step: n, start_us: 0, duration_us: Object.values(breakdown_us).reduce((a, c) => a + c, 0), breakdown_us };
-};
+import { describe, expect, expectTypeOf, it } from "vitest";
+import { BREAKDOWN_CATEGORIES, type BreakdownCategory } from "../src/api";
+import {
+  argMaxAbs,
+  categorySharePct,
+  integerTickLabels,
+  labelIndexes,
+  pairedStepLabel,
+  pieceTimes,
+  presentCategories,
+  shortPieceLabel,
+  stackedSeries,
+  stepLabel,
+  zeroAlignedRanges,
+} from "../src/model/charts";
+import { piece, step } from "./fixtures";
 
 describe("chart shaping", () => {
   it("stacks categories top-first, in ms", () => {
@@ -18,15 +25,21 @@ describe("chart shaping", () => {
     expect(st[0]!.values).toEqual([4, 3.5]); // totals
     expect(st[2]!.values).toEqual([1, 2]);
   });
-  it("accumulates", () => {
-    expect(runningSum([1, 2, -4])).toEqual([1, 3, -1]);
+  it("lists every step-time category of the contract, in order", () => {
+    // Fails to type-check when the contract gains or loses a category.
+    expectTypeOf<(typeof BREAKDOWN_CATEGORIES)[number]>().toEqualTypeOf<BreakdownCategory>();
+    expect(BREAKDOWN_CATEGORIES.indexOf("kernel")).toBeLessThan(BREAKDOWN_CATEGORIES.indexOf("other"));
+  });
+  it("gives a category's share of its step in %", () => {
+    const s = step(1, { kernel: 750, other: 250 });
+    expect(categorySharePct(s, "kernel")).toBe(75);
+    expect(categorySharePct(step(2, {}), "kernel")).toBeNull();
+  });
+  it("labels integer ticks only", () => {
+    expect(integerTickLabels([0, 0.5, 1, 2], (i) => `#${i}`)).toEqual(["#0", "", "#1", "#2"]);
   });
   it("picks host or device time and never mixes them", () => {
-    const p = {
-      name: "nn.Module: Linear_0", kind: "module", path: "0.1", status: "experimental_only",
-      baseline_host_us: 1, experimental_host_us: 2, delta_host_us: 1, delta_host_pct: 100,
-      baseline_device_us: 10, experimental_device_us: 30, delta_device_us: 20, delta_device_pct: 200,
-    } as DiffPiece;
+    const p = piece({ name: "nn.Module: Linear_0", path: "0.1", status: "experimental_only" }, [1, 2], [10, 30]);
     expect(pieceTimes(p, "host")).toEqual({ baseline: 1, experimental: 2, delta: 1, pct: 100 });
     expect(pieceTimes(p, "device")).toEqual({ baseline: 10, experimental: 30, delta: 20, pct: 200 });
     expect(shortPieceLabel(p)).toBe("+Linear_0");

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { DiffOverviewRow } from "../src/api";
 import { decimalsForIncrement, deltaLook, formatTicks } from "../src/model/format";
-import { deviceMismatch, rowPolarity } from "../src/model/overview";
+import { breakdownYMax, deviceMismatch, overviewDeltaText, overviewValueText, rowPolarity, stepLineSeries } from "../src/model/overview";
+import { step } from "./fixtures";
 
 const row = (metric: string, unit: DiffOverviewRow["unit"], baseline: number | string | null = 1, experimental: number | string | null = 2): DiffOverviewRow => ({
   metric,
@@ -63,5 +64,38 @@ describe("axis ticks", () => {
     expect(new Set(labels).size).toBe(splits.length);
     expect(labels[0]).toBe("0.0000");
     expect(formatTicks([-0.00001, 10, 20], 10)).toEqual(["0", "10", "20"]);
+  });
+});
+
+describe("comparison table text", () => {
+  it("shows values in the row's unit", () => {
+    expect(overviewValueText({ unit: "us" }, 12_345)).toBe("12.345 ms");
+    expect(overviewValueText({ unit: "bytes" }, 3 * 1024 ** 3)).toBe("3 GB");
+    expect(overviewValueText({ unit: "pct" }, 61.54)).toBe("61.5 %");
+    expect(overviewValueText({ unit: "count" }, 1200)).toBe("1,200");
+    expect(overviewValueText({ unit: null }, "NVIDIA A100")).toBe("NVIDIA A100");
+    expect(overviewValueText({ unit: "us" }, null)).toBe("—");
+  });
+  it("signs the server's delta, percentages in points", () => {
+    expect(overviewDeltaText({ unit: "us", delta: -1500 })).toBe("−1.500 ms");
+    expect(overviewDeltaText({ unit: "bytes", delta: 2048 })).toBe("+2 KB");
+    expect(overviewDeltaText({ unit: "pct", delta: 2.46 })).toBe("+2.5 pp");
+    expect(overviewDeltaText({ unit: "pct", delta: -0.01 })).toBe("0.0 pp");
+    expect(overviewDeltaText({ unit: "count", delta: -3 })).toBe("−3");
+    expect(overviewDeltaText({ unit: "us", delta: null })).toBe("—");
+  });
+});
+
+describe("overview chart series", () => {
+  it("lines up steps of both runs by position, in ms, with their own numbers", () => {
+    const s = stepLineSeries([step(2, { kernel: 1000 }), step(3, { kernel: 2000 })], [step(5, { kernel: 1500 })]);
+    expect(s.xs).toEqual([1, 2]);
+    expect(s.labels).toEqual(["2 / 5", "3"]);
+    expect(s.baselineMs).toEqual([1, 2]);
+    expect(s.experimentalMs).toEqual([1.5, null]);
+  });
+  it("shares one y maximum across both breakdown charts", () => {
+    expect(breakdownYMax([step(1, { kernel: 1000 })], [step(1, { other: 5000 })])).toBeCloseTo(5 * 1.08, 9);
+    expect(breakdownYMax([], [])).toBeGreaterThan(0);
   });
 });

@@ -1,15 +1,15 @@
 import { describe, expect, it } from "vitest";
-import type { DiffTableRow } from "../src/api";
+import type { DiffOperatorRow, DiffTableRow } from "../src/api";
 import {
   buildColumns,
   cellText,
-  computeDelta,
   csvDataUrl,
   defaultSort,
-  ensureDeltas,
+  field,
   filteredTable,
   filterRows,
   informativeMetrics,
+  inputShape,
   metricOfKey,
   needsServerFilter,
   nextSort,
@@ -18,63 +18,42 @@ import {
   toCsv,
   viewRows,
 } from "../src/model/tableModel";
+import { kernelRow, opRow } from "./fixtures";
 
 const METRICS = ["calls", "host_self_us"];
 
-function row(name: string, bCalls: number, eCalls: number, bSelf: number, eSelf: number, shape: string | null = null): DiffTableRow {
-  return {
-    name,
-    input_shape: shape,
-    baseline_calls: bCalls,
-    experimental_calls: eCalls,
-    baseline_host_self_us: bSelf,
-    experimental_host_self_us: eSelf,
-  };
+function row(name: string, bCalls: number, eCalls: number, bSelf: number, eSelf: number, shape: string | null = null): DiffOperatorRow {
+  return opRow(name, { calls: [bCalls, eCalls], host_self_us: [bSelf, eSelf] }, shape);
 }
 
-function sample(): DiffTableRow[] {
-  return ensureDeltas(
+function sample(): DiffOperatorRow[] {
+  return (
     [
       row("aten::linear", 10, 10, 100, 150, "[[32, 64]]"), // +50
       row("aten::relu", 10, 12, 300, 200), //               -100 (largest |delta|)
       row("aten::add_", 5, 5, 40, 40), //                      0
       row("aten::new_op", 0, 3, 0, 30), //                   +30, pct null (baseline 0)
       row("aten::gone", 4, 0, 70, 0), //                      -70, -100 %
-    ],
-    METRICS,
+    ]
   );
 }
 
-const names = (rows: DiffTableRow[]) => rows.map((r) => r.name);
+const names = (rows: readonly DiffTableRow[]) => rows.map((r) => r.name);
 
-describe("delta", () => {
-  it("is experimental minus baseline with a percentage of the baseline", () => {
-    expect(computeDelta(200, 250)).toEqual({ delta: 50, pct: 25 });
-    expect(computeDelta(200, 150)).toEqual({ delta: -50, pct: -25 });
+describe("server deltas", () => {
+  it("shows the server's delta % as sent, never a recomputed one", () => {
+    // A percentage no client-side formula would give from these sides.
+    const r = { ...row("aten::odd", 10, 10, 100, 150), delta_host_self_pct: 7 };
+    const col = buildColumns(METRICS, false).find((c) => c.key === "delta_host_self_pct")!;
+    expect(cellText(r, col)).toBe("+7.0 %");
+    const sorted = sortRows([r, row("aten::b", 1, 1, 100, 120)], { key: "delta_host_self_pct", dir: "desc" });
+    expect(names(sorted)).toEqual(["aten::b", "aten::odd"]); // 20 % > 7 %
   });
-  it("has no percentage when the baseline is zero", () => {
-    expect(computeDelta(0, 30)).toEqual({ delta: 30, pct: null });
-  });
-  it("fills missing delta fields with the API's naming", () => {
-    const rows = sample();
-    const relu = rows.find((r) => r.name === "aten::relu")!;
-    expect(relu.delta_host_self_us).toBe(-100);
-    expect(relu.delta_host_self_pct).toBeCloseTo(-33.333, 3);
-    expect(relu.delta_calls).toBe(2);
-    expect(relu.delta_calls_pct).toBe(20);
-    expect(rows.find((r) => r.name === "aten::new_op")!.delta_host_self_pct).toBeNull();
-  });
-  it("keeps the server's deltas when present", () => {
-    const r: DiffTableRow = { name: "x", baseline_calls: 1, experimental_calls: 2, delta_calls: 1, delta_calls_pct: 100 };
-    ensureDeltas([r], ["calls"]);
-    expect(r.delta_calls_pct).toBe(100);
-  });
-  it("treats a side missing from one run as zero", () => {
-    const r: DiffTableRow = { name: "only_exp", experimental_calls: 3 };
-    ensureDeltas([r], ["calls"]);
-    expect(r.baseline_calls).toBe(0);
-    expect(r.delta_calls).toBe(3);
-    expect(r.delta_calls_pct).toBeNull();
+  it("reads kernel rows, which have no input shape", () => {
+    const k = kernelRow("gemm", [2, 3], [100, 90]);
+    expect(inputShape(k)).toBeNull();
+    expect(field(k, "delta_total_pct")).toBeCloseTo(-10, 9);
+    expect(names(filterRows([k], "GEMM"))).toEqual(["gemm"]);
   });
   it("maps metric names to percentage keys and back", () => {
     expect(pctKey("host_self_us")).toBe("delta_host_self_pct");
@@ -123,7 +102,7 @@ describe("sort", () => {
     expect(desc[0]!.name).toBe("aten::linear"); // +50 %
   });
   it("breaks ties by name so the order is stable", () => {
-    const rows = ensureDeltas([row("b", 1, 1, 5, 5), row("a", 1, 1, 5, 5), row("c", 1, 1, 5, 5)], METRICS);
+    const rows = [row("b", 1, 1, 5, 5), row("a", 1, 1, 5, 5), row("c", 1, 1, 5, 5)];
     expect(names(sortRows(rows, { key: "delta_host_self_us", dir: "desc" }))).toEqual(["a", "b", "c"]);
   });
   it("does not mutate its input", () => {
@@ -140,14 +119,13 @@ describe("sort", () => {
     expect(nextSort(s, "name")).toEqual({ key: "name", dir: "asc" });
   });
   it("sorts 10,000 rows quickly", () => {
-    const rows: DiffTableRow[] = [];
+    const rows: DiffOperatorRow[] = [];
     for (let i = 0; i < 10_000; i++) rows.push(row(`op_${i}`, i % 7, (i * 3) % 11, (i * 37) % 1000, (i * 91) % 1000));
-    ensureDeltas(rows, METRICS);
     const t0 = performance.now();
     const sorted = sortRows(rows, defaultSort("host_self_us"));
     expect(performance.now() - t0).toBeLessThan(200);
     for (let i = 1; i < sorted.length; i++) {
-      expect(Math.abs(sorted[i - 1]!.delta_host_self_us as number)).toBeGreaterThanOrEqual(Math.abs(sorted[i]!.delta_host_self_us as number));
+      expect(Math.abs(field(sorted[i - 1]!, "delta_host_self_us") as number)).toBeGreaterThanOrEqual(Math.abs(field(sorted[i]!, "delta_host_self_us") as number));
     }
   });
 });
@@ -202,7 +180,7 @@ describe("columns and cells", () => {
 describe("CSV", () => {
   it("has a header, raw numbers with durations in ms, and RFC 4180 quoting", () => {
     const cols = buildColumns(["calls", "host_self_us"], true);
-    const rows = ensureDeltas([row('say "hi", twice', 1, 2, 1500, 1000, "[[1, 2]]")], METRICS);
+    const rows = [row('say "hi", twice', 1, 2, 1500, 1000, "[[1, 2]]")];
     const lines = toCsv(rows, cols).trimEnd().split("\r\n");
     expect(lines).toHaveLength(2);
     expect(lines[0]).toBe(
@@ -213,12 +191,12 @@ describe("CSV", () => {
   });
   it("leaves undefined percentages empty", () => {
     const cols = buildColumns(["calls"], false);
-    const rows = ensureDeltas([row("x", 0, 3, 0, 0)], ["calls"]);
+    const rows = [row("x", 0, 3, 0, 0)];
     expect(toCsv(rows, cols).split("\r\n")[1]).toBe("x,0,3,3,");
   });
   it("keeps names that look like formulas as text", () => {
     const cols = buildColumns([], false);
-    expect(toCsv([{ name: "=1+1" }, { name: "<img src=x onerror=alert(1)>" }], cols).split("\r\n").slice(1, 3)).toEqual([
+    expect(toCsv([row("=1+1", 0, 0, 0, 0), row("<img src=x onerror=alert(1)>", 0, 0, 0, 0)], cols).split("\r\n").slice(1, 3)).toEqual([
       "'=1+1",
       "<img src=x onerror=alert(1)>",
     ]);
@@ -256,16 +234,14 @@ describe("column order", () => {
 
 describe("informative metrics", () => {
   it("drops metrics that are zero on both sides everywhere, keeps calls", () => {
-    const rows: DiffTableRow[] = [
-      { name: "a", baseline_calls: 0, experimental_calls: 0, baseline_host_self_us: 3, experimental_host_self_us: 0, baseline_device_self_us: 0, experimental_device_self_us: 0 },
-    ];
+    const rows: DiffTableRow[] = [opRow("a", { host_self_us: [3, 0] })];
     expect(informativeMetrics(rows, ["calls", "host_self_us", "device_self_us"])).toEqual(["calls", "host_self_us"]);
   });
 });
 
 describe("tables cut at the server's row limit", () => {
   // The server has 7 rows; the client holds the 5 of `sample()` (largest change first).
-  const far = ensureDeltas([row("aten::linear_backward", 1, 1, 1, 1), row("aten::relu_", 1, 1, 2, 2)], METRICS);
+  const far = [row("aten::linear_backward", 1, 1, 1, 1), row("aten::relu_", 1, 1, 2, 2)];
 
   it("sends the filter to the server only when the table is cut and a filter is set", () => {
     expect(needsServerFilter("relu", 7, 5)).toBe(true);
@@ -318,6 +294,6 @@ describe("tables cut at the server's row limit", () => {
     const a = row("aten::mm", 1, 1, 1, 1, "[[1]]");
     const b = row("aten::mm", 1, 1, 1, 1, "[[2]]");
     const t = filteredTable([a], 3, "mm", { state: "ok", rows: [{ ...a }, b], total: 2 });
-    expect(t.rows.map((r) => r.input_shape)).toEqual(["[[1]]", "[[2]]"]);
+    expect(t.rows.map(inputShape)).toEqual(["[[1]]", "[[2]]"]);
   });
 });

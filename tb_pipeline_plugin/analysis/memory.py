@@ -35,6 +35,16 @@ def _peak(ts: np.ndarray, value: np.ndarray, before: float, t0: float, t1: float
     return float(max(inside.max(), at_start)) if len(inside) else at_start
 
 
+def _rebuilt_allocated(bytes_delta: np.ndarray) -> tuple[np.ndarray, float]:
+    """Allocated bytes after each event, and before the first, from `Bytes`
+    alone (Kineto before 2022 wrote no totals): the running sum, raised so
+    that it never goes below zero. Frees of memory allocated before the trace
+    prove at least that much was held; more may have been."""
+    running = np.cumsum(bytes_delta, dtype=np.float64)
+    before = max(0.0, -float(running.min()))
+    return running + before, before
+
+
 def memory_summary(linked: LinkedTrace, steps: Steps | None = None) -> dict:
     """Per device: time-weighted average and peak of allocated bytes, and the
     peak of reserved bytes, all over the steps' window."""
@@ -42,19 +52,24 @@ def memory_summary(linked: LinkedTrace, steps: Steps | None = None) -> dict:
     steps = steps or linked.steps
     t0 = float(steps.start_us.min()) if len(steps.start_us) else 0.0
     t1 = float(steps.end_us.max()) if len(steps.end_us) else 0.0
-    has_total = m.total_allocated_bytes >= 0
-    if t1 <= t0 and has_total.any():
+    known = m.device_type >= 0  # the decoder warned about the others
+    if t1 <= t0 and known.any():
         # No timed events (a memory-only trace): the samples are the window.
-        t0, t1 = float(m.ts_us[has_total].min()), float(m.ts_us[has_total].max())
-    keys = sorted({(int(a), int(b)) for a, b in zip(m.device_type[has_total], m.device_id[has_total])})
+        t0, t1 = float(m.ts_us[known].min()), float(m.ts_us[known].max())
+    keys = sorted({(int(a), int(b)) for a, b in zip(m.device_type[known], m.device_id[known])})
     devices = []
     for dtype, did in keys:
-        sel = np.flatnonzero(has_total & (m.device_type == dtype) & (m.device_id == did))
+        sel = np.flatnonzero(known & (m.device_type == dtype) & (m.device_id == did))
         sel = sel[np.argsort(m.ts_us[sel], kind="stable")]
+        has_total = m.total_allocated_bytes[sel] >= 0
+        if has_total.any():
+            sel = sel[has_total]
+            alloc = m.total_allocated_bytes[sel].astype(np.float64)
+            # The allocator's state before the first event in the trace.
+            before = float(alloc[0] - m.bytes_delta[sel[0]])
+        else:
+            alloc, before = _rebuilt_allocated(m.bytes_delta[sel])
         ts = m.ts_us[sel]
-        alloc = m.total_allocated_bytes[sel].astype(np.float64)
-        # The allocator's state before the first event in the trace.
-        before = float(alloc[0] - m.bytes_delta[sel[0]])
         reserved = m.total_reserved_bytes[sel].astype(np.float64)
         has_reserved = reserved >= 0
         devices.append({

@@ -18,13 +18,35 @@ def primary_column(has_device: bool) -> str:
 
 
 def operator_rows(linked: LinkedTrace, rows: np.ndarray | None = None) -> np.ndarray:
-    """Rows of operator events, optionally restricted to a subset of rows."""
+    """Rows of operator events, optionally restricted to a subset of rows;
+    without the operators torch folds into a same-name parent (`fold.py`)."""
     t = linked.table
     if rows is None:
-        return np.flatnonzero((t.kind == Kind.CPU_OP) & (t.phase == Phase.COMPLETE))
-    # A piece's few rows: filter them, don't scan the whole table.
-    rows = np.unique(rows)
-    return rows[(t.kind[rows] == Kind.CPU_OP) & (t.phase[rows] == Phase.COMPLETE)]
+        ops = np.flatnonzero((t.kind == Kind.CPU_OP) & (t.phase == Phase.COMPLETE))
+    else:
+        # A piece's few rows: filter them, don't scan the whole table.
+        rows = np.unique(rows)
+        ops = rows[(t.kind[rows] == Kind.CPU_OP) & (t.phase[rows] == Phase.COMPLETE)]
+    if len(linked.folded_rows):
+        ops = ops[~np.isin(ops, linked.folded_rows, assume_unique=True)]
+    return ops
+
+
+def _self_times(linked: LinkedTrace, ops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Host and device self µs of `ops` (sorted), each with the self times of
+    the same-name operators folded into it: the parent's self time is then
+    its duration minus the folded child's children, as in key_averages()."""
+    host = linked.host_self_us[ops]
+    device = linked.device_self_us[ops]
+    folded, into = linked.folded_rows, linked.folded_into
+    if len(folded) and len(ops):
+        at = np.minimum(np.searchsorted(ops, into), len(ops) - 1)
+        hit = ops[at] == into
+        np.add.at(host, at[hit], linked.host_self_us[folded[hit]])
+        # torch hands the child's kernels to the parent; a parent's own
+        # launches (rare) are kept too, so no device time is lost.
+        np.add.at(device, at[hit], linked.device_self_us[folded[hit]])
+    return host, device
 
 
 def operators(linked: LinkedTrace, group_by: str = "name", rows: np.ndarray | None = None) -> pd.DataFrame:
@@ -37,15 +59,16 @@ def operators(linked: LinkedTrace, group_by: str = "name", rows: np.ndarray | No
         raise ValueError(f"group_by must be one of {', '.join(GROUP_BY)}")
     t = linked.table
     ops = operator_rows(linked, rows)
+    host_self, device_self = _self_times(linked, ops)
     keys = {"name_id": t.name_id[ops]}
     if group_by == "name_and_shape":
         keys["shape_id"] = t.shape_id[ops]
     frame = pd.DataFrame({
         **keys,
         "calls": np.ones(len(ops), dtype=np.int64),
-        "host_self_us": linked.host_self_us[ops],
+        "host_self_us": host_self,
         "host_total_us": t.dur_us[ops],
-        "device_self_us": linked.device_self_us[ops],
+        "device_self_us": device_self,
         "device_total_us": linked.device_total_us[ops],
     })
     grouped = frame.groupby(list(keys), sort=False, as_index=False).sum()

@@ -10,7 +10,9 @@ from ..trace.table import Kind, Phase
 from .device import device_info, distributed_info
 from .intervals import measure_in, merge, union
 from .memory import memory_summary
-from ..trace.names import is_communication_kernel, is_data_loading, is_host_collective, is_step, name_mask
+from ..trace.names import (
+    is_communication_kernel, is_cpu_collective, is_data_loading, is_host_collective, is_step, name_mask,
+)
 
 # Priority order: each microsecond of a step goes to the first active category.
 CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "data_loading", "cpu_exec", "other")
@@ -28,10 +30,12 @@ def _category_rows(linked: LinkedTrace) -> dict[str, np.ndarray]:
     annotations = rows_of(Kind.USER_ANNOTATION)
     ops = rows_of(Kind.CPU_OP)
     host_named = np.concatenate([annotations, ops])
-    collectives = host_named[name_mask(t, host_named, is_host_collective)]
-    # With device activity the collectives' real cost is their kernels; the
-    # host-side call only enqueues them.
-    communication = kernels[comm_kernel] if linked.has_device else collectives
+    # With device activity an NCCL collective's real cost is its kernel (the
+    # host call only enqueues it); gloo / MPI collectives run on the host
+    # whatever the job's device, so their host time is communication.
+    on_host = is_cpu_collective if linked.has_device else is_host_collective
+    collectives = host_named[name_mask(t, host_named, on_host)]
+    communication = np.concatenate([kernels[comm_kernel], collectives])
     data_loading = annotations[name_mask(t, annotations, is_data_loading)]
     not_step = annotations[~name_mask(t, annotations, is_step)]
     return {

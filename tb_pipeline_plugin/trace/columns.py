@@ -102,6 +102,27 @@ def _category_kind(cat) -> int:
     return int(CATEGORY_KINDS.get(cat.lower(), Kind.OTHER)) if isinstance(cat, str) else int(Kind.OTHER)
 
 
+def _category_columns(cat: list) -> tuple[np.ndarray, np.ndarray]:
+    """(Kind per event, whether the event has no category)."""
+    local, uniques = pd.factorize(np.asarray(cat, dtype=object), use_na_sentinel=False)
+    kinds = np.array([_category_kind(c) for c in uniques], dtype=np.uint8)
+    missing = np.array([not c for c in uniques], dtype=bool)
+    return kinds[local], missing[local]
+
+
+def _memory_events(kind, no_cat, phase, named_memory, args: list, issues: Counter) -> np.ndarray:
+    """`[memory]` instant events: category `cpu_instant_event`, or none at all
+    (Kineto from mid-2021 to spring 2022), recognised then by their fields."""
+    is_memory = named_memory & (kind == Kind.MEMORY)
+    bare = np.flatnonzero(named_memory & no_cat & (phase == Phase.INSTANT))
+    if len(bare):
+        fields = [(a.bytes_delta, a.total_allocated, a.device_type) for a in _take(args, bare)]
+        usable = np.array([(b is not None or t is not None) and d is not None for b, t, d in fields], dtype=bool)
+        is_memory[bare[usable]] = True
+        issues["memory_unusable"] += int((~usable).sum())
+    return is_memory
+
+
 @dataclass
 class ChunkColumns:
     main: dict[str, np.ndarray]
@@ -119,16 +140,15 @@ def chunk_columns(events: list, strings: Interner, keys: Interner) -> ChunkColum
     # One C-level pass per field is cheaper than building a tuple per event.
     ph, cat, name, pid, tid, ts, dur, args = (list(map(attrgetter(f), events)) for f in _EVENT_FIELDS)
     phase = _lut(ph, lambda p: _PHASES.get(p, _PH_DROP), _PH_DROP)[0]
-    kind = _lut(cat, _category_kind, Kind.OTHER)[0].astype(np.uint8)
+    kind, no_cat = _category_columns(cat)
     name_id = strings.codes(name)
     pid_key = keys.codes(pid)
     tid_key = keys.codes(tid)
     thread_key = pid_key.astype(np.int64) << 32 | tid_key.astype(np.int64)
 
-    memory_name = strings.id_of("[memory]")
-    is_memory = (kind == Kind.MEMORY) & (name_id == memory_name)
-    kind[(kind == Kind.MEMORY) & ~is_memory] = Kind.OTHER
     issues: Counter = Counter()
+    is_memory = _memory_events(kind, no_cat, phase, name_id == strings.id_of("[memory]"), args, issues)
+    kind[(kind == Kind.MEMORY) & ~is_memory] = Kind.OTHER
     ts_all = np.array(ts, dtype=np.float64)
     dur_all = np.array(dur, dtype=np.float64)
     timed = np.isin(phase, _MAIN_PHASES) | is_memory | (phase == _PH_FLOW)
@@ -207,11 +227,19 @@ def _kernel_columns(kargs: list, strings: Interner) -> dict[str, np.ndarray]:
 
 def _memory_columns(margs: list, issues: Counter) -> dict[str, np.ndarray]:
     cols = list(zip(*map(GET_MEMORY, margs))) if margs else [()] * 5
+    # -1 is a valid `Bytes` (a 1-byte free): absence is tested on the values.
+    no_delta = np.fromiter((v is None for v in cols[0]), dtype=bool, count=len(margs))
+    delta = _ints([0 if v is None else v for v in cols[0]], issues)
+    total = _ints(cols[1], issues)
+    device_type = _ints(cols[3], issues)
+    unusable = (no_delta & (total == NO_ID)) | (device_type == NO_ID)
+    issues["memory_unusable"] += int(unusable.sum())
+    issues["memory_no_total"] += int(((total == NO_ID) & ~unusable).sum())
     return {
-        "bytes_delta": np.where((b := _ints(cols[0], issues)) == NO_ID, 0, b),
-        "total_allocated_bytes": _ints(cols[1], issues),
+        "bytes_delta": delta,
+        "total_allocated_bytes": total,
         "total_reserved_bytes": _ints(cols[2], issues),
-        "device_type": _ints(cols[3], issues),
+        "device_type": device_type,
         "device_id": _ints(cols[4], issues),
     }
 
@@ -355,6 +383,12 @@ def issue_warnings(issues: Counter) -> list[str]:
         "no_ts": "{n} events without a usable timestamp (`ts`) were ignored",
         "bad_dur": "{n} complete (X) events with a missing, unreadable, negative or absurd duration (`dur`) were ignored",
         "out_of_range": "{n} ids or numbers outside the 64-bit range were ignored",
+        "memory_unusable": "{n} `[memory]` events without `Device Type`, or without both `Bytes` and `Total Allocated`, were ignored",
+        "memory_no_total": (
+            "{n} `[memory]` events have no `Total Allocated` (Kineto before 2022): allocated memory is the running sum "
+            "of their `Bytes`, counted from the least level that explains the frees (memory allocated before the "
+            "trace and never freed in it is not seen); reserved memory is unknown"
+        ),
     }
     return [messages[k].format(n=f"{n:,}") for k, n in issues.items() if n and k in messages]
 

@@ -24,8 +24,9 @@ _EVENTS = msgspec.json.Decoder(list[Event])
 _LENIENT = msgspec.json.Decoder(list[LenientEvent])
 
 
-def load_trace(path: str) -> EventTable:
-    data, warnings = read_trace_bytes(path)
+def load_trace(path: str, opener=None) -> EventTable:
+    """`opener(path)` -> binary file object; local files when None."""
+    data, warnings = read_trace_bytes(path, opener)
     table = decode_trace(data)
     table.warnings[:0] = warnings
     return table

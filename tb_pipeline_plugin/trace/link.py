@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .fold import fold_same_name
 from .names import is_step, name_mask, step_number
 from .forest import nearest_marked_ancestor
 from .nesting import nest
@@ -44,6 +45,10 @@ class LinkedTrace:
     python_parent: np.ndarray  # int64: row named by `Python parent id` (trusted links only), -1
     steps: Steps
     has_device: bool
+    # Operators torch's key_averages() folds into a same-name parent (see
+    # fold.py), sorted, and the ancestor each one's numbers go to.
+    folded_rows: np.ndarray
+    folded_into: np.ndarray
 
 
 def _lookup(keys: np.ndarray, values: np.ndarray, queries: np.ndarray) -> np.ndarray:
@@ -110,26 +115,9 @@ def link(table: EventTable) -> LinkedTrace:
         launch = _lookup(start_ids, start_rows, end_ids)
         launch_of[end_rows] = launch
 
-    # Runtime call -> operator: External id when it names an operator that
-    # encloses the call on the same thread, else the innermost enclosing op.
     op_rows = np.flatnonzero(complete & (kind == Kind.CPU_OP))
     op_of_launch = np.full(n, -1, dtype=np.int64)
-    by_containment = nearest_marked_ancestor(parent, kind == Kind.CPU_OP, parent[runtime_rows])
-    op_ext = table.external_id[op_rows]
-    has_ext = op_ext >= 0
-    by_ext = _lookup(op_ext[has_ext], op_rows[has_ext], table.external_id[runtime_rows])
-    valid = by_ext >= 0
-    bx = by_ext[valid]
-    rt = runtime_rows[valid]
-    valid_idx = np.flatnonzero(valid)
-    encloses = (
-        (table.thread_id[bx] == table.thread_id[rt])
-        & (table.ts_us[bx] <= table.ts_us[rt])
-        & (table.ts_us[bx] + table.dur_us[bx] >= table.ts_us[rt])
-    )
-    chosen = by_containment.copy()
-    chosen[valid_idx[encloses]] = bx[encloses]
-    op_of_launch[runtime_rows] = chosen
+    op_of_launch[runtime_rows] = _launching_ops(table, parent, op_rows, runtime_rows)
 
     # Charge device time to the op, else to whatever host event encloses the
     # launch, so module and annotation totals include it either way.
@@ -151,11 +139,13 @@ def link(table: EventTable) -> LinkedTrace:
 
     has_device = bool(np.any(np.isin(kind, DEVICE_KINDS)))
     steps = _steps(table, launch_of, device_rows)
+    folded_rows, folded_into = fold_same_name(table, parent, host_rows)
     return LinkedTrace(
         table=table, is_host=is_host, parent=parent, depth=depth, launch_of=launch_of,
         op_of_launch=op_of_launch, owner=owner, host_self_us=host_self, device_self_us=device_self,
         device_total_us=device_total, backward_of=backward_of, python_parent=python_parents(table),
         steps=steps, has_device=has_device,
+        folded_rows=folded_rows, folded_into=folded_into,
     )
 
 
@@ -187,6 +177,32 @@ def python_parents(table: EventTable) -> np.ndarray:
             "(their own id, a cycle or a later call): those links were ignored"
         )
     return step
+
+
+def _launching_ops(table: EventTable, parent: np.ndarray, op_rows: np.ndarray, runtime_rows: np.ndarray) -> np.ndarray:
+    """The operator that issued each runtime call, or -1.
+
+    The call's External id, when it names an operator enclosing the call on
+    its thread, or exactly one operator on another thread (an id naming one
+    operator is unambiguous wherever that operator ran; without this the
+    launch's device time would reach no operator); else the innermost
+    operator enclosing the call.
+    """
+    by_containment = nearest_marked_ancestor(parent, table.kind == Kind.CPU_OP, parent[runtime_rows])
+    op_ext = table.external_id[op_rows]
+    has_ext = op_ext >= 0
+    by_ext = _lookup(op_ext[has_ext], op_rows[has_ext], table.external_id[runtime_rows])
+    valid = by_ext >= 0
+    bx = by_ext[valid]
+    rt = runtime_rows[valid]
+    same_thread = table.thread_id[bx] == table.thread_id[rt]
+    encloses = same_thread & (table.ts_us[bx] <= table.ts_us[rt]) & (table.ts_us[bx] + table.dur_us[bx] >= table.ts_us[rt])
+    ids, counts = np.unique(op_ext[has_ext], return_counts=True)
+    unique = counts[np.searchsorted(ids, table.external_id[bx])] == 1
+    take = encloses | (~same_thread & unique)
+    chosen = by_containment.copy()
+    chosen[np.flatnonzero(valid)[take]] = bx[take]
+    return chosen
 
 
 def _device_flow_ends(table: EventTable, device_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -277,10 +293,38 @@ def _steps(table: EventTable, launch_of: np.ndarray, device_rows: np.ndarray) ->
         idx = np.searchsorted(start, launch_ts, side="right") - 1
         inside = (idx >= 0) & (launch_ts <= host_end[np.clip(idx, 0, None)])
         np.maximum.at(end, idx[inside], dev_end[inside])
+        start[0] = _first_step_start(start[0], dev_end[idx < 0], table.ts_us[launched][inside & (idx == 0)])
+        _warn_trailing_steps_without_device_work(table, step_names, np.bincount(idx[inside], minlength=len(start)))
     # The GPU runs behind the CPU: step i's device work ends after step i+1
     # has started on the host. Like torch-tb-profiler, a step starts where the
     # previous one ended, so no time is counted in two steps.
     if len(start) > 1:
         start[1:] = np.maximum(start[1:], np.maximum.accumulate(end)[:-1])
-        end = np.maximum(end, start)
+    end = np.maximum(end, start)
     return Steps(step_names, number, rows, start, host_end, end)
+
+
+def _first_step_start(start_us: float, earlier_end_us: np.ndarray, own_device_start_us: np.ndarray) -> float:
+    """Device work launched before the first step and still running when it
+    starts belongs to no step: the first step starts when it ends (as every
+    later step starts where the previous one ended; torch-tb-profiler does
+    the same), but no later than the step's own first device activity."""
+    if len(earlier_end_us) == 0:
+        return start_us
+    limit = own_device_start_us.min() if len(own_device_start_us) else np.inf
+    return float(max(start_us, min(earlier_end_us.max(), limit)))
+
+
+def _warn_trailing_steps_without_device_work(table: EventTable, names: list[str], launches: np.ndarray) -> None:
+    """The profiler often loses the kernels of the last steps. torch-tb-profiler
+    drops such steps; they are kept here (their host time is real), but said."""
+    if len(launches) < 2 or not launches.any():
+        return
+    trailing = len(launches) - 1 - int(np.flatnonzero(launches)[-1])
+    if trailing:
+        listed = ", ".join(names[-trailing:]) if trailing <= 3 else f"{names[-trailing]} to {names[-1]}"
+        table.warnings.append(
+            f"the last {trailing} step(s) ({listed}) launched no device work although earlier steps did "
+            "(the profiler may have lost their kernels); they are kept, with their host time only "
+            "(torch-tb-profiler leaves them out)"
+        )

@@ -13,13 +13,20 @@ import numpy as np
 from .table import EventTable
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
-# `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__` -> family `enumerate(DataLoader)`.
-DATA_LOADING_RE = re.compile(r"^(enumerate\(DataLoader\))#")
+# `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__` -> family `enumerate(DataLoader)`;
+# torchdata's StatefulDataLoader iterators record the same name
+# (`enumerate(DataLoader)#_StatefulSingleProcessDataLoaderIter.__next__`).
+# DataPipes (what DataLoader2 iterates) record `enumerate(DataPipe)#ShufflerIterDataPipe`
+# (torch 1.11 to 2.0) -> family `enumerate(DataPipe)`.
+DATA_LOADING_RE = re.compile(r"^(enumerate\((?:DataLoader|DataPipe)\))#")
 # `Optimizer.step#SGD.step`, `Optimizer.zero_grad#SGD.zero_grad` -> `Optimizer.step`, ...
 OPTIMIZER_RE = re.compile(r"^(Optimizer\.\w+)#")
 MODULE_PREFIX = "nn.Module: "
 EVALUATE_PREFIX = "autograd::engine::evaluate_function: "
-HOST_COLLECTIVE_PREFIXES = ("nccl:", "gloo:", "c10d::", "record_param_comms")
+HOST_COLLECTIVE_PREFIXES = ("nccl:", "gloo:", "mpi:", "c10d::", "record_param_comms")
+# Backends whose collectives run on the host even in a GPU job: their host
+# time is the communication (NCCL's host call only enqueues a kernel).
+CPU_COLLECTIVE_PREFIXES = ("gloo:", "mpi:")
 COMMUNICATION_KERNEL_MARKERS = ("nccl", "rccl")
 _INSTANCE_SUFFIX = re.compile(r"_\d+$")
 
@@ -62,6 +69,10 @@ def is_communication_kernel(name: str) -> bool:
 
 def is_host_collective(name: str) -> bool:
     return name.startswith(HOST_COLLECTIVE_PREFIXES)
+
+
+def is_cpu_collective(name: str) -> bool:
+    return name.startswith(CPU_COLLECTIVE_PREFIXES)
 
 
 def is_module(name: str) -> bool:

@@ -1,4 +1,7 @@
-"""Bytes of a trace file: plain or gzip, local or remote, within limits.
+"""Bytes of a trace file: plain or gzip, within limits.
+
+Files are opened by the caller's `opener` (remote logdirs go through the
+sources layer's TensorBoard gfile wrapper), so decoding needs no TensorBoard.
 
 Decompression streams in small blocks under three limits, so a gzip bomb
 (a few MB that inflate to many GB) is refused after a bounded amount of
@@ -54,12 +57,7 @@ def _max_ratio() -> float:
         return _DEFAULT_MAX_RATIO
 
 
-def _open(path: str):
-    if "://" in path:
-        # Remote logdirs (gs://, s3://, hdfs://) go through TensorBoard's gfile.
-        from tensorboard.compat import tf
-
-        return tf.io.gfile.GFile(path, "rb")
+def _open_local(path: str):
     return open(path, "rb")
 
 
@@ -92,14 +90,15 @@ class _Limits:
             )
 
 
-def read_trace_bytes(path: str) -> tuple[bytes, list[str]]:
+def read_trace_bytes(path: str, opener=None) -> tuple[bytes, list[str]]:
     """The decompressed file content and warnings about what was lost.
 
     gzip is recognised by its magic bytes, not the file name. Raises
     `TraceTooLarge` (a ValueError) beyond the limits in the module docstring.
     """
     limits = _Limits()
-    with _open(path) as f:
+    # The caller's filesystem layer (remote logdirs) or a local file.
+    with (opener or _open_local)(path) as f:
         head = f.read(2)
         if head != GZIP_MAGIC:
             rest = f.read(limits.max_bytes + 1 - len(head))

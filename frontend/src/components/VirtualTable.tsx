@@ -10,7 +10,7 @@ import type { TargetedKeyboardEvent } from "preact";
 import { useLayoutEffect, useReducer, useRef } from "preact/hooks";
 import type { DiffTableRow } from "../api";
 import { deltaArrow, deltaDirection } from "../model/format";
-import { cellText, isDuration, metricLabel, type Column, type SortSpec } from "../model/tableModel";
+import { cellText, field, isDuration, metricLabel, type Column, type SortSpec } from "../model/tableModel";
 
 const ROW_H = 26;
 const HEADER_H = 2 * ROW_H;
@@ -193,7 +193,7 @@ function Cell({ row, col }: { row: DiffTableRow; col: Column }) {
   // The full value on hover (a cell can be cut by its width) with what it is.
   const title = `${col.title}: ${text}`;
   if (col.role === "delta" || col.role === "delta_pct") {
-    const v = row[col.key];
+    const v = field(row, col.key);
     const num = typeof v === "number" ? v : null;
     // More calls is not "slower": counts get arrows but no red/green.
     const dir = col.metric === "calls" ? (num === null ? "none" : "same") : deltaDirection(num);

@@ -1,6 +1,6 @@
 /**
  * Pure data shaping for the charts (kept out of the components so the
- * numbers drawn are easy to check): stacking, running sums, labels.
+ * numbers drawn are easy to check): stacking, shares, labels, axis ranges.
  */
 import { BREAKDOWN_CATEGORIES, type BreakdownCategory, type DiffPiece, type StepInfo } from "../api";
 
@@ -27,8 +27,8 @@ export const CATEGORY_COLORS: Record<BreakdownCategory, string> = {
 };
 
 /** Categories with any time in any of the given step lists (empty ones would only clutter the legend). */
-export function presentCategories(...stepLists: StepInfo[][]): BreakdownCategory[] {
-  return BREAKDOWN_CATEGORIES.filter((c) => stepLists.some((steps) => steps.some((s) => (s.breakdown_us[c] ?? 0) > 0)));
+export function presentCategories(...stepLists: (readonly StepInfo[])[]): BreakdownCategory[] {
+  return BREAKDOWN_CATEGORIES.filter((c) => stepLists.some((steps) => steps.some((s) => s.breakdown_us[c] > 0)));
 }
 
 /**
@@ -38,25 +38,33 @@ export function presentCategories(...stepLists: StepInfo[][]): BreakdownCategory
  * Returns one array per category in `cats` reversed order, i.e. result[0]
  * is the total and belongs to the last category.
  */
-export function stackedSeries(steps: StepInfo[], cats: BreakdownCategory[]): { cat: BreakdownCategory; values: number[] }[] {
+export function stackedSeries(steps: readonly StepInfo[], cats: BreakdownCategory[]): { cat: BreakdownCategory; values: number[] }[] {
   const out: { cat: BreakdownCategory; values: number[] }[] = [];
   const running = steps.map(() => 0);
   for (const cat of cats) {
     steps.forEach((s, i) => {
-      running[i] = (running[i] ?? 0) + (s.breakdown_us[cat] ?? 0) / 1000;
+      running[i] = (running[i] ?? 0) + s.breakdown_us[cat] / 1000;
     });
     out.push({ cat, values: running.slice() });
   }
   return out.reverse();
 }
 
-export function runningSum(values: readonly number[]): number[] {
-  let acc = 0;
-  return values.map((v) => (acc += v));
+/** Share of a step's time in one category, in % (null for a zero-length step). */
+export function categorySharePct(step: StepInfo, cat: BreakdownCategory): number | null {
+  return step.duration_us ? (100 * step.breakdown_us[cat]) / step.duration_us : null;
+}
+
+/**
+ * Tick labels of an axis over integer positions: `labelAt(i)` at integers,
+ * nothing between them (uPlot may place ticks at fractions when zoomed).
+ */
+export function integerTickLabels(splits: readonly number[], labelAt: (i: number) => string): string[] {
+  return splits.map((s) => (Number.isInteger(s) ? labelAt(s) : ""));
 }
 
 /** The time fields of a piece for the chosen clock; host and device are never mixed. */
-export function pieceTimes(p: DiffPiece, time: "host" | "device"): { baseline: number; experimental: number; delta: number; pct: number | null } {
+export function pieceTimes(p: Pick<DiffPiece, "baseline_host_us" | "experimental_host_us" | "delta_host_us" | "delta_host_pct" | "baseline_device_us" | "experimental_device_us" | "delta_device_us" | "delta_device_pct">, time: "host" | "device"): { baseline: number; experimental: number; delta: number; pct: number | null } {
   return time === "host"
     ? { baseline: p.baseline_host_us, experimental: p.experimental_host_us, delta: p.delta_host_us, pct: p.delta_host_pct }
     : { baseline: p.baseline_device_us, experimental: p.experimental_device_us, delta: p.delta_device_us, pct: p.delta_device_pct };

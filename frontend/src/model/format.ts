@@ -41,6 +41,20 @@ export function formatSignedMs(us: number | null | undefined): string {
   return (us > 0 ? "+" : "−") + s;
 }
 
+/** "+1.200 ms"; "—" with no unit when there is no value. */
+export function formatSignedMsWithUnit(us: number | null | undefined): string {
+  const s = formatSignedMs(us);
+  return s === EM_DASH ? s : `${s} ms`;
+}
+
+/** A difference of two percentages, in percentage points: "+2.5 pp", "−0.3 pp", "0.0 pp". */
+export function formatSignedPoints(pp: number | null | undefined): string {
+  if (pp === null || pp === undefined || !Number.isFinite(pp)) return EM_DASH;
+  const body = pctFmt.format(Math.abs(pp));
+  if (body === pctFmt.format(0)) return `${body} pp`;
+  return `${pp > 0 ? "+" : "−"}${body} pp`;
+}
+
 export function formatSignedInt(n: number | null | undefined): string {
   if (n === null || n === undefined || !Number.isFinite(n)) return EM_DASH;
   if (n === 0) return "0";

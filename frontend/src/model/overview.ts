@@ -1,6 +1,7 @@
-/** Pure rules of the Overview's comparison table (kept here so they are unit-tested). */
-import type { DiffOverviewRow } from "../api";
-import type { Polarity } from "./format";
+/** Pure rules of the Overview: its comparison table's text and colours, and its charts' series. */
+import type { DiffOverviewRow, StepInfo } from "../api";
+import { pairedStepLabel } from "./charts";
+import { EM_DASH, formatBytes, formatInt, formatMsWithUnit, formatPct, formatSignedInt, formatSignedMsWithUnit, formatSignedPoints, usToMs, type Polarity } from "./format";
 
 /** Higher is better for these; everything else with a unit (time, memory) is better lower. */
 export const HIGHER_IS_BETTER: ReadonlySet<string> = new Set(["gpu_utilization_pct"]);
@@ -21,4 +22,57 @@ export function deviceMismatch(rows: readonly DiffOverviewRow[]): { baseline: st
   if (!r || typeof r.baseline !== "string" || typeof r.experimental !== "string") return null;
   if (r.baseline.trim() === r.experimental.trim()) return null;
   return { baseline: r.baseline, experimental: r.experimental };
+}
+
+/** A baseline or experimental value of a comparison row, in the row's unit. */
+export function overviewValueText(row: Pick<DiffOverviewRow, "unit">, v: number | string | null): string {
+  if (v === null) return EM_DASH;
+  if (typeof v === "string") return v;
+  switch (row.unit) {
+    case "us":
+      return formatMsWithUnit(v);
+    case "bytes":
+      return formatBytes(v);
+    case "pct":
+      return formatPct(v, false);
+    default:
+      return formatInt(v);
+  }
+}
+
+/** The server's delta of a comparison row, signed, in the row's unit (percentages differ in points). */
+export function overviewDeltaText(row: Pick<DiffOverviewRow, "unit" | "delta">): string {
+  const d = row.delta;
+  switch (row.unit) {
+    case "us":
+      return formatSignedMsWithUnit(d);
+    case "bytes":
+      return formatBytes(d, true);
+    case "pct":
+      return formatSignedPoints(d);
+    default:
+      return formatSignedInt(d);
+  }
+}
+
+/** The Overview's "step time per step" lines: x = 1..n, one label per step, ms (null past a run's last step). */
+export function stepLineSeries(
+  baseline: readonly StepInfo[],
+  experimental: readonly StepInfo[],
+): { xs: number[]; labels: string[]; baselineMs: (number | null)[]; experimentalMs: (number | null)[] } {
+  const n = Math.max(baseline.length, experimental.length);
+  const idx = Array.from({ length: n }, (_, i) => i);
+  const ms = (s: StepInfo | undefined) => (s ? usToMs(s.duration_us) : null);
+  return {
+    xs: idx.map((i) => i + 1),
+    // The steps' own numbers (ProfilerStep#N), as in the breakdown charts and the module diff.
+    labels: idx.map((i) => pairedStepLabel(baseline[i]?.name, experimental[i]?.name)),
+    baselineMs: idx.map((i) => ms(baseline[i])),
+    experimentalMs: idx.map((i) => ms(experimental[i])),
+  };
+}
+
+/** One y maximum (ms, 8 % headroom) for both breakdown charts, so their bars compare by eye. */
+export function breakdownYMax(...stepLists: readonly (readonly StepInfo[])[]): number {
+  return Math.max(1e-3, ...stepLists.flatMap((steps) => steps.map((s) => usToMs(s.duration_us)))) * 1.08;
 }

@@ -4,9 +4,10 @@
  * duration first) and CSV export. No DOM here, so it is unit-tested and the
  * table component only renders what this returns.
  *
- * Row fields follow docs/http_api.md: for a metric `m`
- * (`calls`, `host_self_us`, ...) a row has `baseline_m`, `experimental_m`,
- * `delta_m` and `delta_<m without _us>_pct`.
+ * Row fields follow the contract (DiffOperatorRow, DiffKernelRow): for a
+ * metric `m` (`calls`, `host_self_us`, ...) a row has `baseline_m`,
+ * `experimental_m`, `delta_m` and `delta_<m without _us>_pct`, all computed
+ * by the server; nothing here derives a delta.
  */
 import type { DiffTableRow } from "../api";
 import { formatInt, formatMs, formatPct, formatSignedInt, formatSignedMs } from "./format";
@@ -90,41 +91,25 @@ export function buildColumns(metrics: readonly string[], withShape: boolean, pri
   return cols;
 }
 
-// ---------------------------------------------------------------- deltas
+// ---------------------------------------------------------------- fields
 
-/** delta = experimental − baseline; pct null when the baseline is 0 (undefined ratio). */
-export function computeDelta(baseline: number, experimental: number): { delta: number; pct: number | null } {
-  const delta = experimental - baseline;
-  return { delta, pct: baseline === 0 ? null : (100 * delta) / baseline };
+/**
+ * A row's field by name. The columns come from the answer (`columns`,
+ * `primary`), so keys are strings; every row type of the contract is a
+ * plain record of numbers, strings and nulls.
+ */
+export function field(row: DiffTableRow, key: string): number | string | null | undefined {
+  const r: Readonly<Record<string, number | string | null>> = row;
+  return r[key];
 }
 
 function num(v: unknown): number {
   return typeof v === "number" && Number.isFinite(v) ? v : 0;
 }
 
-/**
- * Fills `delta_*` / `delta_*_pct` from the two sides when the server left
- * them out (a row present in one run only may carry just its own side).
- * Rows are mutated in place on purpose: tables hold up to 10k rows and a
- * copy per load would double the memory for nothing.
- */
-export function ensureDeltas(rows: DiffTableRow[], metrics: readonly string[]): DiffTableRow[] {
-  // Field names computed once, not per row: this runs over 10k rows × 5 metrics.
-  const keys = metrics.map((m) => ({ b: `baseline_${m}`, e: `experimental_${m}`, d: `delta_${m}`, p: pctKey(m) }));
-  for (const row of rows) {
-    for (const k of keys) {
-      const b = num(row[k.b]);
-      const e = num(row[k.e]);
-      row[k.b] = b;
-      row[k.e] = e;
-      if (typeof row[k.d] !== "number" || row[k.p] === undefined) {
-        const d = computeDelta(b, e);
-        row[k.d] = d.delta;
-        row[k.p] = d.pct;
-      }
-    }
-  }
-  return rows;
+/** The input shape of an operator row grouped by shape; null otherwise (kernels have none). */
+export function inputShape(row: DiffTableRow): string | null {
+  return "input_shape" in row ? row.input_shape : null;
 }
 
 /**
@@ -135,7 +120,7 @@ export function ensureDeltas(rows: DiffTableRow[], metrics: readonly string[]): 
  */
 export function informativeMetrics(rows: readonly DiffTableRow[], metrics: readonly string[], keep: string | null = null): string[] {
   return metrics.filter(
-    (m) => m === "calls" || m === keep || rows.some((r) => num(r[`baseline_${m}`]) !== 0 || num(r[`experimental_${m}`]) !== 0),
+    (m) => m === "calls" || m === keep || rows.some((r) => num(field(r, `baseline_${m}`)) !== 0 || num(field(r, `experimental_${m}`)) !== 0),
   );
 }
 
@@ -146,7 +131,7 @@ export function filterRows(rows: readonly DiffTableRow[], text: string): DiffTab
   const needle = text.trim().toLowerCase();
   if (!needle) return rows.slice();
   return rows.filter(
-    (r) => r.name.toLowerCase().includes(needle) || (typeof r.input_shape === "string" && r.input_shape.toLowerCase().includes(needle)),
+    (r) => r.name.toLowerCase().includes(needle) || (inputShape(r)?.toLowerCase().includes(needle) ?? false),
   );
 }
 
@@ -180,7 +165,7 @@ export interface FilteredTable {
 }
 
 function rowKey(r: DiffTableRow): string {
-  return `${r.name}\u0000${typeof r.input_shape === "string" ? r.input_shape : ""}`;
+  return `${r.name}\u0000${inputShape(r) ?? ""}`;
 }
 
 /**
@@ -249,7 +234,7 @@ export function sortRows(rows: readonly DiffTableRow[], spec: SortSpec): DiffTab
 
   if (isTextKey(spec.key)) {
     const keys = rows.map((r) => {
-      const v = r[spec.key];
+      const v = field(r, spec.key);
       return typeof v === "string" ? v.toLowerCase() : null;
     });
     idx.sort((a, b) => {
@@ -262,7 +247,8 @@ export function sortRows(rows: readonly DiffTableRow[], spec: SortSpec): DiffTab
     const magnitude = sortsByMagnitude(spec.key);
     const keys = new Float64Array(n);
     for (let i = 0; i < n; i++) {
-      const v = rows[i]?.[spec.key];
+      const r = rows[i];
+      const v = r ? field(r, spec.key) : undefined;
       keys[i] = typeof v === "number" && Number.isFinite(v) ? (magnitude ? Math.abs(v) : v) : Number.NaN;
     }
     idx.sort((a, b) => {
@@ -291,7 +277,7 @@ export function viewRows(rows: readonly DiffTableRow[], filter: string, sort: So
 // ---------------------------------------------------------------- cell text
 
 export function cellText(row: DiffTableRow, col: Column): string {
-  const v = row[col.key];
+  const v = field(row, col.key);
   switch (col.role) {
     case "name":
     case "shape":
@@ -324,7 +310,7 @@ export function toCsv(rows: readonly DiffTableRow[], columns: readonly Column[])
   const lines = [columns.map((c) => csvField(c.title)).join(",")];
   for (const row of rows) {
     const cells = columns.map((c) => {
-      const v = row[c.key];
+      const v = field(row, c.key);
       if (typeof v === "string") return csvField(v);
       if (typeof v !== "number" || !Number.isFinite(v)) return "";
       // Durations are stored in µs; export ms like the header says.

@@ -5,8 +5,10 @@
  * src/hostState.ts's business.
  */
 import type { RunInfo } from "../api";
+import { DIFF_TABLE_KINDS } from "./diffTables";
 
-export const VIEWS = ["overview", "modules", "operators", "kernels"] as const;
+/** Tabs in order: the two fixed views, one per diff table of the registry, then diagnostic mode. */
+export const VIEWS = ["overview", "modules", ...DIFF_TABLE_KINDS, "diagnostic"] as const;
 export type View = (typeof VIEWS)[number];
 
 export interface TraceChoice {

@@ -7,19 +7,21 @@ import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } fr
 import type { ApiClient, DiffSelection, RunInfo, RunsResponse } from "../api";
 import { ErrorMessage, Message } from "../components/Message";
 import { MSG_DATA_RELOADED, type HostIpc } from "../hostIpc";
+import { DIFF_TABLES } from "../model/diffTables";
 import { writeState } from "../hostState";
 import { resolveSelection, VIEWS, withSelection, type TraceChoice, type UrlState, type View } from "../model/urlState";
+import { DiagnosticView } from "./DiagnosticView";
 import { DiffTableView } from "./DiffTableView";
 import { ModuleDiffView } from "./ModuleDiffView";
 import { OverviewView } from "./OverviewView";
 import { RunPicker } from "./RunPicker";
 
-const VIEW_LABELS: Record<View, string> = {
-  overview: "Overview",
-  modules: "Module diff",
-  operators: "Operators",
-  kernels: "Kernels",
-};
+function viewLabel(view: View): string {
+  if (view === "overview") return "Overview";
+  if (view === "modules") return "Module diff";
+  if (view === "diagnostic") return "Diagnostic";
+  return DIFF_TABLES[view].tab;
+}
 
 /** While the server parses runs, ask again this often. */
 const RUNS_POLL_MS = 1000;
@@ -195,13 +197,13 @@ export function App({ client, ipc, initial }: { client: ApiClient; ipc: HostIpc;
             tabIndex={state.view === v ? 0 : -1}
             onClick={() => setView(v)}
           >
-            {VIEW_LABELS[v]}
+            {viewLabel(v)}
           </button>
         ))}
       </div>
       <div class="panel" id="panel" role="tabpanel" aria-labelledby={`tab-${state.view}`}>
         {ready ? (
-          <ViewFor view={state.view} client={client} sel={sel} state={state} onChange={patch} reloadToken={reloadToken} />
+          <ViewFor view={state.view} client={client} sel={sel} state={state} onChange={patch} reloadToken={reloadToken} runs={runList} />
         ) : blocking.length === 0 ? (
           <Message kind="info" title="Pick a baseline and an experimental run above" />
         ) : null}
@@ -210,17 +212,18 @@ export function App({ client, ipc, initial }: { client: ApiClient; ipc: HostIpc;
   );
 }
 
-function ViewFor(props: { view: View; client: ApiClient; sel: DiffSelection; state: UrlState; onChange: (p: Partial<UrlState>) => void; reloadToken: number }) {
+function ViewFor(props: { view: View; client: ApiClient; sel: DiffSelection; state: UrlState; onChange: (p: Partial<UrlState>) => void; reloadToken: number; runs: RunInfo[] }) {
   const { view, client, sel, state, onChange, reloadToken } = props;
   switch (view) {
     case "overview":
       return <OverviewView client={client} sel={sel} reloadToken={reloadToken} />;
     case "modules":
       return <ModuleDiffView client={client} sel={sel} state={state} onChange={onChange} reloadToken={reloadToken} />;
-    case "operators":
-      return <DiffTableView client={client} sel={sel} kind="operators" state={state} onChange={onChange} reloadToken={reloadToken} />;
-    case "kernels":
-      return <DiffTableView client={client} sel={sel} kind="kernels" state={state} onChange={onChange} reloadToken={reloadToken} />;
+    case "diagnostic":
+      return <DiagnosticView client={client} runs={props.runs} sel={sel} reloadToken={reloadToken} />;
+    default:
+      // Every other tab is a diff table, one per entry of model/diffTables.ts.
+      return <DiffTableView client={client} sel={sel} table={view} state={state} onChange={onChange} reloadToken={reloadToken} />;
   }
 }
 

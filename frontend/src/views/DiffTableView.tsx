@@ -1,5 +1,7 @@
 /**
- * Operator or kernel delta table. Fetches the whole table once (up to the
+ * A diff table (operators, kernels, ...). Everything table-specific comes
+ * from the answer's `table` id through the registry in model/diffTables.ts;
+ * the `table` prop only says which route to ask. Fetches the whole table once (up to the
  * server's 10k limit) and filters/sorts it in the pure table model, so a
  * header click re-sorts in milliseconds without a round trip. When the
  * server has more rows than that, a filter is also sent to the server so
@@ -7,16 +9,16 @@
  * it shows a partial set.
  */
 import { useMemo, useState } from "preact/hooks";
-import { MAX_TABLE_ROWS, type ApiClient, type DiffSelection, type DiffTableResponse, type RequestOpts } from "../api";
+import { MAX_TABLE_ROWS, type ApiClient, type DiffSelection, type DiffTableKind, type DiffTableResponse, type RequestOpts } from "../api";
 import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
 import { VirtualTable } from "../components/VirtualTable";
+import { csvFileName, DIFF_TABLES, groupByParam } from "../model/diffTables";
 import { formatInt } from "../model/format";
 import {
   buildColumns,
   csvDataUrl,
   defaultSort,
-  ensureDeltas,
   filteredTable,
   informativeMetrics,
   metricLabel,
@@ -37,32 +39,31 @@ const FILTER_DEBOUNCE_MS = 300;
 export interface DiffTableViewProps {
   client: ApiClient;
   sel: DiffSelection;
-  kind: "operators" | "kernels";
+  /** The route to ask (`diff/<table>`); the answer's own `table` decides how it is shown. */
+  table: DiffTableKind;
   state: UrlState;
   onChange: (patch: Partial<UrlState>) => void;
   reloadToken: number;
-  /** Restrict operators to this diff/modules piece (and say so). */
+  /** Restrict the rows to this diff/modules piece (and say so). */
   piece?: { path: string; name: string } | null;
   height?: number;
 }
 
-export function DiffTableView({ client, sel, kind, state, onChange, reloadToken, piece = null, height }: DiffTableViewProps) {
-  const byShape = kind === "operators" && state.byShape;
+export function DiffTableView({ client, sel, table: asked, state, onChange, reloadToken, piece = null, height }: DiffTableViewProps) {
+  const groupBy = groupByParam(asked, state.byShape);
   const fetchTable = (filter: string | undefined, opts: RequestOpts) =>
-    kind === "operators"
-      ? client.diffOperators(sel, { limit: MAX_TABLE_ROWS, filter, groupBy: byShape ? "name_and_shape" : "name", path: piece?.path || undefined }, opts)
-      : client.diffKernels(sel, { limit: MAX_TABLE_ROWS, filter }, opts);
-  const tableDeps = [client, kind, sel.baseline, sel.bWorker, sel.bSpan, sel.experimental, sel.eWorker, sel.eSpan, byShape, piece?.path, reloadToken];
+    client.diffTable(asked, sel, { limit: MAX_TABLE_ROWS, filter, groupBy, path: piece?.path || undefined }, opts);
+  const tableDeps = [client, asked, sel.baseline, sel.bWorker, sel.bSpan, sel.experimental, sel.eWorker, sel.eSpan, groupBy, piece?.path, reloadToken];
   const req = useRequest<DiffTableResponse>((opts) => fetchTable(undefined, opts), tableDeps);
 
   const table = useMemo(() => {
     if (req.state !== "ok") return null;
     const r = req.data;
-    const rows = ensureDeltas(r.rows, r.columns);
-    const shownMetrics = informativeMetrics(rows, r.columns, r.primary);
+    const byShape = r.group_by === "name_and_shape";
+    const shownMetrics = informativeMetrics(r.rows, r.columns, r.primary);
     const hidden = r.columns.filter((m) => !shownMetrics.includes(m));
-    return { resp: r, rows, columns: buildColumns(shownMetrics, byShape, r.primary), hidden };
-  }, [req, byShape]);
+    return { resp: r, rows: r.rows, byShape, columns: buildColumns(shownMetrics, byShape, r.primary), hidden };
+  }, [req]);
 
   // The fetched table is cut at the row limit: filter on the server too.
   const settledFilter = useDebounced(state.filter.trim(), FILTER_DEBOUNCE_MS);
@@ -74,8 +75,8 @@ export function DiffTableView({ client, sel, kind, state, onChange, reloadToken,
     if (!serverFilter || serverReq.state === "loading" || serverReq.state === "idle") return { state: "pending" };
     if (serverReq.state === "error") return { state: "error", message: serverReq.error instanceof Error ? serverReq.error.message : String(serverReq.error) };
     const r = serverReq.data;
-    return { state: "ok", rows: table ? ensureDeltas(r.rows, table.resp.columns) : r.rows, total: r.total };
-  }, [cut, serverFilter, serverReq, table]);
+    return { state: "ok", rows: r.rows, total: r.total };
+  }, [cut, serverFilter, serverReq]);
 
   const sort: SortSpec = useMemo(() => {
     if (!table) return { key: "", dir: "desc" };
@@ -90,18 +91,19 @@ export function DiffTableView({ client, sel, kind, state, onChange, reloadToken,
   const shown = useMemo(() => sortRows(view.rows, sort), [view, sort]);
   const [note, setNote] = useState<string | null>(null);
 
-  const what = kind === "operators" ? "the operator table" : "the kernel table";
+  const what = DIFF_TABLES[asked].title;
   if (req.state === "loading" || req.state === "idle") return <Loading what={what} waitingFor={req.state === "loading" ? req.waitingFor : null} />;
   if (req.state === "error") return <ErrorMessage error={req.error} what={what} />;
   if (!table) return null;
-  const { resp, rows, columns, hidden } = table;
-  const noun = kind === "operators" ? "operators" : "kernels";
+  const { resp, rows, columns, hidden, byShape } = table;
+  const look = DIFF_TABLES[resp.table];
+  const noun = look.noun;
   const cutTotal = resp.total > rows.length;
 
   const exportCsv = () => {
     const a = document.createElement("a");
     a.href = csvDataUrl(toCsv(shown, columns));
-    a.download = `${kind}_${sel.baseline}_vs_${sel.experimental}.csv`.replace(/[^\w.-]+/g, "_");
+    a.download = csvFileName(resp.table, sel.baseline, sel.experimental);
     document.body.appendChild(a);
     a.click();
     a.remove();
@@ -118,7 +120,7 @@ export function DiffTableView({ client, sel, kind, state, onChange, reloadToken,
 
   const primaryLabel = metricLabel(resp.primary);
   return (
-    <div data-view={kind}>
+    <div data-view={resp.table}>
       <div class="tbl-tools">
         <label>
           <span class="muted">Filter </span>
@@ -130,7 +132,7 @@ export function DiffTableView({ client, sel, kind, state, onChange, reloadToken,
             onInput={(e) => onChange({ filter: e.currentTarget.value })}
           />
         </label>
-        {kind === "operators" && (
+        {look.canGroupByShape && (
           <label>
             <input type="checkbox" checked={byShape} onChange={(e) => onChange({ byShape: e.currentTarget.checked })} /> Group by input shape
           </label>
@@ -165,8 +167,7 @@ export function DiffTableView({ client, sel, kind, state, onChange, reloadToken,
       {cutTotal && <PartialNote noun={noun} filter={state.filter.trim()} total={resp.total} held={rows.length} server={server} byShape={byShape} />}
       {rows.length === 0 ? (
         <Message kind="info" title={`No ${noun}`}>
-          {piece ? `Neither run has ${noun} inside “${piece.name}”.` : `Neither trace records any ${noun}.`}
-          {kind === "kernels" ? " Kernels come from GPU activity; a CPU-only trace has none." : ""}
+          {look.emptyText(piece?.name ?? null)}
         </Message>
       ) : shown.length === 0 ? (
         server.state === "pending" ? null : (
@@ -183,7 +184,7 @@ export function DiffTableView({ client, sel, kind, state, onChange, reloadToken,
             const next = nextSort(sort, key);
             onChange({ sort: next.key, dir: next.dir });
           }}
-          label={`${kind === "operators" ? "Operator" : "Kernel"} comparison, baseline versus experimental`}
+          label={look.label}
           height={height ?? Math.max(320, window.innerHeight - 300)}
         />
       )}

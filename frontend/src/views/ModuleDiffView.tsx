@@ -13,8 +13,9 @@ import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
 import { NoteText } from "../components/NoteText";
 import { ChartCard } from "../components/UPlotChart";
-import { argMaxAbs, isUnknownPiece, labelIndexes, pairedStepLabel, pieceTimes, runningSum, shortPieceLabel, stepLabel, zeroAlignedRanges } from "../model/charts";
-import { formatMsWithUnit, formatPct, formatSignedMs } from "../model/format";
+import { pieceTimes } from "../model/charts";
+import { formatMs, formatMsWithUnit, formatPct, formatSignedMs, formatSignedMsWithUnit } from "../model/format";
+import { accumulated, bandOf, moduleDiffSeries, pieceStep, type Band, type TimeKind } from "../model/moduleDiff";
 import type { UrlState } from "../model/urlState";
 import { useRequest } from "../useRequest";
 import { BASELINE_COLOR, barsPath, BETTER_COLOR, EXPERIMENTAL_COLOR, indexAxis, msAxis, WORSE_COLOR } from "./chartKit";
@@ -28,11 +29,11 @@ interface Props {
   reloadToken: number;
 }
 
-const STATUS_TEXT: Record<string, string> = {
+const STATUS_TEXT: Record<"baseline_only" | "experimental_only", string> = {
   baseline_only: "baseline only",
   experimental_only: "experimental only",
 };
-const BAND_FILL: Record<string, string> = {
+const BAND_FILL: Record<Band, string> = {
   baseline_only: "rgba(25,118,210,0.10)",
   experimental_only: "rgba(245,124,0,0.14)",
   unknown: "rgba(158,158,158,0.16)",
@@ -40,8 +41,6 @@ const BAND_FILL: Record<string, string> = {
 const ACC_B = "#0d47a1";
 const ACC_E = "#bf360c";
 const ACC_D = "#424242";
-/** Up to this many pieces, every bar gets its own x label. */
-const MAX_BAR_LABELS = 60;
 /** Above this many pieces the two charts are stacked, each the full width. */
 const STACK_CHARTS_ABOVE = 12;
 
@@ -55,28 +54,6 @@ const TIME_HEADING = {
   device: "device time (Σ kernel/memcpy/memset durations)",
 } as const;
 
-/**
- * The step a piece is in, by the step's own number (`ProfilerStep#N` -> "N",
- * "2 / 5" when the runs number the aligned step differently). Pieces carry
- * `step` = the aligned step's index, which no other view shows.
- */
-function pieceStep(p: DiffPiece, d: DiffModulesResponse): string {
-  if (p.kind === "step")
-    return pairedStepLabel(
-      p.status === "experimental_only" ? null : (p.baseline_name ?? p.name),
-      p.status === "baseline_only" ? null : (p.experimental_name ?? p.name),
-    );
-  // Below the root, the breadcrumb's second entry is the step (`ProfilerStep#N` or `all`).
-  const stepNode = d.path !== "" ? d.breadcrumb[1] : undefined;
-  if (stepNode) return stepLabel(stepNode.name);
-  return p.step !== undefined && p.step !== null ? String(p.step) : "";
-}
-
-function bandOf(p: DiffPiece): string | null {
-  if (p.status === "baseline_only" || p.status === "experimental_only") return p.status;
-  return isUnknownPiece(p) ? "unknown" : null;
-}
-
 /** drawClear hook: tint the columns of one-sided and unknown pieces behind the bars. */
 function statusBands(pieces: DiffPiece[]): (u: uPlot) => void {
   return (u) => {
@@ -87,22 +64,17 @@ function statusBands(pieces: DiffPiece[]): (u: uPlot) => void {
       if (!band) return;
       const x0 = u.valToPos(i - 0.5, "x", true);
       const x1 = u.valToPos(i + 0.5, "x", true);
-      ctx.fillStyle = BAND_FILL[band] ?? "transparent";
+      ctx.fillStyle = BAND_FILL[band];
       ctx.fillRect(x0, top, x1 - x0, height);
     });
   };
 }
 
 export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Props) {
-  const selDeps = [client, sel.baseline, sel.bWorker, sel.bSpan, sel.experimental, sel.eWorker, sel.eSpan, reloadToken];
-  const req = useRequest<DiffModulesResponse>((opts) => client.diffModules(sel, state.path, opts), [...selDeps, state.path]);
-  // Below the root, the root node tells whether either trace has device
-  // activity at all (the server memoises it: no new alignment).
-  const atRoot = state.path === "";
-  const rootReq = useRequest<DiffModulesResponse>(atRoot ? null : (opts) => client.diffModules(sel, "", opts), [...selDeps, atRoot]);
-  const rootNode = atRoot ? (req.state === "ok" ? req.data.node : null) : rootReq.state === "ok" ? rootReq.data.node : null;
-  const noDevice = rootNode !== null && rootNode.baseline_device_us === 0 && rootNode.experimental_device_us === 0;
-  const time = noDevice ? "host" : state.time;
+  const req = useRequest<DiffModulesResponse>(
+    (opts) => client.diffModules(sel, state.path, opts),
+    [client, sel.baseline, sel.bWorker, sel.bSpan, sel.experimental, sel.eWorker, sel.eSpan, reloadToken, state.path],
+  );
 
   // After a zoom or a breadcrumb step the view is replaced while the new
   // level loads: put the focus on the new level's name once it is there.
@@ -122,8 +94,12 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
   if (req.state === "loading" || req.state === "idle") return <Loading what="the module comparison" waitingFor={req.state === "loading" ? req.waitingFor : null} />;
   if (req.state === "error") return <ErrorMessage error={req.error} what="the module comparison" />;
   const d = req.data;
+  // Whether either trace has device activity is the server's answer, for the whole pair (any level).
+  const noDevice = !d.device_present;
+  const time: TimeKind = noDevice ? "host" : state.time;
   const pieces = d.children;
   const stepOf = (p: DiffPiece) => pieceStep(p, d);
+  const nodeTimes = pieceTimes(d.node, time);
 
   const zoom = (p: DiffPiece) => goTo(p.path);
   const select = (p: DiffPiece) => onChange({ piece: p.path });
@@ -177,8 +153,8 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
           })}
         </span>
         <span class="muted small">
-          {d.node.name}: baseline {formatMsWithUnit(pieceTimes(d.node, time).baseline)}, experimental {formatMsWithUnit(pieceTimes(d.node, time).experimental)} (
-          <DeltaText value={pieceTimes(d.node, time).delta} text={`${formatSignedMs(pieceTimes(d.node, time).delta)} ms`} />)
+          {d.node.name}: baseline {formatMsWithUnit(nodeTimes.baseline)}, experimental {formatMsWithUnit(nodeTimes.experimental)} (
+          <DeltaText value={nodeTimes.delta} text={formatSignedMsWithUnit(nodeTimes.delta)} />)
         </span>
       </div>
       <p class="muted small time-hint" data-testid="time-hint">
@@ -189,9 +165,9 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
           <NoteText text={d.node.note} />
         </Message>
       ) : null}
-      {d.approximate || (d.children_total !== undefined && d.children_total > d.children.length) ? (
+      {d.approximate || d.children_total > d.children.length ? (
         <Message kind="info" title="A very wide level">
-          {d.children_total !== undefined && d.children_total > d.children.length
+          {d.children_total > d.children.length
             ? `Showing the first ${d.children.length.toLocaleString()} of ${d.children_total.toLocaleString()} pieces. `
             : ""}
           {d.approximate
@@ -208,7 +184,7 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
       ) : (
         <>
           <DiffCharts pieces={pieces} d={d} time={time} onPick={pick} />
-          <PieceTable pieces={pieces} time={time} selectedPath={state.piece} onZoom={zoom} onSelect={select} stepOf={stepOf} />
+          <PieceTable pieces={pieces} accDelta={accumulated(d, time).delta} time={time} selectedPath={state.piece} onZoom={zoom} onSelect={select} stepOf={stepOf} />
         </>
       )}
       <section aria-labelledby="md-ops">
@@ -226,7 +202,7 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
         <DiffTableView
           client={client}
           sel={sel}
-          kind="operators"
+          table="operators"
           state={state}
           onChange={onChange}
           reloadToken={reloadToken}
@@ -238,8 +214,9 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
   );
 }
 
-function Tip({ p, i, time, accB, accE, accD, step }: { p: DiffPiece; i: number; time: "host" | "device"; accB: number[]; accE: number[]; accD: number[]; step: string }) {
+function Tip({ p, i, time, acc, step }: { p: DiffPiece; i: number; time: TimeKind; acc: ReturnType<typeof accumulated>; step: string }) {
   const t = pieceTimes(p, time);
+  const band = bandOf(p);
   const renamed = p.baseline_name && p.experimental_name && p.baseline_name !== p.experimental_name;
   return (
     <div>
@@ -253,17 +230,17 @@ function Tip({ p, i, time, accB, accE, accD, step }: { p: DiffPiece; i: number; 
           {p.baseline_name} → {p.experimental_name}
         </div>
       )}
-      {bandOf(p) && <div>{bandOf(p) === "unknown" ? "time outside any module" : STATUS_TEXT[p.status]}</div>}
+      {band && <div>{band === "unknown" ? "time outside any module" : STATUS_TEXT[band]}</div>}
       <div>
         <span class="k" style={{ background: BASELINE_COLOR }} />
-        Baseline {formatMsWithUnit(t.baseline)} (accumulated {formatMsWithUnit(accB[i])})
+        Baseline {formatMsWithUnit(t.baseline)} (accumulated {formatMsWithUnit(acc.baseline[i])})
       </div>
       <div>
         <span class="k" style={{ background: EXPERIMENTAL_COLOR }} />
-        Experimental {formatMsWithUnit(t.experimental)} (accumulated {formatMsWithUnit(accE[i])})
+        Experimental {formatMsWithUnit(t.experimental)} (accumulated {formatMsWithUnit(acc.experimental[i])})
       </div>
       <div>
-        Δ {formatSignedMs(t.delta)} ms ({formatPct(t.pct)}), accumulated Δ {formatSignedMs(accD[i])} ms
+        Δ {formatSignedMsWithUnit(t.delta)} ({formatPct(t.pct)}), accumulated Δ {formatSignedMsWithUnit(acc.delta[i])}
       </div>
       <div style={{ opacity: 0.8 }}>{p.has_children ? "Click to zoom in" : "Click to list its operators"}</div>
     </div>
@@ -278,39 +255,19 @@ function DiffCharts({
 }: {
   pieces: DiffPiece[];
   d: DiffModulesResponse;
-  time: "host" | "device";
+  time: TimeKind;
   onPick: (i: number) => void;
 }) {
   const stepOf = (p: DiffPiece) => pieceStep(p, d);
   const stacked = pieces.length > STACK_CHARTS_ABOVE;
   const model = useMemo(() => {
-    const xs = pieces.map((_, i) => i);
-    const ts = pieces.map((p) => pieceTimes(p, time));
-    const b = ts.map((t) => t.baseline / 1000);
-    const e = ts.map((t) => t.experimental / 1000);
-    const delta = ts.map((t) => t.delta / 1000);
-    // The server's trend arrays are the running sums; recompute when absent.
-    const tr = d.trend;
-    const accB = (time === "host" ? tr?.baseline_host_us : tr?.baseline_device_us) ?? runningSum(ts.map((t) => t.baseline));
-    const accE = (time === "host" ? tr?.experimental_host_us : tr?.experimental_device_us) ?? runningSum(ts.map((t) => t.experimental));
-    const accD = (time === "host" ? tr?.delta_host_us : tr?.delta_device_us) ?? runningSum(ts.map((t) => t.delta));
-    // Horizontal labels only fit a handful of pieces per chart half.
-    const many = pieces.length > 4;
-    const labels = pieces.map((p) => (p.kind === "step" ? stepOf(p) : shortPieceLabel(p, many ? 18 : 16)));
-    // Every bar labelled up to MAX_BAR_LABELS; beyond, a stride that always
-    // keeps the tallest bar of each chart labelled.
-    const tallest = argMaxAbs(ts.map((t) => Math.max(t.baseline, t.experimental)));
-    const ticks = labelIndexes(pieces.length, MAX_BAR_LABELS, [tallest, argMaxAbs(delta)]);
-    // Short labels (step numbers) stay horizontal while they fit side by side.
-    const short = labels.every((l) => l.length <= 6) && pieces.length <= 16;
-    const rotate = !many || short ? 0 : pieces.length > 30 ? -60 : -40;
-    const xAxis = indexAxis("Pieces in execution order (shaded or −/+: only in the baseline / experimental run)", (i) => labels[i] ?? "", rotate, ticks);
+    const s = moduleDiffSeries(d, time);
+    const xAxis = indexAxis("Pieces in execution order (shaded or −/+: only in the baseline / experimental run)", (i) => s.labels[i] ?? "", s.rotate, s.ticks);
     const xScale: uPlot.Scale = { time: false, range: [-0.6, pieces.length - 0.4] };
     const tint = statusBands(pieces);
-    const timeName = time === "host" ? "host" : "device";
     const cmp: Omit<uPlot.Options, "width" | "height"> = {
       scales: { x: xScale, y: { range: (_u, _min, max) => [0, max * 1.08 || 1] }, acc: { range: (_u, _min, max) => [0, max * 1.05 || 1] } },
-      axes: [xAxis, msAxis(`Piece ${timeName} time (ms)`), msAxis("Accumulated (ms)", 1, "acc")],
+      axes: [xAxis, msAxis(`Piece ${time} time (ms)`), msAxis("Accumulated (ms)", 1, "acc")],
       series: [
         {},
         { label: "Baseline", fill: BASELINE_COLOR, stroke: BASELINE_COLOR, width: 0, paths: barsPath({ size: [0.38, 40], align: -1 }), points: { show: false } },
@@ -321,11 +278,9 @@ function DiffCharts({
       hooks: { drawClear: [tint] },
       cursor: { drag: { x: false, y: false } },
     };
-    const accDms = accD.map((v) => v / 1000);
-    const [yRange, accRange] = zeroAlignedRanges(delta, accDms);
     const diff: Omit<uPlot.Options, "width" | "height"> = {
-      scales: { x: xScale, y: { range: () => yRange }, acc: { range: () => accRange } },
-      axes: [xAxis, msAxis(`Δ ${timeName} time per piece (ms)`), msAxis("Accumulated Δ (ms)", 1, "acc")],
+      scales: { x: xScale, y: { range: () => s.deltaRange }, acc: { range: () => s.accDeltaRange } },
+      axes: [xAxis, msAxis(`Δ ${time} time per piece (ms)`), msAxis("Accumulated Δ (ms)", 1, "acc")],
       series: [
         {},
         { label: "Slower", fill: WORSE_COLOR, stroke: WORSE_COLOR, width: 0, paths: barsPath({ size: [0.5, 50] }), points: { show: false } },
@@ -336,20 +291,18 @@ function DiffCharts({
       cursor: { drag: { x: false, y: false } },
     };
     return {
-      labelled: ticks.length,
-      accB,
-      accE,
-      accD,
+      labelled: s.ticks.length,
+      acc: accumulated(d, time),
       cmp,
-      cmpData: [xs, b, e, accB.map((v) => v / 1000), accE.map((v) => v / 1000)] as uPlot.AlignedData,
+      cmpData: [s.xs, s.baselineMs, s.experimentalMs, s.accBaselineMs, s.accExperimentalMs] as uPlot.AlignedData,
       diff,
-      diffData: [xs, delta.map((v) => (v > 0 ? v : null)), delta.map((v) => (v < 0 ? v : null)), accDms] as uPlot.AlignedData,
+      diffData: [s.xs, s.slowerMs, s.fasterMs, s.accDeltaMs] as uPlot.AlignedData,
     };
   }, [pieces, d, time]);
 
   const tooltip = (i: number) => {
     const p = pieces[i];
-    return p ? <Tip p={p} i={i} time={time} accB={model.accB} accE={model.accE} accD={model.accD} step={stepOf(p)} /> : null;
+    return p ? <Tip p={p} i={i} time={time} acc={model.acc} step={stepOf(p)} /> : null;
   };
   const bandLegend = (
     <span class="legend small" style={{ margin: 0 }}>
@@ -418,6 +371,7 @@ function DiffCharts({
 
 function PieceTable({
   pieces,
+  accDelta,
   time,
   selectedPath,
   onZoom,
@@ -425,14 +379,14 @@ function PieceTable({
   stepOf,
 }: {
   pieces: DiffPiece[];
-  time: "host" | "device";
+  /** The server's accumulated Δ (µs) up to each piece. */
+  accDelta: number[];
+  time: TimeKind;
   selectedPath: string;
   onZoom: (p: DiffPiece) => void;
   onSelect: (p: DiffPiece) => void;
   stepOf: (p: DiffPiece) => string;
 }) {
-  const acc = runningSum(pieces.map((p) => pieceTimes(p, time).delta));
-  const ms = (us: number) => formatMsWithUnit(us).replace(" ms", "");
   return (
     <section aria-labelledby="md-pieces">
       <h2 id="md-pieces" data-time={time}>
@@ -468,20 +422,20 @@ function PieceTable({
                   <td class="text name" title={renamed ? `${p.baseline_name} → ${p.experimental_name}` : p.name}>
                     {p.name}{" "}
                     {/* An unknown piece's name already says so: the badge only marks one-sided pieces. */}
-                    {band && band !== "unknown" && <span class={`badge ${band}`}>{STATUS_TEXT[p.status]}</span>}
+                    {band && band !== "unknown" && <span class={`badge ${band}`}>{STATUS_TEXT[band]}</span>}
                     {renamed && <span class="muted small"> ({p.baseline_name} → {p.experimental_name})</span>}
                   </td>
                   <td data-col="step">{stepOf(p)}</td>
-                  <td title={`Baseline ${TIME_HEADING[time]}: ${formatMsWithUnit(t.baseline)}`}>{p.status === "experimental_only" ? "—" : ms(t.baseline)}</td>
-                  <td title={`Experimental ${TIME_HEADING[time]}: ${formatMsWithUnit(t.experimental)}`}>{p.status === "baseline_only" ? "—" : ms(t.experimental)}</td>
+                  <td title={`Baseline ${TIME_HEADING[time]}: ${formatMsWithUnit(t.baseline)}`}>{p.status === "experimental_only" ? "—" : formatMs(t.baseline)}</td>
+                  <td title={`Experimental ${TIME_HEADING[time]}: ${formatMsWithUnit(t.experimental)}`}>{p.status === "baseline_only" ? "—" : formatMs(t.experimental)}</td>
                   <td>
-                    <DeltaText value={t.delta} text={formatSignedMs(t.delta)} title={`Δ ${TIME_HEADING[time]}: ${formatSignedMs(t.delta)} ms`} />
+                    <DeltaText value={t.delta} text={formatSignedMs(t.delta)} title={`Δ ${TIME_HEADING[time]}: ${formatSignedMsWithUnit(t.delta)}`} />
                   </td>
                   <td>
                     <DeltaText value={t.pct} text={formatPct(t.pct)} />
                   </td>
                   <td>
-                    <DeltaText value={acc[i] ?? 0} text={formatSignedMs(acc[i] ?? 0)} title={`Accumulated Δ up to this piece: ${formatSignedMs(acc[i] ?? 0)} ms`} />
+                    <DeltaText value={accDelta[i] ?? null} text={formatSignedMs(accDelta[i])} title={`Accumulated Δ up to this piece: ${formatSignedMsWithUnit(accDelta[i])}`} />
                   </td>
                   <td>
                     <span class="acts">

@@ -12,9 +12,9 @@ import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
 import { NoteText } from "../components/NoteText";
 import { Legend, UPlotChart } from "../components/UPlotChart";
-import { CATEGORY_COLORS, CATEGORY_LABELS, pairedStepLabel, presentCategories, stackedSeries, stepLabel } from "../model/charts";
-import { formatBytes, formatInt, formatMsWithUnit, formatPct, formatSignedInt, formatSignedMs } from "../model/format";
-import { deviceMismatch, rowPolarity } from "../model/overview";
+import { CATEGORY_COLORS, CATEGORY_LABELS, categorySharePct, integerTickLabels, presentCategories, stackedSeries, stepLabel } from "../model/charts";
+import { EM_DASH, formatMsWithUnit, formatPct } from "../model/format";
+import { breakdownYMax, deviceMismatch, overviewDeltaText, overviewValueText, rowPolarity, stepLineSeries } from "../model/overview";
 import { useRequest } from "../useRequest";
 import { BASELINE_COLOR, barsPath, EXPERIMENTAL_COLOR, msAxis } from "./chartKit";
 
@@ -80,7 +80,7 @@ export function OverviewView({ client, sel, reloadToken }: Props) {
       <div class="grid2 wide-left">
         <section class="card" aria-labelledby="ov-cmp">
           <h2 id="ov-cmp">Comparison</h2>
-          <ComparisonTable rows={diff.rows} cpuOnly={baseline.device.type === "CPU" && experimental.device.type === "CPU"} />
+          <ComparisonTable rows={diff.rows} devicePresent={diff.device_present} />
         </section>
         <section class="card" aria-labelledby="ov-steps">
           <h2 id="ov-steps">Step time per step</h2>
@@ -95,38 +95,7 @@ export function OverviewView({ client, sel, reloadToken }: Props) {
   );
 }
 
-function valueText(row: DiffOverviewRow, v: number | string | null): string {
-  if (v === null) return "—";
-  if (typeof v === "string") return v;
-  switch (row.unit) {
-    case "us":
-      return formatMsWithUnit(v);
-    case "bytes":
-      return formatBytes(v);
-    case "pct":
-      return formatPct(v, false);
-    default:
-      return formatInt(v);
-  }
-}
-
-function deltaText(row: DiffOverviewRow): string {
-  const d = row.delta;
-  if (d === null) return "—";
-  switch (row.unit) {
-    case "us":
-      return `${formatSignedMs(d)} ms`;
-    case "bytes":
-      return formatBytes(d, true);
-    case "pct":
-      // A difference of two percentages is in percentage points.
-      return `${d > 0 ? "+" : d < 0 ? "−" : ""}${Math.abs(d).toFixed(1)} pp`;
-    default:
-      return formatSignedInt(d);
-  }
-}
-
-function ComparisonTable({ rows, cpuOnly }: { rows: DiffOverviewRow[]; cpuOnly: boolean }) {
+function ComparisonTable({ rows, devicePresent }: { rows: DiffOverviewRow[]; devicePresent: boolean }) {
   const firstBreakdown = rows.findIndex((r) => r.metric.startsWith("breakdown_us."));
   return (
     <table class="kv" aria-label="Baseline and experimental figures with their difference">
@@ -147,10 +116,10 @@ function ComparisonTable({ rows, cpuOnly }: { rows: DiffOverviewRow[]; cpuOnly: 
         {rows.map((r, i) => {
           const polarity = rowPolarity(r);
           const isBreakdown = r.metric.startsWith("breakdown_us.");
-          // A CPU-only trace launched work on no device: "0" reads like a count of something.
-          const blank = cpuOnly && r.metric === "device_count";
+          // Neither trace launched work on a device: "0" devices reads like a count of something.
+          const blank = !devicePresent && r.metric === "device_count";
           const cell = (v: number | string | null) => {
-            const text = blank ? "—" : valueText(r, v);
+            const text = blank ? EM_DASH : overviewValueText(r, v);
             return (
               <td class={typeof v === "string" ? "text clip" : ""} data-raw={v ?? ""} title={text}>
                 {text}
@@ -175,10 +144,10 @@ function ComparisonTable({ rows, cpuOnly }: { rows: DiffOverviewRow[]; cpuOnly: 
                 {cell(r.baseline)}
                 {cell(r.experimental)}
                 <td data-raw={r.delta ?? ""} data-col="delta">
-                  <DeltaText value={blank ? null : r.delta} text={blank ? "—" : deltaText(r)} polarity={polarity} />
+                  <DeltaText value={blank ? null : r.delta} text={blank ? EM_DASH : overviewDeltaText(r)} polarity={polarity} />
                 </td>
                 <td data-raw={r.delta_pct ?? ""} data-col="delta_pct">
-                  <DeltaText value={blank ? null : r.delta_pct} text={blank ? "—" : formatPct(r.delta_pct)} polarity={polarity} />
+                  <DeltaText value={blank ? null : r.delta_pct} text={blank ? EM_DASH : formatPct(r.delta_pct)} polarity={polarity} />
                 </td>
               </tr>
             </Fragment>
@@ -191,18 +160,14 @@ function ComparisonTable({ rows, cpuOnly }: { rows: DiffOverviewRow[]; cpuOnly: 
 
 function StepLines({ baseline, experimental }: { baseline: StepInfo[]; experimental: StepInfo[] }) {
   const n = Math.max(baseline.length, experimental.length);
-  const { data, options } = useMemo(() => {
-    const xs = Array.from({ length: n }, (_, i) => i + 1);
-    // The steps' own numbers (ProfilerStep#N), as in the breakdown charts and the module diff.
-    const labels = xs.map((_, i) => pairedStepLabel(baseline[i]?.name, experimental[i]?.name));
-    const b = xs.map((_, i) => (baseline[i] ? baseline[i].duration_us / 1000 : null));
-    const e = xs.map((_, i) => (experimental[i] ? experimental[i].duration_us / 1000 : null));
+  const { data, options, labels } = useMemo(() => {
+    const s = stepLineSeries(baseline, experimental);
     const options: Omit<uPlot.Options, "width" | "height"> = {
       scales: { x: { time: false, range: [0.5, n + 0.5] }, y: { range: (_u, _min, max) => [0, max * 1.1 || 1] } },
       axes: [
         {
           label: "Profiled step (ProfilerStep number)",
-          values: (_u, splits) => splits.map((s) => (Number.isInteger(s) ? (labels[s - 1] ?? "") : "")),
+          values: (_u, splits) => integerTickLabels(splits, (x) => s.labels[x - 1] ?? ""),
           incrs: [1, 2, 5, 10, 20, 50],
         },
         msAxis("Step time (ms)"),
@@ -214,7 +179,7 @@ function StepLines({ baseline, experimental }: { baseline: StepInfo[]; experimen
       ],
       cursor: { drag: { x: false, y: false } },
     };
-    return { data: [xs, b, e] as uPlot.AlignedData, options };
+    return { data: [s.xs, s.baselineMs, s.experimentalMs] as uPlot.AlignedData, options, labels: s.labels };
   }, [baseline, experimental, n]);
   if (n === 0) return <p class="muted">Neither trace has profiler steps.</p>;
   return (
@@ -232,7 +197,7 @@ function StepLines({ baseline, experimental }: { baseline: StepInfo[]; experimen
         label="Duration of each profiled step, baseline and experimental, in milliseconds"
         tooltip={(i) => (
           <div>
-            <div class="name">Step {pairedStepLabel(baseline[i]?.name, experimental[i]?.name)}</div>
+            <div class="name">Step {labels[i]}</div>
             <div>
               <span class="k" style={{ background: BASELINE_COLOR }} />
               Baseline {baseline[i] ? `${baseline[i].name}: ${formatMsWithUnit(baseline[i].duration_us)}` : "—"}
@@ -259,7 +224,7 @@ function BreakdownCharts({
 }) {
   const cats = useMemo(() => presentCategories(baseline.steps, experimental.steps), [baseline, experimental]);
   // One y range for both charts so their bars compare by eye.
-  const yMax = Math.max(1e-3, ...baseline.steps.map((s) => s.duration_us / 1000), ...experimental.steps.map((s) => s.duration_us / 1000)) * 1.08;
+  const yMax = breakdownYMax(baseline.steps, experimental.steps);
   return (
     <div>
       <Legend items={cats.map((c) => ({ label: CATEGORY_LABELS[c], color: CATEGORY_COLORS[c], kind: "bar" as const }))} />
@@ -294,7 +259,7 @@ function BreakdownChart({ ov, cats, yMax, title }: { ov: OverviewResponse; cats:
       axes: [
         {
           label: "Profiled step (ProfilerStep number)",
-          values: (_u, splits) => splits.map((s) => (Number.isInteger(s) ? stepLabel(ov.steps[s - 1]?.name) : "")),
+          values: (_u, splits) => integerTickLabels(splits, (x) => stepLabel(ov.steps[x - 1]?.name)),
           incrs: [1, 2, 5, 10, 20],
         },
         msAxis("Step time (ms)"),
@@ -335,7 +300,7 @@ function BreakdownChart({ ov, cats, yMax, title }: { ov: OverviewResponse; cats:
               .map((c) => (
                 <div key={c}>
                   <span class="k" style={{ background: CATEGORY_COLORS[c] }} />
-                  {CATEGORY_LABELS[c]}: {formatMsWithUnit(s.breakdown_us[c])} ({formatPct(s.duration_us ? (100 * s.breakdown_us[c]) / s.duration_us : null, false)})
+                  {CATEGORY_LABELS[c]}: {formatMsWithUnit(s.breakdown_us[c])} ({formatPct(categorySharePct(s, c), false)})
                 </div>
               ))}
           </div>

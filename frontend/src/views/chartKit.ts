@@ -1,5 +1,10 @@
-/** Shared chart settings so every chart looks and reads the same. */
+/**
+ * Shared uPlot settings so every chart looks and reads the same: colours,
+ * fonts, axes. What the axes print comes from model/ (formatTicks,
+ * integerTickLabels); the series data from model/ too.
+ */
 import uPlot from "uplot";
+import { integerTickLabels } from "../model/charts";
 import { formatTicks } from "../model/format";
 
 export const BASELINE_COLOR = "#1976d2";
@@ -57,6 +62,6 @@ export function indexAxis(label: string, labelAt: (i: number) => string, rotate 
     rotate,
     // Rotated labels need room below them, above the axis title.
     size: rotate ? 110 : 40,
-    values: (_u, splits) => splits.map((s) => (Number.isInteger(s) ? labelAt(s) : "")),
+    values: (_u, splits) => integerTickLabels(splits, labelAt),
   };
 }

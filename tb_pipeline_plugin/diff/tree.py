@@ -2,7 +2,7 @@
 
 The root is the whole profiled window. Its children are the profiled steps,
 aligned by index (the i-th step of each run). A step's children are its
-pieces (see pieces.py), a module's children its submodule calls, each level
+pieces (see analysis/pieces.py), a module's children its submodule calls, each level
 aligned with `align` on (kind, key) and ended by the level's unknown piece.
 
 When exactly one run has no `ProfilerStep#N` annotations (its one step is
@@ -28,8 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import BadRequest
-from . import pieces as P
+from ..analysis import pieces as P
 from .align import align_info
+from .delta import delta_fields
 
 MATCHED, BASELINE_ONLY, EXPERIMENTAL_ONLY = "matched", "baseline_only", "experimental_only"
 ROOT = "root"
@@ -270,9 +271,9 @@ def _window(steps: list[P.Piece]) -> P.Piece:
 def row(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> dict:
     """One node as the `diff/modules` route returns it (µs, calls, deltas)."""
     b, e, p = node.b, node.e, node.any
-    out = {"name": p.name, "kind": p.kind, "key": p.key}
-    if p.kind != ROOT:  # the root spans every step
-        out["step"] = int(node.path.split(".", 1)[0])  # the aligned step: the path's first index
+    # The aligned step is the path's first index; the root spans every step.
+    step = None if p.kind == ROOT else int(node.path.split(".", 1)[0])
+    out = {"name": p.name, "kind": p.kind, "key": p.key, "step": step}
     out.update({
         "path": node.path, "status": node.status, "has_children": has_children(bi, ei, node),
         "baseline_name": b.name if b is not None else None,
@@ -280,11 +281,7 @@ def row(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> dict:
         "note": node.note,
     })
     for what in ("host", "device"):
-        bv, ev = _value(b, what), _value(e, what)
-        out[f"baseline_{what}_us"] = round(bv, 3)
-        out[f"experimental_{what}_us"] = round(ev, 3)
-        out[f"delta_{what}_us"] = round(ev - bv, 3)
-        out[f"delta_{what}_pct"] = round(100.0 * (ev - bv) / bv, 2) if bv else None
+        out.update(delta_fields(f"{what}_us", _value(b, what), _value(e, what)))
     bc, ec = (b.calls if b is not None else 0), (e.calls if e is not None else 0)
     out.update(baseline_calls=bc, experimental_calls=ec, delta_calls=ec - bc)
     return out

@@ -8,32 +8,29 @@ Column naming follows the HTTP API: for a statistic `X` (`calls`,
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from typing import Annotated, Literal
 
+import msgspec
 import numpy as np
 import pandas as pd
 
 from ..errors import BadRequest
+from .delta import PCT_DECIMALS, US_DECIMALS, delta_arrays, pct_name
 
 OPERATOR_COLUMNS = ["calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us"]
 KERNEL_COLUMNS = ["calls", "total_us", "mean_us", "min_us", "max_us"]
 DEFAULT_LIMIT = 500
 MAX_LIMIT = 10_000
-ORDERS = ("desc", "asc")
-US_DECIMALS = 3
-PCT_DECIMALS = 2
 
 
-def pct_name(column: str) -> str:
-    """`host_self_us` -> `delta_host_self_pct`, `calls` -> `delta_calls_pct`."""
-    return f"delta_{column.removesuffix('_us')}_pct"
+class TableQuery(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """How to filter, sort and page a delta table (typed; parsed once by the server)."""
 
-
-def delta_pct(baseline, delta):
-    """100 * delta / baseline; None when undefined (baseline 0, missing, text)."""
-    if not _is_number(baseline) or not _is_number(delta) or baseline == 0:
-        return None
-    return round(100.0 * delta / baseline, PCT_DECIMALS)
+    sort: str | None = None  # default: the delta of the table's primary column
+    order: Literal["desc", "asc"] = "desc"
+    filter: str = ""  # case-insensitive substring of the name (or input shape), not a regex
+    offset: Annotated[int, msgspec.Meta(ge=0)] = 0
+    limit: Annotated[int, msgspec.Meta(ge=0, le=MAX_LIMIT)] = DEFAULT_LIMIT
 
 
 def join(baseline: pd.DataFrame, experimental: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.DataFrame:
@@ -47,12 +44,11 @@ def join(baseline: pd.DataFrame, experimental: pd.DataFrame, keys: list[str], co
         dtype = np.int64 if c == "calls" else np.float64
         bv = merged[f"baseline_{c}"].fillna(0).to_numpy(dtype)
         ev = merged[f"experimental_{c}"].fillna(0).to_numpy(dtype)
-        delta = ev - bv
+        delta, pct = delta_arrays(bv, ev)
         out[f"baseline_{c}"] = bv
         out[f"experimental_{c}"] = ev
         out[f"delta_{c}"] = delta
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out[pct_name(c)] = np.where(bv != 0, 100.0 * delta / np.where(bv != 0, bv, 1.0), np.nan)
+        out[pct_name(c)] = pct
     return out.reset_index(drop=True)
 
 
@@ -64,21 +60,16 @@ def sort_keys(keys: list[str], columns: list[str]) -> list[str]:
     return out
 
 
-def query(
-    table: pd.DataFrame, keys: list[str], columns: list[str], primary: str, args: Mapping[str, str]
-) -> dict:
+def query(table: pd.DataFrame, keys: list[str], columns: list[str], primary: str, q: TableQuery) -> dict:
     """Filter, sort and page a joined table as the `diff/operators` and
-    `diff/kernels` routes describe. Raises BadRequest on bad parameters."""
+    `diff/kernels` routes describe. Raises BadRequest on an unknown sort key
+    (the only parameter whose valid values depend on the table)."""
     allowed = sort_keys(keys, columns)
-    sort = args.get("sort") or f"delta_{primary}"
+    sort = q.sort or f"delta_{primary}"
     if sort not in allowed:
         raise BadRequest(f"unknown sort key {sort!r}; one of: {', '.join(allowed)}")
-    order = args.get("order") or "desc"
-    if order not in ORDERS:
-        raise BadRequest(f"order must be 'desc' or 'asc', got {order!r}")
-    offset = int_arg(args, "offset", 0, 0, None)
-    limit = int_arg(args, "limit", DEFAULT_LIMIT, 0, MAX_LIMIT)
-    text = (args.get("filter") or "").strip()
+    order, offset, limit = q.order, q.offset, q.limit
+    text = q.filter.strip()
 
     if text:
         table = table[filter_mask(table, text)]
@@ -141,20 +132,6 @@ def sort_table(table: pd.DataFrame, sort: str, order: str, keys: list[str]) -> p
     return table.loc[idx]
 
 
-def int_arg(args: Mapping[str, str], name: str, default: int, lo: int, hi: int | None) -> int:
-    raw = args.get(name)
-    if raw is None or raw == "":
-        return default
-    # Plain ASCII digits only: int() would also take "٣", "+5", "5_0", " 5".
-    if not isinstance(raw, str) or not (raw.isascii() and raw.isdigit()):
-        raise BadRequest(f"{name} must be a non-negative integer (digits 0-9), got {raw!r}")
-    value = int(raw)
-    if value < lo or (hi is not None and value > hi):
-        bound = f"between {lo} and {hi}" if hi is not None else f">= {lo}"
-        raise BadRequest(f"{name} must be {bound}, got {value}")
-    return value
-
-
 def _clean(column: str, v):
     if v is None or _is_nan(v):
         return None
@@ -169,73 +146,3 @@ def _clean(column: str, v):
 
 def _is_nan(v) -> bool:
     return isinstance(v, (float, np.floating)) and math.isnan(v)
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and not _is_nan(v)
-
-
-# ---------------------------------------------------------------- overview
-
-# (metric, label, unit); `metric` is the dotted path into the overview dict,
-# except `device` / `device_count` / `device_memory_bytes` / `steps`.
-OVERVIEW_METRICS = [
-    ("device", "Device", None),
-    ("device_count", "Device count", "count"),
-    ("device_memory_bytes", "Device memory", "bytes"),
-    ("steps", "Steps", "count"),
-    ("avg_step_time_us", "Average step time", "us"),
-    ("breakdown_us.kernel", "Kernel (per step)", "us"),
-    ("breakdown_us.memcpy", "Memcpy (per step)", "us"),
-    ("breakdown_us.memset", "Memset (per step)", "us"),
-    ("breakdown_us.communication", "Communication (per step)", "us"),
-    ("breakdown_us.runtime", "Runtime (per step)", "us"),
-    ("breakdown_us.data_loading", "Data loading (per step)", "us"),
-    ("breakdown_us.cpu_exec", "CPU exec (per step)", "us"),
-    ("breakdown_us.other", "Other (per step)", "us"),
-    ("gpu_utilization_pct", "GPU utilization", "pct"),
-    ("memory.avg_bytes", "Average memory", "bytes"),
-    ("memory.peak_bytes", "Peak memory", "bytes"),
-]
-
-
-def overview_value(overview: dict, metric: str):
-    device = overview.get("device") or {}
-    if metric == "device":
-        return device.get("name") or device.get("type")
-    if metric == "device_count":
-        return device.get("count")
-    if metric == "device_memory_bytes":
-        return device.get("memory_bytes")
-    if metric == "steps":
-        return len(overview.get("steps") or [])
-    value = overview
-    for part in metric.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
-    return value
-
-
-def overview_rows(baseline: dict, experimental: dict) -> list[dict]:
-    """Every overview metric: both values, delta, delta % (None where undefined)."""
-    rows = []
-    for metric, label, unit in OVERVIEW_METRICS:
-        b, e = overview_value(baseline, metric), overview_value(experimental, metric)
-        numeric = unit is not None and _is_number(b) and _is_number(e)
-        delta = e - b if numeric else None
-        decimals = US_DECIMALS if unit in ("us", "bytes") else PCT_DECIMALS
-        rows.append({
-            "metric": metric, "label": label, "unit": unit,
-            "baseline": _round_metric(b, decimals), "experimental": _round_metric(e, decimals),
-            "delta": _round_metric(delta, decimals), "delta_pct": delta_pct(b, delta) if numeric else None,
-        })
-    return rows
-
-
-def _round_metric(v, decimals: int):
-    if isinstance(v, (bool, str)) or v is None:
-        return v
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if _is_number(v):
-        return round(float(v), decimals)
-    return None

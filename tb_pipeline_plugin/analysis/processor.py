@@ -1,15 +1,24 @@
 """One small facade over a loaded trace: decode once, link once, memoise views.
 
     tp = TraceProcessor.load("run/worker.123.pt.trace.json.gz")
-    tp.overview(); tp.operators("name"); tp.kernels(); tp.modules()
+    tp.overview(); tp.operators("name"); tp.kernels(); tp.modules(); tp.pieces()
+
+Every per-run view the server, the diff engine, the CLI and notebooks use is
+a method here, so a trace is never analysed twice and every caller sees the
+same numbers.
 """
 from __future__ import annotations
 
 import threading
 from typing import Any, Callable
 
-from .trace import EventTable, load_trace
-from .trace.link import LinkedTrace, link
+from ..trace import EventTable, load_trace
+from ..trace.link import LinkedTrace, has_step_annotations, link
+from .kernels import kernels
+from .modules import module_tree
+from .operators import operators, primary_column
+from .overview import overview
+from .pieces import PieceIndex, piece_index
 
 
 class TraceProcessor:
@@ -22,12 +31,30 @@ class TraceProcessor:
         self._key_locks: dict[Any, threading.Lock] = {}
 
     @classmethod
-    def load(cls, path: str) -> "TraceProcessor":
-        return cls(load_trace(path), source=path)
+    def load(cls, path: str, opener: Callable[[str], Any] | None = None) -> "TraceProcessor":
+        """`opener(path)` returns a binary file object; the default opens
+        local files (the server passes its filesystem layer for remote logdirs)."""
+        return cls(load_trace(path, opener), source=path)
 
     @property
     def warnings(self) -> list[str]:
         return self.table.warnings
+
+    @property
+    def has_device(self) -> bool:
+        """The trace ran something on a device (kernel, memcpy, memset):
+        the one definition every view and response uses."""
+        return self.linked.has_device
+
+    @property
+    def has_steps(self) -> bool:
+        """The trace has `ProfilerStep#N` annotations (else its one step is the whole trace)."""
+        return has_step_annotations(self.linked.steps)
+
+    @property
+    def operator_primary(self) -> str:
+        """The column operators are ranked by in this trace alone."""
+        return primary_column(self.has_device)
 
     def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
         """compute() once per key for this trace (views, diff pieces), even
@@ -48,21 +75,18 @@ class TraceProcessor:
 
     def overview(self, whole_window: bool = False) -> dict:
         """`whole_window=True`: every step taken as one window."""
-        from .analysis.overview import overview
-
         return self.memo(("overview", whole_window), lambda: overview(self.linked, whole_window))
 
     def operators(self, group_by: str = "name"):
-        from .analysis.operators import operators
-
         return self.memo(("operators", group_by), lambda: operators(self.linked, group_by))
 
     def kernels(self):
-        from .analysis.kernels import kernels
-
         return self.memo("kernels", lambda: kernels(self.linked))
 
     def modules(self) -> list[dict]:
-        from .analysis.modules import module_tree
-
         return self.memo("modules", lambda: module_tree(self.linked))
+
+    def pieces(self) -> PieceIndex:
+        """The run cut into comparable pieces (steps, data loading, modules,
+        backward, optimizer, unknown): what the module diff aligns."""
+        return self.memo("pieces", lambda: piece_index(self.linked))

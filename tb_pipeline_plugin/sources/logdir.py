@@ -20,14 +20,17 @@ from dataclasses import dataclass, field
 
 from tensorboard.compat import tf
 
-from tb_pipeline_plugin.errors import BadRequest, NotFound
+from ..errors import BadRequest, NotFound
 
 logger = logging.getLogger(__name__)
 
 KINETO_RE = re.compile(r"^(.*?)(\.\d+)?\.pt\.trace\.json(\.gz)?$")
 GENERIC_JSON_RE = re.compile(r"^(.+?)\.json(\.gz)?$")
 PIPELINE_DIR = "pipeline"
-DIAGNOSTIC_RE = re.compile(r"^diagnostic.*\.jsonl$")
+# Diagnostic mode writes {run}/diagnostic/diagnostic.jsonl (formats/diagnostic.py;
+# not imported: sources/ reads formats only through pipeline/).
+DIAGNOSTIC_DIR = "diagnostic"
+DIAGNOSTIC_FILE = "diagnostic.jsonl"
 KINDS_ORDER = ("trace", "pipeline", "diagnostic")
 
 # Enough to get past a Kineto header with many deviceProperties entries.
@@ -75,7 +78,7 @@ def discover_runs(logdir: str) -> dict[str, RunInfo]:
         # Absolute paths keep store keys stable if the process changes directory.
         logdir = os.path.abspath(logdir)
     found: dict[str, _RunBuilder] = {}
-    for parts, dirpath, files, pipeline_dir in _walk(logdir):
+    for parts, dirpath, files, pipeline_dir, diagnostic_file in _walk(logdir):
         name = "/".join(display_name(p) for p in parts) if parts else "."
         if name in found:
             # Two directories whose names differ only in undecodable bytes
@@ -88,6 +91,8 @@ def discover_runs(logdir: str) -> dict[str, RunInfo]:
             builder.add_file(fname)
         if pipeline_dir is not None:
             builder.add_pipeline_dir(pipeline_dir)
+        if diagnostic_file is not None:
+            builder.diagnostic_files.append(diagnostic_file)
         if builder.has_data():
             found[name] = builder
     return {name: found[name].build() for name in sorted(found)}
@@ -122,6 +127,18 @@ def resolve(
     if found is None:
         raise NotFound(f"unknown span {span!r} for worker {worker!r} in run {run!r}")
     return found
+
+
+def resolve_diagnostic(runs: dict[str, RunInfo], run: str | None) -> str:
+    """The diagnostic results file of `run`."""
+    run = _check_run_name(run)
+    info = runs.get(run)
+    if info is None:
+        raise NotFound(f"unknown run {run!r}")
+    if not info.diagnostic_files:
+        raise NotFound(f"run {run!r} has no diagnostic results ({DIAGNOSTIC_DIR}/{DIAGNOSTIC_FILE}); "
+                       f"record them with TB_PIPELINE_DIAGNOSTIC_MODE=1 or python -m tb_pipeline_plugin.diagnose")
+    return info.diagnostic_files[0]
 
 
 def _check_run_name(run: str | None) -> str:
@@ -186,10 +203,7 @@ class _RunBuilder:
             full = _join(pdir, fname)
             if _isdir(full):
                 continue
-            if DIAGNOSTIC_RE.match(fname):
-                self.diagnostic_files.append(full)
-            else:
-                self.pipeline_files.append(full)
+            self.pipeline_files.append(full)
 
     def has_data(self) -> bool:
         return bool(self.traces or self.pipeline_files or self.diagnostic_files)
@@ -284,6 +298,13 @@ def _listdir(path: str) -> list[str]:
         return []
 
 
+def open_binary(path: str):
+    """A binary file object for a local path or a remote URL (gs://, s3://, ...)."""
+    if _is_remote(path):
+        return tf.io.gfile.GFile(path, "rb")
+    return open(path, "rb")
+
+
 def stat_file(path: str) -> tuple[int | None, float]:
     if not _is_remote(path):
         try:
@@ -300,9 +321,11 @@ def stat_file(path: str) -> tuple[int | None, float]:
 
 
 def _walk(logdir: str):
-    """Yield (relative parts, dir path, file names, pipeline dir or None).
+    """Yield (relative parts, dir path, file names, pipeline dir or None,
+    diagnostic results file or None).
 
-    Hidden directories are skipped, `pipeline/` directories are reported to
+    Hidden directories are skipped, `pipeline/` directories and
+    `diagnostic/` directories holding `diagnostic.jsonl` are reported to
     their parent instead of being walked, and on the local filesystem a
     symlinked directory is entered only if it resolves inside the logdir and
     is not one of its own ancestors (no escapes, no cycles). An alias to a
@@ -320,7 +343,7 @@ def _walk(logdir: str):
             ancestors = ancestors | {real}
         files: list[str] = []
         subdirs: list[str] = []
-        pipeline_dir = None
+        pipeline_dir = diagnostic_file = None
         for name in _listdir(dirpath):
             if not name or name.startswith("."):
                 continue
@@ -330,11 +353,13 @@ def _walk(logdir: str):
             if _isdir(full):
                 if name == PIPELINE_DIR:
                     pipeline_dir = full
+                elif name == DIAGNOSTIC_DIR and stat_file(_join(full, DIAGNOSTIC_FILE))[0] is not None:
+                    diagnostic_file = _join(full, DIAGNOSTIC_FILE)
                 else:
                     subdirs.append(name)
             else:
                 files.append(name)
-        yield parts, dirpath, files, pipeline_dir
+        yield parts, dirpath, files, pipeline_dir, diagnostic_file
         for name in sorted(subdirs, reverse=True):
             stack.append((parts + (name,), _join(dirpath, name), ancestors))
 

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..trace.link import LinkedTrace
+from ..trace.link import LinkedTrace, has_step_annotations
 from ..trace.names import (
     DATA_LOADING_RE, EVALUATE_PREFIX, MODULE_PREFIX, OPTIMIZER_RE, is_data_loading, is_module, is_optimizer, is_step,
     module_class, name_mask,
@@ -356,12 +356,8 @@ def piece_index(linked: LinkedTrace) -> PieceIndex:
         kind=kind, name=name, key=key, start_us=start, end_us=end, step=step_of,
         child_ptr=child_ptr, child_idx=child_idx, step_atoms=np.arange(n_steps, dtype=np.int64),
         region=region, step_thread=int(step_thread), autograd_threads=autograd_threads,
-        has_steps=_has_steps(linked),
+        has_steps=has_step_annotations(linked.steps),
     )
-
-
-def _has_steps(linked: LinkedTrace) -> bool:
-    return bool(len(linked.steps.row) and linked.steps.row[0] >= 0)
 
 
 def _step_windows(linked: LinkedTrace) -> tuple[np.ndarray, np.ndarray]:
@@ -473,6 +469,7 @@ def _region(linked: LinkedTrace, threads: np.ndarray) -> Region:
     complete = t.phase == Phase.COMPLETE
     in_region = np.isin(t.thread_id, threads)
     ops = np.flatnonzero(complete & (t.kind == Kind.CPU_OP) & in_region)
+    ops = ops[~np.isin(ops, linked.folded_rows)]  # one call, as in the operator table
     order = np.argsort(t.ts_us[ops], kind="stable")
     dev = np.flatnonzero(complete & np.isin(t.kind, DEVICE_ACTIVITY_KINDS) & (linked.owner >= 0))
     owner = linked.owner[dev]
@@ -499,5 +496,5 @@ def _empty_index(linked: LinkedTrace) -> PieceIndex:
         end_us=end, step=np.arange(n, dtype=np.int64), child_ptr=np.zeros(n + 1, np.int64),
         child_idx=empty_i, step_atoms=np.arange(n, dtype=np.int64),
         region=Region(empty_f, empty_i, empty_f, empty_i, np.zeros(1)), step_thread=-1, autograd_threads=empty_i,
-        has_steps=_has_steps(linked),
+        has_steps=has_step_annotations(linked.steps),
     )

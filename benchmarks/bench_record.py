@@ -1,0 +1,111 @@
+"""Cost of recording pipeline statistics, per recorded event (issue 10).
+
+    .venv/bin/python benchmarks/bench_record.py [--steps 200000] [--repeat 5] [--json out.json]
+
+Two loops over the same in-memory batches, in one process, interleaved
+`--repeat` times (minimum kept: least disturbed by other load):
+
+- baseline: `for batch in batches:` with, per step, one no-op function call
+  standing in for a callback (the loop and the callback cost the user pays
+  anyway);
+- candidate: `for batch in rec.wrap(batches):` with the same call inside
+  `with rec.callback("cb"):` — per step, two recorded events (the data wait
+  of next(), the callback) and one step record encoded and appended to the
+  statistics file (host sampler off: it runs on its own thread, once a second).
+
+`--flush-interval 0` measures the synchronous writer (one write() per record).
+
+Per-event cost = (candidate - baseline) / (2 * steps), wall time (the target)
+and process CPU time (both threads; less sensitive to an oversubscribed
+machine, where wall time also measures the neighbours). Targets: < 2 µs per
+event, and the per-step overhead < 1 % of a 10 ms step (< 100 µs).
+Exit status 0 when both targets are met, 1 otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from tb_pipeline_plugin.record import Recorder  # noqa: E402
+from tb_pipeline_plugin.record.writer import DEFAULT_FLUSH_INTERVAL_S  # noqa: E402
+
+EVENTS_PER_STEP = 2
+TARGET_US_PER_EVENT = 2.0
+STEP_S = 0.010
+TARGET_STEP_PCT = 1.0
+
+
+def _noop(x):
+    return x
+
+
+def baseline(batches) -> tuple[float, float]:
+    t0, c0 = time.perf_counter(), time.process_time()
+    for b in batches:
+        _noop(b)
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def candidate(batches, logdir: str, run: str, flush_interval_s: float) -> float:
+    rec = Recorder(logdir, run, host_interval_s=None, flush_interval_s=flush_interval_s)
+    t0, c0 = time.perf_counter(), time.process_time()
+    for b in rec.wrap(batches):
+        with rec.callback("cb"):
+            _noop(b)
+    rec.close()  # timed too: it writes the records still pending
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=200_000)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--flush-interval", type=float, default=DEFAULT_FLUSH_INTERVAL_S,
+                   help="the writer's flush interval in seconds (0: one write() per record)")
+    p.add_argument("--json", help="write the result row here")
+    args = p.parse_args(argv)
+    # A typical batch: a tuple of arrays (the recorder reads its batch size).
+    x, y = np.zeros((32, 8), np.float32), np.zeros(32, np.int64)
+    batches = [(x, y)] * args.steps
+    out = tempfile.mkdtemp(prefix="bench_record_")
+    try:
+        base, cand = [], []
+        for r in range(args.repeat):
+            base.append(baseline(batches))
+            cand.append(candidate(batches, out, f"r{r}", args.flush_interval))
+        lines = sum(1 for _ in open(os.path.join(out, "r0", "pipeline", os.listdir(os.path.join(out, "r0", "pipeline"))[0])))
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    b, c = min(w for w, _ in base), min(w for w, _ in cand)
+    b_cpu, c_cpu = min(u for _, u in base), min(u for _, u in cand)
+    per_event_us = (c - b) / (EVENTS_PER_STEP * args.steps) * 1e6
+    per_event_cpu_us = (c_cpu - b_cpu) / (EVENTS_PER_STEP * args.steps) * 1e6
+    per_step_us = (c - b) / args.steps * 1e6
+    step_pct = 100.0 * per_step_us / (STEP_S * 1e6)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    row = {"steps": args.steps, "flush_interval_s": args.flush_interval, "baseline_s": b, "candidate_s": c,
+           "baseline_cpu_s": b_cpu, "candidate_cpu_s": c_cpu, "per_event_us": per_event_us,
+           "per_event_cpu_us": per_event_cpu_us, "per_step_us": per_step_us, "pct_of_10ms_step": step_pct,
+           "records_written": lines, "load_average_1min": load, "cpu_count": os.cpu_count()}
+    print(f"baseline  {b:.3f} s   candidate {c:.3f} s   ({args.steps:,} steps, {lines:,} records; "
+          f"load average {load} on {os.cpu_count()} CPUs)")
+    print(f"per event {per_event_us:.2f} µs wall, {per_event_cpu_us:.2f} µs CPU (both threads) "
+          f"(target < {TARGET_US_PER_EVENT})   "
+          f"per step {per_step_us:.2f} µs = {step_pct:.3f} % of a 10 ms step (target < {TARGET_STEP_PCT})")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(row, f)
+    return 0 if per_event_us < TARGET_US_PER_EVENT and step_pct < TARGET_STEP_PCT else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

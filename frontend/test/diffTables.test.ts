@@ -1,0 +1,24 @@
+import { describe, expect, it } from "vitest";
+import type { DiffTableKind } from "../src/api";
+import { csvFileName, DIFF_TABLE_KINDS, DIFF_TABLES, groupByParam } from "../src/model/diffTables";
+import { VIEWS } from "../src/model/urlState";
+
+describe("diff table registry", () => {
+  it("has an entry per table id of the contract, each a tab", () => {
+    const ids: DiffTableKind[] = ["operators", "kernels"];
+    expect([...DIFF_TABLE_KINDS].sort()).toEqual([...ids].sort());
+    for (const id of ids) expect(VIEWS).toContain(id);
+  });
+  it("asks for a group-by only where the route takes one", () => {
+    expect(groupByParam("operators", true)).toBe("name_and_shape");
+    expect(groupByParam("operators", false)).toBe("name");
+    expect(groupByParam("kernels", true)).toBeUndefined();
+  });
+  it("explains an empty table, inside a piece or not", () => {
+    expect(DIFF_TABLES.operators.emptyText("nn.Module: Net_0")).toBe("Neither run has operators inside “nn.Module: Net_0”.");
+    expect(DIFF_TABLES.kernels.emptyText(null)).toMatch(/^Neither trace records any kernels\. .*CPU-only/);
+  });
+  it("names CSV files safely", () => {
+    expect(csvFileName("kernels", "runs/a b", "c")).toBe("kernels_runs_a_b_vs_c.csv");
+  });
+});

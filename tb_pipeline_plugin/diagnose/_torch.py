@@ -1,0 +1,101 @@
+"""PyTorch DataLoader: the chains the engine profiles for one loader.
+
+1. sampler indices -> Dataset.__getitem__ -> batches of batch_size -> collate_fn
+2. when the dataset exposes a callable `transform`: raw samples (fetched once
+   with the transform switched off) -> transform
+3. batches of indices -> whole batch (fetch + collate), swept over processes
+   as DataLoader's num_workers would run it, and over threads.
+Iterable-style datasets have no __getitem__: their items are cached and
+only collate_fn is profiled.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from ._stages import Stage, batches_of, regroup
+
+
+class GetItem:
+    """Picklable `dataset[index]` (bound methods of local classes often are not)."""
+
+    def __init__(self, dataset):
+        self.dataset = dataset
+
+    def __call__(self, index):
+        return self.dataset[index]
+
+
+class WholeBatch:
+    def __init__(self, dataset, collate_fn):
+        self.dataset, self.collate_fn = dataset, collate_fn
+
+    def __call__(self, indices):
+        return self.collate_fn([self.dataset[i] for i in indices])
+
+
+class RawSamples:
+    """Fetch samples with the dataset's transform switched off, to feed the transform alone."""
+
+    def __init__(self, dataset):
+        self.dataset = dataset
+
+    def __call__(self, indices: list) -> list:
+        saved = self.dataset.transform
+        self.dataset.transform = None
+        try:
+            return [self.dataset[i] for i in indices]
+        finally:
+            self.dataset.transform = saved
+
+
+def chains_for_loader(loader: Any, num_inputs: int) -> list[tuple[list[Stage], Any]]:
+    from torch.utils.data import IterableDataset
+
+    dataset = loader.dataset
+    batch_size = loader.batch_size or 1
+    collate = loader.collate_fn
+    if isinstance(dataset, IterableDataset):
+        return [([regroup("batch_size", batches_of(batch_size, loader.drop_last)), Stage("collate_fn", collate)],
+                 itertools.islice(iter(dataset), num_inputs))]
+    index_batches = _index_batches(loader, num_inputs)
+    indices = [i for batch in index_batches for i in batch]
+    regroup_as_loader = regroup("batch_size", SplitLike([len(b) for b in index_batches]))
+    chains = [([Stage("__getitem__", GetItem(dataset)), regroup_as_loader, Stage("collate_fn", collate)], indices)]
+    transform = getattr(dataset, "transform", None)
+    if callable(transform):
+        chains.append(([regroup("raw samples", RawSamples(dataset)), Stage("transform", transform)], indices))
+    chains.append(([Stage("batch", WholeBatch(dataset, collate))], index_batches))
+    return chains
+
+
+def _index_batches(loader: Any, num_inputs: int) -> list[list]:
+    """The loader's own batches of indices (its batch_sampler: batch_size,
+    drop_last or a custom sampler), until num_inputs indices; without
+    auto-collation (batch_size=None) each index is its own batch."""
+    if loader.batch_sampler is None:
+        return [[i] for i in itertools.islice(iter(loader.sampler), num_inputs)]
+    out, total = [], 0
+    for batch in loader.batch_sampler:
+        out.append(list(batch))
+        total += len(batch)
+        if total >= num_inputs:
+            break
+    return out
+
+
+class SplitLike:
+    """Regroup fetched samples into the loader's batch sizes (errors dropped
+    samples, so the last batches may come out shorter)."""
+
+    def __init__(self, sizes: list[int]):
+        self.sizes = sizes
+
+    def __call__(self, items: list) -> list:
+        out, start = [], 0
+        for size in self.sizes:
+            if start >= len(items):
+                break
+            out.append(items[start:start + size])
+            start += size
+        return out

@@ -1,0 +1,103 @@
+"""CPU and memory of this process and its worker processes, and of the machine.
+
+One busy core = 100 %, as in `top`. Workers are passed by pid (the process
+executor keeps them alive until they are sampled) rather than discovered:
+listing children makes psutil read every /proc/*/stat in Python, holding the
+GIL long enough to disturb the very stage being measured. Reaped children
+count through children_user/children_system of this process.
+"""
+from __future__ import annotations
+
+import threading
+
+import psutil
+
+
+def _procs(pids) -> list[psutil.Process]:
+    out = []
+    for pid in pids:
+        try:
+            out.append(psutil.Process(pid))
+        except psutil.Error:
+            pass
+    return out
+
+
+def tree_cpu_s(children: list[psutil.Process] = ()) -> float:
+    """User + system CPU seconds used so far by this process and `children`."""
+    me = psutil.Process()
+    t = me.cpu_times()
+    total = t.user + t.system + t.children_user + t.children_system
+    for child in children:
+        try:
+            c = child.cpu_times()
+            total += c.user + c.system
+        except psutil.Error:
+            pass  # exited between listing and reading: counted once reaped
+    return total
+
+
+def machine_busy_s() -> float:
+    """CPU seconds every core of the machine spent busy (not idle, not iowait)."""
+    t = psutil.cpu_times()
+    return sum(t) - t.idle - getattr(t, "iowait", 0.0) - getattr(t, "guest", 0.0) - getattr(t, "guest_nice", 0.0)
+
+
+def tree_rss_bytes(children: list[psutil.Process] = ()) -> int:
+    me = psutil.Process()
+    total = 0
+    for proc in [me, *children]:
+        try:
+            total += proc.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
+class CpuWindow:
+    """CPU % of the tree and of the machine between start() and stop()."""
+
+    def __init__(self, pids=()):
+        self.children = _procs(pids)
+        self.started = False
+
+    def start(self, now_s: float) -> None:
+        self._t0, self._tree0, self._machine0 = now_s, tree_cpu_s(self.children), machine_busy_s()
+        self.started = True
+
+    def stop(self, now_s: float) -> tuple[float, float]:
+        if not self.started:
+            return 0.0, 0.0
+        wall = max(now_s - self._t0, 1e-9)
+        return (100.0 * (tree_cpu_s(self.children) - self._tree0) / wall,
+                max(0.0, 100.0 * (machine_busy_s() - self._machine0) / wall))
+
+
+class PeakRss:
+    """Samples the tree's RSS in a thread; `peak_bytes` is the largest seen.
+
+    Started only after process workers have forked: a thread alive at fork
+    time could hold a lock the child then waits on forever.
+    """
+
+    def __init__(self, pids=(), interval_s: float = 0.1):
+        self.children = _procs(pids)
+        self.interval_s = interval_s
+        self.peak_bytes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="diagnose-rss", daemon=True)
+
+    def _run(self) -> None:
+        while True:
+            self.peak_bytes = max(self.peak_bytes, tree_rss_bytes(self.children))
+            if self._stop.wait(self.interval_s):
+                return
+
+    def __enter__(self) -> "PeakRss":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak_bytes = max(self.peak_bytes, tree_rss_bytes(self.children))

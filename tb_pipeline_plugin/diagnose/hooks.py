@@ -1,0 +1,153 @@
+"""TB_PIPELINE_DIAGNOSTIC_MODE=1: profile instead of training, no code change.
+
+install() (called by the launcher's auto-hook, or by a sitecustomize) patches
+- torch.utils.data.DataLoader.__iter__: the first iteration profiles the
+  loader's stages (see _torch.py) instead of yielding batches;
+- spdl.pipeline build_pipeline (behind PipelineBuilder.build): building a
+  pipeline profiles its stages (see _spdl.py) instead of building it.
+Either way the results go to {TB_PIPELINE_LOGDIR}/{TB_PIPELINE_RUN}/diagnostic/,
+the terminal says where and how to view them, and the process exits with
+status 1, as SPDL's diagnostic-mode RFC specifies. Modules not imported yet are
+patched when they are imported (a meta-path finder wraps their loader).
+"""
+from __future__ import annotations
+
+import importlib.abc
+import os
+import sys
+
+ENV_SWITCH = "TB_PIPELINE_DIAGNOSTIC_MODE"
+EXIT_STATUS = 1
+
+_installed = False
+
+
+def enabled(environ=os.environ) -> bool:
+    return environ.get(ENV_SWITCH, "").strip() == "1"
+
+
+def _session_kwargs() -> dict:
+    from ._options import options_from_env
+    return options_from_env()
+
+
+def _run_and_exit(chains, source_label: str, note: str = "") -> None:
+    from ._session import Session
+    from ._summary import print_summary
+
+    # Children forked by the sweep inherit the patches; only this process profiles.
+    try:
+        options = _session_kwargs()
+    except ValueError as exc:
+        print(f"[diagnose] bad option: {exc}", file=sys.stderr)
+        sys.exit(2)
+    session = Session(None, source=source_label, **options)
+    session.say(f"{ENV_SWITCH}=1: profiling the {source_label} stages instead of running")
+    if note:
+        session.say(note)
+    try:
+        for stages, source in chains:
+            if session.cut:
+                break
+            session.run_chain(stages, source)
+    finally:
+        result = session.finish()
+    print_summary(result, sys.stderr)
+    print(f"[diagnose] diagnostic mode: results written to {result.path.parent}; exiting with status "
+          f"{EXIT_STATUS} (unset {ENV_SWITCH} to train)", file=sys.stderr, flush=True)
+    sys.exit(EXIT_STATUS)
+
+
+# ---------------------------------------------------------------- torch
+
+
+def _patch_torch(module) -> None:
+    loader_cls = getattr(module, "DataLoader", None)
+    if loader_cls is None or getattr(loader_cls.__iter__, "_tb_diagnostic", False):
+        return
+
+    def __iter__(self):
+        from ._session import Session  # noqa: F401  (fail here, not mid-way, if broken)
+        from ._torch import chains_for_loader
+        num_inputs = _session_kwargs().get("num_inputs", 256)
+        _run_and_exit(chains_for_loader(self, num_inputs), "dataloader")
+
+    __iter__._tb_diagnostic = True
+    loader_cls.__iter__ = __iter__
+
+
+# ---------------------------------------------------------------- spdl
+
+
+def _patch_spdl_build(module) -> None:
+    original = getattr(module, "build_pipeline", None)
+    if original is None or getattr(original, "_tb_diagnostic", False):
+        return
+
+    def build_pipeline(pipeline_cfg, /, **_kwargs):
+        from ._spdl import chain_from_config
+        num_inputs = _session_kwargs().get("num_inputs", 256)
+        stages, source, note = chain_from_config(pipeline_cfg, num_inputs)
+        _run_and_exit([(stages, source)], "spdl", note)
+
+    build_pipeline._tb_diagnostic = True
+    build_pipeline.__wrapped__ = original
+    module.build_pipeline = build_pipeline
+    # Names bound by `from ._build import build_pipeline` before we got here.
+    for name in ("spdl.pipeline._builder", "spdl.pipeline"):
+        other = sys.modules.get(name)
+        if other is not None and getattr(other, "build_pipeline", None) is original:
+            other.build_pipeline = build_pipeline
+
+
+_PATCHERS = {
+    "torch.utils.data.dataloader": _patch_torch,
+    "spdl.pipeline._build": _patch_spdl_build,
+}
+
+
+class _PatchingLoader(importlib.abc.Loader):
+    def __init__(self, inner, patch):
+        self._inner, self._patch = inner, patch
+
+    def create_module(self, spec):
+        return self._inner.create_module(spec)
+
+    def exec_module(self, module):
+        self._inner.exec_module(module)
+        self._patch(module)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+class _PatchingFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path, target=None):
+        patch = _PATCHERS.get(fullname)
+        if patch is None:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _PatchingLoader(spec.loader, patch)
+                return spec
+        return None
+
+
+def install(force: bool = False) -> bool:
+    """Patch DataLoader and SPDL when TB_PIPELINE_DIAGNOSTIC_MODE=1 (or `force`).
+    Idempotent; returns whether diagnostic mode is on."""
+    global _installed
+    if not (force or enabled()):
+        return False
+    if _installed:
+        return True
+    _installed = True
+    for name, patch in _PATCHERS.items():
+        if name in sys.modules:
+            patch(sys.modules[name])
+    sys.meta_path.insert(0, _PatchingFinder())
+    return True

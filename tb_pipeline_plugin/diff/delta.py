@@ -1,0 +1,61 @@
+"""The one definition of a delta: experimental - baseline, and its percentage.
+
+Every comparison the plugin shows (tables, overview, piece tree, pipeline
+statistics) builds its delta fields here, so "delta %" means the same thing
+everywhere: 100 * delta / baseline, rounded to 2 decimals, and null when the
+baseline is 0 or either side is not a number.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+US_DECIMALS = 3
+PCT_DECIMALS = 2
+
+
+def pct_name(column: str) -> str:
+    """`host_self_us` -> `delta_host_self_pct`, `calls` -> `delta_calls_pct`."""
+    return f"delta_{column.removesuffix('_us')}_pct"
+
+
+def is_number(v) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and not _is_nan(v)
+
+
+def delta_pct(baseline, delta) -> float | None:
+    """100 * delta / baseline; None when undefined (baseline 0, missing, text)."""
+    if not is_number(baseline) or not is_number(delta) or baseline == 0:
+        return None
+    return round(100.0 * delta / baseline, PCT_DECIMALS)
+
+
+def delta_fields(column: str, baseline: float, experimental: float, decimals: int = US_DECIMALS) -> dict:
+    """`baseline_<c>`, `experimental_<c>`, `delta_<c>`, `delta_<c w/o _us>_pct` of one quantity."""
+    delta = experimental - baseline
+    return {
+        f"baseline_{column}": _round(baseline, decimals),
+        f"experimental_{column}": _round(experimental, decimals),
+        f"delta_{column}": _round(delta, decimals),
+        pct_name(column): delta_pct(baseline, delta),
+    }
+
+
+def delta_arrays(baseline: np.ndarray, experimental: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column form of `delta_fields`: (delta, delta %) with NaN where the % is undefined."""
+    delta = experimental - baseline
+    nonzero = baseline != 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pct = np.where(nonzero, 100.0 * delta / np.where(nonzero, baseline, 1.0), np.nan)
+    return delta, pct
+
+
+def _round(v, decimals: int):
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return int(v)
+    return round(float(v), decimals)
+
+
+def _is_nan(v) -> bool:
+    return isinstance(v, (float, np.floating)) and math.isnan(v)

@@ -1,0 +1,150 @@
+"""The diff views of a pair of loaded runs, as pure functions of typed values.
+
+The server parses request parameters into the arguments here and adds the
+selection objects; the notebook API (`compare.py`) and the CLI call the same
+functions, so every surface shows the same numbers.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..analysis.kernels import kernels
+from ..analysis.operators import GROUP_BY, operators, primary_column
+from ..analysis.pieces import Piece, PieceIndex, device_rows, op_rows
+from ..analysis.processor import TraceProcessor
+from ..errors import BadRequest
+from . import tables
+from . import tree as T
+from .overview import overview_rows
+from .tables import TableQuery
+
+OPERATOR_KEYS = ["name", "input_shape"]
+KERNEL_KEYS = ["name"]
+KERNEL_PRIMARY = "total_us"
+
+# `diff/modules` children paging: the default returns every child of any
+# ordinary level; a level of 60k pieces would be a ~50 MB answer.
+MODULES_DEFAULT_LIMIT = 5000
+MODULES_MAX_LIMIT = T.CACHE_MAX_NODES
+
+_HOST_WINDOW_NOTE = (
+    "Steps and pieces are compared on the host: a step is its CPU-side ProfilerStep window. The Overview's "
+    "step time also waits for the step's GPU work to finish, so it can be longer; use Device time for the "
+    "GPU side of each piece."
+)
+
+
+def device_present(b: TraceProcessor, e: TraceProcessor) -> bool:
+    """Either run has device activity: device time is the primary measure."""
+    return b.has_device or e.has_device
+
+
+def diff_overview(b: TraceProcessor, e: TraceProcessor) -> dict:
+    if b.has_steps == e.has_steps:
+        return {"rows": overview_rows(b.overview(), e.overview()), "note": None}
+    # Per-step averages of a 3-step trace against one whole-trace "step"
+    # would show a regression that is not there: compare whole windows.
+    without = "baseline" if not b.has_steps else "experimental"
+    note = (f"The {without} trace has no ProfilerStep annotations, so both runs are compared over their "
+            "whole profiled window (all steps taken as one).")
+    rows = overview_rows(b.overview(whole_window=True), e.overview(whole_window=True))
+    return {"rows": rows, "note": note}
+
+
+def diff_modules(b: TraceProcessor, e: TraceProcessor, path: str = "", offset: int = 0,
+                 limit: int = MODULES_DEFAULT_LIMIT) -> dict:
+    """The node at `path` and one page of its aligned children (`children_total`
+    counts them all). The trend arrays cover the returned children, as running
+    sums over the whole level."""
+    if offset < 0 or not 0 <= limit <= MODULES_MAX_LIMIT:
+        raise BadRequest(f"offset must be >= 0 and limit between 0 and {MODULES_MAX_LIMIT}")
+    bi, ei = b.pieces(), e.pieces()
+    chain = T.resolve(bi, ei, path or "")
+    node = chain[-1]
+    kids, approximate = T.children_info(bi, ei, node)
+    row = T.row(bi, ei, node)
+    if node.path == "" and device_present(b, e):
+        row["note"] = T.join_notes(row.get("note"), _HOST_WINDOW_NOTE)
+    row["approximate"] = approximate
+    page = slice(offset, offset + limit)
+    trend = {k: v[page] for k, v in T.trend(kids).items()}
+    return {
+        "path": node.path,
+        "breadcrumb": [{"name": n.any.name, "path": n.path} for n in chain],
+        "node": row,
+        "approximate": approximate,
+        "children_total": len(kids),
+        "offset": offset,
+        "limit": limit,
+        "children": [T.row(bi, ei, k) for k in kids[page]],
+        "trend": trend,
+        "device_present": device_present(b, e),
+    }
+
+
+def diff_operators(b: TraceProcessor, e: TraceProcessor, query: TableQuery = TableQuery(),
+                   group_by: str = "name", path: str = "") -> dict:
+    table = operator_table(b, e, group_by, path)
+    primary = operator_primary(b, e)
+    out = tables.query(table, OPERATOR_KEYS, tables.OPERATOR_COLUMNS, primary, query)
+    return {"table": "operators", "group_by": group_by, "path": path, "device_present": device_present(b, e), **out}
+
+
+def diff_kernels(b: TraceProcessor, e: TraceProcessor, query: TableQuery = TableQuery(), path: str = "") -> dict:
+    table = kernel_table(b, e, path)
+    out = tables.query(table, KERNEL_KEYS, tables.KERNEL_COLUMNS, KERNEL_PRIMARY, query)
+    return {"table": "kernels", "group_by": None, "path": path, "device_present": device_present(b, e), **out}
+
+
+def operator_primary(b: TraceProcessor, e: TraceProcessor) -> str:
+    """Device self time when either trace has device activity, else host self time."""
+    return primary_column(device_present(b, e))
+
+
+def operator_table(b: TraceProcessor, e: TraceProcessor, group_by: str = "name", path: str = ""):
+    """Operators of both runs joined by name (and input shape when grouped
+    so), optionally restricted to the `diff/modules` piece at `path`."""
+    if group_by not in GROUP_BY:
+        raise BadRequest(f"group_by must be one of {', '.join(GROUP_BY)}, got {group_by!r}")
+    if path:
+        bi, ei = b.pieces(), e.pieces()
+        node = T.resolve(bi, ei, path)[-1]
+        b_table = _piece_operators(b, bi, node.b, group_by)
+        e_table = _piece_operators(e, ei, node.e, group_by)
+    else:
+        b_table, e_table = b.operators(group_by), e.operators(group_by)
+    if group_by == "name_and_shape":
+        return tables.join(b_table, e_table, OPERATOR_KEYS, tables.OPERATOR_COLUMNS)
+    table = tables.join(b_table, e_table, ["name"], tables.OPERATOR_COLUMNS)
+    table.insert(1, "input_shape", None)
+    return table
+
+
+def kernel_table(b: TraceProcessor, e: TraceProcessor, path: str = ""):
+    """Kernels of both runs joined by name, optionally restricted to those
+    launched from inside the `diff/modules` piece at `path` (the kernels its
+    `device_us` counts)."""
+    if path:
+        bi, ei = b.pieces(), e.pieces()
+        node = T.resolve(bi, ei, path)[-1]
+        b_table, e_table = _piece_kernels(b, bi, node.b), _piece_kernels(e, ei, node.e)
+    else:
+        b_table, e_table = b.kernels(), e.kernels()
+    return tables.join(b_table, e_table, KERNEL_KEYS, tables.KERNEL_COLUMNS)
+
+
+def _piece_kernels(tp: TraceProcessor, index: PieceIndex, piece: Piece | None):
+    if piece is not None and piece.kind == T.ROOT:
+        return tp.kernels()
+    rows = device_rows(index, piece) if piece is not None else np.empty(0, dtype=np.int64)
+    return kernels(tp.linked, rows=rows)
+
+
+def _piece_operators(tp: TraceProcessor, index: PieceIndex, piece: Piece | None, group_by: str):
+    if piece is None:
+        rows = np.empty(0, dtype=np.int64)
+    elif piece.kind == T.ROOT:
+        return tp.operators(group_by)
+    else:
+        rows = op_rows(index, piece)
+    return operators(tp.linked, group_by, rows=rows)

@@ -1,0 +1,40 @@
+"""Our JSONL records -> PipelineTables."""
+from __future__ import annotations
+
+import msgspec
+
+from ..formats.pipeline import HostSample, RunMeta, StageQueue, StageTasks, StepRecord
+from .tables import (CALLBACK_COLUMNS, HOST_COLUMNS, QUEUE_COLUMNS, STEP_COLUMNS, TASK_COLUMNS, PipelineTables,
+                     frame)
+
+
+def tables_from_records(records: list, warnings: list[str]) -> PipelineTables:
+    metas = [r for r in records if isinstance(r, RunMeta)]
+    stamps = [r.wall_time_s for r in metas] + [r.wall_start_s for r in records if isinstance(r, StepRecord)]
+    stamps += [r.wall_time_s for r in records if isinstance(r, (HostSample, StageTasks, StageQueue))]
+    t0 = min(stamps) if stamps else 0.0
+    steps, callbacks, tasks, queues, host = [], [], [], [], []
+    for r in records:
+        if isinstance(r, StepRecord):
+            cb_total = sum(r.callbacks_s.values())
+            steps.append({
+                "step": r.step, "loader": r.loader, "t_s": r.wall_start_s - t0, "wall_start_s": r.wall_start_s,
+                "duration_s": r.duration_s, "data_wait_s": r.data_wait_s, "compute_s": r.compute_s,
+                "callbacks_s": cb_total, "other_s": r.other_s, "batch_size": r.batch_size, "cached": r.cached,
+            })
+            for name, s in r.callbacks_s.items():
+                callbacks.append({"step": r.step, "name": name, "kind": "callback", "time_s": s})
+        elif isinstance(r, StageTasks):
+            tasks.append(dict(msgspec.structs.asdict(r), t_s=r.wall_time_s - t0))
+        elif isinstance(r, StageQueue):
+            queues.append(dict(msgspec.structs.asdict(r), t_s=r.wall_time_s - t0))
+        elif isinstance(r, HostSample):
+            host.append(dict(msgspec.structs.asdict(r), t_s=r.wall_time_s - t0, mem_used_bytes=None))
+    source = metas[0].source if metas else "recorder"
+    out = PipelineTables(
+        source=source, steps=frame(steps, STEP_COLUMNS), callbacks=frame(callbacks, CALLBACK_COLUMNS),
+        stage_tasks=frame(tasks, TASK_COLUMNS), stage_queues=frame(queues, QUEUE_COLUMNS),
+        host=frame(host, HOST_COLUMNS), meta=[msgspec.structs.asdict(m) for m in metas], warnings=list(warnings),
+        t0_wall_s=t0,
+    )
+    return out

@@ -1,0 +1,15 @@
+"""Writing side: record pipeline statistics from a training loop.
+
+    from tb_pipeline_plugin.record import Recorder
+    with Recorder("runs/exp") as rec:
+        for x, y in rec.wrap(loader):        # data wait = time in next()
+            loss = step(x, y)
+            with rec.callback("logging"):    # or @rec.callback("logging")
+                log(loss)
+
+No code change: `tb-pipeline record --logdir runs/exp -- python train.py`.
+Imports only `formats`.
+"""
+from .recorder import Recorder
+
+__all__ = ["Recorder"]

@@ -1,0 +1,49 @@
+"""`tb-pipeline record --logdir DIR [--run NAME] [--headspace N] -- CMD ...`:
+run CMD with the recording hooks installed, no change to the script."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from . import autohook
+from .writer import run_name_default
+
+BOOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "boot")
+
+
+def record_env(logdir: str, run: str, headspace: int = 0, host_interval_s: float = 1.0,
+               spdl_interval_s: float = 1.0, command: list[str] | None = None,
+               base: dict | None = None) -> dict:
+    """The environment that makes a Python process record into {logdir}/{run}."""
+    env = dict(os.environ if base is None else base)
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    paths = [BOOT_DIR, package_root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env[autohook.ENV_LOGDIR] = os.path.abspath(logdir)
+    env[autohook.ENV_RUN] = run
+    env[autohook.ENV_HEADSPACE] = str(int(headspace))
+    env[autohook.ENV_HOST_INTERVAL] = str(host_interval_s)
+    env[autohook.ENV_SPDL_INTERVAL] = str(spdl_interval_s)
+    env[autohook.ENV_COMMAND] = json.dumps(list(command or []))
+    env.pop(autohook.ENV_OWNER, None)
+    return env
+
+
+def run_recorded(command: list[str], logdir: str, run: str | None = None, headspace: int = 0,
+                 host_interval_s: float = 1.0, spdl_interval_s: float = 1.0) -> int:
+    """Runs `command` recording into {logdir}/{run}; returns its exit status."""
+    if not command:
+        raise ValueError("no command to run: tb-pipeline record --logdir DIR -- python train.py ...")
+    if headspace < 0:
+        raise ValueError("--headspace must be >= 0")
+    if host_interval_s < 0 or spdl_interval_s <= 0:
+        raise ValueError("intervals must be > 0 seconds (host interval 0 disables host sampling)")
+    run = run or run_name_default()
+    env = record_env(logdir, run, headspace, host_interval_s, spdl_interval_s, command)
+    print(f"tb-pipeline: recording into {os.path.join(logdir, run)}", file=sys.stderr)
+    try:
+        return subprocess.call(command, env=env)
+    except FileNotFoundError as exc:
+        raise ValueError(f"cannot run {command[0]!r}: {exc.strerror}") from None

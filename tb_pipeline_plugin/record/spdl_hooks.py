@@ -1,0 +1,74 @@
+"""SPDL 0.8 stage statistics into our records, through SPDL's own config
+hooks (`spdl.pipeline.config.set_default_hook_class` /
+`set_default_queue_class`): every pipeline the script builds without an
+explicit hook or queue gets these, with no change to the script.
+
+Both subclasses keep SPDL's behaviour (its log lines included) and add one
+record per interval report and one for the whole run (`final`).
+"""
+from __future__ import annotations
+
+import time
+
+from ..formats.pipeline import StageQueue, StageTasks
+
+
+def _identity(info) -> dict:
+    return dict(stage=str(info), stage_name=info.stage_name, pipeline_id=int(info.pipeline_id),
+                stage_id=str(info.stage_id), concurrency=info.concurrency)
+
+
+def install(write, interval_s: float) -> None:
+    """Registers the hook and queue classes; `write(record)` stores a record.
+    Pipelines built with report_stats_interval <= 0 (SPDL's default) report
+    every `interval_s` seconds instead, so long runs get a time series."""
+    from spdl.pipeline import StatsQueue, TaskStatsHook
+    from spdl.pipeline import config as spdl_config
+
+    class RecordingTaskStatsHook(TaskStatsHook):
+        def __init__(self, info, interval: float = -1) -> None:
+            super().__init__(info, interval=interval if interval > 0 else interval_s)
+            self._tb_lap = False
+
+        async def interval_stats_callback(self, stats) -> None:
+            self._tb_lap = True
+            try:
+                await super().interval_stats_callback(stats)
+            finally:
+                self._tb_lap = False
+
+        def _log_stats(self, stats) -> None:
+            # Called for interval reports (through the callback above) and
+            # once at the end of the stage with the whole run's numbers.
+            super()._log_stats(stats)
+            write(StageTasks(
+                wall_time_s=time.time(), tasks=int(stats.num_tasks), failures=int(stats.num_failures),
+                task_mean_s=float(stats.ave_time), task_p90_s=float(stats.p90_time),
+                task_p99_s=float(stats.p99_time), final=not self._tb_lap, **_identity(self.info),
+            ))
+
+    class RecordingStatsQueue(StatsQueue):
+        def __init__(self, info, *, buffer_size: int = 1, interval: float = -1) -> None:
+            super().__init__(info, buffer_size=buffer_size, interval=interval if interval > 0 else interval_s)
+            self._tb_lap = False
+
+        async def interval_stats_callback(self, stats) -> None:
+            self._tb_lap = True
+            try:
+                await super().interval_stats_callback(stats)
+            finally:
+                self._tb_lap = False
+
+        def _log_stats(self, stats) -> None:
+            super()._log_stats(stats)
+            write(StageQueue(
+                wall_time_s=time.time(), interval_s=float(stats.elapsed), items=int(stats.num_items),
+                qps=float(stats.qps), put_wait_mean_s=float(stats.ave_put_time),
+                get_wait_mean_s=float(stats.ave_get_time), put_wait_p90_s=float(stats.p90_put_time),
+                get_wait_p90_s=float(stats.p90_get_time), put_wait_p99_s=float(stats.p99_put_time),
+                get_wait_p99_s=float(stats.p99_get_time), occupancy=float(stats.occupancy_rate),
+                final=not self._tb_lap, **_identity(self.info),
+            ))
+
+    spdl_config.set_default_hook_class(RecordingTaskStatsHook)
+    spdl_config.set_default_queue_class(RecordingStatsQueue)

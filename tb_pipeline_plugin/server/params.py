@@ -1,0 +1,122 @@
+"""Query parameters: parsed once per request into typed values.
+
+Each route declares its parameters as a Struct below; `parse` turns
+`request.args` into it (msgspec does the typing and the bounds) or raises
+BadRequest naming the parameter. Below the server nothing sees a query
+string. The OpenAPI document lists the same Structs as each route's
+parameters.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Literal, TypeVar
+
+import msgspec
+
+from ..diff.tables import DEFAULT_LIMIT, MAX_LIMIT, TableQuery
+from ..diff.views import MODULES_DEFAULT_LIMIT, MODULES_MAX_LIMIT
+from ..errors import BadRequest
+
+NonNegative = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class _Params(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class NoParams(_Params):
+    pass
+
+
+class RunParams(_Params):
+    run: str
+    # Empty = the first worker (sorted) and its last span.
+    worker: str = ""
+    span: str = ""
+
+
+class OperatorsParams(RunParams):
+    group_by: Literal["name", "name_and_shape"] = "name"
+
+
+class PairParams(_Params):
+    baseline: str
+    experimental: str
+    b_worker: str = ""
+    b_span: str = ""
+    e_worker: str = ""
+    e_span: str = ""
+
+
+class DiffModulesParams(PairParams):
+    # Opaque piece path from a previous answer; "" is the root.
+    path: str = ""
+    offset: NonNegative = 0
+    limit: Annotated[int, msgspec.Meta(ge=0, le=MODULES_MAX_LIMIT)] = MODULES_DEFAULT_LIMIT
+
+
+class _TableParams(PairParams):
+    # Restrict the table to the `diff/modules` piece at this path ("" = everything).
+    path: str = ""
+    sort: str = ""
+    order: Literal["desc", "asc"] = "desc"
+    filter: str = ""
+    offset: NonNegative = 0
+    limit: Annotated[int, msgspec.Meta(ge=0, le=MAX_LIMIT)] = DEFAULT_LIMIT
+
+    def table_query(self) -> TableQuery:
+        return TableQuery(sort=self.sort or None, order=self.order, filter=self.filter,
+                          offset=self.offset, limit=self.limit)
+
+
+class DiffOperatorsParams(_TableParams):
+    group_by: Literal["name", "name_and_shape"] = "name"
+
+
+class DiffKernelsParams(_TableParams):
+    pass
+
+
+class DiagnosticParams(_Params):
+    run: str
+
+
+class DiffDiagnosticParams(_Params):
+    baseline: str
+    experimental: str
+
+
+P = TypeVar("P", bound=_Params)
+_INT_FIELDS: dict[type, set[str]] = {}
+
+
+def parse(params_type: type[P], args) -> P:
+    """`args`: a werkzeug MultiDict or a plain mapping of strings. An empty
+    value counts as absent (a client with nothing selected yet)."""
+    raw = {k: v for k, v in args.items() if v != ""}
+    for name in _int_fields(params_type):
+        value = raw.get(name)
+        # Plain ASCII digits only: int() and msgspec would also take "+5" or "5_0".
+        if value is not None and not (isinstance(value, str) and value.isascii() and value.isdigit()):
+            raise BadRequest(f"{name} must be a non-negative integer (digits 0-9), got {value!r}")
+    try:
+        return msgspec.convert(raw, params_type, strict=False)
+    except msgspec.ValidationError as exc:
+        raise BadRequest(f"bad query parameter: {_readable(exc)}") from None
+
+
+def _int_fields(params_type: type) -> set[str]:
+    fields = _INT_FIELDS.get(params_type)
+    if fields is None:
+        info = msgspec.inspect.type_info(params_type)
+        fields = {f.name for f in info.fields if isinstance(f.type, msgspec.inspect.IntType)}
+        _INT_FIELDS[params_type] = fields
+    return fields
+
+
+def _readable(exc: msgspec.ValidationError) -> str:
+    # "Expected `int` >= 0 - at `$.offset`" -> "offset: Expected `int` >= 0".
+    text = str(exc)
+    message, sep, where = text.rpartition(" - at `$.")
+    if sep:
+        return f"{where.rstrip('`')}: {message}"
+    return text
