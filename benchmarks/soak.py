@@ -41,7 +41,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 SHARED = REPO.parent / "shared" / "traces"
 PREFIX = "/data/plugin/tb_pipeline"
 ROUTES = ("/runs", "/overview", "/operators", "/kernels", "/modules", "/diff/overview", "/diff/modules",
-          "/diff/operators", "/diff/kernels", "/index.js")
+          "/diff/operators", "/diff/kernels", "/diagnostic", "/diff/diagnostic", "/index.js")
 JUNK = ("", "..", "../../etc/passwd", "%00", "\x00", "a" * 5000, "<script>", "r%FE", "-1", "1e9", "0.0.0", "\\")
 
 
