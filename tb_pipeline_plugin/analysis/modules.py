@@ -4,9 +4,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..trace.forest import depths, nearest_marked_ancestor
 from ..trace.link import LinkedTrace
 from ..trace.table import Kind, Phase
 from ..trace.names import MODULE_PREFIX, is_module, module_class, name_mask
+
+# Levels smaller than this are merged with a dict: a pandas call per level
+# would dominate on a deep, narrow tree (one module per level).
+_SMALL_LEVEL = 256
 
 
 def module_rows(linked: LinkedTrace) -> np.ndarray:
@@ -22,28 +27,49 @@ def module_parents(linked: LinkedTrace, rows: np.ndarray) -> np.ndarray:
     start in the same microsecond), else the time nesting.
     """
     t = linked.table
-    n = len(t)
-    is_module = np.zeros(n, dtype=bool)
-    is_module[rows] = True
-    py_rows = np.flatnonzero(t.python_id >= 0)
-    if len(py_rows) and np.all(t.python_id[rows] >= 0):
-        by_id = pd.Series(py_rows, index=t.python_id[py_rows])
-        by_id = by_id[~by_id.index.duplicated(keep="last")]
-        step = np.full(n, -1, dtype=np.int64)
-        pos = by_id.index.get_indexer(t.python_parent_id[py_rows])
-        step[py_rows[pos >= 0]] = by_id.to_numpy()[pos[pos >= 0]]
+    marked = np.zeros(len(t), dtype=bool)
+    marked[rows] = True
+    if np.any(t.python_id >= 0) and np.all(t.python_id[rows] >= 0):
+        step = linked.python_parent
     else:
         step = linked.parent
-    cur = step[rows].copy()
-    pending = np.flatnonzero(cur >= 0)
-    pending = pending[~is_module[cur[pending]]]
-    guard = 0
-    while len(pending) and guard < 10_000:
-        cur[pending] = step[cur[pending]]
-        pending = pending[cur[pending] >= 0]
-        pending = pending[~is_module[cur[pending]]]
-        guard += 1
-    return cur
+    return nearest_marked_ancestor(step, marked, step[rows])
+
+
+def _tree_nodes(parent_idx: np.ndarray, name_ids: np.ndarray) -> tuple[np.ndarray, list[int], list[int]]:
+    """Merge calls with the same name path: (node of each call, parent node
+    of each node, name id of each node), nodes numbered parents first, in
+    order of first appearance within a level."""
+    depth, rooted = depths(parent_idx)
+    if not rooted.all():  # only with corrupt links; cut the loop loose
+        parent_idx = np.where(rooted, parent_idx, -1)
+        depth, _ = depths(parent_idx)
+    node = np.full(len(parent_idx), -1, dtype=np.int64)
+    node_parent: list[int] = []
+    node_name: list[int] = []
+    order = np.argsort(depth, kind="stable")
+    cuts = np.concatenate(([0], np.flatnonzero(np.diff(depth[order])) + 1, [len(order)]))
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        at = order[a:b]
+        parent_node = np.where(parent_idx[at] >= 0, node[np.maximum(parent_idx[at], 0)], -1)
+        if len(at) < _SMALL_LEVEL:
+            seen: dict[tuple[int, int], int] = {}
+            ids = []
+            for key in zip(parent_node.tolist(), name_ids[at].tolist()):
+                got = seen.get(key)
+                if got is None:
+                    got = seen[key] = len(node_parent)
+                    node_parent.append(key[0])
+                    node_name.append(key[1])
+                ids.append(got)
+            node[at] = ids
+            continue
+        key = pd.MultiIndex.from_arrays([parent_node, name_ids[at]])
+        codes, uniques = pd.factorize(key)
+        node[at] = codes + len(node_parent)
+        node_parent.extend(int(p) for p, _ in uniques)
+        node_name.extend(int(nm) for _, nm in uniques)
+    return node, node_parent, node_name
 
 
 def module_tree(linked: LinkedTrace) -> list[dict]:
@@ -57,24 +83,7 @@ def module_tree(linked: LinkedTrace) -> list[dict]:
     parent_idx = np.full(len(rows), -1, dtype=np.int64)
     has = parents >= 0
     parent_idx[has] = index_of.reindex(parents[has]).fillna(-1).to_numpy(np.int64)
-
-    # Depth in the module tree, then node ids level by level (path merging).
-    depth = np.zeros(len(rows), dtype=np.int64)
-    cur = parent_idx.copy()
-    while np.any(cur >= 0):
-        depth += cur >= 0
-        cur = np.where(cur >= 0, parent_idx[np.maximum(cur, 0)], -1)
-    node = np.full(len(rows), -1, dtype=np.int64)
-    node_parent: list[int] = []
-    node_name: list[int] = []
-    for level in range(int(depth.max()) + 1):
-        at = np.flatnonzero(depth == level)
-        parent_node = np.where(parent_idx[at] >= 0, node[np.maximum(parent_idx[at], 0)], -1)
-        key = pd.MultiIndex.from_arrays([parent_node, t.name_id[rows[at]]])
-        codes, uniques = pd.factorize(key)
-        node[at] = codes + len(node_parent)
-        node_parent.extend(int(p) for p, _ in uniques)
-        node_name.extend(int(nm) for _, nm in uniques)
+    node, node_parent, node_name = _tree_nodes(parent_idx, t.name_id[rows])
 
     frame = pd.DataFrame({
         "node": node, "calls": 1, "host_total_us": t.dur_us[rows],

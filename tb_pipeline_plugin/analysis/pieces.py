@@ -339,8 +339,12 @@ def piece_index(linked: LinkedTrace) -> PieceIndex:
     local_parent, depth = nest(a_step, a_start, a_end - a_start, np.arange(len(atom_rows), dtype=np.int64))
     # A child a rounding error (or an autograd event) longer than its parent
     # is clipped to it, parents first, so children always add up.
-    for d in range(1, int(depth.max()) + 1 if len(depth) else 0):
-        at = np.flatnonzero(depth == d)
+    # Level by level from one sort: a scan per level would cost O(n * depth).
+    by_depth = np.argsort(depth, kind="stable")
+    cuts = np.concatenate(([0], np.flatnonzero(np.diff(depth[by_depth])) + 1, [len(depth)]))
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        at = by_depth[a:b]
+        at = at[depth[at] > 0]
         up = local_parent[at]
         a_end[at] = np.maximum(a_start[at], np.minimum(a_end[at], a_end[up]))
     end = np.concatenate((step_end, a_end))

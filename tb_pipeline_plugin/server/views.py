@@ -35,7 +35,8 @@ def runs_impl(runs: dict[str, RunInfo], states: dict[str, LoadState]) -> dict:
             "kinds": list(info.kinds),
             "status": status,
             "error": state.error if state and status == "failed" else None,
-            "warnings": list(state.warnings) if state else [],
+            # What discovery left out (a name clash), then what the load lost.
+            "warnings": list(info.notes) + (list(state.warnings) if state else []),
         })
     return {"runs": out, "loading": any(r["status"] == "loading" for r in out)}
 

@@ -10,6 +10,8 @@ is meaningful, on the local filesystem.
 """
 from __future__ import annotations
 
+import codecs
+import logging
 import os
 import posixpath
 import re
@@ -20,6 +22,8 @@ from tensorboard.compat import tf
 
 from ..errors import BadRequest, NotFound
 from ..pipeline.composer import looks_like_composer
+
+logger = logging.getLogger(__name__)
 
 KINETO_RE = re.compile(r"^(.*?)(\.\d+)?\.pt\.trace\.json(\.gz)?$")
 GENERIC_JSON_RE = re.compile(r"^(.+?)\.json(\.gz)?$")
@@ -57,6 +61,8 @@ class RunInfo:
     # Statistics: our JSONL under pipeline/, and Composer traces in the run directory.
     pipeline_files: list[str] = field(default_factory=list)
     diagnostic_files: list[str] = field(default_factory=list)
+    # What discovery left out of this run, and why (a name clash, say).
+    notes: list[str] = field(default_factory=list)
 
     def statistics_identity(self) -> tuple[int, float] | None:
         """(total bytes, newest mtime) of the statistics files, stat'ed now:
@@ -86,7 +92,13 @@ def discover_runs(logdir: str) -> dict[str, RunInfo]:
         logdir = os.path.abspath(logdir)
     found: dict[str, _RunBuilder] = {}
     for parts, dirpath, files, pipeline_dir, diagnostic_file in _walk(logdir):
-        name = "/".join(parts) if parts else "."
+        name = "/".join(display_name(p) for p in parts) if parts else "."
+        if name in found:
+            # Two directories whose names differ only in undecodable bytes
+            # escaped to the same text: keep the first, say so.
+            logger.warning("tb_pipeline: run directory %r shows as %r, like another one: skipped", dirpath, name)
+            found[name].notes.append(f"another directory also shows as {name!r} and was skipped")
+            continue
         builder = _RunBuilder(name, dirpath)
         for fname in sorted(files):
             builder.add_file(fname)
@@ -178,6 +190,7 @@ class _RunBuilder:
         self.traces: dict[str, dict[str, TraceFile]] = {}
         self.pipeline_files: list[str] = []
         self.diagnostic_files: list[str] = []
+        self.notes: list[str] = []
 
     def add_file(self, fname: str) -> None:
         full = _join(self.path, fname)
@@ -191,6 +204,7 @@ class _RunBuilder:
             worker, span = g.group(1), "0"
         if not worker:
             return
+        worker = display_name(worker)
         size, mtime = stat_file(full)
         if size is None:
             return
@@ -202,7 +216,9 @@ class _RunBuilder:
         spans = self.traces.setdefault(worker, {})
         # Files arrive in name order, so `w.json` beats `w.json.gz` for the
         # same (worker, span): deterministic, and the plain one decodes faster.
-        spans.setdefault(span, TraceFile(self.name, worker, span, full, size, mtime))
+        kept = spans.setdefault(span, TraceFile(self.name, worker, span, full, size, mtime))
+        if kept.path != full and display_name(fname) != fname:
+            self.notes.append(f"file {display_name(fname)!r} was skipped: its name shows like that of another file")
 
     def add_pipeline_dir(self, pdir: str) -> None:
         for fname in sorted(_listdir(pdir)):
@@ -233,6 +249,7 @@ class _RunBuilder:
             kinds=[k for k in KINDS_ORDER if present[k]],
             pipeline_files=self.pipeline_files,
             diagnostic_files=self.diagnostic_files,
+            notes=self.notes,
         )
 
 
@@ -248,7 +265,38 @@ def _join(a: str, b: str) -> str:
     return os.path.join(a, b)
 
 
+def display_name(name: str) -> str:
+    """`name` as text that JSON can carry: bytes that are not UTF-8 (which
+    Python lists as lone surrogates) become `%XX`, so the run or worker still
+    shows, distinct and recognisable, and never breaks the `runs` answer."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        raw = name.encode("utf-8", "surrogateescape") if _only_escapes(name) else name.encode("utf-8", "replace")
+        return raw.decode("utf-8", "tb_pipeline_percent")
+
+
+def _only_escapes(name: str) -> bool:
+    try:
+        name.encode("utf-8", "surrogateescape")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _percent_escape(exc: UnicodeDecodeError):
+    return "".join(f"%{b:02X}" for b in exc.object[exc.start : exc.end]), exc.end
+
+
+codecs.register_error("tb_pipeline_percent", _percent_escape)
+
+
+# Local paths go through `os`: TensorBoard's gfile stub encodes paths as
+# strict UTF-8 and fails on names that are not (a run would vanish silently).
 def _exists(path: str) -> bool:
+    if not _is_remote(path):
+        return os.path.exists(path)
     try:
         return bool(tf.io.gfile.exists(path))
     except Exception:  # an unreachable remote logdir is simply empty for now
@@ -256,6 +304,8 @@ def _exists(path: str) -> bool:
 
 
 def _isdir(path: str) -> bool:
+    if not _is_remote(path):
+        return os.path.isdir(path)
     try:
         return bool(tf.io.gfile.isdir(path))
     except Exception:
@@ -264,6 +314,8 @@ def _isdir(path: str) -> bool:
 
 def _listdir(path: str) -> list[str]:
     try:
+        if not _is_remote(path):
+            return os.listdir(path)
         # Object stores list sub-"directories" with a trailing slash.
         return [n.rstrip("/") for n in tf.io.gfile.listdir(path)]
     except Exception:  # unreadable directory: skip it, keep discovering the rest
@@ -352,7 +404,7 @@ def _looks_like_trace(path: str, gz: bool, size: int, mtime: float) -> bool:
     if hit is not None:
         return hit
     try:
-        with tf.io.gfile.GFile(path, "rb") as f:
+        with (tf.io.gfile.GFile(path, "rb") if _is_remote(path) else open(path, "rb")) as f:
             head = f.read(SNIFF_BYTES)
         if gz:
             # A partial inflate of the first block; tolerant of truncated files.

@@ -30,12 +30,10 @@ _NAN = float("nan")
 def _number(value) -> float | None:
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
+    if isinstance(value, (int, float, str)):
         try:
             return float(value)
-        except ValueError:
+        except (ValueError, OverflowError):  # not a number, or an int beyond float range
             return None
     return None
 

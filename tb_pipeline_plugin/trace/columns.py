@@ -310,6 +310,9 @@ def build_table(parts: list[ChunkColumns], strings: Interner, keys: Interner, me
         keep, kernel_row_map = _pair_begin_end(main, warnings)
         main = {k: v[keep] for k, v in main.items()}
         kernel["row"] = kernel_row_map[kernel["row"]]
+        # A kernel whose B or E had no partner left no row: drop its launch data too.
+        paired = kernel["row"] >= 0
+        kernel = {k: v[paired] for k, v in kernel.items()}
 
     # Dense thread ids over (pid, tid) pairs seen anywhere (events and flows).
     all_keys = np.concatenate([main["thread_key"], flow["thread_key"]])
@@ -370,7 +373,8 @@ def _pair_begin_end(main: dict[str, np.ndarray], warnings: list[str]) -> tuple[n
     if unmatched or open_count:
         warnings.append(f"{unmatched} end (E) events without a begin and {open_count} begin (B) events without an end were ignored")
     keep = main["phase"] <= Phase.COUNTER
-    row_map = np.cumsum(keep) - 1
+    # Old row -> new row; -1 for a dropped one (not its predecessor's row).
+    row_map = np.where(keep, np.cumsum(keep) - 1, -1)
     return keep, row_map
 
 

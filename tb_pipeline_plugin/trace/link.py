@@ -12,6 +12,7 @@ import pandas as pd
 
 from .fold import fold_same_name
 from .names import is_step, name_mask, step_number
+from .forest import nearest_marked_ancestor
 from .nesting import nest
 from .table import DEVICE_ACTIVITY_KINDS, DEVICE_KINDS, EventTable, FlowKind, Kind, Phase
 
@@ -41,6 +42,7 @@ class LinkedTrace:
     device_self_us: np.ndarray  # float64, host rows: device activity charged to it
     device_total_us: np.ndarray  # float64, host rows: self plus all descendants
     backward_of: np.ndarray  # int64: for a backward entry row, its forward op (fwdbwd), -1
+    python_parent: np.ndarray  # int64: row named by `Python parent id` (trusted links only), -1
     steps: Steps
     has_device: bool
     # Operators torch's key_averages() folds into a same-name parent (see
@@ -60,17 +62,6 @@ def _lookup(keys: np.ndarray, values: np.ndarray, queries: np.ndarray) -> np.nda
     ok = pos >= 0
     out[ok] = s.to_numpy()[pos[ok]]
     return out
-
-
-def _nearest_ancestor_of_kind(parent: np.ndarray, kind: np.ndarray, start: np.ndarray, wanted: Kind) -> np.ndarray:
-    cur = start.copy()
-    pending = np.flatnonzero((cur >= 0))
-    pending = pending[kind[cur[pending]] != wanted]
-    while len(pending):
-        cur[pending] = parent[cur[pending]]
-        pending = pending[cur[pending] >= 0]
-        pending = pending[kind[cur[pending]] != wanted]
-    return cur
 
 
 def _bind_flows(table: EventTable, host_rows: np.ndarray, kind: FlowKind, start: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -152,9 +143,40 @@ def link(table: EventTable) -> LinkedTrace:
     return LinkedTrace(
         table=table, is_host=is_host, parent=parent, depth=depth, launch_of=launch_of,
         op_of_launch=op_of_launch, owner=owner, host_self_us=host_self, device_self_us=device_self,
-        device_total_us=device_total, backward_of=backward_of, steps=steps, has_device=has_device,
+        device_total_us=device_total, backward_of=backward_of, python_parent=python_parents(table),
+        steps=steps, has_device=has_device,
         folded_rows=folded_rows, folded_into=folded_into,
     )
+
+
+def python_parents(table: EventTable) -> np.ndarray:
+    """Row of each python event's `Python parent id` (-1 if none or unusable).
+
+    The profiler numbers Python calls in call order, so a parent's id is
+    smaller than its child's. A link that does not go down in id (a
+    self-reference, a cycle, a duplicated id pointing at a later call) is
+    damage: it is dropped and counted in the trace's warnings, which also
+    guarantees that every walk up these links ends.
+    """
+    step = np.full(len(table), -1, dtype=np.int64)
+    py_rows = np.flatnonzero(table.python_id >= 0)
+    if not len(py_rows):
+        return step
+    ids = table.python_id[py_rows]
+    parent_ids = table.python_parent_id[py_rows]
+    by_id = pd.Series(py_rows, index=ids)
+    by_id = by_id[~by_id.index.duplicated(keep="last")]
+    pos = by_id.index.get_indexer(parent_ids)
+    found = pos >= 0
+    going_down = found & (parent_ids < ids)
+    step[py_rows[going_down]] = by_id.to_numpy()[pos[going_down]]
+    bad = int(np.count_nonzero(found & ~going_down))
+    if bad:
+        table.warnings.append(
+            f"{bad:,} Python calls name a parent that cannot enclose them "
+            "(their own id, a cycle or a later call): those links were ignored"
+        )
+    return step
 
 
 def _launching_ops(table: EventTable, parent: np.ndarray, op_rows: np.ndarray, runtime_rows: np.ndarray) -> np.ndarray:
@@ -166,7 +188,7 @@ def _launching_ops(table: EventTable, parent: np.ndarray, op_rows: np.ndarray, r
     launch's device time would reach no operator); else the innermost
     operator enclosing the call.
     """
-    by_containment = _nearest_ancestor_of_kind(parent, table.kind, parent[runtime_rows], Kind.CPU_OP)
+    by_containment = nearest_marked_ancestor(parent, table.kind == Kind.CPU_OP, parent[runtime_rows])
     op_ext = table.external_id[op_rows]
     has_ext = op_ext >= 0
     by_ext = _lookup(op_ext[has_ext], op_rows[has_ext], table.external_id[runtime_rows])

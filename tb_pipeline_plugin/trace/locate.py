@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import msgspec
 import numpy as np
 
-from .schema import Header
+from .schema import EventsOnly, Header
 
 BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _TRACE_EVENTS_KEY = b'"traceEvents"'
@@ -60,10 +60,18 @@ def locate_events(data: bytes) -> EventRegion:
         return EventRegion(start, len(body) - 1 if closed else len(body), closed)
     if first != b"{":
         raise ValueError("not a trace: the file is neither a JSON object nor a JSON array")
+    warnings: list[str] = []
     try:
         header = msgspec.json.decode(data, type=Header)
     except msgspec.ValidationError as exc:
-        raise ValueError(f"not a trace: {exc}") from None
+        # A metadata value out of range (1e400, say): keep the events.
+        try:
+            header = msgspec.json.decode(data, type=EventsOnly)
+        except msgspec.ValidationError:
+            raise ValueError(f"not a trace: {exc}") from None
+        except msgspec.DecodeError:
+            return _locate_in_broken_object(data)
+        warnings.append(f"the top-level metadata could not be read ({exc}); it was ignored")
     except msgspec.DecodeError:
         return _locate_in_broken_object(data)
     if not len(header.traceEvents):
@@ -77,7 +85,7 @@ def locate_events(data: bytes) -> EventRegion:
         raise ValueError('not a trace: "traceEvents" is not an array')
     del raw
     metadata = _header_metadata(header)
-    return EventRegion(offset + 1, offset + length - 1, True, metadata)
+    return EventRegion(offset + 1, offset + length - 1, True, metadata, warnings)
 
 
 def _locate_in_broken_object(data: bytes) -> EventRegion:

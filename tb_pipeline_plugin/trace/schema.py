@@ -84,3 +84,9 @@ class Header(msgspec.Struct, gc=False):
     with_modules: object = None
     record_shapes: object = None
     profile_memory: object = None
+
+
+class EventsOnly(msgspec.Struct, gc=False):
+    """`Header` without metadata: for a document whose metadata does not decode."""
+
+    traceEvents: Raw = Raw()

@@ -1,0 +1,589 @@
+"""Decoder fuzz (issue 9): mutated real traces must load or fail clearly.
+
+    .venv/bin/python benchmarks/fuzz_decoder.py --cases 10000
+
+Every case is a trace file made from a real one (../shared/traces, and a
+trace recorded on the spot with samples/record_samples.py) by one mutation:
+byte-level damage (truncation, flipped / inserted / deleted / duplicated
+bytes, invalid UTF-8, splices of two traces), gzip damage (cut, corrupt,
+garbage after it, concatenated members, bombs), structural damage (dropped
+and wrongly typed fields, NaN / Infinity, huge numbers, deep values, huge
+strings, cycles and duplicates in Python ids, flow ids and correlations), or
+events drawn by hypothesis. A pool of worker processes loads each case the
+way the plugin does (`TraceProcessor.load`), then computes and encodes every
+view and the diff of the trace against itself (every case loads; every 2nd
+computes the views, every 8th the diff views; see VIEWS_EVERY).
+
+A case must end `loaded` (warnings allowed) or `failed` with a clear reason
+(a `ValueError` with a message). Anything else counts against the run:
+`unexpected` (another exception), `hang` (over `--timeout-s`; the worker is
+killed), `memory` (MemoryError under the worker's address-space limit, or
+peak RSS growth over `--max-growth-mb`), `crash` (the worker died). Exit
+status 0 only when all four are 0. Failing cases are kept in `--keep-dir`.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import gzip
+import json
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared" / "traces"
+MAX_SEED_EVENTS = 600
+# The views cost more than the decode: every case loads, every 2nd computes
+# the per-run views, every 8th the diff views too; cases with id cycles,
+# deep values or hypothesis draws always get both.
+VIEWS_EVERY, DIFF_EVERY = 2, 8
+ALWAYS_VIEWS = ("s_id_cycles", "s_deep", "hypothesis")
+GZIP_MAGIC = b"\x1f\x8b"
+BAD_OUTCOMES = ("unexpected", "hang", "memory", "crash")
+
+
+# ---- seeds ----------------------------------------------------------------------
+
+
+def _load_doc(path: Path) -> dict:
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    doc = json.loads(raw)
+    return {"traceEvents": doc} if isinstance(doc, list) else doc
+
+
+def load_seeds(recorded: list[Path]) -> list[dict]:
+    """Real traces, each cut to its first MAX_SEED_EVENTS events (metadata kept)."""
+    paths = sorted(SHARED.rglob("*.json.gz")) + sorted(SHARED.rglob("*.json")) + recorded
+    seeds = []
+    for p in paths:
+        doc = _load_doc(p)
+        events = doc.get("traceEvents") or []
+        doc["traceEvents"] = events[:MAX_SEED_EVENTS]
+        seeds.append(doc)
+    if not seeds:
+        sys.exit(f"no seed traces under {SHARED}")
+    return seeds
+
+
+def record_seed(out: Path) -> list[Path]:
+    sys.path.insert(0, str(REPO / "samples"))
+    import record_samples
+
+    record_samples.record_run(str(out / "recorded"), layers=3, active_steps=2)
+    return sorted((out / "recorded").glob("*.pt.trace.json*"))
+
+
+def kineto_bytes(doc: dict) -> bytes:
+    """Kineto's layout: metadata first, one event per line."""
+    meta = {k: v for k, v in doc.items() if k != "traceEvents"}
+    head = json.dumps(meta)[:-1] + (", " if meta else "") + '"traceEvents": [\n'
+    return (head + ",\n".join(json.dumps(e) for e in doc["traceEvents"]) + "\n]}").encode()
+
+
+# ---- mutations ------------------------------------------------------------------
+
+
+def _pos(rng, data):
+    return rng.randrange(max(len(data), 1))
+
+
+def m_truncate(rng, data, seeds):
+    return data[: _pos(rng, data)]
+
+
+def m_flip(rng, data, seeds):
+    b = bytearray(data)
+    for _ in range(rng.choice((1, 2, 5, 20))):
+        b[_pos(rng, b)] = rng.randrange(256)
+    return bytes(b)
+
+
+def m_insert(rng, data, seeds):
+    at = _pos(rng, data)
+    junk = rng.choice((b"{", b"}", b"[", b"]", b",", b'"', b"\\", b"\x00", b"NaN", b"-Infinity", b"1e999",
+                       bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64)))))
+    return data[:at] + junk + data[at:]
+
+
+def m_delete(rng, data, seeds):
+    a = _pos(rng, data)
+    return data[:a] + data[a + rng.randrange(1, 4096):]
+
+
+def m_duplicate(rng, data, seeds):
+    a = _pos(rng, data)
+    return data[:a] + data[a: a + rng.randrange(1, 65536)] + data[a:]
+
+
+def m_invalid_utf8(rng, data, seeds):
+    b = bytearray(data)
+    for _ in range(rng.choice((1, 3, 50))):
+        at = b.find(b'"name": "', _pos(rng, b))
+        at = at + 9 if at >= 0 else _pos(rng, b)
+        b[at:at] = rng.choice((b"\xfe", b"\xff", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\x80"))
+    return bytes(b)
+
+
+def m_splice(rng, data, seeds):
+    other = kineto_bytes(rng.choice(seeds))
+    return data[: _pos(rng, data)] + other[_pos(rng, other):]
+
+
+def m_not_json(rng, data, seeds):
+    return rng.choice((b"", b"   ", b"null", b"[]", b"{}", b'{"traceEvents": 5}', b'{"traceEvents": {}}', b"[1,2,3]",
+                       b'{"traceEvents": [1, "x", null, [], {}]}', bytes(rng.randrange(256) for _ in range(512))))
+
+
+def _events(rng, seeds):
+    doc = json.loads(json.dumps(rng.choice(seeds)))  # deep copy
+    return doc, doc["traceEvents"]
+
+
+def _some(rng, events, k=None):
+    if not events:
+        return []
+    k = k or rng.choice((1, 3, 30, len(events)))
+    return [rng.choice(events) for _ in range(min(k, len(events)))]
+
+
+_FIELDS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "args", "bp")
+_ARGS = ("External id", "correlation", "Python id", "Python parent id", "Input Dims", "device", "Bytes",
+         "Total Allocated", "registers per thread", "grid", "name")
+_ODD = (None, True, "", "12.5us", "NaN", [], {}, [1, [2]], {"a": 1}, -1, 0, 2 ** 64, -(2 ** 63) - 1, 1.5e308, "\u0000",
+        "<script>", 10 ** 30)
+
+
+def s_drop_fields(rng, seeds):
+    doc, ev = _events(rng, seeds)
+    for e in _some(rng, ev):
+        for f in rng.sample(_FIELDS, rng.randrange(1, 4)):
+            e.pop(f, None)
+    return kineto_bytes(doc)
+
+
+def s_wrong_types(rng, seeds):
+    doc, ev = _events(rng, seeds)
+    for e in _some(rng, ev):
+        if rng.random() < 0.5:
+            e[rng.choice(_FIELDS)] = copy.deepcopy(rng.choice(_ODD))
+        else:
+            e.setdefault("args", {})
+            if isinstance(e["args"], dict):
+                e["args"][rng.choice(_ARGS)] = copy.deepcopy(rng.choice(_ODD))
+    if rng.random() < 0.2:
+        doc[rng.choice(("deviceProperties", "distributedInfo", "baseTimeNanoseconds", "schemaVersion"))] = copy.deepcopy(rng.choice(_ODD))
+    return kineto_bytes(doc)
+
+
+def s_nan_inf(rng, seeds):
+    doc, ev = _events(rng, seeds)
+    token = rng.choice(("NaN", "Infinity", "-Infinity"))
+    for e in _some(rng, ev):
+        e[rng.choice(("ts", "dur", "pid"))] = "__TOKEN__"
+    return kineto_bytes(doc).replace(b'"__TOKEN__"', token.encode())
+
+
+def s_huge_numbers(rng, seeds):
+    doc, ev = _events(rng, seeds)
+    lit = rng.choice(("1" + "0" * 400, "-1" + "0" * 400, "1e400", "-1e400", "1e-400", "18446744073709551616",
+                      "9" * 5000))
+    for e in _some(rng, ev):
+        target = e.setdefault("args", {}) if rng.random() < 0.5 and isinstance(e.get("args", {}), dict) else e
+        target[rng.choice(("ts", "dur", "pid", "tid", "id", "Python id", "correlation", "Bytes", "zz"))] = "__BIG__"
+    return kineto_bytes(doc).replace(b'"__BIG__"', lit.encode())
+
+
+def s_deep(rng, seeds):
+    doc, ev = _events(rng, seeds)
+    depth = rng.choice((100, 1000, 10_000, 100_000))
+    opener, closer = rng.choice((("[", "]"), ('{"a":', "}")))
+    deep = opener * depth + "1" + closer * depth if opener != "[" else opener * depth + closer * depth
+    where = rng.choice(("args", "unknown", "ts", "name", "header"))
+    if where == "header":
+        doc["zz"] = "__DEEP__"
+    for e in _some(rng, ev, rng.choice((1, 3))):
+        if where == "args" and isinstance(e.get("args"), dict):
+            e["args"]["Input Dims"] = "__DEEP__"
+        else:
+            e[{"unknown": "zz", "ts": "ts", "name": "name"}.get(where, "zz")] = "__DEEP__"
+    return kineto_bytes(doc).replace(b'"__DEEP__"', deep.encode())
+
+
+def s_huge_strings(rng, seeds):
+    doc, ev = _events(rng, seeds)
+    for e in _some(rng, ev, 2):
+        e[rng.choice(("name", "cat"))] = "x" * rng.choice((10_000, 1_000_000))
+    return kineto_bytes(doc)
+
+
+def s_id_cycles(rng, seeds):
+    doc, ev = _events(rng, seeds)
+    kind = rng.choice(("self", "cycle", "dup", "flow", "corr", "modules"))
+    if kind == "modules" or not ev:
+        n = rng.choice((1, 2, 50, 2000))
+        ev[:] = [{"ph": "X", "cat": "python_function", "name": f"nn.Module: M_{i}", "pid": 1, "tid": 1,
+                  "ts": rng.random() * 100, "dur": rng.random() * 100,
+                  "args": {"Python id": rng.randrange(n), "Python parent id": rng.randrange(n)}} for i in range(n)]
+    elif kind in ("self", "cycle", "dup"):
+        pys = [e for e in ev if isinstance(e.get("args"), dict) and "Python id" in e["args"]] or ev
+        for e in _some(rng, pys):
+            a = e.setdefault("args", {}) if isinstance(e.get("args"), dict) else {}
+            pid = a.get("Python id", 1)
+            a["Python parent id"] = pid if kind == "self" else (pid + 1 if kind == "cycle" else a.get("Python parent id"))
+            if kind == "dup":
+                a["Python id"] = rng.choice((0, 1, 2))
+    elif kind == "flow":
+        for e in _some(rng, ev):
+            e["ph"], e["id"], e["cat"] = rng.choice("stf"), rng.choice((1, 2)), rng.choice(("ac2g", "fwdbwd"))
+            e.setdefault("bp", "e")
+    else:
+        for e in _some(rng, ev):
+            e.setdefault("args", {})
+            if isinstance(e["args"], dict):
+                e["args"]["correlation"] = rng.choice((1, 2))
+                e["args"]["External id"] = rng.choice((1, 2))
+    return kineto_bytes(doc)
+
+
+def s_shuffle(rng, seeds):
+    doc, ev = _events(rng, seeds)
+    rng.shuffle(ev)
+    return kineto_bytes(doc)
+
+
+def _gzip(data):
+    return gzip.compress(data, compresslevel=1)
+
+
+def g_good(rng, data, seeds):
+    return _gzip(m_flip(rng, data, seeds) if rng.random() < 0.5 else data)
+
+
+def g_cut(rng, data, seeds):
+    gz = _gzip(data)
+    return gz[: _pos(rng, gz)]
+
+
+def g_corrupt(rng, data, seeds):
+    gz = bytearray(_gzip(data))
+    for _ in range(rng.choice((1, 3))):
+        at = rng.choice((_pos(rng, gz), len(gz) - 1 - rng.randrange(min(len(gz), 16)), len(gz) - 2000 if len(gz) > 2000 else 0))
+        gz[at] ^= 1 << rng.randrange(8)
+    return bytes(gz)
+
+
+def g_garbage(rng, data, seeds):
+    return _gzip(data) + rng.choice((b"\x00" * 100, b"garbage", b"\x1f\x8b\x08junk", _gzip(b"]}"), b"\x1f"))
+
+
+def g_members(rng, data, seeds):
+    cut = _pos(rng, data)
+    return _gzip(data[:cut]) + _gzip(data[cut:])
+
+
+def g_bomb(rng, data, seeds):
+    member = gzip.compress(rng.choice((b" ", b"\x00", b"[")) * (1 << 20), compresslevel=9)
+    return member * rng.choice((80, 400, 2000))
+
+
+BYTE_MUTATIONS = [m_truncate, m_flip, m_insert, m_delete, m_duplicate, m_invalid_utf8, m_splice, m_not_json,
+                  g_good, g_cut, g_corrupt, g_garbage, g_members, g_bomb]
+STRUCT_MUTATIONS = [s_drop_fields, s_wrong_types, s_nan_inf, s_huge_numbers, s_deep, s_huge_strings, s_id_cycles,
+                    s_shuffle]
+
+
+def hypothesis_cases(count: int, seed: int) -> list[bytes]:
+    """Whole traces drawn by hypothesis: events with plausible and odd values."""
+    from hypothesis import HealthCheck, given, settings, strategies as st
+
+    json_leaf = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20)
+    json_value = st.recursive(json_leaf, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=20)
+    number = st.integers(min_value=-(2 ** 70), max_value=2 ** 70) | st.floats(allow_nan=False, allow_infinity=False) | json_value
+    args = st.fixed_dictionaries({}, optional={k: number for k in _ARGS}) | json_value
+    event = st.fixed_dictionaries({}, optional={
+        "ph": st.sampled_from(["X", "B", "E", "i", "C", "M", "s", "t", "f", "q"]) | json_value,
+        "cat": st.sampled_from(["cpu_op", "kernel", "cuda_runtime", "python_function", "user_annotation", "ac2g",
+                                "fwdbwd", "gpu_memcpy", "Operator"]) | json_value,
+        "name": st.sampled_from(["ProfilerStep#1", "nn.Module: A", "aten::mm", "[memory]", "process_name"]) | st.text(max_size=30),
+        "pid": number, "tid": number, "ts": number, "dur": number, "id": number, "args": args,
+    })
+    docs = st.builds(lambda evs, meta: {**meta, "traceEvents": evs}, st.lists(event, max_size=60),
+                     st.fixed_dictionaries({}, optional={"deviceProperties": json_value, "schemaVersion": json_value}))
+    out: list[bytes] = []
+
+    @settings(max_examples=count, database=None, derandomize=True, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(docs)
+    def collect(doc):
+        if len(out) < count:
+            out.append(json.dumps(doc).encode())
+
+    collect()
+    rng = random.Random(seed)
+    while out and len(out) < count:  # hypothesis may stop early once its space is explored
+        out.append(out[rng.randrange(len(out))])
+    return out
+
+
+def make_case(i: int, seed: int, seeds: list[dict], drawn: list[bytes]) -> tuple[str, bytes]:
+    rng = random.Random(seed * 1_000_003 + i)
+    r = rng.random()
+    if drawn and r < 0.1:
+        return "hypothesis", drawn[i % len(drawn)]
+    if r < 0.5:
+        fn = rng.choice(STRUCT_MUTATIONS)
+        return fn.__name__, fn(rng, seeds)
+    fn = rng.choice(BYTE_MUTATIONS)
+    return fn.__name__, fn(rng, kineto_bytes(rng.choice(seeds)), seeds)
+
+
+# ---- worker -----------------------------------------------------------------------
+
+
+def _hwm() -> int:
+    with open("/proc/self/status") as f:
+        return int(next(line for line in f if line.startswith("VmHWM")).split()[1]) * 1024
+
+
+def _rss() -> int:
+    with open("/proc/self/status") as f:
+        return int(next(line for line in f if line.startswith("VmRSS")).split()[1]) * 1024
+
+
+def worker_main(limit_bytes: int, work: Path, seed: int) -> None:
+    sys.path.insert(0, str(REPO))
+    seeds = json.loads((work / "seeds.json").read_text())
+    drawn = [d.encode() for d in json.loads((work / "drawn.json").read_text())]
+    from tb_pipeline_plugin.analysis.processor import TraceProcessor
+    from tb_pipeline_plugin.server import params as Q
+    from tb_pipeline_plugin.server import views
+    from tb_pipeline_plugin.server.http import encode_json
+    from tb_pipeline_plugin.sources.logdir import TraceFile
+    from tb_pipeline_plugin.trace.reader import TraceTooLarge
+
+    pair = {"baseline": "r", "experimental": "r"}
+    modules_q = Q.parse(Q.DiffModulesParams, pair)
+    operators_q = Q.parse(Q.DiffOperatorsParams, pair)
+    kernels_q = Q.parse(Q.DiffKernelsParams, pair)
+
+    # Address-space limit: imports done, so only the case's own memory counts.
+    vm = int(next(line for line in open("/proc/self/status") if line.startswith("VmSize")).split()[1]) * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (vm + limit_bytes, vm + limit_bytes))
+    for line in sys.stdin:
+        # Cases are made here, in parallel: making one costs about as much as loading it.
+        i = int(line)
+        kind, data = make_case(i, seed, seeds, drawn)
+        suffix = ".gz" if data[:2] == GZIP_MAGIC else ""
+        path = work / f"case-{i}.pt.trace.json{suffix}"
+        path.write_bytes(data)
+        del data
+        # 0: load only, 1: + per-run views, 2: + diff views
+        level = 2 if kind in ALWAYS_VIEWS or i % DIFF_EVERY == 0 else 1 if i % VIEWS_EVERY == 0 else 0
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")  # resets VmHWM: peak RSS per case
+        except OSError:
+            pass
+        base = _rss()
+        t0 = time.monotonic()
+        result = {"outcome": "loaded", "detail": "", "warnings": 0, "kind": kind, "path": str(path)}
+        try:
+            tp = TraceProcessor.load(str(path))
+            tf = TraceFile("r", "w", "1", str(path), 0, 0.0)
+            out = []
+            if level >= 1:
+                out += [views.overview_impl(tp, tf), views.operators_impl(tp, "name"),
+                        views.operators_impl(tp, "name_and_shape"), views.kernels_impl(tp), views.modules_impl(tp)]
+            if level >= 2:
+                out += [views.diff_overview_impl(tp, tp, tf, tf), views.diff_modules_impl(tp, tp, tf, tf, modules_q),
+                        views.diff_operators_impl(tp, tp, tf, tf, operators_q),
+                        views.diff_kernels_impl(tp, tp, tf, tf, kernels_q)]
+            for v in out:
+                encode_json(v)
+            result["warnings"] = len(tp.warnings)
+        except MemoryError:
+            result = {**result, "outcome": "memory", "detail": "MemoryError"}
+        except Exception as exc:  # noqa: BLE001 - classifying is the point
+            clear = type(exc) in (ValueError, TraceTooLarge) and str(exc).strip()
+            detail = f"{type(exc).__name__}: {exc}"[:300]
+            if not clear:
+                detail += "\n" + "".join(traceback.format_exc(limit=-4))[-1500:]
+            result = {**result, "outcome": "failed" if clear else "unexpected", "detail": detail}
+        tp = out = None
+        result["seconds"] = round(time.monotonic() - t0, 3)
+        result["peak_growth"] = max(_hwm() - base, 0)
+        sys.stdout.write(json.dumps(result) + "\n")
+        sys.stdout.flush()
+
+
+# ---- driver ------------------------------------------------------------------------
+
+
+def _case_path(work: Path, i: int) -> str | None:
+    """The file of case `i` (a worker that hung or died did not report it)."""
+    for suffix in (".gz", ""):
+        p = work / f"case-{i}.pt.trace.json{suffix}"
+        if p.exists():
+            return str(p)
+    return None
+
+
+class Worker:
+    def __init__(self, limit_bytes: int, work: Path, seed: int):
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--worker", "--limit-bytes", str(limit_bytes), "--work", str(work),
+             "--seed", str(seed)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1,
+        )
+        self.case = None
+        self.started = 0.0
+
+    def submit(self, case) -> None:
+        self.case = case
+        self.started = time.monotonic()
+        self.proc.stdin.write(f"{case}\n")
+        self.proc.stdin.flush()
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def run(args) -> dict:
+    import selectors
+
+    work = Path(tempfile.mkdtemp(prefix="fuzz_decoder_"))
+    keep = Path(args.keep_dir)
+    try:
+        recorded = [Path(p) for p in args.recorded]
+        if args.record:
+            recorded += record_seed(work)
+        seeds = load_seeds(recorded)
+        drawn = hypothesis_cases(max(args.cases // 10, 1), args.seed) if args.cases >= 10 else []
+        (work / "seeds.json").write_text(json.dumps(seeds))
+        (work / "drawn.json").write_text(json.dumps([d.decode() for d in drawn]))
+        n_seeds = len(seeds)
+        del seeds, drawn
+        pending = list(range(args.cases))
+        limit = args.memory_limit_mb << 20
+        workers = [Worker(limit, work, args.seed) for _ in range(args.workers)]
+        sel = selectors.DefaultSelector()
+        for w in workers:
+            sel.register(w.proc.stdout, selectors.EVENT_READ, w)
+        outcomes: Counter = Counter()
+        by_kind: dict[str, Counter] = {}
+        bad: list[dict] = []
+        peak = 0
+        warned = 0
+        t0 = time.monotonic()
+
+        def next_case(w: Worker) -> None:
+            if not pending:
+                w.case = None
+                return
+            w.submit(pending.pop(0))
+
+        def record(w: Worker, result: dict) -> None:
+            nonlocal peak, warned
+            i = w.case
+            kind = result.get("kind") or make_case(i, args.seed, json.loads((work / "seeds.json").read_text()),
+                                                   [d.encode() for d in json.loads((work / "drawn.json").read_text())])[0]
+            path = result.get("path") or _case_path(work, i)
+            if result["outcome"] in ("loaded", "failed") and result.get("peak_growth", 0) > args.max_growth_mb << 20:
+                result = {**result, "outcome": "memory", "detail": f"peak RSS growth {result['peak_growth'] >> 20} MB"}
+            outcomes[result["outcome"]] += 1
+            by_kind.setdefault(kind, Counter())[result["outcome"]] += 1
+            peak = max(peak, result.get("peak_growth", 0))
+            warned += result["outcome"] == "loaded" and result.get("warnings", 0) > 0
+            if result["outcome"] in BAD_OUTCOMES:
+                keep.mkdir(parents=True, exist_ok=True)
+                if path and os.path.exists(path):
+                    shutil.copy(path, keep / Path(path).name)
+                bad.append({"case": i, **result, "kind": kind, "file": str(keep / Path(path).name) if path else None})
+            if path and os.path.exists(path):
+                os.unlink(path)
+
+        for w in workers:
+            next_case(w)
+        while any(w.case for w in workers):
+            for key, _ in sel.select(timeout=0.5):
+                w = key.data
+                line = w.proc.stdout.readline()
+                if not line:  # the worker died
+                    record(w, {"outcome": "crash", "detail": f"worker exited with {w.proc.wait()}"})
+                    sel.unregister(w.proc.stdout)
+                    fresh = Worker(limit, work, args.seed)
+                    workers[workers.index(w)] = fresh
+                    sel.register(fresh.proc.stdout, selectors.EVENT_READ, fresh)
+                    next_case(fresh)
+                    continue
+                record(w, json.loads(line))
+                next_case(w)
+            for idx, w in enumerate(workers):
+                if w.case and time.monotonic() - w.started > args.timeout_s:
+                    record(w, {"outcome": "hang", "detail": f"no answer after {args.timeout_s} s"})
+                    sel.unregister(w.proc.stdout)
+                    w.kill()
+                    fresh = Worker(limit, work, args.seed)
+                    workers[idx] = fresh
+                    sel.register(fresh.proc.stdout, selectors.EVENT_READ, fresh)
+                    next_case(fresh)
+            done = sum(outcomes.values())
+            if args.progress and done and done % 500 == 0:
+                print(f"  {done} cases, {dict(outcomes)}", file=sys.stderr, flush=True)
+        for w in workers:
+            w.proc.stdin.close()
+            w.kill()
+        return {
+            "cases": sum(outcomes.values()), "outcomes": dict(outcomes), "loaded_with_warnings": warned,
+            "by_mutation": {k: dict(v) for k, v in sorted(by_kind.items())}, "seeds": n_seeds,
+            "peak_growth_mb": round(peak / (1 << 20), 1), "seconds": round(time.monotonic() - t0, 1),
+            "bad": bad[:50],
+        }
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cases", type=int, default=10_000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=max(1, min(4, os.cpu_count() or 1)))
+    p.add_argument("--timeout-s", type=float, default=30.0, help="per case: slower counts as a hang")
+    p.add_argument("--memory-limit-mb", type=int, default=3072, help="address space a worker may add (RLIMIT_AS)")
+    p.add_argument("--max-growth-mb", type=int, default=1536, help="peak RSS growth per case; more is a blow-up")
+    p.add_argument("--recorded", nargs="*", default=[], help="more seed traces (recorded ones)")
+    p.add_argument("--record", action=argparse.BooleanOptionalAction, default=True,
+                   help="record a seed trace with samples/record_samples.py first")
+    p.add_argument("--keep-dir", default=str(REPO / "benchmarks" / "out" / "fuzz"))
+    p.add_argument("--json", help="write the summary here")
+    p.add_argument("--progress", action="store_true")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--limit-bytes", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--work", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker:
+        worker_main(args.limit_bytes, Path(args.work), args.seed)
+        return 0
+    summary = run(args)
+    text = json.dumps(summary, indent=1)
+    if args.json:
+        Path(args.json).write_text(text)
+    print(text)
+    bad = sum(summary["outcomes"].get(k, 0) for k in BAD_OUTCOMES)
+    return 0 if bad == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
