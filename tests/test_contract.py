@@ -121,3 +121,14 @@ def test_contract_names_are_defined_once():
     names = [t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)]
     names += [node.name for node in tree.body if isinstance(node, ast.ClassDef)]
     assert len(names) == len(set(names)), sorted({n for n in names if names.count(n) > 1})
+
+
+def test_every_route_documents_its_parameters():
+    """Routes sharing a parameter Struct (overview, kernels, modules: RunParams) each list all of them."""
+    import msgspec as _msgspec
+
+    doc = openapi.document()
+    for route in ROUTES:
+        listed = {p["name"] for p in doc["paths"][route.path]["get"]["parameters"]}
+        declared = {f.name for f in _msgspec.structs.fields(route.params)}
+        assert listed == declared, route.path

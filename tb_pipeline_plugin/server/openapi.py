@@ -28,7 +28,7 @@ def document() -> dict:
     _, components = msgspec.json.schema_components(responses + params, ref_template=_REF)
     paths = {}
     for route in ROUTES:
-        param_schema = components.pop(route.params.__name__, None) or {"properties": {}}
+        param_schema = components.get(route.params.__name__) or {"properties": {}}
         required = set(param_schema.get("required", []))
         parameters = [
             {"name": name, "in": "query", "required": name in required, "schema": schema}

@@ -1311,7 +1311,11 @@ export interface operations {
     };
     kernels: {
         parameters: {
-            query?: never;
+            query: {
+                run: string;
+                worker?: string;
+                span?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -1367,7 +1371,11 @@ export interface operations {
     };
     modules: {
         parameters: {
-            query?: never;
+            query: {
+                run: string;
+                worker?: string;
+                span?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -1486,7 +1494,14 @@ export interface operations {
     };
     diff_explain: {
         parameters: {
-            query?: never;
+            query: {
+                baseline: string;
+                experimental: string;
+                b_worker?: string;
+                b_span?: string;
+                e_worker?: string;
+                e_span?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -1981,7 +1996,11 @@ export interface operations {
     };
     timeline: {
         parameters: {
-            query?: never;
+            query: {
+                run: string;
+                worker?: string;
+                span?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
