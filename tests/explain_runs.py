@@ -142,6 +142,11 @@ def record_pairs(pairs: dict[str, tuple[dict, dict]], root: str, steps: int = 10
     processes was tried: the two runs then interfere with each other in
     lockstep, which is worse). Returns name -> (baseline, experimental)."""
     out = {}
+    # The first recording of a process runs cold (lazy initialisation, first
+    # allocations): a systematic bias, not noise, that made the first pair's
+    # baseline slower. One discarded recording warms the process up.
+    first_b_kw = next(iter(pairs.values()))[0]
+    record(os.path.join(root, "_warmup"), steps=steps, **first_b_kw)
     for name, (b_kw, e_kw) in pairs.items():
         out[name] = (record(os.path.join(root, name, "baseline"), steps=steps, **b_kw),
                      record(os.path.join(root, name, "experimental"), steps=steps, **e_kw))
