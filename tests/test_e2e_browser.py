@@ -13,18 +13,13 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tb_cli import get, runs_ready, serve_tensorboard  # noqa: F401 - re-exported to the other e2e files
 
 REPO = Path(__file__).resolve().parent.parent
 BUNDLE = REPO / "tb_pipeline_plugin" / "static" / "index.js"
@@ -48,12 +43,6 @@ pytestmark = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _write_xss_run(logdir: Path) -> None:
     """A one-step Chrome trace whose operator name is an HTML injection attempt."""
     run = logdir / XSS_RUN
@@ -69,11 +58,7 @@ def _write_xss_run(logdir: Path) -> None:
     (run / "xssworker.1.pt.trace.json").write_text(json.dumps(trace))
 
 
-def _get(port: int, route: str, **params) -> dict:
-    q = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
-    url = f"http://127.0.0.1:{port}/data/plugin/tb_pipeline/{route}" + (f"?{q}" if q else "")
-    with urllib.request.urlopen(url, timeout=60) as resp:
-        return json.loads(resp.read())
+_get = get  # the plugin's JSON routes
 
 
 @pytest.fixture(scope="module")
@@ -83,33 +68,10 @@ def tensorboard(recorded_logdir, tmp_path_factory):
     # The session logdir is shared and read-only: copy it, then add our run.
     shutil.copytree(recorded_logdir, logdir, dirs_exist_ok=True)
     _write_xss_run(logdir)
-    port = _free_port()
-    exe = Path(sys.executable).parent / "tensorboard"
-    cmd = [str(exe) if exe.exists() else "tensorboard", "--logdir", str(logdir), "--port", str(port), "--host", "127.0.0.1"]
-    log = open(tmp_path_factory.mktemp("tb_log") / "tensorboard.log", "w+")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TB_PIPELINE_MAX_LOADED_TRACES": str(MAX_LOADED)}
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                runs = _get(port, "runs")
-                if not runs["loading"] and {"baseline", "experimental", XSS_RUN} <= {r["name"] for r in runs["runs"]}:
-                    break
-            except (urllib.error.URLError, ConnectionError, OSError):
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.seek(0)
-                pytest.fail(f"TensorBoard did not serve the runs (exit {proc.poll()}):\n{log.read()[-4000:]}")
-            time.sleep(0.3)
+    env = {"TB_PIPELINE_MAX_LOADED_TRACES": str(MAX_LOADED)}
+    with serve_tensorboard(logdir, tmp_path_factory.mktemp("tb_log") / "tensorboard.log",
+                           runs_ready("baseline", "experimental", XSS_RUN), env=env) as port:
         yield port, logdir
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 @pytest.fixture(scope="module")

@@ -5,18 +5,13 @@ GIL holders and a curve point on screen against the API, the one-sided and
 empty cases, and saves screenshots to `test-artifacts/`."""
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
-import time
-import urllib.error
 from pathlib import Path
 
 import pytest
 
 from test_e2e_browser import (  # noqa: F401 - fixtures and helpers shared with the trace e2e test
-    ARTIFACTS, BUNDLE, CHROMIUM, _free_port, _get, _open_tab, _pick, browser, page,
+    ARTIFACTS, BUNDLE, CHROMIUM, _get, runs_ready, serve_tensorboard, _open_tab, _pick, browser, page,
 )
 
 pytestmark = [
@@ -33,32 +28,9 @@ def tensorboard(diagnostic_logdir, recorded_logdir, tmp_path_factory):
     logdir = tmp_path_factory.mktemp("e2e_diag_logdir")
     shutil.copytree(diagnostic_logdir, logdir, dirs_exist_ok=True)
     shutil.copytree(recorded_logdir / "baseline", logdir / TRACED)
-    port = _free_port()
-    exe = Path(sys.executable).parent / "tensorboard"
-    cmd = [str(exe) if exe.exists() else "tensorboard", "--logdir", str(logdir), "--port", str(port), "--host", "127.0.0.1"]
-    log = open(tmp_path_factory.mktemp("tb_diag_log") / "tensorboard.log", "w+")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                runs = _get(port, "runs")
-                if not runs["loading"] and {"diag_baseline", "diag_experimental", TRACED} <= {r["name"] for r in runs["runs"]}:
-                    break
-            except (urllib.error.URLError, ConnectionError, OSError):
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.seek(0)
-                pytest.fail(f"TensorBoard did not serve the runs (exit {proc.poll()}):\n{log.read()[-4000:]}")
-            time.sleep(0.3)
+    with serve_tensorboard(logdir, tmp_path_factory.mktemp("tb_diag_log") / "tensorboard.log",
+                           runs_ready("diag_baseline", "diag_experimental", TRACED)) as port:
         yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 def _shot_view(page, frame, name: str) -> None:

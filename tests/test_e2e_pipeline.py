@@ -6,18 +6,15 @@ would and every number checked on screen is the API's."""
 from __future__ import annotations
 
 import math
-import os
 import shutil
-import subprocess
 import sys
 import time
-import urllib.error
 from pathlib import Path
 
 import pytest
 
 from test_e2e_browser import (  # noqa: F401 - browser and page are fixtures
-    BUNDLE, CHROMIUM, _free_port, _get, _open_tab, _pick, _shot, browser, page,
+    BUNDLE, CHROMIUM, _get, runs_ready, serve_tensorboard, _open_tab, _pick, _shot, browser, page,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -52,32 +49,9 @@ def tensorboard(recorded_logdir, tmp_path_factory):
     for run in ("baseline", "experimental"):  # the trace pair, as in the demo
         shutil.copytree(recorded_logdir / run, logdir / run)
     _record_third(logdir)
-    port = _free_port()
-    exe = Path(sys.executable).parent / "tensorboard"
-    cmd = [str(exe) if exe.exists() else "tensorboard", "--logdir", str(logdir), "--port", str(port), "--host", "127.0.0.1"]
-    log = open(tmp_path_factory.mktemp("tb_log") / "tensorboard.log", "w+")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                runs = _get(port, "runs")
-                if not runs["loading"] and {BASELINE, EXPERIMENTAL, THIRD} <= {r["name"] for r in runs["runs"]}:
-                    break
-            except (urllib.error.URLError, ConnectionError, OSError):
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.seek(0)
-                pytest.fail(f"TensorBoard did not serve the runs (exit {proc.poll()}):\n{log.read()[-4000:]}")
-            time.sleep(0.3)
+    with serve_tensorboard(logdir, tmp_path_factory.mktemp("tb_log") / "tensorboard.log",
+                           runs_ready(BASELINE, EXPERIMENTAL, THIRD)) as port:
         yield port, logdir
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 def test_pipeline_tab(tensorboard, page):

@@ -12,9 +12,7 @@ say which happened. Without it, no link anywhere.
 """
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import sys
 import time
 import urllib.error
@@ -23,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from test_e2e_browser import ARTIFACTS, BUNDLE, CHROMIUM, CHROMIUM_ARGS, _free_port, _get, _open_tab, _pick
+from tb_cli import runs_ready, serve_tensorboard
+from test_e2e_browser import ARTIFACTS, BUNDLE, CHROMIUM, CHROMIUM_ARGS, _get, _open_tab, _pick
 
 REPO = Path(__file__).resolve().parent.parent
 LAUNCHER = REPO / "tests" / "tb_launcher.py"
@@ -35,35 +34,14 @@ pytestmark = [
 ]
 
 
-def _start(logdir: Path, log_path: Path, without: list[str]):
-    port = _free_port()
-    cmd = [sys.executable, str(LAUNCHER)] + [a for w in without for a in ("--without", w)]
-    cmd += ["--", "--logdir", str(logdir), "--port", str(port), "--host", "127.0.0.1"]
-    log = open(log_path, "w+")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            runs = _get(port, "runs")
-            if {"baseline", "experimental"} <= {r["name"] for r in runs["runs"]} and not runs["loading"]:
-                return proc, port, log
-        except (urllib.error.URLError, ConnectionError, OSError):
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            log.seek(0)
-            _stop(proc, log)
-            pytest.fail(f"TensorBoard did not serve the runs (exit {proc.poll()}):\n{log.read()[-4000:]}")
-        time.sleep(0.3)
+def _serve(logdir: Path, log_path: Path, without: list[str]):
+    """TensorBoard as the `tensorboard` command starts it, minus the plugins in `without`."""
+    def command(port: int) -> list[str]:
+        cmd = [sys.executable, str(LAUNCHER)] + [a for w in without for a in ("--without", w)]
+        return cmd + ["--", "--logdir", str(logdir), "--port", str(port), "--host", "127.0.0.1"]
 
-
-def _stop(proc, log) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    return serve_tensorboard(logdir, log_path, runs_ready("baseline", "experimental"),
+                             env={"PYTHONPATH": str(REPO)}, command=command)
 
 
 @pytest.fixture(scope="module")
@@ -76,16 +54,14 @@ def logdir(recorded_logdir, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def tb_both(logdir, tmp_path_factory):
     pytest.importorskip("torch_tb_profiler", reason="torch-tb-profiler not installed (pip install .[profiler])")
-    proc, port, log = _start(logdir, tmp_path_factory.mktemp("tb_both") / "tensorboard.log", [])
-    yield port
-    _stop(proc, log)
+    with _serve(logdir, tmp_path_factory.mktemp("tb_both") / "tensorboard.log", []) as port:
+        yield port
 
 
 @pytest.fixture(scope="module")
 def tb_ours_only(logdir, tmp_path_factory):
-    proc, port, log = _start(logdir, tmp_path_factory.mktemp("tb_ours") / "tensorboard.log", ["pytorch_profiler"])
-    yield port
-    _stop(proc, log)
+    with _serve(logdir, tmp_path_factory.mktemp("tb_ours") / "tensorboard.log", ["pytorch_profiler"]) as port:
+        yield port
 
 
 @pytest.fixture(scope="module")
