@@ -13,6 +13,20 @@ import time
 from ..formats.pipeline import StageQueue, StageTasks
 
 
+class _IntervalLap:
+    """Tells the stats SPDL logs from its interval callback (a lap) apart
+    from the final ones it logs once at the end of a stage."""
+
+    _tb_lap = False
+
+    async def interval_stats_callback(self, stats) -> None:
+        self._tb_lap = True
+        try:
+            await super().interval_stats_callback(stats)
+        finally:
+            self._tb_lap = False
+
+
 def _identity(info) -> dict:
     return dict(stage=str(info), stage_name=info.stage_name, pipeline_id=int(info.pipeline_id),
                 stage_id=str(info.stage_id), concurrency=info.concurrency)
@@ -25,17 +39,9 @@ def install(write, interval_s: float) -> None:
     from spdl.pipeline import StatsQueue, TaskStatsHook
     from spdl.pipeline import config as spdl_config
 
-    class RecordingTaskStatsHook(TaskStatsHook):
+    class RecordingTaskStatsHook(_IntervalLap, TaskStatsHook):
         def __init__(self, info, interval: float = -1) -> None:
             super().__init__(info, interval=interval if interval > 0 else interval_s)
-            self._tb_lap = False
-
-        async def interval_stats_callback(self, stats) -> None:
-            self._tb_lap = True
-            try:
-                await super().interval_stats_callback(stats)
-            finally:
-                self._tb_lap = False
 
         def _log_stats(self, stats) -> None:
             # Called for interval reports (through the callback above) and
@@ -47,17 +53,9 @@ def install(write, interval_s: float) -> None:
                 task_p99_s=float(stats.p99_time), final=not self._tb_lap, **_identity(self.info),
             ))
 
-    class RecordingStatsQueue(StatsQueue):
+    class RecordingStatsQueue(_IntervalLap, StatsQueue):
         def __init__(self, info, *, buffer_size: int = 1, interval: float = -1) -> None:
             super().__init__(info, buffer_size=buffer_size, interval=interval if interval > 0 else interval_s)
-            self._tb_lap = False
-
-        async def interval_stats_callback(self, stats) -> None:
-            self._tb_lap = True
-            try:
-                await super().interval_stats_callback(stats)
-            finally:
-                self._tb_lap = False
 
         def _log_stats(self, stats) -> None:
             super()._log_stats(stats)

@@ -3,6 +3,7 @@
  * (diff/overview), a stacked step-time breakdown per run and the per-step
  * times of both runs as lines (overview of each run).
  */
+import { ComparisonHead } from "../components/ComparisonHead";
 import { Fragment } from "preact";
 import { useMemo } from "preact/hooks";
 import type uPlot from "uplot";
@@ -101,19 +102,7 @@ function ComparisonTable({ rows, devicePresent }: { rows: DiffOverviewRow[]; dev
   const firstBreakdown = rows.findIndex((r) => r.metric.startsWith("breakdown_us."));
   return (
     <table class="kv" aria-label="Baseline and experimental figures with their difference">
-      <thead>
-        <tr>
-          <th scope="col">Metric</th>
-          <th scope="col">
-            <span class="swatch baseline" /> Baseline
-          </th>
-          <th scope="col">
-            <span class="swatch experimental" /> Experimental
-          </th>
-          <th scope="col">Δ</th>
-          <th scope="col">Δ %</th>
-        </tr>
-      </thead>
+      <ComparisonHead />
       <tbody>
         {rows.map((r, i) => {
           const polarity = rowPolarity(r);

@@ -6,6 +6,7 @@
  * Numbers come from `diff/pipeline` (the pair) and `pipeline` (extra runs),
  * shaped in model/pipeline.ts.
  */
+import { ComparisonHead } from "../components/ComparisonHead";
 import { useMemo, useState } from "preact/hooks";
 import type uPlot from "uplot";
 import type { ApiClient, DiffPipelineResponse, DiffSelection, PipelineReport, PipelineSummaryRow } from "../api";
@@ -159,19 +160,7 @@ function SplitBar({ side, name, report }: { side: string; name: string; report: 
 function SummaryTable({ rows }: { rows: PipelineSummaryRow[] }) {
   return (
     <table class="kv" aria-label="Pipeline figures of baseline and experimental with their difference">
-      <thead>
-        <tr>
-          <th scope="col">Metric</th>
-          <th scope="col">
-            <span class="swatch baseline" /> Baseline
-          </th>
-          <th scope="col">
-            <span class="swatch experimental" /> Experimental
-          </th>
-          <th scope="col">Δ</th>
-          <th scope="col">Δ %</th>
-        </tr>
-      </thead>
+      <ComparisonHead />
       <tbody>
         {rows.map((r) => {
           const polarity = summaryPolarity(r);
