@@ -72,6 +72,16 @@ def operators(linked: LinkedTrace, group_by: str = "name", rows: np.ndarray | No
         "device_total_us": linked.device_total_us[ops],
     })
     grouped = frame.groupby(list(keys), sort=False, as_index=False).sum()
+    label_groups(t, grouped, group_by)
+    primary = primary_column(linked.has_device)
+    out = grouped[OPERATOR_COLUMNS].sort_values([primary, "name"], ascending=[False, True], kind="stable")
+    return out.reset_index(drop=True)
+
+
+def label_groups(t, grouped: pd.DataFrame, group_by: str) -> None:
+    """Adds `name` (and `input_shape`, "" for an operator without shapes;
+    None when grouped by name alone) in front of rows grouped by the interned
+    `name_id` (and `shape_id`)."""
     grouped.insert(0, "name", t.names(grouped["name_id"].to_numpy()))
     if group_by == "name_and_shape":
         shapes = t.names(grouped["shape_id"].to_numpy())
@@ -79,6 +89,3 @@ def operators(linked: LinkedTrace, group_by: str = "name", rows: np.ndarray | No
         grouped.insert(1, "input_shape", shapes)
     else:
         grouped.insert(1, "input_shape", None)
-    primary = primary_column(linked.has_device)
-    out = grouped[OPERATOR_COLUMNS].sort_values([primary, "name"], ascending=[False, True], kind="stable")
-    return out.reset_index(drop=True)

@@ -14,7 +14,7 @@ import pandas as pd
 from ..trace.link import LinkedTrace
 from ..trace.table import Kind, Phase
 from .ledger import step_of
-from .operators import operator_rows
+from .operators import label_groups, operator_rows
 
 
 def step_windows(linked: LinkedTrace) -> tuple[np.ndarray, np.ndarray]:
@@ -43,13 +43,7 @@ def operator_steps(linked: LinkedTrace, group_by: str, column: str) -> pd.DataFr
         keys["shape_id"] = t.shape_id[ops]
     frame = pd.DataFrame({**keys, "step": step, column: values[ops]})
     grouped = frame.groupby([*keys, "step"], sort=False, as_index=False)[column].sum()
-    grouped.insert(0, "name", t.names(grouped["name_id"].to_numpy()))
-    if group_by == "name_and_shape":
-        shapes = t.names(grouped["shape_id"].to_numpy())
-        shapes[grouped["shape_id"].to_numpy() < 0] = ""
-        grouped.insert(1, "input_shape", shapes)
-    else:
-        grouped.insert(1, "input_shape", None)
+    label_groups(t, grouped, group_by)
     return grouped[["name", "input_shape", "step", column]]
 
 
