@@ -279,7 +279,7 @@ def sentence(step: dict, contributors: list[dict]) -> str:
         head = f"Experimental and baseline take the same time per step within noise ({band})"
         if not significant:
             return head + "; no contributor changed significantly."
-        moved = "; ".join(f"{_phrase(c)} {'slower' if c['delta_us'] > 0 else 'faster'} by {duration(abs(c['delta_us']))}"
+        moved = "; ".join(f"{_subject(c)} {'slower' if c['delta_us'] > 0 else 'faster'} by {duration(abs(c['delta_us']))}"
                           for c in significant[:SENTENCE_CONTRIBUTORS])
         return f"{head}, although {moved}."
     same_way = [c for c in significant if c["delta_us"] * delta > 0]
@@ -290,7 +290,7 @@ def sentence(step: dict, contributors: list[dict]) -> str:
         parts.append(f"{share}{' of it' if i == 0 else ''} is {_phrase(c)}")
     against = [c for c in significant if c["delta_us"] * delta < 0][:1]
     for c in against:
-        parts.append(f"{_phrase(c)} went the other way ({_signed(c['delta_us'])})")
+        parts.append(f"{_subject(c)} went the other way ({_signed(c['delta_us'])})")
     parts.append("the rest is within noise" if len(shown) == len(same_way) else
                  f"{_count(len(same_way) - len(shown), 'smaller significant contributor')} and noise make up the rest")
     return "; ".join(parts) + "."
@@ -311,6 +311,13 @@ def _phrase(c: dict) -> str:
         elif c["status"] == "baseline_only":
             name += ", which only the baseline run has"
     return name
+
+
+def _subject(c: dict) -> str:
+    """`_phrase` as the subject of a verb: a relative clause ("which only the
+    baseline run has") is closed with a comma before the verb."""
+    phrase = _phrase(c)
+    return phrase + "," if c["kind"] == "module" and c["status"] != "matched" else phrase
 
 
 def _count(n: int, noun: str) -> str:
