@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tb_cli import runs_ready, serve_tensorboard
-from test_e2e_browser import ARTIFACTS, BUNDLE, CHROMIUM, CHROMIUM_ARGS, _get, _open_tab, _pick
+from test_e2e_browser import ARTIFACTS, BUNDLE, CHROMIUM, _get, _open_tab, _pick, browser  # noqa: F401 - browser: the shared fixture
 
 REPO = Path(__file__).resolve().parent.parent
 LAUNCHER = REPO / "tests" / "tb_launcher.py"
@@ -62,16 +62,6 @@ def tb_both(logdir, tmp_path_factory):
 def tb_ours_only(logdir, tmp_path_factory):
     with _serve(logdir, tmp_path_factory.mktemp("tb_ours") / "tensorboard.log", ["pytorch_profiler"]) as port:
         yield port
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture

@@ -50,6 +50,7 @@ export type TraceRef = Schemas["TraceRef"];
 export type DiffOverviewRow = Schemas["DiffOverviewRow"];
 export type DiffUnit = DiffOverviewRow["unit"];
 export type DiffOverviewResponse = Schemas["DiffOverviewResponse"];
+export type DiffExplainResponse = Schemas["DiffExplainResponse"];
 
 export type DiffPiece = Schemas["DiffPiece"];
 export type PieceKind = DiffPiece["kind"];
@@ -220,6 +221,11 @@ export class ApiClient {
 
   diffOverview(sel: DiffSelection, opts?: RequestOpts): Promise<DiffOverviewResponse> {
     return this.get<DiffOverviewResponse>("diff/overview", diffParams(sel), opts);
+  }
+
+  /** The step-time delta split into ranked contributors, with the sentence (`diff/explain`). */
+  diffExplain(sel: DiffSelection, opts?: RequestOpts): Promise<DiffExplainResponse> {
+    return this.get<DiffExplainResponse>("diff/explain", diffParams(sel), opts);
   }
 
   diffModules(sel: DiffSelection, path: string, opts?: RequestOpts): Promise<DiffModulesResponse> {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { explainParams, shortLabel, significanceMark, waterfallData, waterfallRange, type Significance, type WaterfallBar } from "../src/model/explain";
+import { shortLabel, significanceMark, waterfallData, waterfallRange, type Significance, type WaterfallBar } from "../src/model/explain";
 
 const sig = (verdict: Significance["verdict"], low: number | null = 10, high: number | null = 30): Significance => ({
   verdict,
@@ -40,16 +40,6 @@ describe("waterfall", () => {
     expect(d.kinds).toEqual(["total", "up", "down", "total"]);
     expect(d.verdicts).toEqual([null, "significant", "within_noise", null]);
     expect(waterfallRange(d)).toEqual([0, 75 * 1.05]);
-  });
-  it("maps the selection to the route's parameter names", () => {
-    expect(explainParams({ baseline: "a", experimental: "b", bWorker: "w", eSpan: "3" })).toEqual({
-      baseline: "a",
-      experimental: "b",
-      b_worker: "w",
-      b_span: undefined,
-      e_worker: undefined,
-      e_span: "3",
-    });
   });
 });
 

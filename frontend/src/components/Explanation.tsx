@@ -6,8 +6,8 @@
  */
 import { useMemo } from "preact/hooks";
 import type uPlot from "uplot";
-import type { ApiClient } from "../api";
-import { type DiffExplainResponse, type PairRef, type Significance, explainParams, shortLabel, significanceMark, waterfallData, waterfallRange } from "../model/explain";
+import type { ApiClient, DiffExplainResponse, DiffSelection } from "../api";
+import { type Significance, shortLabel, significanceMark, waterfallData, waterfallRange } from "../model/explain";
 import { formatSignedMs } from "../model/format";
 import { useRequest } from "../useRequest";
 import { BETTER_COLOR, BASELINE_COLOR, WORSE_COLOR, indexAxis, msAxis } from "../views/chartKit";
@@ -30,9 +30,9 @@ export function SignificanceMark({ sig }: { sig: Significance | null | undefined
   );
 }
 
-export function Explanation({ client, sel, reloadToken }: { client: ApiClient; sel: PairRef; reloadToken: number }) {
+export function Explanation({ client, sel, reloadToken }: { client: ApiClient; sel: DiffSelection; reloadToken: number }) {
   const req = useRequest<DiffExplainResponse>(
-    (opts) => client.get<DiffExplainResponse>("diff/explain", explainParams(sel), opts),
+    (opts) => client.diffExplain(sel, opts),
     [client, sel.baseline, sel.bWorker, sel.bSpan, sel.experimental, sel.eWorker, sel.eSpan, reloadToken],
   );
   if (req.state === "loading" || req.state === "idle") return <Loading what="the explanation" waitingFor={req.state === "loading" ? req.waitingFor : null} />;

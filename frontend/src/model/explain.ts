@@ -4,31 +4,11 @@
  */
 import type { components } from "../generated/api";
 
-export type DiffExplainResponse = components["schemas"]["DiffExplainResponse"];
+export type { DiffExplainResponse } from "../api";
 export type Significance = components["schemas"]["Significance"];
 export type WaterfallBar = components["schemas"]["WaterfallBar"];
 export type Contributor = components["schemas"]["Contributor"];
 
-/** The selection fields diff routes take (same names as api.ts's DiffSelection). */
-export interface PairRef {
-  baseline: string;
-  experimental: string;
-  bWorker?: string;
-  bSpan?: string;
-  eWorker?: string;
-  eSpan?: string;
-}
-
-export function explainParams(sel: PairRef): Record<string, string | undefined> {
-  return {
-    baseline: sel.baseline,
-    experimental: sel.experimental,
-    b_worker: sel.bWorker,
-    b_span: sel.bSpan,
-    e_worker: sel.eWorker,
-    e_span: sel.eSpan,
-  };
-}
 
 export interface Mark {
   /** Shown next to the delta; never the only signal: `label` is its text. */
