@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..trace.link import LinkedTrace
 from ..trace.table import Kind, Phase
-from .ledger import step_of
+from .pieces import step_of
 from .per_step import step_windows
 
 COLUMNS = ("kernels", "launch_delay_mean_us", "launch_delay_p50_us", "launch_delay_p90_us", "idle_us", "gaps",

@@ -51,7 +51,7 @@ from ..trace.names import (
 from ..trace.nesting import nest
 from ..trace.table import Kind
 from .overview import step_breakdown
-from .pieces import PieceIndex
+from .pieces import PieceIndex, step_of
 
 FORWARD, BACKWARD_PHASE = "forward", "backward"
 PART_KINDS = ("data_loading", "module", "backward", "optimizer", "communication", "annotation", "unknown", "host",
@@ -100,17 +100,6 @@ def step_ledger(linked: LinkedTrace, index: PieceIndex) -> StepLedger:
 def _frame(step, kind, key, phase, us) -> pd.DataFrame:
     return pd.DataFrame({"step": np.asarray(step, np.int64), "kind": kind, "key": key, "phase": phase,
                          "us": np.asarray(us, np.float64)})
-
-
-def step_of(win_start: np.ndarray, win_end: np.ndarray, ts: np.ndarray) -> np.ndarray:
-    """Index of the step window [start, end) holding each of `ts`, -1 for none."""
-    if len(win_start) == 0:
-        return np.full(len(ts), -1, dtype=np.int64)
-    order = np.argsort(win_start, kind="stable")
-    k = np.searchsorted(win_start[order], ts, side="right") - 1
-    found = order[np.maximum(k, 0)]
-    ok = (k >= 0) & (ts < win_end[found])
-    return np.where(ok, found, -1)
 
 
 def _ancestors(parent: np.ndarray, rows: np.ndarray, want: np.ndarray) -> np.ndarray:

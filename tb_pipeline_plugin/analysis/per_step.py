@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..trace.link import LinkedTrace
 from ..trace.table import Kind, Phase
-from .ledger import step_of
+from .pieces import step_of
 from .operators import label_groups, operator_rows
 
 

@@ -320,7 +320,7 @@ def piece_index(linked: LinkedTrace) -> PieceIndex:
     # in two steps.
     a_start = t.ts_us[atom_rows]
     a_end = a_start + t.dur_us[atom_rows]
-    a_step = _step_at(step_start, step_end, a_start)
+    a_step = step_of(step_start, step_end, a_start)
     inside = a_step >= 0
     atom_rows, a_start, a_end, a_step = atom_rows[inside], a_start[inside], a_end[inside], a_step[inside]
     a_end = np.maximum(a_start, np.minimum(a_end, step_end[a_step]))
@@ -349,11 +349,11 @@ def piece_index(linked: LinkedTrace) -> PieceIndex:
         a_end[at] = np.maximum(a_start[at], np.minimum(a_end[at], a_end[up]))
     end = np.concatenate((step_end, a_end))
     parent = np.concatenate((np.full(n_steps, -1, np.int64), np.where(local_parent >= 0, local_parent + n_steps, a_step)))
-    step_of = np.concatenate((np.arange(n_steps, dtype=np.int64), a_step))
+    atom_step = np.concatenate((np.arange(n_steps, dtype=np.int64), a_step))
     child_ptr, child_idx = _children_csr(parent, start, n)
     region = _region(linked, np.concatenate(([step_thread], autograd_threads)))
     return PieceIndex(
-        kind=kind, name=name, key=key, start_us=start, end_us=end, step=step_of,
+        kind=kind, name=name, key=key, start_us=start, end_us=end, step=atom_step,
         child_ptr=child_ptr, child_idx=child_idx, step_atoms=np.arange(n_steps, dtype=np.int64),
         region=region, step_thread=int(step_thread), autograd_threads=autograd_threads,
         has_steps=has_step_annotations(linked.steps),
@@ -371,7 +371,7 @@ def _step_windows(linked: LinkedTrace) -> tuple[np.ndarray, np.ndarray]:
     return start, np.asarray(st.host_end_us, dtype=np.float64).copy()
 
 
-def _step_at(step_start: np.ndarray, step_end: np.ndarray, ts: np.ndarray) -> np.ndarray:
+def step_of(step_start: np.ndarray, step_end: np.ndarray, ts: np.ndarray) -> np.ndarray:
     """Index of the step whose window [start, end) holds each of `ts`, -1 for
     none (the latest-starting one where windows overlap)."""
     if len(step_start) == 0:
