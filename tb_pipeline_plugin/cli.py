@@ -1,6 +1,7 @@
 """`tb-pipeline`: the plugin's engine on the command line.
 
     tb-pipeline diff BASELINE EXPERIMENTAL [--top N] [--fail-if METRIC>PCT ...] [--require-significance]
+                         [--between-run-pct PCT]
     tb-pipeline record --logdir DIR [--run NAME] [--headspace N] -- python train.py ...
     tb-pipeline summarize LOGDIR [--scheduler tcp://HOST:8786] [--processes N] [--cache-dir DIR]
 
@@ -14,7 +15,9 @@ more than 5 %, so CI can gate on it (`<` gates a drop, e.g.
 per-step metric (step time, breakdown categories) trips only when its
 delta is also `significant` (outside the runs' step-to-step noise); a
 tripped gate whose delta is within noise (or rests on too few steps) is
-reported as NOT SIGNIFICANT and does not fail. Gates on other metrics
+reported as NOT SIGNIFICANT and does not fail. `--between-run-pct` says
+how far two recordings of one configuration land apart on this machine
+(default 2 %, a dedicated machine's), which widens every noise band. Gates on other metrics
 (memory, GPU utilisation) have no per-step samples and are unaffected.
 `record` runs a training command with the pipeline-statistics hooks
 installed and exits with the command's status.
@@ -32,6 +35,7 @@ from __future__ import annotations
 import argparse
 import math
 import numbers
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -76,6 +80,16 @@ class Gate:
         return f"{self.metric} changed {shown}, limit {self.op}{self.pct:g}%"
 
 
+def _percentage(text: str) -> float:
+    try:
+        pct = float(text)
+    except ValueError:
+        pct = float("nan")
+    if not 0.0 <= pct <= 100.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage from 0 to 100")
+    return pct
+
+
 def parse_gate(text: str) -> Gate:
     m = _GATE.match(text)
     if not m:
@@ -104,6 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--require-significance", action="store_true",
                    help="a --fail-if gate on a per-step metric trips only when its delta is significant "
                         "(outside the step-to-step noise; see docs/http_api.md, Significance)")
+    d.add_argument("--between-run-pct", type=_percentage, metavar="PCT",
+                   help="how far two recordings of one configuration land apart on this machine, in %% of a "
+                        "quantity (one standard deviation; default 2, or TB_PIPELINE_BETWEEN_RUN_PCT): part of "
+                        "every noise band (docs/http_api.md, Significance)")
     d.set_defaults(run=run_diff)
     r = sub.add_parser("record", help="run a training command and record its pipeline statistics",
                        description="Run CMD with recording hooks installed (DataLoader iteration, SPDL stage "
@@ -129,7 +147,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run_summarize(args, out=None) -> int:
-    import os
 
     from .sources.cache import CacheConfig
     from .sources.summarize import summarize
@@ -164,12 +181,31 @@ def run_record(args) -> int:
 
 
 def run_diff(args, out=None) -> int:
-    from .compare import compare
-    from .diff.views import KERNEL_PRIMARY
-
     out = out or sys.stdout
     if args.top < 0:
         raise ValueError("--top must be >= 0")
+    if args.between_run_pct is None:
+        return _diff(args, out)
+    from .diff.significance import BETWEEN_RUN_ENV
+
+    # The significance module reads it from the environment on every
+    # comparison, as it does in the TensorBoard process; set for this diff
+    # only (a notebook or test calling `main` twice must not inherit it).
+    before = os.environ.get(BETWEEN_RUN_ENV)
+    os.environ[BETWEEN_RUN_ENV] = repr(args.between_run_pct)
+    try:
+        return _diff(args, out)
+    finally:
+        if before is None:
+            del os.environ[BETWEEN_RUN_ENV]
+        else:
+            os.environ[BETWEEN_RUN_ENV] = before
+
+
+def _diff(args, out) -> int:
+    from .compare import compare
+    from .diff.views import KERNEL_PRIMARY
+
     c = compare(args.baseline, args.experimental, b_worker=args.b_worker, b_span=args.b_span,
                 e_worker=args.e_worker, e_span=args.e_span, group_by=args.group_by)
     print(f"baseline:     {args.baseline}\nexperimental: {args.experimental}\n", file=out)

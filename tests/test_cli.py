@@ -143,3 +143,27 @@ def test_diff_prints_the_explanation_and_gates_on_significance(capsys, recorded_
     assert code == cli.EXIT_OK and "NOT SIGNIFICANT: avg_step_time_us changed +0.00%" in out
     assert "within the runs' step-to-step noise" in out
     assert "no contributor changed significantly" in out.splitlines()[3]
+
+
+def test_between_run_pct_widens_the_band_for_one_diff(capsys, recorded_logdir, monkeypatch):
+    from tb_pipeline_plugin.diff import significance as S
+
+    monkeypatch.delenv(S.BETWEEN_RUN_ENV, raising=False)
+    base, slow = str(recorded_logdir / "baseline"), str(recorded_logdir / "slow_loader")
+
+    def band(*extra) -> str:
+        code, out, _ = run_cli(capsys, "diff", base, slow, "--top", "1", *extra)
+        assert code == cli.EXIT_OK, out
+        return out.splitlines()[3].split("±", 1)[1].split(",", 1)[0].strip()
+
+    def ms(text: str) -> float:
+        value, unit = text.split()
+        return float(value) * {"µs": 1e-3, "ms": 1.0, "s": 1e3}[unit]
+
+    assert ms(band("--between-run-pct", "30")) > ms(band("--between-run-pct", "0"))
+    assert band() == band("--between-run-pct", str(S.BETWEEN_RUN_PCT))
+    # Set for that diff only.
+    assert S.BETWEEN_RUN_ENV not in os.environ
+    with pytest.raises(SystemExit) as info:
+        cli.main(["diff", base, slow, "--between-run-pct", "-3"])
+    assert info.value.code == 2

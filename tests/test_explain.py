@@ -10,17 +10,31 @@ import explain_runs as R
 from json_oracle import category, load_events
 from tb_pipeline_plugin.analysis.processor import TraceProcessor
 from tb_pipeline_plugin.diff import significance as S
-from tb_pipeline_plugin.diff.explain import explain
+from tb_pipeline_plugin.diff.explain import explain, sentence
 
 PAIRS = {
-    "replica": ({}, {}),  # the same configuration, recorded twice
     "wide": ({}, dict(wide_block=1)),  # Block_1's hidden width x4
     "slow_loader": ({}, dict(loader_delay_s=0.02)),
     # Small layers: many short operators, so the time between them is most of
     # a step. Without stacks: to record an operator's Python stack the
     # profiler takes the GIL inside every operator.
     "gil": (dict(width=64, with_stack=False), dict(width=64, gil_hog=True, with_stack=False)),
+    # The same configuration, recorded twice; last, so that neither side is
+    # the process's first full-size recording after the warm-up.
+    "replica": ({}, {}),
 }
+
+
+# Parts of one configuration's step moved by up to 17 % between two
+# back-to-back recordings on this shared 2-core box (diff/significance.py):
+# the tests judge every pair, the null pair and the known causes alike, with
+# that machine's between-run spread, as a user of a shared machine would.
+SHARED_BOX_BETWEEN_RUN_PCT = "10"
+
+
+@pytest.fixture(autouse=True)
+def shared_box_noise(monkeypatch):
+    monkeypatch.setenv(S.BETWEEN_RUN_ENV, SHARED_BOX_BETWEEN_RUN_PCT)
 
 
 @pytest.fixture(scope="module")
@@ -53,10 +67,6 @@ def test_injected_module_slowdown_is_that_module_forward_and_backward(tps):
     assert "Block_1 (forward and backward)" in out["sentence"]
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "known gap (issue 12 stays open): the noise band comes from the per-step spread inside each run, but two "
-    "recordings of the same configuration on this shared 2-core box differ by 10-50 % between runs (measured: "
-    "12.0-18.3 ms per step over six back-to-back recordings), far beyond the spread inside one run"))
 def test_same_configuration_has_no_significant_contributor(tps):
     out = _explain(tps, "replica")
     assert _significant(out) == [], out["sentence"]
@@ -212,6 +222,48 @@ def test_significance_method():
     one = S.compare_one(b, b + 3)
     fam = S.compare(np.vstack([b] * 20), np.vstack([b + 3] * 20))[0]
     assert fam["ci_high"] - fam["ci_low"] > one["ci_high"] - one["ci_low"]
+
+
+# Step times (ms) measured on this box, one recording each: a run that
+# settled from 15 ms to 10.5 ms, a steady one, one that jumped a level
+# mid-run; and the host time of a run where a thread holds the GIL in 10 ms
+# stretches: spiky, but on one level.
+DRIFTING = [14.3, 15.2, 14.6, 12.6, 12.6, 11.2, 10.7, 10.5, 10.6, 10.7]
+STEADY = [10.1, 9.8, 9.8, 10.2, 9.8, 9.8, 9.9, 9.8, 9.8, 9.7]
+JUMPED = [10.4, 9.8, 9.9, 9.9, 11.3, 11.5, 11.4, 11.4, 11.7, 11.8]
+SPIKY = [13.4, 62.3, 43.6, 1.8, 12.1, 32.9, 42.6, 21.8]
+
+
+def test_level_drift_is_counted_only_when_the_blocks_differ():
+    lv = S.level_variance(np.array([DRIFTING, STEADY, JUMPED]))
+    assert lv[0] > 1.0 and lv[2] > 0.3 and lv[1] == 0.0
+    assert S.level_variance(np.array([SPIKY]))[0] == 0.0
+    assert S.level_variance(np.array([DRIFTING[:5]]))[0] == 0.0  # too short to cut into blocks
+    # A drifting run's band is wider than its steps' spread alone gives.
+    drifting = S.compare_one(STEADY, DRIFTING)
+    shuffled = S.compare_one(STEADY, sorted(DRIFTING, key=lambda v: (v * 7919) % 1))
+    assert S.half_width(drifting) > S.half_width(shuffled)
+
+
+def test_between_run_spread_setting(monkeypatch, caplog):
+    b, e = np.array(STEADY), np.array(STEADY) * 1.05
+    monkeypatch.setenv(S.BETWEEN_RUN_ENV, "0")
+    assert S.compare_one(b, e)["verdict"] == S.SIGNIFICANT
+    monkeypatch.setenv(S.BETWEEN_RUN_ENV, "10")
+    assert S.compare_one(b, e)["verdict"] == S.WITHIN_NOISE
+    monkeypatch.setenv(S.BETWEEN_RUN_ENV, "lots")
+    assert S.between_run_pct() == S.BETWEEN_RUN_PCT
+    assert "not a percentage" in caplog.text
+
+
+def test_sentence_when_no_single_part_moved():
+    steady_us = np.array(STEADY) * 1000
+    step = {"delta_us": 5000.0, "delta_pct": 50.0, "significance": S.compare_one(steady_us, steady_us + 5000)}
+    quiet = {"kind": "module", "name": "Block_0", "status": "matched", "delta_us": 400.0, "share_pct": 20.0,
+             "forward_delta_us": 400.0, "backward_delta_us": 0.0,
+             "significance": {**step["significance"], "verdict": S.WITHIN_NOISE}}
+    text = sentence(step, [quiet])
+    assert text.startswith("Experimental is 50 % slower per step") and "no single part is significantly slower" in text
 
 
 def test_notebook_api(tps):

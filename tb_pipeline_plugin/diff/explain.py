@@ -284,6 +284,11 @@ def sentence(step: dict, contributors: list[dict]) -> str:
         return f"{head}, although {moved}."
     same_way = [c for c in significant if c["delta_us"] * delta > 0]
     parts = [f"Experimental is {_direction(delta, pct)} per step ({band})"]
+    if not same_way:
+        # Every part moved a little, none beyond its own noise: as when the
+        # whole machine is slower or busier, not one part of the step.
+        parts.append(f"no single part is significantly {'slower' if delta > 0 else 'faster'}: the change is spread "
+                     "over the whole step, as when the machine itself is slower or busier")
     shown = same_way[:SENTENCE_CONTRIBUTORS]
     for i, c in enumerate(shown):
         share = f"{abs(c['share_pct']):.0f} %" if c["share_pct"] is not None else "part"
@@ -291,6 +296,8 @@ def sentence(step: dict, contributors: list[dict]) -> str:
     against = [c for c in significant if c["delta_us"] * delta < 0][:1]
     for c in against:
         parts.append(f"{_subject(c)} went the other way ({_signed(c['delta_us'])})")
+    if not same_way:
+        return "; ".join(parts) + "."
     parts.append("the rest is within noise" if len(shown) == len(same_way) else
                  f"{_count(len(same_way) - len(shown), 'smaller significant contributor')} and noise make up the rest")
     return "; ".join(parts) + "."

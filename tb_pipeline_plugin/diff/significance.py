@@ -14,8 +14,36 @@ mean of the quantity, or of the step time for a part of a step): a
 profile is one machine at one time, and a 0.1 % shift that the bootstrap
 can resolve is not a finding. Fewer than `MIN_STEPS` steps on either side
 is `too_few_steps`: the spread of one or two samples says nothing.
+
+Between-run noise: steps are not independent draws, and two recordings of
+one configuration do not land on one level. The machine's speed wanders
+(clocks, co-tenants, the allocator's state, memory layout), so a run's
+steps sit on levels that shift over seconds, and the next recording sits
+elsewhere again: on the shared 2-core box back-to-back recordings of one
+model averaged 9.7-12.3 ms per step, its largest module moved by up to
+17 % between two of them, while the spread of steps inside each run was
+0.2-1.8 ms. The bootstrap of steps sees only that inner spread, so two
+more terms join its interval, in quadrature and at its confidence:
+
+* each run's own level drift, measured: its steps are cut into
+  `DRIFT_BLOCKS` contiguous blocks, and the variance of the block means
+  beyond what the steps' spread inside the blocks explains is the variance
+  of the level, counted when a permutation test says the blocks differ
+  (none for runs shorter than `MIN_DRIFT_STEPS`). The next run may sit anywhere the level wandered, so
+  this variance is not divided by the number of steps;
+* a between-run spread that one pair of runs cannot measure (two steady
+  runs on two levels look like a change): each run's mean is taken to
+  land within `between_run_pct()` % of its configuration's, one standard
+  deviation. The default, `BETWEEN_RUN_PCT`, is a dedicated machine's; on
+  a shared or throttling machine set `TB_PIPELINE_BETWEEN_RUN_PCT` (or
+  `tb-pipeline diff --between-run-pct`) to what two recordings of one
+  configuration there differ by.
 """
 from __future__ import annotations
+
+import logging
+import os
+from statistics import NormalDist
 
 import numpy as np
 
@@ -26,6 +54,37 @@ RESAMPLES = 4000
 CONFIDENCE = 0.95
 MIN_EFFECT_PCT = 1.0
 SEED = 12345
+DRIFT_BLOCKS = 3
+MIN_DRIFT_STEPS = 6
+DRIFT_PERMUTATIONS = 199
+DRIFT_TEST_P = 0.05
+DRIFT_CHUNK_FLOATS = 4_000_000
+BETWEEN_RUN_PCT = 2.0
+BETWEEN_RUN_ENV = "TB_PIPELINE_BETWEEN_RUN_PCT"
+
+_log = logging.getLogger(__name__)
+
+
+def between_run_pct() -> float:
+    """The between-run spread in % (module docstring): `BETWEEN_RUN_ENV` when
+    it holds a number from 0 to 100, else the default (a bad value is
+    logged once and ignored, never an error page)."""
+    raw = os.environ.get(BETWEEN_RUN_ENV)
+    if raw is None or raw.strip() == "":
+        return BETWEEN_RUN_PCT
+    try:
+        pct = float(raw)
+    except ValueError:
+        pct = float("nan")
+    if not 0.0 <= pct <= 100.0:
+        if raw not in _warned:
+            _warned.add(raw)
+            _log.warning("%s=%r is not a percentage from 0 to 100; using %s", BETWEEN_RUN_ENV, raw, BETWEEN_RUN_PCT)
+        return BETWEEN_RUN_PCT
+    return pct
+
+
+_warned: set[str] = set()
 
 
 def resample_means(samples: np.ndarray, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
@@ -66,6 +125,11 @@ def compare(baseline: np.ndarray, experimental: np.ndarray, reference: np.ndarra
     alpha = (1.0 - CONFIDENCE) / (family or k) / 2.0
     low = np.quantile(diffs, alpha, axis=1)
     high = np.quantile(diffs, 1.0 - alpha, axis=1)
+    run_sd = between_run_pct() / 100.0
+    run_var = (run_sd * b.mean(axis=1)) ** 2 + (run_sd * e.mean(axis=1)) ** 2
+    drift = NormalDist().inv_cdf(1.0 - alpha) * np.sqrt(level_variance(b) + level_variance(e) + run_var)
+    low = delta - np.hypot(delta - low, drift)
+    high = delta + np.hypot(high - delta, drift)
     material = np.abs(delta) >= MIN_EFFECT_PCT / 100.0 * reference
     out = []
     for i in range(k):
@@ -73,6 +137,43 @@ def compare(baseline: np.ndarray, experimental: np.ndarray, reference: np.ndarra
         verdict = SIGNIFICANT if excludes_zero and material[i] else WITHIN_NOISE
         out.append(_result(verdict, delta[i], low[i], high[i], nb, ne))
     return out
+
+
+def level_variance(samples: np.ndarray) -> np.ndarray:
+    """Variance of each row's level drift over the run (module docstring):
+    the variance of `DRIFT_BLOCKS` contiguous block means less the part the
+    steps' spread inside the blocks explains. Counted only where the block
+    means differ more than the same steps in a random order would (a
+    permutation test at `DRIFT_TEST_P`): with three blocks of a few steps
+    the estimate alone is mostly noise, and spiky but steady steps (a
+    thread holding the GIL in 10 ms stretches) would pass for drift. 0 for
+    runs shorter than `MIN_DRIFT_STEPS`."""
+    samples = np.atleast_2d(np.asarray(samples, dtype=np.float64))
+    k, n = samples.shape
+    if n < MIN_DRIFT_STEPS or k == 0:
+        return np.zeros(k)
+    blocks = np.array_split(np.arange(n), DRIFT_BLOCKS)
+    observed = _block_means_var(samples, blocks)
+    within = sum(((samples[:, ix] - samples[:, ix].mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
+                 for ix in blocks) / (n - DRIFT_BLOCKS)
+    estimate = np.maximum(observed - within / (n / DRIFT_BLOCKS), 0.0)
+    rng = np.random.default_rng(SEED + 2)
+    orders = np.argsort(rng.random((DRIFT_PERMUTATIONS, n)), axis=1)
+    exceed = np.zeros(k)
+    # Rows in chunks: k x permutations x n floats at once would not fit for
+    # a table of thousands of operators over hundreds of steps.
+    rows = max(1, DRIFT_CHUNK_FLOATS // (DRIFT_PERMUTATIONS * n))
+    for lo in range(0, k, rows):
+        shuffled = samples[lo:lo + rows][:, orders]  # rows x permutations x n
+        exceed[lo:lo + rows] = (_block_means_var(shuffled, blocks) >= observed[lo:lo + rows, None] - 1e-12).sum(axis=-1)
+    p = (1.0 + exceed) / (1.0 + DRIFT_PERMUTATIONS)
+    return np.where(p <= DRIFT_TEST_P, estimate, 0.0)
+
+
+def _block_means_var(samples: np.ndarray, blocks: list[np.ndarray]) -> np.ndarray:
+    """Variance (ddof 1) of the block means along the last axis."""
+    means = np.stack([samples[..., ix].mean(axis=-1) for ix in blocks], axis=-1)
+    return means.var(axis=-1, ddof=1)
 
 
 def compare_one(baseline, experimental, reference: float | None = None) -> dict:
