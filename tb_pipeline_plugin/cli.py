@@ -4,6 +4,7 @@
                          [--between-run-pct PCT]
     tb-pipeline record --logdir DIR [--run NAME] [--headspace N] -- python train.py ...
     tb-pipeline summarize LOGDIR [--scheduler tcp://HOST:8786] [--processes N] [--cache-dir DIR]
+    tb-pipeline noise RUN RUN [RUN ...]
 
 BASELINE / EXPERIMENTAL are trace files or run directories. `diff` prints
 the explanation (one sentence: how much slower or faster per step, and
@@ -21,6 +22,8 @@ how far two recordings of one configuration land apart on this machine
 (memory, GPU utilisation) have no per-step samples and are unaffected.
 `record` runs a training command with the pipeline-statistics hooks
 installed and exits with the command's status.
+`noise` measures, from recordings of one configuration, how far runs land
+apart on this machine, and prints the `--between-run-pct` that covers it.
 `summarize` parses every trace of a logdir into the plugin's cache (on a
 Dask cluster with `--scheduler`), so TensorBoard serves them without
 parsing; exit 1 if a file failed.
@@ -143,11 +146,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--processes", type=int, help="local pool size (default: TB_PIPELINE_PARSE_WORKERS or cores)")
     s.add_argument("--cache-dir", help="cache directory (default: TB_PIPELINE_CACHE_DIR or the user cache dir)")
     s.set_defaults(run=run_summarize)
+    n = sub.add_parser("noise", help="measure how far recordings of one configuration land apart",
+                       description="Given two or more recordings of the same configuration on this machine "
+                                   "(trace files or run directories), print the between-run spread of the step "
+                                   "time and of each part of the step, and the --between-run-pct that covers it.")
+    n.add_argument("replicas", nargs="+", metavar="RUN", help="recordings of one configuration (at least 2; 3+ is better)")
+    n.set_defaults(run=run_noise)
     return parser
 
 
 def run_summarize(args, out=None) -> int:
-
     from .sources.cache import CacheConfig
     from .sources.summarize import summarize
 
@@ -162,6 +170,23 @@ def run_summarize(args, out=None) -> int:
     print(f"{len(results)} trace files: {counts['parsed']} parsed, {counts['cached']} already cached, "
           f"{counts['failed']} failed; cache: {cache.root}", file=out)
     return EXIT_REGRESSION if counts["failed"] else EXIT_OK
+
+
+def run_noise(args, out=None) -> int:
+    from .compare import load
+    from .diff.noise import between_run_spread, recommended_pct
+
+    out = out or sys.stdout
+    spread = between_run_spread([load(r).ledger() for r in args.replicas])
+    print(f"Between-run spread of one configuration over {len(args.replicas)} recordings "
+          "(one standard deviation of a run's mean, % of it)", file=out)
+    print(_table(spread, ["quantity", "mean_us", "spread_pct"]), file=out)
+    pct = recommended_pct(spread)
+    print(f"\nJudge diffs on this machine with --between-run-pct {pct:g} "
+          f"(or TB_PIPELINE_BETWEEN_RUN_PCT={pct:g} for TensorBoard).", file=out)
+    if len(args.replicas) < 3:
+        print("Two recordings give one pair: record a third for a steadier estimate.", file=out)
+    return EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:

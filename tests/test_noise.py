@@ -1,0 +1,72 @@
+"""`tb-pipeline noise`: the between-run spread measured on recordings of one
+configuration, against the same number computed straight from the trace
+JSON, and consistent with the significance it feeds."""
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import pytest
+
+import explain_runs as R
+from json_oracle import load_events
+from tb_pipeline_plugin import cli
+from tb_pipeline_plugin.analysis.processor import TraceProcessor
+from tb_pipeline_plugin.diff import significance as S
+from tb_pipeline_plugin.diff.explain import explain
+from tb_pipeline_plugin.diff.noise import STEP, between_run_spread, recommended_pct
+
+
+@pytest.fixture(scope="module")
+def replicas(tmp_path_factory) -> list[str]:
+    root = tmp_path_factory.mktemp("noise")
+    R.record(str(root / "warmup"), steps=10)
+    return [R.record(str(root / f"r{i}"), steps=10) for i in range(3)]
+
+
+@pytest.fixture(scope="module")
+def ledgers(replicas):
+    return [TraceProcessor.load(p).ledger() for p in replicas]
+
+
+def _json_step_us(path: str) -> np.ndarray:
+    _, events = load_events(path)
+    steps = sorted((e for e in events if e.get("ph") == "X" and e.get("cat") == "user_annotation"
+                    and e["name"].startswith("ProfilerStep#")), key=lambda e: e["ts"])
+    return np.array([float(e["dur"]) for e in steps])
+
+
+def test_step_spread_matches_trace_json(replicas, ledgers):
+    spread = between_run_spread(ledgers)
+    assert spread.iloc[0]["quantity"] == STEP and spread.iloc[0]["pairs"] == 3
+    runs = [_json_step_us(p) for p in replicas]
+    terms = []
+    for a, b in combinations(runs, 2):
+        m = (a.mean() + b.mean()) / 2
+        terms.append(((b.mean() - a.mean()) / m) ** 2 - (a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b)) / m**2)
+    oracle_pct = 100 * np.sqrt(max(0.0, np.mean(terms)) / 2)
+    assert spread.iloc[0]["spread_pct"] == pytest.approx(oracle_pct, abs=0.01)
+    assert spread.iloc[0]["mean_us"] == pytest.approx(np.mean([r.mean() for r in runs]), rel=1e-6)
+    # Parts below 5 % of the step are left out; the rest sorted by spread.
+    parts = spread.iloc[1:]
+    assert (parts["mean_us"] >= 0.05 * spread.iloc[0]["mean_us"]).all()
+    assert list(parts["spread_pct"]) == sorted(parts["spread_pct"], reverse=True)
+    assert any(k.endswith("Block_1/Linear_2") for k in parts["key"])
+
+
+def test_the_recommended_setting_covers_the_replicas(ledgers, monkeypatch):
+    pct = recommended_pct(between_run_spread(ledgers))
+    monkeypatch.setenv(S.BETWEEN_RUN_ENV, repr(pct))
+    for a, b in combinations(ledgers, 2):
+        out = explain(a, b)
+        significant = [c["name"] for c in out["contributors"] if c["significance"]["verdict"] == S.SIGNIFICANT]
+        assert significant == [], (pct, out["sentence"])
+
+
+def test_cli(capsys, replicas):
+    assert cli.main(["noise", *replicas]) == cli.EXIT_OK
+    out = capsys.readouterr().out
+    assert out.splitlines()[2].startswith("step time")
+    assert "Judge diffs on this machine with --between-run-pct" in out
+    assert cli.main(["noise", replicas[0]]) == cli.EXIT_USAGE
+    assert "at least 2 recordings" in capsys.readouterr().err
