@@ -264,6 +264,9 @@ def test_sentence_when_no_single_part_moved():
              "significance": {**step["significance"], "verdict": S.WITHIN_NOISE}}
     text = sentence(step, [quiet])
     assert text.startswith("Experimental is 50 % slower per step") and "no single part is significantly slower" in text
+    # A significant sliver of a large delta is "under 1 %", never "0 %".
+    sliver = {**quiet, "delta_us": 20.0, "share_pct": 0.4, "significance": step["significance"]}
+    assert "under 1 % of it is Block_0" in sentence(step, [sliver])
 
 
 def test_notebook_api(tps):

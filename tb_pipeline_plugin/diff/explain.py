@@ -291,7 +291,7 @@ def sentence(step: dict, contributors: list[dict]) -> str:
                      "over the whole step, as when the machine itself is slower or busier")
     shown = same_way[:SENTENCE_CONTRIBUTORS]
     for i, c in enumerate(shown):
-        share = f"{abs(c['share_pct']):.0f} %" if c["share_pct"] is not None else "part"
+        share = _share(c["share_pct"])
         parts.append(f"{share}{' of it' if i == 0 else ''} is {_phrase(c)}")
     against = [c for c in significant if c["delta_us"] * delta < 0][:1]
     for c in against:
@@ -301,6 +301,14 @@ def sentence(step: dict, contributors: list[dict]) -> str:
     parts.append("the rest is within noise" if len(shown) == len(same_way) else
                  f"{_count(len(same_way) - len(shown), 'smaller significant contributor')} and noise make up the rest")
     return "; ".join(parts) + "."
+
+
+def _share(pct: float | None) -> str:
+    if pct is None:
+        return "part"
+    # A significant contributor is at least 1 % of the step, but may be a
+    # sliver of a large delta: never "0 %".
+    return "under 1 %" if abs(pct) < 0.5 else f"{abs(pct):.0f} %"
 
 
 def _direction(delta: float, pct: float | None) -> str:
