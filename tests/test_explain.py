@@ -37,9 +37,14 @@ def shared_box_noise(monkeypatch):
     monkeypatch.setenv(S.BETWEEN_RUN_ENV, SHARED_BOX_BETWEEN_RUN_PCT)
 
 
+STEPS = 20
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, tuple[str, str]]:
-    return R.record_pairs(PAIRS, str(tmp_path_factory.mktemp("explain")))
+    # 20 steps a run: on a loaded box a few preempted steps among 10 widen
+    # the band past the wide block's effect.
+    return R.record_pairs(PAIRS, str(tmp_path_factory.mktemp("explain")), steps=STEPS)
 
 
 @pytest.fixture(scope="module")
@@ -81,20 +86,57 @@ def test_slower_data_loader_is_data_loading(tps):
     assert "data loading" in out["sentence"]
 
 
-def test_gil_contention_is_host_time_between_operators(tps):
-    """The training thread waits for the GIL between operators: host time
-    outside operators. Backward waits for it too (measured without the
-    profiler on this model: 10 ms -> 35 ms per backward with the background
-    thread), and with stacks recorded the profiler takes the GIL in every
-    operator; so host time must lead the forward side, be significant and
-    carry a large share, with backward the only other contender."""
+def test_gil_contention_is_host_time_waiting(tps):
+    """The training thread waits for the GIL between operators (host time
+    outside operators) and inside them: backward frees tensors, which takes
+    the GIL (measured without the profiler on this model: 10 ms -> 35 ms per
+    backward with the background thread), so a few calls of each backward
+    operator stall for the hog's 10 ms. Both kinds of waiting lead, both
+    significant, together most of the delta; backward itself hardly moved."""
     out = _explain(tps, "gil")
     significant = _significant(out)
-    host = next(c for c in out["contributors"] if c["kind"] == "host")
-    assert host["significance"]["verdict"] == S.SIGNIFICANT and host["share_pct"] >= 30, out["sentence"]
     leaders = [c["kind"] for c in significant[:2]]
-    assert "host" in leaders and set(leaders) <= {"host", "backward"}, out["sentence"]
-    assert "host time outside operators" in out["sentence"]
+    assert set(leaders) == {"host", "stall"}, out["sentence"]
+    waiting = sum(c["share_pct"] for c in significant[:2])
+    assert waiting >= 70, out["sentence"]
+    assert "host time outside operators" in out["sentence"] and "operators stalled" in out["sentence"]
+
+
+def _stall_oracle(path: str) -> float:
+    """Stalled time from the JSON: top-level operators of the step thread
+    inside a step and outside DataLoader annotations; per (name, k-th call
+    of that name in its step) the lower quartile over steps; a call over 3x
+    it and 1 ms above it stalls for the excess."""
+    _, events = load_events(path)
+    steps = [e for e in _x(events, ("user_annotation",)) if e["name"].startswith("ProfilerStep#")]
+    tid = steps[0]["tid"]
+    loaders = [e for e in _x(events, ("user_annotation",))
+               if e["tid"] == tid and e["name"].startswith("enumerate(DataLoader)#")]
+    top = [o for o in _top_level([e for e in _x(events, ("cpu_op",)) if e["tid"] == tid])
+           if any(s["ts"] <= o["ts"] < s["ts"] + s["dur"] for s in steps)
+           and not any(d["ts"] <= o["ts"] < d["ts"] + d["dur"] for d in loaders)]
+    by_name: dict[tuple, list[float]] = {}
+    for s in steps:
+        seen: dict[str, int] = {}
+        for o in sorted((o for o in top if s["ts"] <= o["ts"] < s["ts"] + s["dur"]), key=lambda o: o["ts"]):
+            k = seen.get(o["name"], 0)
+            seen[o["name"]] = k + 1
+            by_name.setdefault((o["name"], k), []).append(float(o["dur"]))
+    total = 0.0
+    for durs in by_name.values():
+        med = float(np.percentile(durs, 25))
+        if len(durs) >= 3:
+            total += sum(d - med for d in durs if d > 3 * med and d - med >= 1000)
+    return total
+
+
+def test_stalls_match_trace_json(runs, tps):
+    for side in (0, 1):
+        ledger = tps["gil"][side].ledger()
+        assert ledger.parts["stall_us"].sum() == pytest.approx(_stall_oracle(runs["gil"][side]), rel=1e-5, abs=0.05)
+    # The hog's 10 ms stretches. (That uniformly slower calls are no stalls,
+    # the wide block's, is in the wide pair's explanation: Block_1 leads.)
+    assert tps["gil"][1].ledger().parts["stall_us"].sum() > 10_000
 
 
 def test_contributors_add_up_to_the_step_delta(tps):
@@ -186,7 +228,7 @@ def test_ledger_matches_trace_json(runs, tps, side):
     # CPU-only: the overview's step time is the host window, and the parts add up to it.
     sums = parts.groupby("step")["us"].sum().to_numpy()
     assert sums == pytest.approx(ledger.steps["step_us"].to_numpy(), abs=5e-3)
-    block = parts[(parts["kind"] == "module") & parts["key"].str.contains(r"(^|/)Block_1(/|$)")]
+    block = parts[(parts["kind"] == "module") & parts["key"].str.contains(r"(?:^|/)Block_1(?:/|$)")]
     assert block[block["phase"] == "forward"]["us"].sum() == pytest.approx(oracle["forward"], rel=1e-5)
     assert block[block["phase"] == "backward"]["us"].sum() == pytest.approx(oracle["backward"], rel=1e-5)
     assert oracle["backward"] > 0
@@ -199,7 +241,7 @@ def test_spikiness_matches_numpy(tps):
     for i, side in enumerate(("baseline", "experimental")):
         x = tps["wide"][i].ledger().steps["step_us"].to_numpy()
         sp = out["spikiness"][side]
-        assert sp["steps"] == len(x) == 10
+        assert sp["steps"] == len(x) == STEPS
         assert sp["cv_pct"] == pytest.approx(100 * np.std(x, ddof=1) / np.mean(x), abs=0.01)
         assert sp["worst_to_median"] == pytest.approx(np.max(x) / np.median(x), abs=0.001)
 
@@ -288,7 +330,7 @@ def test_module_diff_carries_each_call_backward(tps, runs):
 
     b, e = tps["wide"]
     got = [0.0, 0.0]
-    for step in range(10):
+    for step in range(STEPS):
         path = str(step)
         for name in ("Net_0", "Sequential_0", "Block_1"):
             kids = views.diff_modules(b, e, path)["children"]

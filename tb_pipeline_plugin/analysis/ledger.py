@@ -24,6 +24,19 @@ as in analysis/pieces.py) goes to exactly one *part*:
 * `device`: the overview's step time minus the host window (GPU work
   outlasting the host step; 0 on CPU-only traces).
 
+`stall_us`, beside `us`: the part of an operator's time spent stalled. A
+top-level call that takes more than `STALL_FACTOR` times its usual time,
+and at least `STALL_MIN_US` more, was waiting inside the operator rather
+than working: for the GIL (a tensor freed in C++ needs it), for a full
+launch queue or a device sync, or preempted. Its time above the usual is
+its stall. The usual time is the lower quartile of the same call over the
+run's steps (the k-th call of its name in a step; at least
+`STALL_MIN_CALLS` steps): the same call, because calls of one name differ
+by shape; a quartile, so that a call that stalls in most steps keeps its
+working time. A thread holding the GIL in 10 ms stretches shows as 10 ms
+stalls. 0 for the parts that are not operators (data loading is whole,
+host, device).
+
 Operators are the *top-level* operators (no enclosing operator) of the
 region threads (the step thread and the autograd threads). A backward
 operator is an `autograd::engine::evaluate_function: ...` operator, one
@@ -54,6 +67,10 @@ from .overview import step_breakdown
 from .pieces import PieceIndex, step_of
 
 FORWARD, BACKWARD_PHASE = "forward", "backward"
+STALL_FACTOR = 3.0
+STALL_MIN_US = 1000.0
+STALL_MIN_CALLS = 3
+USUAL_PERCENTILE = 25
 PART_KINDS = ("data_loading", "module", "backward", "optimizer", "communication", "annotation", "unknown", "host",
               "device")
 _NONE = -1
@@ -63,7 +80,8 @@ _NONE = -1
 class StepLedger:
     """`steps`: one row per step (step, name, step_us: the overview's step
     time, host_us: the host window). `parts`: long form, one row per (step,
-    kind, key, phase) with `us`; a step's parts sum to its `step_us`."""
+    kind, key, phase) with `us` and the `stall_us` within it; a step's parts
+    sum to its `step_us`."""
 
     steps: pd.DataFrame
     parts: pd.DataFrame
@@ -93,13 +111,42 @@ def step_ledger(linked: LinkedTrace, index: PieceIndex) -> StepLedger:
         records.append(_frame(np.arange(n_steps), "host", "host", "", win_end - win_start))
     records.append(_frame(np.arange(n_steps), "device", "device", "", overview_us - (win_end - win_start)))
     parts = pd.concat(records, ignore_index=True)
-    parts = parts.groupby(["step", "kind", "key", "phase"], as_index=False, sort=False)["us"].sum()
+    parts = parts.groupby(["step", "kind", "key", "phase"], as_index=False, sort=False)[["us", "stall_us"]].sum()
     return StepLedger(steps=steps, parts=parts)
 
 
-def _frame(step, kind, key, phase, us) -> pd.DataFrame:
+def _frame(step, kind, key, phase, us, stall_us=0.0) -> pd.DataFrame:
+    us = np.asarray(us, np.float64)
     return pd.DataFrame({"step": np.asarray(step, np.int64), "kind": kind, "key": key, "phase": phase,
-                         "us": np.asarray(us, np.float64)})
+                         "us": us, "stall_us": np.broadcast_to(np.asarray(stall_us, np.float64), us.shape)})
+
+
+def stalls(name_id: np.ndarray, step: np.ndarray, ts_us: np.ndarray, dur_us: np.ndarray) -> np.ndarray:
+    """Each call's stall (module docstring). A call is compared with the same
+    call in the other steps, the k-th call of its name in its step: steps
+    repeat one sequence of operators, and calls of one name differ by shape
+    (a block 4x as wide is not stalled, it is wider)."""
+    out = np.zeros(len(dur_us))
+    if not len(dur_us):
+        return out
+    order = np.lexsort((ts_us, name_id, step))
+    key_step, key_name = step[order], name_id[order]
+    new_group = np.ones(len(order), dtype=bool)
+    new_group[1:] = (key_step[1:] != key_step[:-1]) | (key_name[1:] != key_name[:-1])
+    starts = np.flatnonzero(new_group)
+    ordinal = np.empty(len(order), dtype=np.int64)
+    ordinal[order] = np.arange(len(order)) - np.repeat(starts, np.diff(np.append(starts, len(order))))
+    calls = np.stack([name_id.astype(np.int64), ordinal], axis=1)
+    _, inverse, counts = np.unique(calls, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.ravel()
+    by_call = np.lexsort((dur_us, inverse))
+    group_start = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    usual = np.array([np.percentile(dur_us[by_call[lo:lo + n]], USUAL_PERCENTILE)
+                      for lo, n in zip(group_start.tolist(), counts.tolist())])
+    m = usual[inverse]
+    stalled = (counts[inverse] >= STALL_MIN_CALLS) & (dur_us > STALL_FACTOR * m) & (dur_us - m >= STALL_MIN_US)
+    out[stalled] = (dur_us - m)[stalled]
+    return out
 
 
 def _ancestors(parent: np.ndarray, rows: np.ndarray, want: np.ndarray) -> np.ndarray:
@@ -182,6 +229,7 @@ def _operator_parts(linked: LinkedTrace, threads: np.ndarray, autograd_threads: 
     step = step_of(win_start, win_end, t.ts_us[top])
     top, step = top[step >= 0], step[step >= 0]
     dur = _clipped_dur(t, top, win_end[step])
+    stall = np.minimum(stalls(t.name_id[top], step, t.ts_us[top], dur), dur)
 
     # Backward operators and the forward operator each was created by.
     bwd_rows = np.flatnonzero(linked.backward_of >= 0)
@@ -208,26 +256,29 @@ def _operator_parts(linked: LinkedTrace, threads: np.ndarray, autograd_threads: 
     linked_fwd = fwd >= 0
     key[linked_fwd] = module_key(fwd[linked_fwd])
     attributed = key != ""
-    out.append(_frame(step[b][attributed], "module", key[attributed], BACKWARD_PHASE, dur[b][attributed]))
-    out.append(_frame(step[b][~attributed], "backward", "backward (unattributed)", "", dur[b][~attributed]))
+    out.append(_frame(step[b][attributed], "module", key[attributed], BACKWARD_PHASE, dur[b][attributed],
+                      stall[b][attributed]))
+    out.append(_frame(step[b][~attributed], "backward", "backward (unattributed)", "", dur[b][~attributed],
+                      stall[b][~attributed]))
 
     # Forward and everything else: the innermost module, else the annotation.
     f = np.flatnonzero(~is_bwd)
     rows = top[f]
     key = module_key(rows)
     in_mod = key != ""
-    out.append(_frame(step[f][in_mod], "module", key[in_mod], FORWARD, dur[f][in_mod]))
-    rest, rstep, rdur = rows[~in_mod], step[f][~in_mod], dur[f][~in_mod]
+    out.append(_frame(step[f][in_mod], "module", key[in_mod], FORWARD, dur[f][in_mod], stall[f][in_mod]))
+    rest, rstep, rdur, rstall = rows[~in_mod], step[f][~in_mod], dur[f][~in_mod], stall[f][~in_mod]
     opt = _ancestors(parent, rest, is_opt) >= 0
     comm = name_mask(t, rest, is_host_collective) & ~opt
-    out.append(_frame(rstep[opt], "optimizer", "optimizer", "", rdur[opt]))
-    out.append(_frame(rstep[comm], "communication", "communication", "", rdur[comm]))
+    out.append(_frame(rstep[opt], "optimizer", "optimizer", "", rdur[opt], rstall[opt]))
+    out.append(_frame(rstep[comm], "communication", "communication", "", rdur[comm], rstall[comm]))
     other = ~opt & ~comm
     ann = _ancestors(parent, rest[other], is_ann)
     names = np.array([t.strings[t.name_id[a]] if a >= 0 else "" for a in ann.tolist()], dtype=object)
     has = names != ""
-    out.append(_frame(rstep[other][has], "annotation", names[has], "", rdur[other][has]))
-    out.append(_frame(rstep[other][~has], "unknown", "unknown (not in any module)", "", rdur[other][~has]))
+    out.append(_frame(rstep[other][has], "annotation", names[has], "", rdur[other][has], rstall[other][has]))
+    out.append(_frame(rstep[other][~has], "unknown", "unknown (not in any module)", "", rdur[other][~has],
+                      rstall[other][~has]))
     return out
 
 
@@ -255,7 +306,8 @@ def merged(ledger: StepLedger) -> StepLedger:
     step annotations, whose one step is the whole trace."""
     steps = pd.DataFrame({"step": [0], "name": ["all"], "step_us": [float(ledger.steps["step_us"].sum())],
                           "host_us": [float(ledger.steps["host_us"].sum())]})
-    parts = ledger.parts.assign(step=0).groupby(["step", "kind", "key", "phase"], as_index=False, sort=False)["us"].sum()
+    parts = ledger.parts.assign(step=0).groupby(["step", "kind", "key", "phase"], as_index=False,
+                                                sort=False)[["us", "stall_us"]].sum()
     return StepLedger(steps=steps, parts=parts)
 
 

@@ -4,9 +4,12 @@ Both runs' step ledgers (analysis/ledger.py) give, per step, the time of
 each part: data loading, each module (its forward operators plus the
 backward operators its forward created), unattributed backward, optimizer,
 communication, other annotations, operators outside any module, host time
-outside operators, GPU work after the host step. A part's per-step samples
-give its delta and significance (diff/significance.py); the parts of a step
-add up to the step time, so the deltas add up to the step-time delta.
+outside operators, GPU work after the host step. Operators' stalls (calls
+far above their usual time, analysis/ledger.py) leave their part and make
+one `stall` contributor: waiting for the GIL inside backward is waiting,
+not backward getting slower. A part's per-step samples give its delta and
+significance (diff/significance.py); the parts of a step add up to the
+step time, so the deltas add up to the step-time delta.
 
 Modules start at the top level (`Net_0`) and are opened while one child
 holds most of the change (`CHILD_SHARE`): a slower
@@ -36,7 +39,9 @@ LABELS = {
     "unknown": "operators outside any module",
     "host": "host time outside operators (Python, framework, waiting for the GIL)",
     "device": "GPU work after the host step",
+    "stall": "operators stalled (waiting inside an operator: the GIL, a device sync, preemption)",
 }
+STALL = "stall:stall"
 OWN = " (own operators)"
 
 
@@ -124,21 +129,26 @@ def _cut(path: str, depth_of: dict) -> str:
 
 
 def _matrix(ledger: StepLedger, depth_of: dict, phase: str | None = None) -> pd.DataFrame:
-    """Contributor x step matrix of µs (0 where a step has none)."""
+    """Contributor x step matrix of µs (0 where a step has none): each part's
+    working time, and (all phases only) the stalls of every part as one
+    `stall` contributor: a stall is waiting, whichever operator it hit."""
     parts = ledger.parts if phase is None else ledger.parts[ledger.parts["phase"] == phase]
     steps = ledger.steps["step"].to_numpy()
     if len(parts) == 0:
         return pd.DataFrame(columns=steps, dtype=np.float64)
-    ids = _group(parts, depth_of)
-    m = parts.assign(cid=ids).pivot_table(index="cid", columns="step", values="us", aggfunc="sum", fill_value=0.0)
-    return m.reindex(columns=steps, fill_value=0.0)
+    rows = parts.assign(cid=_group(parts, depth_of), work_us=parts["us"] - parts["stall_us"])
+    m = rows.pivot_table(index="cid", columns="step", values="work_us", aggfunc="sum", fill_value=0.0)
+    m = m.reindex(columns=steps, fill_value=0.0)
+    if phase is None and (parts["stall_us"] > 0).any():
+        m.loc[STALL] = parts.groupby("step")["stall_us"].sum().reindex(steps, fill_value=0.0).to_numpy()
+    return m
 
 
 def _module_deltas(b: StepLedger, e: StepLedger) -> dict[str, float]:
     """Mean per-step delta of each module path's own operators."""
     def per_path(ledger: StepLedger) -> pd.Series:
         m = ledger.parts[ledger.parts["kind"] == "module"]
-        return m.groupby("key")["us"].sum() / max(len(ledger.steps), 1)
+        return (m["us"] - m["stall_us"]).groupby(m["key"]).sum() / max(len(ledger.steps), 1)
     bs, es = per_path(b), per_path(e)
     ids = bs.index.union(es.index)
     return (es.reindex(ids, fill_value=0.0) - bs.reindex(ids, fill_value=0.0)).to_dict()

@@ -252,7 +252,7 @@ class ExplainStep(_Shape):
 
 
 ContributorKind = Literal["data_loading", "module", "backward", "optimizer", "communication", "annotation",
-                          "unknown", "host", "device"]
+                          "unknown", "host", "device", "stall"]
 
 
 class Contributor(_Shape):
