@@ -17,6 +17,7 @@ from ..errors import BadRequest
 from . import row_significance, tables
 from . import tree as T
 from .explain import explain, launch_rows
+from .explain_pipeline import pipeline_part, with_clause
 from .overview import overview_rows
 from .tables import TableQuery
 
@@ -53,8 +54,11 @@ def diff_overview(b: TraceProcessor, e: TraceProcessor) -> dict:
     return {"rows": rows, "note": note}
 
 
-def diff_explain(b: TraceProcessor, e: TraceProcessor) -> dict:
-    """The step-time delta split into ranked contributors (diff/explain.py)."""
+def diff_explain(b: TraceProcessor, e: TraceProcessor, pipelines: tuple | None = None) -> dict:
+    """The step-time delta split into ranked contributors (diff/explain.py).
+    `pipelines`: both runs' recorded pipeline statistics (PipelineTables),
+    when both have them: their part (diff/explain_pipeline.py) joins the
+    answer and its clause the sentence."""
     bl, el = b.ledger(), e.ledger()
     note = None
     if b.has_steps != e.has_steps:
@@ -67,7 +71,11 @@ def diff_explain(b: TraceProcessor, e: TraceProcessor) -> dict:
         note = ("Step time is the Overview's (a step lasts until its GPU work ends); the contributors are measured "
                 "on the host, and `GPU work after the host step` is the difference.")
     launch = launch_rows(b.launch_health(), e.launch_health()) if device_present(b, e) else []
-    return {**explain(bl, el), "launch": launch, "note": note}
+    out = {**explain(bl, el), "launch": launch, "note": note, "pipeline": None}
+    if pipelines is not None:
+        out["pipeline"] = pipeline_part(*pipelines)
+        out["sentence"] = with_clause(out["sentence"], out["pipeline"]["clause"])
+    return out
 
 
 def diff_modules(b: TraceProcessor, e: TraceProcessor, path: str = "", offset: int = 0,

@@ -158,23 +158,33 @@ class PipelinePlugin(base_plugin.TBPlugin):
         except NotFound:  # maybe written since the last scan, as in _resolve
             return run_info(self._scan(_FORCED_RESCAN_INTERVAL_S), run)
 
+    def _request_statistics(self, run: str):
+        """Asks the store for the run's recorded statistics; returns a
+        function giving the loaded tables (409/422 until then), or None when
+        the run has none."""
+        info = self._run_info(run)
+        identity = info.statistics_identity() if info.pipeline_files else None
+        if identity is None:
+            return None
+        state = self._store.request(Source("pipeline", info.path), *identity)
+
+        def statistics() -> PipelineTables:
+            if state.status == "loading":
+                raise Conflict(f"the pipeline statistics of run {run!r} are still loading")
+            if state.status == "failed":
+                raise Unprocessable(f"the pipeline statistics of run {run!r} could not be read: {state.error}")
+            return state.value
+        return statistics
+
     def _request_pipeline(self, run: str):
         """Asks the store for the run's statistics; a run without any gets
         its split from its default trace's DataLoader annotations. Returns a
         function giving the loaded tables (409/422 until then), so a pair
         queues both sides before either answers."""
-        info = self._run_info(run)
-        identity = info.statistics_identity() if info.pipeline_files else None
-        if identity is not None:
-            state = self._store.request(Source("pipeline", info.path), *identity)
-
-            def statistics() -> PipelineTables:
-                if state.status == "loading":
-                    raise Conflict(f"the pipeline statistics of run {run!r} are still loading")
-                if state.status == "failed":
-                    raise Unprocessable(f"the pipeline statistics of run {run!r} could not be read: {state.error}")
-                return state.value
+        statistics = self._request_statistics(run)
+        if statistics is not None:
             return statistics
+        info = self._run_info(run)
         if not info.traces:
             raise NotFound(f"run {run!r} has neither pipeline statistics nor a trace")
         tf, trace_state = self._request(run, "", "")
@@ -262,7 +272,13 @@ class PipelinePlugin(base_plugin.TBPlugin):
 
     @json_route("/diff/explain")
     def _diff_explain_route(self, p: Q.PairParams):
-        return views.diff_explain_impl(*self._pair(p))
+        # Recorded statistics join the explanation only when both runs have
+        # them (a trace's DataLoader split is already its data loading);
+        # everything is requested before anything answers 409.
+        b_stats, e_stats = self._request_statistics(p.baseline), self._request_statistics(p.experimental)
+        pair = self._pair(p)
+        pipelines = (b_stats(), e_stats()) if b_stats is not None and e_stats is not None else None
+        return views.diff_explain_impl(*pair, pipelines)
 
     @json_route("/diff/modules")
     def _diff_modules_route(self, p: Q.DiffModulesParams):
