@@ -391,6 +391,13 @@ class DiffPiece(_Shape, kw_only=True):
     baseline_backward_us: float | None
     experimental_backward_us: float | None
     delta_backward_us: float | None
+    # Host time with backward moved to the modules: a module piece's forward
+    # plus backward, the `backward` piece what no sibling module claims
+    # ("backward (unattributed)"), other pieces their host time.
+    baseline_with_backward_us: float
+    experimental_with_backward_us: float
+    delta_with_backward_us: float
+    delta_with_backward_pct: float | None
 
 
 class DiffTrend(_Shape):
@@ -402,6 +409,10 @@ class DiffTrend(_Shape):
     baseline_device_us: list[float]
     experimental_device_us: list[float]
     delta_device_us: list[float]
+    # The same for the host time with backward moved to the modules (DiffPiece.*_with_backward_us).
+    baseline_with_backward_us: list[float]
+    experimental_with_backward_us: list[float]
+    delta_with_backward_us: list[float]
 
 
 class Crumb(_Shape):

@@ -608,6 +608,10 @@ export interface components {
             baseline_backward_us: number | null;
             experimental_backward_us: number | null;
             delta_backward_us: number | null;
+            baseline_with_backward_us: number;
+            experimental_with_backward_us: number;
+            delta_with_backward_us: number;
+            delta_with_backward_pct: number | null;
         };
         /** DiffPipelineCallbackRow */
         DiffPipelineCallbackRow: {
@@ -684,6 +688,9 @@ export interface components {
             baseline_device_us: number[];
             experimental_device_us: number[];
             delta_device_us: number[];
+            baseline_with_backward_us: number[];
+            experimental_with_backward_us: number[];
+            delta_with_backward_us: number[];
         };
         /** DistributedInfo */
         DistributedInfo: {
