@@ -14,7 +14,7 @@ from ..analysis.operators import GROUP_BY, operators, primary_column
 from ..analysis.pieces import Piece, PieceIndex, device_rows, op_rows
 from ..analysis.processor import TraceProcessor
 from ..errors import BadRequest
-from . import row_significance, tables
+from . import piece_significance, row_significance, tables
 from . import tree as T
 from .delta import delta_fields
 from .explain import explain, launch_rows
@@ -102,6 +102,7 @@ def diff_modules(b: TraceProcessor, e: TraceProcessor, path: str = "", offset: i
     for child, fields in zip(children, with_backward[1][page]):
         _add_backward(child, *fields)
     trend.update({k: v[page] for k, v in with_backward[2].items()})
+    _attach_significance(b, e, chain, [(row, node)] + list(zip(children, kids[page])))
     return {
         "path": node.path,
         "breadcrumb": [{"name": n.any.name, "path": n.path} for n in chain],
@@ -114,6 +115,33 @@ def diff_modules(b: TraceProcessor, e: TraceProcessor, path: str = "", offset: i
         "trend": trend,
         "device_present": device_present(b, e),
     }
+
+
+# Above this many module pieces on one page, no marks: one level of a
+# huge flat model would cost a ledger scan per piece.
+SIGNIFICANCE_MAX_PIECES = 500
+
+
+def _attach_significance(b: TraceProcessor, e: TraceProcessor, chain: list[T.Node], pairs) -> None:
+    """`significance`, `forward_significance`, `backward_significance` of
+    module pieces (diff/piece_significance.py): the module across steps;
+    null on other pieces, and when only one run has steps."""
+    modules = [(r, n) for r, n in pairs if n.any.kind == "module"]
+    for r, _ in pairs:
+        r.update(dict.fromkeys(piece_significance.FIELDS))
+    if not modules or b.has_steps != e.has_steps or len(modules) > SIGNIFICANCE_MAX_PIECES:
+        return
+    # Module names from the root down to this level (the node's own name
+    # last when it is a module); each side by its own names.
+    above = [n for n in chain if n.any.kind == "module"]
+
+    def path(n: T.Node, side: str) -> str:
+        line = above if n is chain[-1] else above + [n]
+        return "/".join((getattr(a, side) or a.any).name for a in line)
+
+    paths = [(path(n, "b"), path(n, "e")) for _, n in modules]
+    for (r, _), marks in zip(modules, piece_significance.judge(b.ledger(), e.ledger(), paths)):
+        r.update(marks)
 
 
 def _with_backward(b: TraceProcessor, e: TraceProcessor, node: T.Node, kids: list[T.Node]):

@@ -398,6 +398,12 @@ class DiffPiece(_Shape, kw_only=True):
     experimental_with_backward_us: float
     delta_with_backward_us: float
     delta_with_backward_pct: float | None
+    # Module pieces: the module across steps (its per-step time in every
+    # step of each run, diff/piece_significance.py), judged as one family per
+    # level; forward + backward, forward, backward. Null on other pieces.
+    significance: Significance | None = None
+    forward_significance: Significance | None = None
+    backward_significance: Significance | None = None
 
 
 class DiffTrend(_Shape):

@@ -612,6 +612,12 @@ export interface components {
             experimental_with_backward_us: number;
             delta_with_backward_us: number;
             delta_with_backward_pct: number | null;
+            /** @default null */
+            significance: components["schemas"]["Significance"] | null;
+            /** @default null */
+            forward_significance: components["schemas"]["Significance"] | null;
+            /** @default null */
+            backward_significance: components["schemas"]["Significance"] | null;
         };
         /** DiffPipelineCallbackRow */
         DiffPipelineCallbackRow: {
