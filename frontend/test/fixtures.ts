@@ -73,6 +73,9 @@ export function piece(p: Partial<DiffPiece> & Pick<DiffPiece, "name" | "path">, 
     experimental_calls: 1,
     delta_calls: 0,
     approximate: null,
+    significance: null,
+    forward_significance: null,
+    backward_significance: null,
     ...p,
   };
 }

@@ -9,6 +9,8 @@ import { useEffect, useMemo, useRef } from "preact/hooks";
 import type uPlot from "uplot";
 import type { ApiClient, DiffModulesResponse, DiffPiece, DiffSelection } from "../api";
 import { DeltaText } from "../components/Delta";
+import { SignificanceMark } from "../components/Explanation";
+import type { Significance } from "../model/explain";
 import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
 import { NoteText } from "../components/NoteText";
@@ -417,14 +419,16 @@ function MsCell({ us, what, absent = false }: { us: number | null; what: string;
   return <td title={`${what}: ${formatMsWithUnit(us)}`}>{formatMs(us)}</td>;
 }
 
-function DeltaCell({ us, what }: { us: number | null; what: string }) {
-  if (us === null) return <td>—</td>;
+function DeltaCell({ us, what, sig = null, col }: { us: number | null; what: string; sig?: Significance | null; col?: string }) {
+  if (us === null) return <td data-col={col}>—</td>;
   return (
-    <td>
-      <DeltaText value={us} text={formatSignedMs(us)} title={`${what}: ${formatSignedMsWithUnit(us)}`} />
+    <td data-col={col}>
+      <DeltaText value={us} text={formatSignedMs(us)} title={`${what}: ${formatSignedMsWithUnit(us)}`} /> <SignificanceMark sig={sig} />
     </td>
   );
 }
+
+const ACROSS_STEPS = "The mark judges the module across steps (its per-step time in every step of each run), not this one call.";
 
 function PieceTable({
   pieces,
@@ -451,6 +455,11 @@ function PieceTable({
       <h2 id="md-pieces" data-time={time}>
         Pieces — {TIME_HEADING[time]}
       </h2>
+      {time !== "device" && (
+        <p class="muted small" data-testid="pieces-marks">
+          ● significant, ≈ within noise, ? too few steps: on module pieces. {ACROSS_STEPS}
+        </p>
+      )}
       <div style={{ maxHeight: "300px", overflow: "auto", border: "1px solid var(--tb-border)", borderRadius: "4px" }}>
         <table class="kv pieces" aria-label="Aligned pieces with their times and differences" data-split={split ? "passes" : "none"}>
           <thead>
@@ -507,17 +516,15 @@ function PieceTable({
                     <>
                       <MsCell us={passes?.forward.baseline ?? null} absent={bOff} what="Baseline forward" />
                       <MsCell us={passes?.forward.experimental ?? null} absent={eOff} what="Experimental forward" />
-                      <DeltaCell us={passes?.forward.delta ?? null} what="Δ forward" />
+                      <DeltaCell us={passes?.forward.delta ?? null} what="Δ forward" sig={p.forward_significance} col="fwd-d" />
                       <MsCell us={passes ? passes.backward.baseline : rest ? t.baseline : null} absent={bOff} what="Baseline backward" />
                       <MsCell us={passes ? passes.backward.experimental : rest ? t.experimental : null} absent={eOff} what="Experimental backward" />
-                      <DeltaCell us={passes ? passes.backward.delta : rest ? t.delta : null} what="Δ backward" />
+                      <DeltaCell us={passes ? passes.backward.delta : rest ? t.delta : null} what="Δ backward" sig={p.backward_significance} col="bwd-d" />
                     </>
                   )}
                   <td data-col="b" title={`Baseline ${TIME_HEADING[time]}: ${formatMsWithUnit(t.baseline)}`}>{bOff ? "—" : formatMs(t.baseline)}</td>
                   <td data-col="e" title={`Experimental ${TIME_HEADING[time]}: ${formatMsWithUnit(t.experimental)}`}>{eOff ? "—" : formatMs(t.experimental)}</td>
-                  <td data-col="d">
-                    <DeltaText value={t.delta} text={formatSignedMs(t.delta)} title={`Δ ${TIME_HEADING[time]}: ${formatSignedMsWithUnit(t.delta)}`} />
-                  </td>
+                  <DeltaCell us={t.delta} what={`Δ ${TIME_HEADING[time]}`} sig={time === "with_backward" ? p.significance : time === "host" ? p.forward_significance : null} col="d" />
                   <td>
                     <DeltaText value={t.pct} text={formatPct(t.pct)} />
                   </td>
