@@ -2,7 +2,8 @@
 
     from tb_pipeline_plugin.compare import compare
     c = compare("runs/baseline", "runs/experimental")   # run dirs or trace files
-    c.explanation     # why: sentence, step delta with significance, ranked contributors, waterfall
+    c.explanation     # why: sentence, step delta with significance, ranked contributors, waterfall;
+                      # `pipeline` (data wait, input-bound change, stage) when both runs have pipeline statistics
     c.contributors    # the contributors as a table (delta, share, verdict, interval)
     c.overview        # metric, label, unit, baseline, experimental, delta, delta_pct, significance
     c.modules         # every aligned piece, depth first (path, depth, status, µs ...)
@@ -165,6 +166,7 @@ def compare(
     """Load both sides (paths or TraceProcessors) and compare them; tables
     are computed when first read. Baseline and experimental may be the same
     trace, or two workers of one run."""
+    b, e = load(baseline, b_worker, b_span), load(experimental, e_worker, e_span)
     b_stats, e_stats = statistics(baseline), statistics(experimental)
     pipelines = (b_stats, e_stats) if b_stats is not None and e_stats is not None else None
-    return Comparison(load(baseline, b_worker, b_span), load(experimental, e_worker, e_span), group_by, pipelines)
+    return Comparison(b, e, group_by, pipelines)
