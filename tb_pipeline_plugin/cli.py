@@ -238,6 +238,8 @@ def _diff(args, out) -> int:
     print(explanation["sentence"], file=out)
     if explanation["note"]:
         print(f"({explanation['note']})", file=out)
+    if explanation.get("pipeline"):
+        _print_pipeline(explanation["pipeline"], out)
     contributors = c.contributors
     if len(contributors):
         print(f"\nTop {args.top} contributors to the step-time delta (µs)", file=out)
@@ -291,6 +293,24 @@ _VERDICT_TEXT = {
     "within_noise": "the delta is within the runs' step-to-step noise",
     "too_few_steps": "too few steps to tell the delta from noise (3 per run needed)",
 }
+
+
+def _print_pipeline(part: dict, out) -> None:
+    """The explanation's pipeline part (both runs have recorded statistics)."""
+    w, ib, st = part["data_wait"], part["input_bound"], part["stage"]
+    sig = w["significance"]
+    print("\nPipeline statistics (recorded steps)", file=out)
+    print(_table(pd.DataFrame([{"metric": "data wait per step (µs)", "baseline": w["baseline_us"],
+                                "experimental": w["experimental_us"], "delta": w["delta_us"],
+                                "delta_pct": w["delta_pct"], "verdict": sig["verdict"],
+                                "steps": f"{sig['baseline_steps']} vs {sig['experimental_steps']}"},
+                               {"metric": "input-bound", "baseline": ib["baseline"], "experimental": ib["experimental"],
+                                "delta": "changed" if ib["changed"] else "same", "delta_pct": None, "verdict": None,
+                                "steps": None}]),
+                 ["metric", "baseline", "experimental", "delta", "delta_pct", "verdict", "steps"]), file=out)
+    if st is not None:
+        print(f"stage changed most: {st['stage']} (qps {_cell(st['baseline_qps'])} -> {_cell(st['experimental_qps'])}, "
+              f"{_cell(st['qps_change_pct'])} %)", file=out)
 
 
 def _verdict(row: dict) -> str | None:

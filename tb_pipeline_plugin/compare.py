@@ -2,7 +2,8 @@
 
     from tb_pipeline_plugin.compare import compare
     c = compare("runs/baseline", "runs/experimental")   # run dirs or trace files
-    c.explanation     # why: sentence, step delta with significance, ranked contributors, waterfall
+    c.explanation     # why: sentence, step delta with significance, ranked contributors, waterfall;
+                      # `pipeline` (data wait, input-bound change, stage) when both runs have pipeline statistics
     c.contributors    # the contributors as a table (delta, share, verdict, interval)
     c.overview        # metric, label, unit, baseline, experimental, delta, delta_pct, significance
     c.modules         # every aligned piece, depth first (path, depth, status, µs ...)
@@ -25,7 +26,20 @@ import pandas as pd
 from .analysis.processor import TraceProcessor
 from .diff import tables, views
 from .diff import tree as T
+from .sources.artifacts import load_statistics
 from .sources.logdir import discover_runs, resolve
+
+def _run(path: str) -> tuple[dict, str]:
+    """The runs with traces under a run directory and the one it means."""
+    runs = {name: info for name, info in discover_runs(path).items() if info.traces}
+    if not runs:
+        raise FileNotFoundError(f"no trace files (*.pt.trace.json[.gz], *.json[.gz]) in {path}")
+    if "." in runs:
+        return runs, "."
+    if len(runs) == 1:
+        return runs, next(iter(runs))
+    raise ValueError(f"{path} holds several runs ({', '.join(runs)}); pass one of them")
+
 
 def load(source, worker: str | None = None, span: str | None = None) -> TraceProcessor:
     """A trace file, a run directory (its traces directly inside; the first
@@ -39,16 +53,25 @@ def load(source, worker: str | None = None, span: str | None = None) -> TracePro
         return TraceProcessor.load(path)
     if not os.path.isdir(path):
         raise FileNotFoundError(f"no trace file or run directory at {path}")
-    runs = {name: info for name, info in discover_runs(path).items() if info.traces}
-    if not runs:
-        raise FileNotFoundError(f"no trace files (*.pt.trace.json[.gz], *.json[.gz]) in {path}")
-    if "." in runs:
-        run = "."
-    elif len(runs) == 1:
-        run = next(iter(runs))
-    else:
-        raise ValueError(f"{path} holds several runs ({', '.join(runs)}); pass one of them")
+    runs, run = _run(path)
     return TraceProcessor.load(resolve(runs, run, worker, span).path)
+
+
+def statistics(source):
+    """The recorded pipeline statistics (pipeline.PipelineTables) of the run
+    a source belongs to (a trace file: the run directory holding it), or
+    None without any, or for an already loaded trace."""
+    if isinstance(source, TraceProcessor):
+        return None
+    path = os.fspath(source)
+    if os.path.isfile(path):
+        path = os.path.dirname(os.path.abspath(path))
+        runs = {name: info for name, info in discover_runs(path).items() if name == "."}
+        run = "."
+    else:
+        runs, run = _run(path)
+    info = runs.get(run)
+    return load_statistics(info.path) if info is not None and info.pipeline_files else None
 
 
 @dataclass
@@ -56,13 +79,17 @@ class Comparison:
     baseline: TraceProcessor
     experimental: TraceProcessor
     group_by: str = "name"
+    # Both runs' recorded pipeline statistics (PipelineTables), when both have them.
+    pipelines: tuple | None = None
 
     @cached_property
     def explanation(self) -> dict:
         """Why the experimental step time differs (the `diff/explain` route's
         answer, without the selections): `sentence`, `step`, `spikiness`,
-        `contributors`, `waterfall`, `note`."""
-        return views.diff_explain(self.baseline, self.experimental)
+        `contributors`, `waterfall`, `launch`, `note`, and `pipeline` (data
+        wait, input-bound verdicts, the stage that changed most) when both
+        runs have recorded pipeline statistics."""
+        return views.diff_explain(self.baseline, self.experimental, self.pipelines)
 
     @property
     def contributors(self) -> pd.DataFrame:
@@ -139,4 +166,7 @@ def compare(
     """Load both sides (paths or TraceProcessors) and compare them; tables
     are computed when first read. Baseline and experimental may be the same
     trace, or two workers of one run."""
-    return Comparison(load(baseline, b_worker, b_span), load(experimental, e_worker, e_span), group_by)
+    b, e = load(baseline, b_worker, b_span), load(experimental, e_worker, e_span)
+    b_stats, e_stats = statistics(baseline), statistics(experimental)
+    pipelines = (b_stats, e_stats) if b_stats is not None and e_stats is not None else None
+    return Comparison(b, e, group_by, pipelines)

@@ -36,6 +36,7 @@ UNREADABLE_RUN = "unreadable"
 # the runs, so some are listed `unloaded` and the page must load them when
 # picked, as with a large logdir.
 MAX_LOADED = 3
+PIPELINE_RUNS = ("pipe_fast", "pipe_slow")
 
 pytestmark = [
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make chromium)"),
@@ -68,6 +69,11 @@ def tensorboard(recorded_logdir, tmp_path_factory):
     # The session logdir is shared and read-only: copy it, then add our run.
     shutil.copytree(recorded_logdir, logdir, dirs_exist_ok=True)
     _write_xss_run(logdir)
+    # Trace + pipeline statistics in one run; the loading stage 30x slower in the second.
+    from test_explain_pipeline import LOAD_S, _record
+
+    _record(logdir, PIPELINE_RUNS[0], LOAD_S["fast"])
+    _record(logdir, PIPELINE_RUNS[1], LOAD_S["slow"])
     env = {"TB_PIPELINE_MAX_LOADED_TRACES": str(MAX_LOADED)}
     with serve_tensorboard(logdir, tmp_path_factory.mktemp("tb_log") / "tensorboard.log",
                            runs_ready("baseline", "experimental", XSS_RUN), env=env) as port:
@@ -267,6 +273,7 @@ def test_compare_runs_in_tensorboard(tensorboard, page):
         if c["status"] != "matched":
             badge = frame.locator(f"table.pieces tr[data-path='{c['path']}'] .badge")
             assert badge.count() == 1, f"one-sided piece {c['name']} is not marked"
+    _check_passes(frame, zoomed)
     # The operator table below follows the selected piece.
     frame.wait_for_selector("#md-ops", timeout=30_000)
     assert target["name"] in frame.inner_text("#md-ops")
@@ -308,6 +315,57 @@ def test_compare_runs_in_tensorboard(tensorboard, page):
     assert page.problems == []
 
 
+def _ms(text: str) -> float:
+    return float(text.strip().rstrip("▲▼").replace("−", "-").replace(",", ""))
+
+
+def _cell_ms(frame, path: str, col: str) -> float | None:
+    cell = frame.locator(f"table.pieces tr[data-path='{path}'] td[data-col={col}]")
+    delta = cell.locator(".delta")
+    return _ms(delta.inner_text()) if delta.count() else None
+
+
+def _cell_verdict(frame, path: str, col: str) -> str | None:
+    mark = frame.locator(f"table.pieces tr[data-path='{path}'] td[data-col={col}] .sigmark")
+    return mark.get_attribute("data-verdict") if mark.count() else None
+
+
+def _check_passes(frame, level: dict) -> None:
+    """A step's pieces with backward moved to the modules (the default where
+    modules have backward): each module's forward, backward and total deltas
+    and their marks are the route's; the backward piece is the unattributed
+    rest; "Forward only" shows the host deltas."""
+    modules = [c for c in level["children"] if c["kind"] == "module"]
+    assert any((c["baseline_backward_us"] or 0) > 0 for c in modules), "no backward attributed in this step"
+    frame.wait_for_selector("table.pieces[data-split=passes]", timeout=30_000)
+    assert frame.get_attribute("button[data-pass=both]", "aria-pressed") == "true"
+    for c in level["children"]:
+        if c["kind"] == "module":
+            expected = {"fwd-d": (c["delta_host_us"], c["forward_significance"]),
+                        "bwd-d": (c["delta_backward_us"], c["backward_significance"]),
+                        "d": (c["delta_with_backward_us"], c["significance"])}
+            for col, (us, sig) in expected.items():
+                assert _cell_ms(frame, c["path"], col) == pytest.approx(us / 1000, abs=6e-4), (c["name"], col)
+                assert _cell_verdict(frame, c["path"], col) == sig["verdict"], (c["name"], col)
+        elif c["kind"] == "backward":
+            name = frame.inner_text(f"table.pieces tr[data-path='{c['path']}'] td.name")
+            assert "backward (unattributed)" in name
+            assert _cell_ms(frame, c["path"], "bwd-d") == pytest.approx(c["delta_with_backward_us"] / 1000, abs=6e-4)
+            assert _cell_ms(frame, c["path"], "d") == pytest.approx(c["delta_with_backward_us"] / 1000, abs=6e-4)
+        else:
+            assert _cell_ms(frame, c["path"], "d") == pytest.approx(c["delta_with_backward_us"] / 1000, abs=6e-4)
+            assert _cell_verdict(frame, c["path"], "d") is None
+    _shot(frame.page, "modules_forward_backward")
+    frame.click("button[data-pass=forward]")
+    frame.wait_for_selector("table.pieces[data-split=none]", timeout=30_000)
+    for c in level["children"]:
+        assert _cell_ms(frame, c["path"], "d") == pytest.approx(c["delta_host_us"] / 1000, abs=6e-4), c["name"]
+    bwd = next(c for c in level["children"] if c["kind"] == "backward")
+    assert "unattributed" not in frame.inner_text(f"table.pieces tr[data-path='{bwd['path']}'] td.name")
+    frame.click("button[data-pass=both]")
+    frame.wait_for_selector("table.pieces[data-split=passes]", timeout=30_000)
+
+
 def test_trace_names_are_text_not_html(tensorboard, page):
     port, _ = tensorboard
     frame = _open_tab(page, port)
@@ -346,4 +404,39 @@ def test_failed_run_is_explained(tensorboard, page):
     assert entry["error"] in msg.inner_text()
     assert frame.locator("[data-view]").count() == 0  # no view spinning for the failed run
     _shot(page, "failed_run")
+    assert page.problems == []
+
+
+def test_explanation_carries_the_pipeline_statistics(tensorboard, page):
+    """Both runs have recorded pipeline statistics: the Overview's explanation
+    shows the route's sentence (with its pipeline clause) and the pipeline
+    block with the data-wait mark the route judged; a pair without
+    statistics shows no such block."""
+    port, _ = tensorboard
+    frame = _open_tab(page, port)
+    _pick(frame, *PIPELINE_RUNS)
+    sel = _selection(frame)
+    frame.click("[data-tab=overview]")
+    frame.wait_for_selector("[data-testid=explanation-pipeline]", timeout=120_000)
+    api = _get(port, "diff/explain", **sel)
+    part = api["pipeline"]
+    assert part is not None and part["clause"] in api["sentence"]
+    assert frame.inner_text("[data-testid=explanation-sentence]").strip() == api["sentence"]
+    row = frame.locator("[data-testid=explanation-pipeline] tr[data-row=data-wait]")
+    assert row.locator(".sigmark").get_attribute("data-verdict") == part["data_wait"]["significance"]["verdict"]
+    shown = row.locator(".delta").inner_text()
+    assert _ms(shown) == pytest.approx(part["data_wait"]["delta_us"] / 1000, abs=6e-4), shown
+    if part["input_bound"]["changed"]:
+        assert frame.locator("[data-testid=explanation-pipeline] tr[data-row=input-bound] .badge.changed").count() == 1
+    if part["stage"] is not None:
+        assert part["stage"]["stage"] in frame.inner_text("[data-testid=explanation-pipeline] tr[data-row=stage]")
+    _shot(page, "explanation_pipeline")
+
+    _pick(frame, "baseline", "experimental")
+    frame.wait_for_function(
+        "() => !document.querySelector('[data-testid=explanation-pipeline]')"
+        " && !!document.querySelector('[data-testid=explanation-sentence]')", timeout=120_000)
+    other = _get(port, "diff/explain", **_selection(frame))
+    assert other["pipeline"] is None
+    assert frame.inner_text("[data-testid=explanation-sentence]").strip() == other["sentence"]
     assert page.problems == []

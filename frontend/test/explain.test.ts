@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { shortLabel, significanceMark, waterfallData, waterfallRange, type Significance, type WaterfallBar } from "../src/model/explain";
+import { inputBoundText, shortLabel, significanceMark, stageText, waterfallData, waterfallRange, type Significance, type WaterfallBar } from "../src/model/explain";
 
 const sig = (verdict: Significance["verdict"], low: number | null = 10, high: number | null = 30): Significance => ({
   verdict,
@@ -49,5 +49,22 @@ describe("axis labels", () => {
     const long = shortLabel("host time outside operators (Python, framework, waiting for the GIL)");
     expect(long.length).toBe(22);
     expect(long.endsWith("…")).toBe(true);
+  });
+});
+
+describe("pipeline part", () => {
+  it("words the input-bound verdicts, changed or not", () => {
+    const ib = { baseline: "no", experimental: "yes", changed: true, baseline_data_wait_pct: 4.2, experimental_data_wait_pct: 57.4 } as const;
+    expect(inputBoundText(ib)).toBe("not input-bound (4 % data wait) → input-bound (57 % data wait)");
+    expect(inputBoundText({ ...ib, experimental: "no", changed: false, experimental_data_wait_pct: 3.9 })).toBe("not input-bound in both runs (data wait 4 % → 4 % of the step)");
+  });
+  it("words the stage that changed most: task time and throughput", () => {
+    const st = {
+      stage: "load", pipeline_index: 0, baseline_task_mean_s: 0.0011, experimental_task_mean_s: 0.0302, task_mean_change_pct: 2645.5,
+      baseline_qps: 80.1, experimental_qps: 30.2, qps_change_pct: -62.3, baseline_busy_pct: 39.7, experimental_busy_pct: 95.5,
+      baseline_get_wait_s: null, experimental_get_wait_s: null, baseline_put_wait_s: null, experimental_put_wait_s: null,
+    };
+    expect(stageText(st)).toBe("load: task 1.10 ms → 30.2 ms, 80.1 → 30.2 items/s (-62 %)");
+    expect(stageText({ ...st, baseline_task_mean_s: null, baseline_qps: null })).toBe("load: no timings");
   });
 });

@@ -26,6 +26,7 @@ const FULL: UrlState = {
   path: "0.3",
   piece: "0.3.1",
   time: "device",
+  pass: "forward",
   byShape: true,
   sort: "name",
   dir: "asc",

@@ -14,9 +14,11 @@ from ..analysis.operators import GROUP_BY, operators, primary_column
 from ..analysis.pieces import Piece, PieceIndex, device_rows, op_rows
 from ..analysis.processor import TraceProcessor
 from ..errors import BadRequest
-from . import row_significance, tables
+from . import piece_significance, row_significance, tables
 from . import tree as T
+from .delta import delta_fields
 from .explain import explain, launch_rows
+from .explain_pipeline import pipeline_part, with_clause
 from .overview import overview_rows
 from .tables import TableQuery
 
@@ -53,8 +55,11 @@ def diff_overview(b: TraceProcessor, e: TraceProcessor) -> dict:
     return {"rows": rows, "note": note}
 
 
-def diff_explain(b: TraceProcessor, e: TraceProcessor) -> dict:
-    """The step-time delta split into ranked contributors (diff/explain.py)."""
+def diff_explain(b: TraceProcessor, e: TraceProcessor, pipelines: tuple | None = None) -> dict:
+    """The step-time delta split into ranked contributors (diff/explain.py).
+    `pipelines`: both runs' recorded pipeline statistics (PipelineTables),
+    when both have them: their part (diff/explain_pipeline.py) joins the
+    answer and its clause the sentence."""
     bl, el = b.ledger(), e.ledger()
     note = None
     if b.has_steps != e.has_steps:
@@ -67,7 +72,11 @@ def diff_explain(b: TraceProcessor, e: TraceProcessor) -> dict:
         note = ("Step time is the Overview's (a step lasts until its GPU work ends); the contributors are measured "
                 "on the host, and `GPU work after the host step` is the difference.")
     launch = launch_rows(b.launch_health(), e.launch_health()) if device_present(b, e) else []
-    return {**explain(bl, el), "launch": launch, "note": note}
+    out = {**explain(bl, el), "launch": launch, "note": note, "pipeline": None}
+    if pipelines is not None:
+        out["pipeline"] = pipeline_part(*pipelines)
+        out["sentence"] = with_clause(out["sentence"], out["pipeline"]["clause"])
+    return out
 
 
 def diff_modules(b: TraceProcessor, e: TraceProcessor, path: str = "", offset: int = 0,
@@ -88,7 +97,12 @@ def diff_modules(b: TraceProcessor, e: TraceProcessor, path: str = "", offset: i
     page = slice(offset, offset + limit)
     trend = {k: v[page] for k, v in T.trend(kids).items()}
     children = [T.row(bi, ei, k) for k in kids[page]]
-    _add_backward(b, e, [(row, node)] + list(zip(children, kids[page])))
+    with_backward = _with_backward(b, e, node, kids)
+    _add_backward(row, *with_backward[0])
+    for child, fields in zip(children, with_backward[1][page]):
+        _add_backward(child, *fields)
+    trend.update({k: v[page] for k, v in with_backward[2].items()})
+    _attach_significance(b, e, chain, [(row, node)] + list(zip(children, kids[page])))
     return {
         "path": node.path,
         "breadcrumb": [{"name": n.any.name, "path": n.path} for n in chain],
@@ -103,19 +117,88 @@ def diff_modules(b: TraceProcessor, e: TraceProcessor, path: str = "", offset: i
     }
 
 
-def _add_backward(b: TraceProcessor, e: TraceProcessor, pairs) -> None:
-    """`*_backward_us` of module pieces: the backward operators whose forward
-    operator ran inside the piece (its submodules' included), so a module's
-    cost is its forward plus its backward. Null on other pieces."""
+# Above this many module pieces on one page, no marks: one level of a
+# huge flat model would cost a ledger scan per piece.
+SIGNIFICANCE_MAX_PIECES = 500
+
+
+def _attach_significance(b: TraceProcessor, e: TraceProcessor, chain: list[T.Node], pairs) -> None:
+    """`significance`, `forward_significance`, `backward_significance` of
+    module pieces (diff/piece_significance.py): the module across steps;
+    null on other pieces, and when only one run has steps."""
+    modules = [(r, n) for r, n in pairs if n.any.kind == "module"]
+    for r, _ in pairs:
+        r.update(dict.fromkeys(piece_significance.FIELDS))
+    if not modules or b.has_steps != e.has_steps or len(modules) > SIGNIFICANCE_MAX_PIECES:
+        return
+    # Module names from the root down to this level (the node's own name
+    # last when it is a module); each side by its own names.
+    above = [n for n in chain if n.any.kind == "module"]
+
+    def path(n: T.Node, side: str) -> str:
+        line = above if n is chain[-1] else above + [n]
+        return "/".join((getattr(a, side) or a.any).name for a in line)
+
+    paths = [(path(n, "b"), path(n, "e")) for _, n in modules]
+    for (r, _), marks in zip(modules, piece_significance.judge(b.ledger(), e.ledger(), paths)):
+        r.update(marks)
+
+
+def _with_backward(b: TraceProcessor, e: TraceProcessor, node: T.Node, kids: list[T.Node]):
+    """Each piece's backward time and its host time with backward moved to
+    the modules, for the node and every child of the level (the trend runs
+    over all of them): ((b_bwd, e_bwd, b_with, e_with) of the node, the same
+    per child, the trend of the `with_backward` times).
+
+    A module's backward is the backward operators whose forward operator ran
+    inside the call (its submodules' included), so a module's cost is its
+    forward plus its backward; the level's `backward` piece keeps what no
+    sibling module claims, "backward (unattributed)", so the pieces of a step
+    still add up to the step. Backward is null on other pieces."""
     bix, eix = b.backward_index(), e.backward_index()
-    for row, node in pairs:
-        if node.any.kind != "module":
-            row.update(baseline_backward_us=None, experimental_backward_us=None, delta_backward_us=None)
-            continue
-        bv = bix.within(node.b.intervals) if node.b is not None else 0.0
-        ev = eix.within(node.e.intervals) if node.e is not None else 0.0
+
+    def bwd(n: T.Node) -> tuple[float | None, float | None]:
+        if n.any.kind != "module":
+            return None, None
+        return (bix.within(n.b.intervals) if n.b is not None else 0.0,
+                eix.within(n.e.intervals) if n.e is not None else 0.0)
+
+    def host(p) -> float:
+        return p.host_us if p is not None else 0.0
+
+    kid_bwd = [bwd(k) for k in kids]
+    claimed_b = sum(v[0] for v in kid_bwd if v[0] is not None)
+    claimed_e = sum(v[1] for v in kid_bwd if v[1] is not None)
+    fields = []
+    for k, (bv, ev) in zip(kids, kid_bwd):
+        bh, eh = host(k.b), host(k.e)
+        if bv is not None:
+            bw, ew = bh + bv, eh + ev
+        elif k.any.kind == "backward":
+            # Clipped at 0: a sibling's backward ran outside this piece (another thread's window).
+            bw, ew = (max(bh - claimed_b, 0.0) if k.b is not None else 0.0,
+                      max(eh - claimed_e, 0.0) if k.e is not None else 0.0)
+        else:
+            bw, ew = bh, eh
+        fields.append((bv, ev, bw, ew))
+    nb, ne = bwd(node)
+    node_fields = (nb, ne, host(node.b) + (nb or 0.0), host(node.e) + (ne or 0.0))
+    bs = np.cumsum([f[2] for f in fields]) if fields else np.zeros(0)
+    es = np.cumsum([f[3] for f in fields]) if fields else np.zeros(0)
+    trend = {"baseline_with_backward_us": np.round(bs, 3).tolist(),
+             "experimental_with_backward_us": np.round(es, 3).tolist(),
+             "delta_with_backward_us": np.round(es - bs, 3).tolist()}
+    return node_fields, fields, trend
+
+
+def _add_backward(row: dict, bv: float | None, ev: float | None, bw: float, ew: float) -> None:
+    """`*_backward_us` (null on pieces other than modules) and `*_with_backward_us` of one row."""
+    if bv is None:
+        row.update(baseline_backward_us=None, experimental_backward_us=None, delta_backward_us=None)
+    else:
         row.update(baseline_backward_us=round(bv, 3), experimental_backward_us=round(ev, 3),
                    delta_backward_us=round(ev - bv, 3))
+    row.update(delta_fields("with_backward_us", bw, ew))
 
 
 def diff_operators(b: TraceProcessor, e: TraceProcessor, query: TableQuery = TableQuery(),

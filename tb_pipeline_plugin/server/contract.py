@@ -290,6 +290,57 @@ class LaunchRow(_Shape):
     significance: Significance
 
 
+class ExplainDataWait(_Shape):
+    """Mean data wait per recorded step (µs) from the pipeline statistics,
+    judged like every per-step delta against the baseline's mean step."""
+
+    baseline_us: Number | None
+    experimental_us: Number | None
+    delta_us: Number | None
+    delta_pct: float | None
+    baseline_step_us: Number | None
+    experimental_step_us: Number | None
+    significance: Significance
+
+
+class ExplainInputBound(_Shape):
+    baseline: Literal["yes", "partly", "no", "unknown"]
+    experimental: Literal["yes", "partly", "no", "unknown"]
+    changed: bool
+    baseline_data_wait_pct: float | None
+    experimental_data_wait_pct: float | None
+
+
+class ExplainStageChange(_Shape):
+    """The stage both runs have that changed most: by |delta mean task time|,
+    stages without task timings after those by relative throughput change."""
+
+    stage: str
+    pipeline_index: int
+    baseline_task_mean_s: float | None
+    experimental_task_mean_s: float | None
+    task_mean_change_pct: float | None
+    baseline_qps: float | None
+    experimental_qps: float | None
+    qps_change_pct: float | None
+    baseline_busy_pct: float | None
+    experimental_busy_pct: float | None
+    baseline_get_wait_s: float | None
+    experimental_get_wait_s: float | None
+    baseline_put_wait_s: float | None
+    experimental_put_wait_s: float | None
+
+
+class ExplainPipeline(_Shape):
+    """What both runs' recorded pipeline statistics add (diff/explain_pipeline.py);
+    `clause` is the sentence's last clause."""
+
+    data_wait: ExplainDataWait
+    input_bound: ExplainInputBound
+    stage: ExplainStageChange | None
+    clause: str
+
+
 class DiffExplainResponse(_Shape):
     baseline: TraceRef
     experimental: TraceRef
@@ -302,6 +353,8 @@ class DiffExplainResponse(_Shape):
     # Launch health per step; empty when neither run has device activity.
     launch: list[LaunchRow]
     note: str | None
+    # Both runs have recorded pipeline statistics; null otherwise.
+    pipeline: ExplainPipeline | None
 
 
 PieceKind = Literal["root", "step", "data_loading", "module", "backward", "optimizer", "annotation", "unknown"]
@@ -338,6 +391,19 @@ class DiffPiece(_Shape, kw_only=True):
     baseline_backward_us: float | None
     experimental_backward_us: float | None
     delta_backward_us: float | None
+    # Host time with backward moved to the modules: a module piece's forward
+    # plus backward, the `backward` piece what no sibling module claims
+    # ("backward (unattributed)"), other pieces their host time.
+    baseline_with_backward_us: float
+    experimental_with_backward_us: float
+    delta_with_backward_us: float
+    delta_with_backward_pct: float | None
+    # Module pieces: the module across steps (its per-step time in every
+    # step of each run, diff/piece_significance.py), judged as one family per
+    # level; forward + backward, forward, backward. Null on other pieces.
+    significance: Significance | None = None
+    forward_significance: Significance | None = None
+    backward_significance: Significance | None = None
 
 
 class DiffTrend(_Shape):
@@ -349,6 +415,10 @@ class DiffTrend(_Shape):
     baseline_device_us: list[float]
     experimental_device_us: list[float]
     delta_device_us: list[float]
+    # The same for the host time with backward moved to the modules (DiffPiece.*_with_backward_us).
+    baseline_with_backward_us: list[float]
+    experimental_with_backward_us: list[float]
+    delta_with_backward_us: list[float]
 
 
 class Crumb(_Shape):

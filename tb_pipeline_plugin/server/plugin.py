@@ -34,6 +34,7 @@ _STATIC_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 _RESCAN_INTERVAL_S = 2.0
 _FORCED_RESCAN_INTERVAL_S = 0.5
 _MAX_RANK_SUMMARIES = 8192
+_MAX_STATISTICS = 64
 
 
 class PipelinePlugin(base_plugin.TBPlugin):
@@ -54,6 +55,11 @@ class PipelinePlugin(base_plugin.TBPlugin):
         # run (hundreds) stays loaded; a trace evicted from `_store` is mapped
         # again from the on-disk cache, not re-parsed.
         self._rank_store = LoadStore(load, max_workers=parallel, max_ready=_MAX_RANK_SUMMARIES)
+        # Pipeline statistics: small tables, kept apart from the traces so
+        # they do not count against TB_PIPELINE_MAX_LOADED_TRACES (the
+        # explanation of a pair holds two traces and two statistics at once:
+        # with a limit of 3 they would evict each other for ever).
+        self._stats_store = LoadStore(load, max_workers=1, max_ready=_MAX_STATISTICS)
         self._runs: dict[str, RunInfo] = {}
         self._scanned_at = -1e9
         self._scan_lock = threading.Lock()
@@ -77,6 +83,7 @@ class PipelinePlugin(base_plugin.TBPlugin):
     def close(self) -> None:
         self._store.close()
         self._rank_store.close()
+        self._stats_store.close()
 
     def frontend_metadata(self):
         return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name="Pipeline Diff")
@@ -89,7 +96,8 @@ class PipelinePlugin(base_plugin.TBPlugin):
                 self._runs = discover_runs(self._logdir)
                 self._scanned_at = time.monotonic()
                 keep = [Source("trace", tf.path) for info in self._runs.values() for tf in info.trace_files()]
-                keep += [Source("pipeline", info.path) for info in self._runs.values() if info.pipeline_files]
+                self._stats_store.retain_only(
+                    Source("pipeline", info.path) for info in self._runs.values() if info.pipeline_files)
                 keep += [Source("diagnostic", p) for info in self._runs.values() for p in info.diagnostic_files]
                 self._store.retain_only(keep)
                 self._rank_store.retain_only(Source("rank_summary", s.path) for s in keep if s.kind == "trace")
@@ -158,23 +166,33 @@ class PipelinePlugin(base_plugin.TBPlugin):
         except NotFound:  # maybe written since the last scan, as in _resolve
             return run_info(self._scan(_FORCED_RESCAN_INTERVAL_S), run)
 
+    def _request_statistics(self, run: str):
+        """Asks the store for the run's recorded statistics; returns a
+        function giving the loaded tables (409/422 until then), or None when
+        the run has none."""
+        info = self._run_info(run)
+        identity = info.statistics_identity() if info.pipeline_files else None
+        if identity is None:
+            return None
+        state = self._stats_store.request(Source("pipeline", info.path), *identity)
+
+        def statistics() -> PipelineTables:
+            if state.status == "loading":
+                raise Conflict(f"the pipeline statistics of run {run!r} are still loading")
+            if state.status == "failed":
+                raise Unprocessable(f"the pipeline statistics of run {run!r} could not be read: {state.error}")
+            return state.value
+        return statistics
+
     def _request_pipeline(self, run: str):
         """Asks the store for the run's statistics; a run without any gets
         its split from its default trace's DataLoader annotations. Returns a
         function giving the loaded tables (409/422 until then), so a pair
         queues both sides before either answers."""
-        info = self._run_info(run)
-        identity = info.statistics_identity() if info.pipeline_files else None
-        if identity is not None:
-            state = self._store.request(Source("pipeline", info.path), *identity)
-
-            def statistics() -> PipelineTables:
-                if state.status == "loading":
-                    raise Conflict(f"the pipeline statistics of run {run!r} are still loading")
-                if state.status == "failed":
-                    raise Unprocessable(f"the pipeline statistics of run {run!r} could not be read: {state.error}")
-                return state.value
+        statistics = self._request_statistics(run)
+        if statistics is not None:
             return statistics
+        info = self._run_info(run)
         if not info.traces:
             raise NotFound(f"run {run!r} has neither pipeline statistics nor a trace")
         tf, trace_state = self._request(run, "", "")
@@ -262,7 +280,13 @@ class PipelinePlugin(base_plugin.TBPlugin):
 
     @json_route("/diff/explain")
     def _diff_explain_route(self, p: Q.PairParams):
-        return views.diff_explain_impl(*self._pair(p))
+        # Recorded statistics join the explanation only when both runs have
+        # them (a trace's DataLoader split is already its data loading);
+        # everything is requested before anything answers 409.
+        b_stats, e_stats = self._request_statistics(p.baseline), self._request_statistics(p.experimental)
+        pair = self._pair(p)
+        pipelines = (b_stats(), e_stats()) if b_stats is not None and e_stats is not None else None
+        return views.diff_explain_impl(*pair, pipelines)
 
     @json_route("/diff/modules")
     def _diff_modules_route(self, p: Q.DiffModulesParams):

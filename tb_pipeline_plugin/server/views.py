@@ -72,8 +72,11 @@ def diff_overview_impl(b: TraceProcessor, e: TraceProcessor, b_tf: TraceFile, e_
     return {**_pair(b_tf, e_tf), "device_present": diff.device_present(b, e), **diff.diff_overview(b, e)}
 
 
-def diff_explain_impl(b: TraceProcessor, e: TraceProcessor, b_tf: TraceFile, e_tf: TraceFile) -> dict:
-    return {**_pair(b_tf, e_tf), "device_present": diff.device_present(b, e), **diff.diff_explain(b, e)}
+def diff_explain_impl(b: TraceProcessor, e: TraceProcessor, b_tf: TraceFile, e_tf: TraceFile,
+                      pipelines: tuple | None = None) -> dict:
+    """`pipelines`: both runs' recorded statistics (PipelineTables), or None."""
+    return {**_pair(b_tf, e_tf), "device_present": diff.device_present(b, e),
+            **diff.diff_explain(b, e, pipelines)}
 
 
 def diff_modules_impl(b: TraceProcessor, e: TraceProcessor, b_tf: TraceFile, e_tf: TraceFile,

@@ -96,6 +96,12 @@ def _load_diagnostic(path: str) -> DiagnosticRun:
     return run
 
 
+def load_statistics(run_dir: str) -> PipelineTables | None:
+    """A run directory's recorded pipeline statistics, or None without any
+    (for the notebook API and the CLI, which read without the store)."""
+    return load_pipeline_run(run_dir)
+
+
 def _load_pipeline(run_dir: str) -> PipelineTables:
     tables = load_pipeline_run(run_dir)
     if tables is None:  # the files went away between discovery and the load

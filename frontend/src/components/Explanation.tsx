@@ -7,8 +7,9 @@
 import { useMemo } from "preact/hooks";
 import type uPlot from "uplot";
 import type { ApiClient, DiffExplainResponse, DiffSelection } from "../api";
-import { type Significance, shortLabel, significanceMark, waterfallData, waterfallRange } from "../model/explain";
-import { formatSignedMs } from "../model/format";
+import { type ExplainPipeline, inputBoundText, type Significance, shortLabel, significanceMark, stageText, waterfallData, waterfallRange } from "../model/explain";
+import { formatMs, formatSignedMs } from "../model/format";
+import { DeltaText } from "./Delta";
 import { useRequest } from "../useRequest";
 import { BETTER_COLOR, BASELINE_COLOR, WORSE_COLOR, indexAxis, msAxis } from "../views/chartKit";
 import { Loading } from "./Loading";
@@ -76,7 +77,42 @@ export function Explanation({ client, sel, reloadToken }: { client: ApiClient; s
           </tbody>
         </table>
       </div>
+      {ex.pipeline && <PipelinePart part={ex.pipeline} />}
     </section>
+  );
+}
+
+/** What both runs' recorded pipeline statistics add: data wait per step, input-bound verdicts, the stage that changed most. */
+function PipelinePart({ part }: { part: ExplainPipeline }) {
+  const w = part.data_wait;
+  return (
+    <div class="pipeline-part" data-testid="explanation-pipeline">
+      <h3>Pipeline statistics</h3>
+      <table class="kv">
+        <tbody>
+          <tr data-row="data-wait">
+            <th scope="row">Data wait per step (ms)</th>
+            <td>
+              {formatMs(w.baseline_us)} → {formatMs(w.experimental_us)}{" "}
+              <DeltaText value={w.delta_us} text={formatSignedMs(w.delta_us)} /> <SignificanceMark sig={w.significance} />
+            </td>
+          </tr>
+          <tr data-row="input-bound">
+            <th scope="row">Input-bound</th>
+            <td>
+              {inputBoundText(part.input_bound)}
+              {part.input_bound.changed && <span class="badge changed">changed</span>}
+            </td>
+          </tr>
+          {part.stage && (
+            <tr data-row="stage">
+              <th scope="row">Stage that changed most</th>
+              <td>{stageText(part.stage)}</td>
+            </tr>
+          )}
+        </tbody>
+      </table>
+    </div>
   );
 }
 

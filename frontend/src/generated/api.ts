@@ -452,6 +452,7 @@ export interface components {
             waterfall: components["schemas"]["WaterfallBar"][];
             launch: components["schemas"]["LaunchRow"][];
             note: string | null;
+            pipeline: components["schemas"]["ExplainPipeline"] | null;
         };
         /** DiffKernelRow */
         DiffKernelRow: {
@@ -607,6 +608,16 @@ export interface components {
             baseline_backward_us: number | null;
             experimental_backward_us: number | null;
             delta_backward_us: number | null;
+            baseline_with_backward_us: number;
+            experimental_with_backward_us: number;
+            delta_with_backward_us: number;
+            delta_with_backward_pct: number | null;
+            /** @default null */
+            significance: components["schemas"]["Significance"] | null;
+            /** @default null */
+            forward_significance: components["schemas"]["Significance"] | null;
+            /** @default null */
+            backward_significance: components["schemas"]["Significance"] | null;
         };
         /** DiffPipelineCallbackRow */
         DiffPipelineCallbackRow: {
@@ -683,6 +694,9 @@ export interface components {
             baseline_device_us: number[];
             experimental_device_us: number[];
             delta_device_us: number[];
+            baseline_with_backward_us: number[];
+            experimental_with_backward_us: number[];
+            delta_with_backward_us: number[];
         };
         /** DistributedInfo */
         DistributedInfo: {
@@ -703,6 +717,62 @@ export interface components {
             status: number;
             /** @default null */
             run_status: "loading" | null;
+        };
+        /**
+         * ExplainDataWait
+         * @description Mean data wait per recorded step (µs) from the pipeline statistics,
+         *         judged like every per-step delta against the baseline's mean step.
+         */
+        ExplainDataWait: {
+            baseline_us: number | null;
+            experimental_us: number | null;
+            delta_us: number | null;
+            delta_pct: number | null;
+            baseline_step_us: number | null;
+            experimental_step_us: number | null;
+            significance: components["schemas"]["Significance"];
+        };
+        /** ExplainInputBound */
+        ExplainInputBound: {
+            /** @enum {unknown} */
+            baseline: "no" | "partly" | "unknown" | "yes";
+            /** @enum {unknown} */
+            experimental: "no" | "partly" | "unknown" | "yes";
+            changed: boolean;
+            baseline_data_wait_pct: number | null;
+            experimental_data_wait_pct: number | null;
+        };
+        /**
+         * ExplainPipeline
+         * @description What both runs' recorded pipeline statistics add (diff/explain_pipeline.py);
+         *         `clause` is the sentence's last clause.
+         */
+        ExplainPipeline: {
+            data_wait: components["schemas"]["ExplainDataWait"];
+            input_bound: components["schemas"]["ExplainInputBound"];
+            stage: components["schemas"]["ExplainStageChange"] | null;
+            clause: string;
+        };
+        /**
+         * ExplainStageChange
+         * @description The stage both runs have that changed most: by |delta mean task time|,
+         *         stages without task timings after those by relative throughput change.
+         */
+        ExplainStageChange: {
+            stage: string;
+            pipeline_index: number;
+            baseline_task_mean_s: number | null;
+            experimental_task_mean_s: number | null;
+            task_mean_change_pct: number | null;
+            baseline_qps: number | null;
+            experimental_qps: number | null;
+            qps_change_pct: number | null;
+            baseline_busy_pct: number | null;
+            experimental_busy_pct: number | null;
+            baseline_get_wait_s: number | null;
+            experimental_get_wait_s: number | null;
+            baseline_put_wait_s: number | null;
+            experimental_put_wait_s: number | null;
         };
         /** ExplainStep */
         ExplainStep: {

@@ -8,6 +8,33 @@ export type { DiffExplainResponse } from "../api";
 export type Significance = components["schemas"]["Significance"];
 export type WaterfallBar = components["schemas"]["WaterfallBar"];
 export type Contributor = components["schemas"]["Contributor"];
+export type ExplainPipeline = components["schemas"]["ExplainPipeline"];
+
+const INPUT_BOUND_WORDS: Record<ExplainPipeline["input_bound"]["baseline"], string> = {
+  yes: "input-bound",
+  partly: "partly input-bound",
+  no: "not input-bound",
+  unknown: "unknown (no steps)",
+};
+
+/** The input-bound verdicts of both runs in words: "not input-bound (4 % data wait) → input-bound (57 % data wait)", or one verdict when unchanged. */
+export function inputBoundText(ib: ExplainPipeline["input_bound"]): string {
+  const pct = (v: number | null) => (v === null ? "—" : `${v.toFixed(0)} %`);
+  if (!ib.changed) return `${INPUT_BOUND_WORDS[ib.baseline]} in both runs (data wait ${pct(ib.baseline_data_wait_pct)} → ${pct(ib.experimental_data_wait_pct)} of the step)`;
+  return `${INPUT_BOUND_WORDS[ib.baseline]} (${pct(ib.baseline_data_wait_pct)} data wait) → ${INPUT_BOUND_WORDS[ib.experimental]} (${pct(ib.experimental_data_wait_pct)} data wait)`;
+}
+
+/** The stage that changed most, in words: its task time and throughput, baseline → experimental. */
+export function stageText(st: NonNullable<ExplainPipeline["stage"]>): string {
+  const parts: string[] = [];
+  if (st.baseline_task_mean_s !== null && st.experimental_task_mean_s !== null)
+    parts.push(`task ${fmtUs(st.baseline_task_mean_s * 1e6)} → ${fmtUs(st.experimental_task_mean_s * 1e6)}`);
+  if (st.baseline_qps !== null && st.experimental_qps !== null) {
+    const change = st.qps_change_pct === null ? "" : ` (${st.qps_change_pct > 0 ? "+" : ""}${st.qps_change_pct.toFixed(0)} %)`;
+    parts.push(`${st.baseline_qps.toPrecision(3)} → ${st.experimental_qps.toPrecision(3)} items/s${change}`);
+  }
+  return `${st.stage}: ${parts.join(", ") || "no timings"}`;
+}
 
 
 export interface Mark {

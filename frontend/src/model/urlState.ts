@@ -27,6 +27,8 @@ export interface UrlState {
   piece: string;
   /** Host or device time in the module diff. */
   time: "host" | "device";
+  /** Module diff on host time: each module's forward plus its backward, or forward only. */
+  pass: "both" | "forward";
   /** Operators grouped by name and input shape. */
   byShape: boolean;
   /** Table sort column ("" = the default, largest absolute delta). */
@@ -44,6 +46,7 @@ export const DEFAULT_STATE: UrlState = {
   path: "",
   piece: "",
   time: "host",
+  pass: "both",
   byShape: false,
   sort: "",
   dir: "desc",
@@ -53,7 +56,7 @@ export const DEFAULT_STATE: UrlState = {
 /** Short keys keep shared URLs readable. */
 const KEYS = {
   b: "b", bw: "bw", bs: "bs", e: "e", ew: "ew", es: "es",
-  view: "view", path: "path", piece: "piece", time: "time", shape: "shape",
+  view: "view", path: "path", piece: "piece", time: "time", pass: "pass", shape: "shape",
   sort: "sort", dir: "dir", q: "q",
 } as const;
 
@@ -75,6 +78,7 @@ export function parseState(params: URLSearchParams | Record<string, string>): Ur
     path: get(KEYS.path) ?? "",
     piece: get(KEYS.piece) ?? "",
     time: time === "device" ? "device" : "host",
+    pass: get(KEYS.pass) === "forward" ? "forward" : "both",
     byShape: get(KEYS.shape) === "1",
     sort: get(KEYS.sort) ?? "",
     dir: dir === "asc" ? "asc" : "desc",
@@ -98,6 +102,7 @@ export function stateEntries(s: UrlState): [string, string][] {
   put(KEYS.path, s.path, "");
   put(KEYS.piece, s.piece, "");
   put(KEYS.time, s.time, "host");
+  put(KEYS.pass, s.pass, "both");
   put(KEYS.shape, s.byShape ? "1" : "0", "0");
   put(KEYS.sort, s.sort, "");
   if (s.sort) put(KEYS.dir, s.dir, "");

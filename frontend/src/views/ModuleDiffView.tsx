@@ -9,14 +9,15 @@ import { useEffect, useMemo, useRef } from "preact/hooks";
 import type uPlot from "uplot";
 import type { ApiClient, DiffModulesResponse, DiffPiece, DiffSelection } from "../api";
 import { DeltaText } from "../components/Delta";
+import { SignificanceMark } from "../components/Explanation";
+import type { Significance } from "../model/explain";
 import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
 import { NoteText } from "../components/NoteText";
 import { TimelinePair } from "../components/TimelineLink";
 import { ChartCard } from "../components/UPlotChart";
-import { pieceTimes } from "../model/charts";
 import { formatMs, formatMsWithUnit, formatPct, formatSignedMs, formatSignedMsWithUnit } from "../model/format";
-import { accumulated, bandOf, moduleDiffSeries, pieceStep, type Band, type TimeKind } from "../model/moduleDiff";
+import { accumulated, bandOf, clockOf, clockTimes, hasBackward, moduleDiffSeries, passesOf, pieceName, pieceStep, type Band, type Clock, type TimeKind } from "../model/moduleDiff";
 import { sidesOf } from "../model/timeline";
 import type { UrlState } from "../model/urlState";
 import { useRequest } from "../useRequest";
@@ -51,9 +52,16 @@ const TIME_HINT = {
   device:
     "Device time: the summed duration of the kernels, memcpy and memset launched in the piece. Overlapping streams add up, so it can exceed the wall time.",
 } as const;
-const TIME_HEADING = {
+const TIME_HEADING: Record<Clock, string> = {
   host: "host time (CPU-side ProfilerStep window)",
   device: "device time (Σ kernel/memcpy/memset durations)",
+  with_backward: "host time, forward + backward (each module's backward operators moved to it)",
+};
+const CLOCK_AXIS: Record<Clock, string> = { host: "host", device: "device", with_backward: "forward + backward" };
+const PASS_HINT = {
+  both:
+    "Forward + backward: a module's cost is its forward plus the backward operators its forward created (fwdbwd flows); the backward piece keeps what no module claims, shown as “backward (unattributed)”.",
+  forward: "Forward only: a module's own call (its forward); all backward stays in the backward piece.",
 } as const;
 
 /** drawClear hook: tint the columns of one-sided and unknown pieces behind the bars. */
@@ -99,9 +107,11 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
   // Whether either trace has device activity is the server's answer, for the whole pair (any level).
   const noDevice = !d.device_present;
   const time: TimeKind = noDevice ? "host" : state.time;
+  const backward = hasBackward(d);
+  const clock = clockOf(time, state.pass, backward);
   const pieces = d.children;
   const stepOf = (p: DiffPiece) => pieceStep(p, d);
-  const nodeTimes = pieceTimes(d.node, time);
+  const nodeTimes = clockTimes(d.node, clock);
 
   const zoom = (p: DiffPiece) => goTo(p.path);
   const select = (p: DiffPiece) => onChange({ piece: p.path });
@@ -154,6 +164,30 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
             );
           })}
         </span>
+        <span class="seg" role="group" aria-label="Which passes a module's time includes">
+          {(["both", "forward"] as const).map((pass) => {
+            const off = time === "device" || !backward;
+            return (
+              <button
+                key={pass}
+                type="button"
+                aria-pressed={off ? pass === "forward" : state.pass === pass}
+                disabled={off}
+                data-pass={pass}
+                title={
+                  time === "device"
+                    ? "Backward is attributed to modules on host time only."
+                    : !backward
+                      ? "No backward operator at this level is linked to a module call (no fwdbwd flows into these modules)."
+                      : PASS_HINT[pass]
+                }
+                onClick={() => onChange({ pass })}
+              >
+                {pass === "both" ? "Forward + backward" : "Forward only"}
+              </button>
+            );
+          })}
+        </span>
         <span class="muted small">
           {d.node.name}: baseline {formatMsWithUnit(nodeTimes.baseline)}, experimental {formatMsWithUnit(nodeTimes.experimental)} (
           <DeltaText value={nodeTimes.delta} text={formatSignedMsWithUnit(nodeTimes.delta)} />)
@@ -161,6 +195,7 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
       </div>
       <p class="muted small time-hint" data-testid="time-hint">
         {noDevice ? `${TIME_HINT.host} Device time is off: neither trace has kernels, memcpy or memset.` : TIME_HINT[time]}
+        {clock === "with_backward" ? ` ${PASS_HINT.both}` : ""}
       </p>
       {d.node.note ? (
         <Message kind="info" title="How this level is compared">
@@ -185,8 +220,8 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
         </Message>
       ) : (
         <>
-          <DiffCharts pieces={pieces} d={d} time={time} onPick={pick} />
-          <PieceTable pieces={pieces} accDelta={accumulated(d, time).delta} time={time} selectedPath={state.piece} onZoom={zoom} onSelect={select} stepOf={stepOf} />
+          <DiffCharts pieces={pieces} d={d} time={clock} onPick={pick} />
+          <PieceTable pieces={pieces} accDelta={accumulated(d, clock).delta} time={clock} selectedPath={state.piece} onZoom={zoom} onSelect={select} stepOf={stepOf} />
         </>
       )}
       <section aria-labelledby="md-ops">
@@ -217,14 +252,15 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
   );
 }
 
-function Tip({ p, i, time, acc, step }: { p: DiffPiece; i: number; time: TimeKind; acc: ReturnType<typeof accumulated>; step: string }) {
-  const t = pieceTimes(p, time);
+function Tip({ p, i, time, acc, step }: { p: DiffPiece; i: number; time: Clock; acc: ReturnType<typeof accumulated>; step: string }) {
+  const t = clockTimes(p, time);
+  const passes = time === "with_backward" ? passesOf(p) : null;
   const band = bandOf(p);
   const renamed = p.baseline_name && p.experimental_name && p.baseline_name !== p.experimental_name;
   return (
     <div>
       <div class="name">
-        #{i + 1} {p.name}
+        #{i + 1} {pieceName(p, time)}
         {step && p.kind !== "step" ? ` (step ${step})` : ""}
       </div>
       <div style={{ opacity: 0.8 }}>{TIME_HEADING[time]}</div>
@@ -245,6 +281,11 @@ function Tip({ p, i, time, acc, step }: { p: DiffPiece; i: number; time: TimeKin
       <div>
         Δ {formatSignedMsWithUnit(t.delta)} ({formatPct(t.pct)}), accumulated Δ {formatSignedMsWithUnit(acc.delta[i])}
       </div>
+      {passes && (
+        <div>
+          forward Δ {formatSignedMsWithUnit(passes.forward.delta)}, backward Δ {formatSignedMsWithUnit(passes.backward.delta)}
+        </div>
+      )}
       <div style={{ opacity: 0.8 }}>{p.has_children ? "Click to zoom in" : "Click to list its operators"}</div>
     </div>
   );
@@ -258,7 +299,7 @@ function DiffCharts({
 }: {
   pieces: DiffPiece[];
   d: DiffModulesResponse;
-  time: TimeKind;
+  time: Clock;
   onPick: (i: number) => void;
 }) {
   const stepOf = (p: DiffPiece) => pieceStep(p, d);
@@ -270,7 +311,7 @@ function DiffCharts({
     const tint = statusBands(pieces);
     const cmp: Omit<uPlot.Options, "width" | "height"> = {
       scales: { x: xScale, y: { range: (_u, _min, max) => [0, max * 1.08 || 1] }, acc: { range: (_u, _min, max) => [0, max * 1.05 || 1] } },
-      axes: [xAxis, msAxis(`Piece ${time} time (ms)`), msAxis("Accumulated (ms)", 1, "acc")],
+      axes: [xAxis, msAxis(`Piece ${CLOCK_AXIS[time]} time (ms)`), msAxis("Accumulated (ms)", 1, "acc")],
       series: [
         {},
         { label: "Baseline", fill: BASELINE_COLOR, stroke: BASELINE_COLOR, width: 0, paths: barsPath({ size: [0.38, 40], align: -1 }), points: { show: false } },
@@ -283,7 +324,7 @@ function DiffCharts({
     };
     const diff: Omit<uPlot.Options, "width" | "height"> = {
       scales: { x: xScale, y: { range: () => s.deltaRange }, acc: { range: () => s.accDeltaRange } },
-      axes: [xAxis, msAxis(`Δ ${time} time per piece (ms)`), msAxis("Accumulated Δ (ms)", 1, "acc")],
+      axes: [xAxis, msAxis(`Δ ${CLOCK_AXIS[time]} time per piece (ms)`), msAxis("Accumulated Δ (ms)", 1, "acc")],
       series: [
         {},
         { label: "Slower", fill: WORSE_COLOR, stroke: WORSE_COLOR, width: 0, paths: barsPath({ size: [0.5, 50] }), points: { show: false } },
@@ -348,7 +389,7 @@ function DiffCharts({
           height={stacked ? 320 : 300}
           tooltip={tooltip}
           onPick={onPick}
-          label={`${time} time of each piece for baseline and experimental, with accumulated time, in milliseconds`}
+          label={`${CLOCK_AXIS[time]} time of each piece for baseline and experimental, with accumulated time, in milliseconds`}
         />
         <ChartCard
           id="md-diff"
@@ -365,12 +406,29 @@ function DiffCharts({
           height={stacked ? 320 : 300}
           tooltip={tooltip}
           onPick={onPick}
-          label={`Difference of ${time} time per piece and accumulated difference, in milliseconds`}
+          label={`Difference of ${CLOCK_AXIS[time]} time per piece and accumulated difference, in milliseconds`}
         />
       </div>
     </>
   );
 }
+
+/** A ms cell: "—" where the side has no such time (one-sided piece, or no split). */
+function MsCell({ us, what, absent = false }: { us: number | null; what: string; absent?: boolean }) {
+  if (absent || us === null) return <td>—</td>;
+  return <td title={`${what}: ${formatMsWithUnit(us)}`}>{formatMs(us)}</td>;
+}
+
+function DeltaCell({ us, what, sig = null, col }: { us: number | null; what: string; sig?: Significance | null; col?: string }) {
+  if (us === null) return <td data-col={col}>—</td>;
+  return (
+    <td data-col={col}>
+      <DeltaText value={us} text={formatSignedMs(us)} title={`${what}: ${formatSignedMsWithUnit(us)}`} /> <SignificanceMark sig={sig} />
+    </td>
+  );
+}
+
+const ACROSS_STEPS = "The mark judges the module across steps (its per-step time in every step of each run), not this one call.";
 
 function PieceTable({
   pieces,
@@ -384,19 +442,26 @@ function PieceTable({
   pieces: DiffPiece[];
   /** The server's accumulated Δ (µs) up to each piece. */
   accDelta: number[];
-  time: TimeKind;
+  time: Clock;
   selectedPath: string;
   onZoom: (p: DiffPiece) => void;
   onSelect: (p: DiffPiece) => void;
   stepOf: (p: DiffPiece) => string;
 }) {
+  // Forward + backward: each module's forward, backward and total side by side.
+  const split = time === "with_backward";
   return (
     <section aria-labelledby="md-pieces">
       <h2 id="md-pieces" data-time={time}>
         Pieces — {TIME_HEADING[time]}
       </h2>
+      {time !== "device" && (
+        <p class="muted small" data-testid="pieces-marks">
+          ● significant, ≈ within noise, ? too few steps: on module pieces. {ACROSS_STEPS}
+        </p>
+      )}
       <div style={{ maxHeight: "300px", overflow: "auto", border: "1px solid var(--tb-border)", borderRadius: "4px" }}>
-        <table class="kv pieces" aria-label="Aligned pieces with their times and differences">
+        <table class="kv pieces" aria-label="Aligned pieces with their times and differences" data-split={split ? "passes" : "none"}>
           <thead>
             <tr>
               <th scope="col">#</th>
@@ -404,10 +469,22 @@ function PieceTable({
               <th scope="col" title="The step's ProfilerStep number (baseline / experimental when they differ)">
                 Step
               </th>
-              <th scope="col">Baseline (ms)</th>
-              <th scope="col">Experimental (ms)</th>
-              <th scope="col">Δ (ms)</th>
-              <th scope="col">Δ %</th>
+              {split && (
+                <>
+                  <th scope="col" data-col="fwd-b" title="A module call's own (forward) host time">Forward B (ms)</th>
+                  <th scope="col" data-col="fwd-e">Forward E (ms)</th>
+                  <th scope="col" data-col="fwd-d">Forward Δ (ms)</th>
+                  <th scope="col" data-col="bwd-b" title="The backward operators the module's forward created (fwdbwd flows); on the backward piece, what no module claims">
+                    Backward B (ms)
+                  </th>
+                  <th scope="col" data-col="bwd-e">Backward E (ms)</th>
+                  <th scope="col" data-col="bwd-d">Backward Δ (ms)</th>
+                </>
+              )}
+              <th scope="col" data-col="b">{split ? "Total B (ms)" : "Baseline (ms)"}</th>
+              <th scope="col" data-col="e">{split ? "Total E (ms)" : "Experimental (ms)"}</th>
+              <th scope="col" data-col="d">{split ? "Total Δ (ms)" : "Δ (ms)"}</th>
+              <th scope="col" data-col="pct">Δ %</th>
               <th scope="col">Accumulated Δ (ms)</th>
               <th scope="col">
                 <span class="sr-only">Actions</span>
@@ -416,24 +493,38 @@ function PieceTable({
           </thead>
           <tbody>
             {pieces.map((p, i) => {
-              const t = pieceTimes(p, time);
+              const t = clockTimes(p, time);
               const band = bandOf(p);
               const renamed = p.baseline_name && p.experimental_name && p.baseline_name !== p.experimental_name;
+              const name = pieceName(p, time);
+              const passes = split ? passesOf(p) : null;
+              // The backward piece is all backward: with both passes, the part no module claims.
+              const rest = split && p.kind === "backward";
+              const bOff = p.status === "experimental_only";
+              const eOff = p.status === "baseline_only";
               return (
                 <tr key={p.path} class={selectedPath === p.path ? "selected" : ""} data-path={p.path} data-status={p.status} data-kind={p.kind}>
                   <td>{i + 1}</td>
-                  <td class="text name" title={renamed ? `${p.baseline_name} → ${p.experimental_name}` : p.name}>
-                    {p.name}{" "}
+                  <td class="text name" title={renamed ? `${p.baseline_name} → ${p.experimental_name}` : name}>
+                    {name}{" "}
                     {/* An unknown piece's name already says so: the badge only marks one-sided pieces. */}
                     {band && band !== "unknown" && <span class={`badge ${band}`}>{STATUS_TEXT[band]}</span>}
                     {renamed && <span class="muted small"> ({p.baseline_name} → {p.experimental_name})</span>}
                   </td>
                   <td data-col="step">{stepOf(p)}</td>
-                  <td title={`Baseline ${TIME_HEADING[time]}: ${formatMsWithUnit(t.baseline)}`}>{p.status === "experimental_only" ? "—" : formatMs(t.baseline)}</td>
-                  <td title={`Experimental ${TIME_HEADING[time]}: ${formatMsWithUnit(t.experimental)}`}>{p.status === "baseline_only" ? "—" : formatMs(t.experimental)}</td>
-                  <td>
-                    <DeltaText value={t.delta} text={formatSignedMs(t.delta)} title={`Δ ${TIME_HEADING[time]}: ${formatSignedMsWithUnit(t.delta)}`} />
-                  </td>
+                  {split && (
+                    <>
+                      <MsCell us={passes?.forward.baseline ?? null} absent={bOff} what="Baseline forward" />
+                      <MsCell us={passes?.forward.experimental ?? null} absent={eOff} what="Experimental forward" />
+                      <DeltaCell us={passes?.forward.delta ?? null} what="Δ forward" sig={p.forward_significance} col="fwd-d" />
+                      <MsCell us={passes ? passes.backward.baseline : rest ? t.baseline : null} absent={bOff} what="Baseline backward" />
+                      <MsCell us={passes ? passes.backward.experimental : rest ? t.experimental : null} absent={eOff} what="Experimental backward" />
+                      <DeltaCell us={passes ? passes.backward.delta : rest ? t.delta : null} what="Δ backward" sig={p.backward_significance} col="bwd-d" />
+                    </>
+                  )}
+                  <td data-col="b" title={`Baseline ${TIME_HEADING[time]}: ${formatMsWithUnit(t.baseline)}`}>{bOff ? "—" : formatMs(t.baseline)}</td>
+                  <td data-col="e" title={`Experimental ${TIME_HEADING[time]}: ${formatMsWithUnit(t.experimental)}`}>{eOff ? "—" : formatMs(t.experimental)}</td>
+                  <DeltaCell us={t.delta} what={`Δ ${TIME_HEADING[time]}`} sig={time === "with_backward" ? p.significance : time === "host" ? p.forward_significance : null} col="d" />
                   <td>
                     <DeltaText value={t.pct} text={formatPct(t.pct)} />
                   </td>
