@@ -1018,6 +1018,7 @@ export interface components {
             communication_us: number;
             idle_us: number;
             vs_median_us: number;
+            vs_median_pct: number | null;
         };
         /** RunInfo */
         RunInfo: {
@@ -1081,6 +1082,7 @@ export interface components {
             rank: number;
             step_time_us: number;
             vs_median_us: number;
+            vs_median_pct: number | null;
         };
         /** Throughput */
         Throughput: {
