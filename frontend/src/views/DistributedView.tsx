@@ -108,8 +108,10 @@ function Loaded({ d, plan }: { d: DistributedResponse; plan: DistributedPlan }) 
           ))}
         </div>
       </section>
+      {/* Keyed: each table starts from its own default order, not the other's sort column. */}
       {paired ? (
         <SortedTable
+          key="pair"
           title="Rank by rank"
           label="Ranks matched by rank number, baseline versus experimental, largest change in step time first"
           testId="rank-table"
@@ -121,6 +123,7 @@ function Loaded({ d, plan }: { d: DistributedResponse; plan: DistributedPlan }) 
         />
       ) : (
         <SortedTable
+          key="one"
           title={`Ranks of “${d.baseline.run}”`}
           label="Every rank of the run, slowest first"
           testId="rank-table"
