@@ -86,6 +86,10 @@ def test_ranks_split_and_straggler(client, ranks_logdir):
     median = sum(r["step_time_us"] for r in ranks) / 2
     assert body["baseline"]["median_step_time_us"] == pytest.approx(median)
     assert slowest["vs_median_us"] == pytest.approx(slowest["step_time_us"] - median)
+    for r in ranks:
+        assert r["vs_median_pct"] == pytest.approx(100 * (r["step_time_us"] - median) / median)
+    assert body["baseline"]["slowest"]["vs_median_pct"] == pytest.approx(100 * (slowest["step_time_us"] - median) / median)
+    assert body["baseline"]["slowest"]["vs_median_pct"] > 0  # two ranks of different speed: the slower is above the median
 
 
 def test_baseline_vs_experimental_matched_by_rank(client):

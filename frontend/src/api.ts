@@ -85,6 +85,11 @@ export type DiffPipelineStageRow = Schemas["DiffPipelineStageRow"];
 export type DiffPipelineCallbackRow = Schemas["DiffPipelineCallbackRow"];
 export type ThroughputPoint = Schemas["ThroughputPoint"];
 export type HostPoint = Schemas["HostPoint"];
+export type DistributedResponse = Schemas["DistributedResponse"];
+export type RunRanks = Schemas["RunRanks"];
+export type RankRow = Schemas["RankRow"];
+export type RankDeltaRow = Schemas["RankDeltaRow"];
+export type Straggler = Schemas["Straggler"];
 
 /** Which two traces to compare; the worker/span may be left to the server's default. */
 export interface DiffSelection {
@@ -249,6 +254,11 @@ export class ApiClient {
 
   diffPipeline(baseline: string, experimental: string, opts?: RequestOpts): Promise<DiffPipelineResponse> {
     return this.get<DiffPipelineResponse>("diff/pipeline", { baseline, experimental }, opts);
+  }
+
+  /** Every rank of a run (`distributed`); with `experimental`, the two runs rank by rank. */
+  distributed(baseline: string, experimental: string | null, opts?: RequestOpts): Promise<DistributedResponse> {
+    return this.get<DistributedResponse>("distributed", { baseline, experimental }, opts);
   }
 
   /** `diff/<table>`; the answer names its table again in `table` (views key on that). */

@@ -60,10 +60,12 @@ def ranks_summary(ranks: list[tuple[str, dict, bool]]) -> dict:
     median = statistics.median(r["step_time_us"] for r in rows)
     for r in rows:
         r["vs_median_us"] = r["step_time_us"] - median
+        # Undefined against a median rank with no step time (every rank stepless).
+        r["vs_median_pct"] = 100.0 * r["vs_median_us"] / median if median else None
     slowest = max(rows, key=lambda r: (r["step_time_us"], -r["rank"]))
     return {
         "ranks": rows,
         "slowest": {"worker": slowest["worker"], "rank": slowest["rank"], "step_time_us": slowest["step_time_us"],
-                    "vs_median_us": slowest["vs_median_us"]},
+                    "vs_median_us": slowest["vs_median_us"], "vs_median_pct": slowest["vs_median_pct"]},
         "median_step_time_us": median,
     }

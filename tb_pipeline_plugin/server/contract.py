@@ -916,8 +916,9 @@ class RankRow(_Shape):
     computation_us: float
     communication_us: float
     idle_us: float
-    # This rank's step time minus the median rank's.
+    # This rank's step time minus the median rank's, and that as % of the median (null when the median is 0).
     vs_median_us: float
+    vs_median_pct: float | None
 
 
 class Straggler(_Shape):
@@ -925,6 +926,7 @@ class Straggler(_Shape):
     rank: int
     step_time_us: float
     vs_median_us: float
+    vs_median_pct: float | None
 
 
 class RunRanks(_Shape):

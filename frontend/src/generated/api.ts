@@ -1088,6 +1088,7 @@ export interface components {
             communication_us: number;
             idle_us: number;
             vs_median_us: number;
+            vs_median_pct: number | null;
         };
         /** RunInfo */
         RunInfo: {
@@ -1151,6 +1152,7 @@ export interface components {
             rank: number;
             step_time_us: number;
             vs_median_us: number;
+            vs_median_pct: number | null;
         };
         /** Throughput */
         Throughput: {

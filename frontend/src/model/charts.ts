@@ -32,22 +32,33 @@ export function presentCategories(...stepLists: (readonly StepInfo[])[]): Breakd
 }
 
 /**
- * Cumulative stacks in ms, top of the stack first: uPlot paints series in
- * order, so drawing the tallest (sum of all) first and each shorter partial
+ * Cumulative stacks, top of the stack first: uPlot paints series in order,
+ * so drawing the tallest (sum of all parts) first and each shorter partial
  * sum over it gives a stacked bar chart without a stacking plugin.
- * Returns one array per category in `cats` reversed order, i.e. result[0]
- * is the total and belongs to the last category.
+ * `valueAt(part, i)` is bar i's height of `part`; returns one array per
+ * part in reversed order, i.e. result[0] is the total and belongs to the
+ * last part.
  */
-export function stackedSeries(steps: readonly StepInfo[], cats: BreakdownCategory[]): { cat: BreakdownCategory; values: number[] }[] {
-  const out: { cat: BreakdownCategory; values: number[] }[] = [];
-  const running = steps.map(() => 0);
-  for (const cat of cats) {
-    steps.forEach((s, i) => {
-      running[i] = (running[i] ?? 0) + s.breakdown_us[cat] / 1000;
-    });
-    out.push({ cat, values: running.slice() });
+export function stackParts<P>(count: number, parts: readonly P[], valueAt: (part: P, i: number) => number): { part: P; values: number[] }[] {
+  const out: { part: P; values: number[] }[] = [];
+  const running = new Array<number>(count).fill(0);
+  for (const part of parts) {
+    for (let i = 0; i < count; i++) running[i] = (running[i] ?? 0) + valueAt(part, i);
+    out.push({ part, values: running.slice() });
   }
   return out.reverse();
+}
+
+/** Per-step breakdown stacks in ms (see stackParts), one per category in `cats` reversed order. */
+export function stackedSeries(steps: readonly StepInfo[], cats: BreakdownCategory[]): { cat: BreakdownCategory; values: number[] }[] {
+  return stackParts(steps.length, cats, (cat, i) => (steps[i]?.breakdown_us[cat] ?? 0) / 1000).map((s) => ({ cat: s.part, values: s.values }));
+}
+
+/** One y maximum (ms, 8 % headroom) for charts that must compare by eye; never 0. */
+export function sharedYMaxMs(valuesUs: Iterable<number>): number {
+  let max = 0;
+  for (const v of valuesUs) if (Number.isFinite(v) && v > max) max = v;
+  return Math.max(1e-3, max / 1000) * 1.08;
 }
 
 /** Share of a step's time in one category, in % (null for a zero-length step). */

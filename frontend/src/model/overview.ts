@@ -1,6 +1,6 @@
 /** Pure rules of the Overview: its comparison table's text and colours, and its charts' series. */
 import type { DiffOverviewRow, StepInfo } from "../api";
-import { pairedStepLabel } from "./charts";
+import { pairedStepLabel, sharedYMaxMs } from "./charts";
 import { EM_DASH, formatBytes, formatInt, formatMsWithUnit, formatPct, formatSignedInt, formatSignedMsWithUnit, formatSignedPoints, usToMs, type Polarity } from "./format";
 
 /** Higher is better for these; everything else with a unit (time, memory) is better lower. */
@@ -74,5 +74,5 @@ export function stepLineSeries(
 
 /** One y maximum (ms, 8 % headroom) for both breakdown charts, so their bars compare by eye. */
 export function breakdownYMax(...stepLists: readonly (readonly StepInfo[])[]): number {
-  return Math.max(1e-3, ...stepLists.flatMap((steps) => steps.map((s) => usToMs(s.duration_us)))) * 1.08;
+  return sharedYMaxMs(stepLists.flatMap((steps) => steps.map((s) => s.duration_us)));
 }

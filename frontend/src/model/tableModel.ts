@@ -9,12 +9,17 @@
  * `experimental_m`, `delta_m` and `delta_<m without _us>_pct`, all computed
  * by the server; nothing here derives a delta.
  */
-import type { DiffPipelineCallbackRow, DiffPipelineStageRow, DiffTableRow } from "../api";
+import type { DiffPipelineCallbackRow, DiffPipelineStageRow, DiffTableRow, RankDeltaRow, RankRow } from "../api";
 import type { Significance } from "./explain";
 import { formatDecimal, formatInt, formatMs, formatPct, formatSignedInt, formatSignedMs } from "./format";
 
 /** A row of any delta table: the paged trace tables, or the pipeline's stage and callback tables (stages named for display). */
-export type TableRow = DiffTableRow | (DiffPipelineStageRow & { name: string }) | DiffPipelineCallbackRow;
+export type TableRow =
+  | DiffTableRow
+  | (DiffPipelineStageRow & { name: string })
+  | DiffPipelineCallbackRow
+  | (RankDeltaRow & { name: string })
+  | (RankRow & { name: string });
 
 export type SortDir = "asc" | "desc";
 export interface SortSpec {
@@ -57,6 +62,13 @@ const METRIC_LABELS: Record<string, string> = {
   occupancy_pct: "Queue occupancy %",
   busy_pct: "Workers busy %",
   concurrency: "Concurrency",
+  // Ranks of a distributed run (average per step).
+  steps: "Steps",
+  step_time_us: "Step time",
+  computation_us: "Computation",
+  communication_us: "Communication",
+  idle_us: "Idle",
+  vs_median_us: "Against the median rank",
 };
 
 export function metricLabel(metric: string): string {
@@ -86,7 +98,7 @@ export function metricPolarity(metric: string): "lower" | "higher" | "neutral" {
 
 /** Counts print as integers; rates, shares and concurrencies keep two decimals. */
 function isCount(metric: string): boolean {
-  return metric === "calls" || metric === "tasks" || metric === "items";
+  return metric === "calls" || metric === "tasks" || metric === "items" || metric === "steps";
 }
 
 /** `host_self_us` -> `delta_host_self_pct`; `calls` -> `delta_calls_pct`. */
@@ -267,15 +279,17 @@ export function nextSort(current: SortSpec, key: string): SortSpec {
  * lower-cased code units rather than Intl.Collator, which is several times
  * slower: 10k rows sort in a few ms.
  */
-export function sortRows<R extends TableRow>(rows: readonly R[], spec: SortSpec): R[] {
+export function sortRows<R extends TableRow>(rows: readonly R[], spec: SortSpec, nameOrder?: (row: R) => string): R[] {
   const n = rows.length;
   const idx = new Array<number>(n);
   for (let i = 0; i < n; i++) idx[i] = i;
   const sign = spec.dir === "asc" ? 1 : -1;
-  const names = rows.map((r) => r.name);
+  // `nameOrder`: how names sort when their text would sort wrong ("rank 10" before "rank 2").
+  const names = rows.map(nameOrder ?? ((r) => r.name));
 
   if (isTextKey(spec.key)) {
-    const keys = rows.map((r) => {
+    const keys = rows.map((r, i) => {
+      if (spec.key === "name" && nameOrder) return names[i] ?? null;
       const v = field(r, spec.key);
       return typeof v === "string" ? v.toLowerCase() : null;
     });

@@ -7,8 +7,8 @@
 import type { RunInfo } from "../api";
 import { DIFF_TABLE_KINDS } from "./diffTables";
 
-/** Tabs in order: the two fixed views, one per diff table of the registry, then the pipeline and diagnostic views. */
-export const VIEWS = ["overview", "modules", ...DIFF_TABLE_KINDS, "pipeline", "diagnostic"] as const;
+/** Tabs in order: the two fixed views, one per diff table of the registry, then the pipeline, diagnostic and distributed views. */
+export const VIEWS = ["overview", "modules", ...DIFF_TABLE_KINDS, "pipeline", "diagnostic", "distributed"] as const;
 export type View = (typeof VIEWS)[number];
 
 export interface TraceChoice {

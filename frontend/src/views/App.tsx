@@ -8,9 +8,11 @@ import type { ApiClient, DiffSelection, RunInfo, RunsResponse } from "../api";
 import { ErrorMessage, Message } from "../components/Message";
 import { MSG_DATA_RELOADED, type HostIpc } from "../hostIpc";
 import { DIFF_TABLES } from "../model/diffTables";
+import { distributedTabShown } from "../model/distributed";
 import { writeState } from "../hostState";
 import { resolveSelection, VIEWS, withSelection, type TraceChoice, type UrlState, type View } from "../model/urlState";
 import { DiagnosticView } from "./DiagnosticView";
+import { DistributedView } from "./DistributedView";
 import { DiffTableView } from "./DiffTableView";
 import { ModuleDiffView } from "./ModuleDiffView";
 import { OverviewView } from "./OverviewView";
@@ -22,6 +24,7 @@ function viewLabel(view: View): string {
   if (view === "modules") return "Module diff";
   if (view === "pipeline") return "Pipeline";
   if (view === "diagnostic") return "Diagnostic";
+  if (view === "distributed") return "Distributed";
   return DIFF_TABLES[view].tab;
 }
 
@@ -148,9 +151,11 @@ export function App({ client, ipc, initial }: { client: ApiClient; ipc: HostIpc;
   const ready = b && e && blocking.length === 0 && settled;
   const warned = [b, e].filter((r, i, a): r is RunInfo => !!r && r.warnings.length > 0 && a.indexOf(r) === i);
 
+  // Tabs with something to show for the picked runs; the current one always stays (a shared URL may name it).
+  const tabs = VIEWS.filter((v) => v === state.view || v !== "distributed" || distributedTabShown(runList, state.baseline.run, state.experimental.run));
   const onTabKey = (ev: TargetedKeyboardEvent<HTMLDivElement>) => {
-    const i = VIEWS.indexOf(state.view);
-    const next = ev.key === "ArrowRight" ? VIEWS[(i + 1) % VIEWS.length] : ev.key === "ArrowLeft" ? VIEWS[(i + VIEWS.length - 1) % VIEWS.length] : null;
+    const i = tabs.indexOf(state.view);
+    const next = ev.key === "ArrowRight" ? tabs[(i + 1) % tabs.length] : ev.key === "ArrowLeft" ? tabs[(i + tabs.length - 1) % tabs.length] : null;
     if (next) {
       ev.preventDefault();
       setView(next);
@@ -187,7 +192,7 @@ export function App({ client, ipc, initial }: { client: ApiClient; ipc: HostIpc;
         </Message>
       ))}
       <div class="tabs" role="tablist" aria-label="Views" onKeyDown={onTabKey}>
-        {VIEWS.map((v) => (
+        {tabs.map((v) => (
           <button
             key={v}
             type="button"
@@ -225,6 +230,8 @@ function ViewFor(props: { view: View; client: ApiClient; sel: DiffSelection; sta
       return <PipelineView client={client} sel={sel} reloadToken={reloadToken} />;
     case "diagnostic":
       return <DiagnosticView client={client} runs={props.runs} sel={sel} reloadToken={reloadToken} />;
+    case "distributed":
+      return <DistributedView client={client} runs={props.runs} sel={sel} reloadToken={reloadToken} />;
     default:
       // Every other tab is a diff table, one per entry of model/diffTables.ts.
       return <DiffTableView client={client} sel={sel} table={view} state={state} onChange={onChange} reloadToken={reloadToken} />;

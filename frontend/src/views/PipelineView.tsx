@@ -14,7 +14,7 @@ import { DeltaText } from "../components/Delta";
 import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
 import { Legend, UPlotChart } from "../components/UPlotChart";
-import { VirtualTable } from "../components/VirtualTable";
+import { SortedTable } from "../components/SortedTable";
 import { formatPct, formatTicks } from "../model/format";
 import {
   callbackColumns,
@@ -41,7 +41,7 @@ import {
   type Trend,
   type TrendRun,
 } from "../model/pipeline";
-import { defaultSort, nextSort, sortRows, type Column, type SortSpec, type TableRow } from "../model/tableModel";
+import { defaultSort } from "../model/tableModel";
 import { useRequest } from "../useRequest";
 import { BASELINE_COLOR, EXPERIMENTAL_COLOR, msAxis } from "./chartKit";
 
@@ -90,22 +90,22 @@ export function PipelineView({ client, sel, reloadToken }: Props) {
         <SummaryTable rows={d.summary} />
       </section>
       <Trends client={client} pair={sides} reloadToken={reloadToken} />
-      <DeltaTable
+      <SortedTable
         title="SPDL stages"
         label="Pipeline stages, baseline versus experimental, largest change in mean task time first"
         testId="pipeline-stages"
         rows={namedStageRows(d.stages)}
         columns={stageColumns()}
-        primary={STAGE_PRIMARY}
+        initialSort={defaultSort(STAGE_PRIMARY)}
         empty="Neither run has SPDL stage statistics (they are recorded when the loader is an SPDL pipeline)."
       />
-      <DeltaTable
+      <SortedTable
         title="Callbacks"
         label="Callbacks, baseline versus experimental, largest change in time per step first"
         testId="pipeline-callbacks"
         rows={d.callbacks}
         columns={callbackColumns()}
-        primary={CALLBACK_PRIMARY}
+        initialSort={defaultSort(CALLBACK_PRIMARY)}
         empty="Neither run recorded callbacks (Recorder.callback, or Composer's callback events)."
       />
     </div>
@@ -308,21 +308,5 @@ function TrendChart({ runs, trend, yLabel, text, label }: { runs: PlottedRun[]; 
         </div>
       )}
     />
-  );
-}
-
-function DeltaTable(props: { title: string; label: string; testId: string; rows: TableRow[]; columns: Column[]; primary: string; empty: string }) {
-  const { title, label, testId, rows, columns, primary, empty } = props;
-  const [sort, setSort] = useState<SortSpec>(defaultSort(primary));
-  const sorted = useMemo(() => sortRows(rows, sort), [rows, sort]);
-  return (
-    <section class="card" aria-label={title} data-testid={testId}>
-      <h2>{title}</h2>
-      {rows.length === 0 ? (
-        <p class="muted">{empty}</p>
-      ) : (
-        <VirtualTable columns={columns} rows={sorted} sort={sort} onSort={(k) => setSort((s) => nextSort(s, k))} label={label} height={Math.min(360, 26 * (rows.length + 3))} />
-      )}
-    </section>
   );
 }
