@@ -305,7 +305,7 @@ export interface components {
         /** Contributor */
         Contributor: {
             /** @enum {unknown} */
-            kind: "annotation" | "backward" | "communication" | "data_loading" | "device" | "host" | "module" | "optimizer" | "unknown";
+            kind: "annotation" | "backward" | "communication" | "data_loading" | "device" | "host" | "module" | "optimizer" | "stall" | "unknown";
             key: string;
             name: string;
             /** @enum {unknown} */
