@@ -175,6 +175,31 @@ def test_profiler_hand_off_puts_trace_and_stats_in_one_run(tmp_path):
     assert len(link(load_trace(trace)).steps.name) == 3
 
 
+def test_a_slow_trace_export_is_not_data_wait(tmp_path):
+    """prof.step() at a step boundary may export the trace (0.2 s measured
+    on a small run): the profiler's own cost, not the loader's."""
+    handler_calls = []
+
+    def slow_export(prof):
+        handler_calls.append(time.perf_counter())
+        time.sleep(0.3)
+
+    rec = Recorder(str(tmp_path), "profiled", host_interval_s=None)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                schedule=torch.profiler.schedule(wait=0, warmup=1, active=2, repeat=1),
+                                on_trace_ready=slow_export) as prof:
+        rec.profiler = prof
+        for i, (x, _) in enumerate(rec.wrap(DataLoader(SlowBatches(0.002), batch_size=None))):
+            if i == 6:
+                break
+            x.sum()
+    rec.close()
+    assert handler_calls, "the schedule exported no trace"
+    steps = load_pipeline_run(str(tmp_path / "profiled")).steps
+    assert steps["data_wait_s"].max() < 0.2, steps["data_wait_s"].tolist()
+    assert steps["duration_s"].max() < 0.2, steps["duration_s"].tolist()
+
+
 def _callback_run(logdir, run: str, sleeps: dict[str, float]) -> None:
     with Recorder(str(logdir), run, host_interval_s=None) as rec:
         for _ in rec.wrap(range(8)):

@@ -35,8 +35,9 @@ class TimedIter:
 
     def __next__(self):
         rec = self._rec
+        start = rec._begin_request(_perf())
+        # After the profiler's step (and any trace export) in _begin_request.
         t_req = _perf()
-        start = rec._begin_request(t_req)
         batch = next(self._it if self._it is not None else self._real())
         rec._open_step(start, t_req, _perf(), batch, self._loader, False)
         return batch
@@ -56,8 +57,8 @@ class HeadspaceIter(TimedIter):
 
     def __next__(self):
         rec = self._rec
+        start = rec._begin_request(_perf())
         t_req = _perf()
-        start = rec._begin_request(t_req)
         pos = self._pos
         if pos >= self._length:
             raise StopIteration
