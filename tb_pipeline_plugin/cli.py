@@ -236,6 +236,8 @@ def _diff(args, out) -> int:
     print(f"baseline:     {args.baseline}\nexperimental: {args.experimental}\n", file=out)
     explanation = c.explanation
     print(explanation["sentence"], file=out)
+    print(f"(Noise bands assume recordings of one configuration land within ±{explanation['between_run_pct']:g} % "
+          "of each other: --between-run-pct; `tb-pipeline noise` measures it.)", file=out)
     if explanation["note"]:
         print(f"({explanation['note']})", file=out)
     if explanation.get("pipeline"):

@@ -422,6 +422,7 @@ def test_explanation_carries_the_pipeline_statistics(tensorboard, page):
     part = api["pipeline"]
     assert part is not None and part["clause"] in api["sentence"]
     assert frame.inner_text("[data-testid=explanation-sentence]").strip() == api["sentence"]
+    assert f"±{api['between_run_pct']:g} %" in frame.inner_text("[data-testid=explanation-noise]")
     row = frame.locator("[data-testid=explanation-pipeline] tr[data-row=data-wait]")
     assert row.locator(".sigmark").get_attribute("data-verdict") == part["data_wait"]["significance"]["verdict"]
     shown = row.locator(".delta").inner_text()

@@ -100,6 +100,7 @@ def explain(b: StepLedger, e: StepLedger) -> dict:
         "spikiness": {"baseline": spikiness(b_step), "experimental": spikiness(e_step)},
         "contributors": contributors,
         "waterfall": waterfall(b_mean, e_mean, contributors),
+        "between_run_pct": S.between_run_pct(),
     }
 
 

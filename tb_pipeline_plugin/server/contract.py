@@ -355,6 +355,9 @@ class DiffExplainResponse(_Shape):
     note: str | None
     # Both runs have recorded pipeline statistics; null otherwise.
     pipeline: ExplainPipeline | None
+    # The spread between recordings of one configuration that every noise
+    # band assumed, % (TB_PIPELINE_BETWEEN_RUN_PCT; docs/http_api.md, Significance).
+    between_run_pct: float
 
 
 PieceKind = Literal["root", "step", "data_loading", "module", "backward", "optimizer", "annotation", "unknown"]

@@ -50,6 +50,11 @@ export function Explanation({ client, sel, reloadToken }: { client: ApiClient; s
           <NoteText text={ex.note} />
         </p>
       )}
+      <p class="note" data-testid="explanation-noise">
+        Noise bands: each run's step-to-step spread and level drift, and ±{ex.between_run_pct} % between two recordings
+        of one configuration (<code>TB_PIPELINE_BETWEEN_RUN_PCT</code>; measure your machine's with{" "}
+        <code>tb-pipeline noise</code>).
+      </p>
       <div class="grid2">
         <Waterfall ex={ex} />
         <table class="contributors">

@@ -453,6 +453,7 @@ export interface components {
             launch: components["schemas"]["LaunchRow"][];
             note: string | null;
             pipeline: components["schemas"]["ExplainPipeline"] | null;
+            between_run_pct: number;
         };
         /** DiffKernelRow */
         DiffKernelRow: {
