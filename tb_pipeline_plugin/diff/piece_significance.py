@@ -39,9 +39,10 @@ def _samples(ledger: StepLedger, paths: list[str], phase: str | None) -> np.ndar
     return out
 
 
-def judge(b: StepLedger, e: StepLedger, paths: list[tuple[str, str]]) -> list[dict]:
+def judge(b: StepLedger, e: StepLedger, paths: list[tuple[str, str]], family: int | None = None) -> list[dict]:
     """For each (baseline path, experimental path) of a level's module
-    pieces: {significance, forward_significance, backward_significance}."""
+    pieces: {significance, forward_significance, backward_significance};
+    `family`, how many pieces the level has (default: these)."""
     if not paths:
         return []
     b_step = b.steps["step_us"].to_numpy(np.float64)
@@ -50,6 +51,6 @@ def judge(b: StepLedger, e: StepLedger, paths: list[tuple[str, str]]) -> list[di
     for field, phase in PHASES.items():
         bm = _samples(b, [p for p, _ in paths], phase)
         em = _samples(e, [p for _, p in paths], phase)
-        for i, sig in enumerate(S.compare(bm, em, reference)):
+        for i, sig in enumerate(S.compare(bm, em, reference, family=max(family or 0, len(paths)))):
             out[i][field] = sig
     return out

@@ -102,7 +102,9 @@ def diff_modules(b: TraceProcessor, e: TraceProcessor, path: str = "", offset: i
     for child, fields in zip(children, with_backward[1][page]):
         _add_backward(child, *fields)
     trend.update({k: v[page] for k, v in with_backward[2].items()})
-    _attach_significance(b, e, chain, [(row, node)] + list(zip(children, kids[page])))
+    level = [node] + list(kids)
+    _attach_significance(b, e, chain, [(row, node)] + list(zip(children, kids[page])),
+                         family=sum(1 for n in level if n.any.kind == "module"))
     return {
         "path": node.path,
         "breadcrumb": [{"name": n.any.name, "path": n.path} for n in chain],
@@ -122,10 +124,12 @@ def diff_modules(b: TraceProcessor, e: TraceProcessor, path: str = "", offset: i
 SIGNIFICANCE_MAX_PIECES = 500
 
 
-def _attach_significance(b: TraceProcessor, e: TraceProcessor, chain: list[T.Node], pairs) -> None:
+def _attach_significance(b: TraceProcessor, e: TraceProcessor, chain: list[T.Node], pairs, family: int) -> None:
     """`significance`, `forward_significance`, `backward_significance` of
     module pieces (diff/piece_significance.py): the module across steps;
-    null on other pieces, and when only one run has steps."""
+    null on other pieces, and when only one run has steps. `family`: the
+    module pieces of the whole level, judged together whichever page is
+    asked for (a page's marks are those of the full level)."""
     modules = [(r, n) for r, n in pairs if n.any.kind == "module"]
     for r, _ in pairs:
         r.update(dict.fromkeys(piece_significance.FIELDS))
@@ -140,7 +144,7 @@ def _attach_significance(b: TraceProcessor, e: TraceProcessor, chain: list[T.Nod
         return "/".join((getattr(a, side) or a.any).name for a in line)
 
     paths = [(path(n, "b"), path(n, "e")) for _, n in modules]
-    for (r, _), marks in zip(modules, piece_significance.judge(b.ledger(), e.ledger(), paths)):
+    for (r, _), marks in zip(modules, piece_significance.judge(b.ledger(), e.ledger(), paths, family)):
         r.update(marks)
 
 
