@@ -10,13 +10,12 @@ loading states, errors, warnings and eviction.
 from __future__ import annotations
 
 import os
-import shutil
 from typing import Any, Callable, NamedTuple
 
 from ..analysis.processor import TraceProcessor
 from ..pipeline import PipelineTables, load_pipeline_run
 from ..pipeline.diagnostic import DiagnosticRun, parse_diagnostic
-from ..trace.persist import entry_bytes, load_linked
+from ..trace.persist import entry_bytes
 from .cache import CacheConfig, TraceCache
 from .logdir import open_binary, stat_file
 from .workers import (
@@ -24,7 +23,9 @@ from .workers import (
     MemoryBudget,
     ParsePool,
     WorkerConfig,
+    adopt_views,
     estimate_parse_bytes,
+    map_entry,
     parse_to_entry,
     rank_summary_in_worker,
     shared_pool,
@@ -54,15 +55,13 @@ class TraceLoader:
     def __call__(self, path: str) -> TraceProcessor:
         size, mtime = _stat(path)
         linked = self.cache.lookup(path, size, mtime)
-        if linked is None:
-            directory, ephemeral = self._in_worker(parse_to_entry, path, size, mtime, estimate_parse_bytes(path, size))
-            try:
-                # Just written and checked by the worker: skip the checksums.
-                linked = load_linked(directory, verify=False)
-            finally:
-                if ephemeral:
-                    shutil.rmtree(directory, ignore_errors=True)
-        return TraceProcessor.from_linked(linked, source=path)
+        if linked is not None:
+            return TraceProcessor.from_linked(linked, source=path)
+        directory, ephemeral, views = self._in_worker(
+            parse_to_entry, path, size, mtime, estimate_parse_bytes(path, size), views=True)
+        tp = TraceProcessor.from_linked(map_entry(directory, ephemeral), source=path)
+        adopt_views(tp, views)
+        return tp
 
     def rank_summary(self, path: str) -> "RankSummary":
         """One rank's overview, computed in a worker process (mapped from the
@@ -72,12 +71,12 @@ class TraceLoader:
         need = cached + WORKER_BASE_BYTES if cached else estimate_parse_bytes(path, size)
         return RankSummary(**self._in_worker(rank_summary_in_worker, path, size, mtime, need))
 
-    def _in_worker(self, fn, path: str, size: int, mtime: float, need_bytes: int):
-        """fn(path, size, mtime, cache root, cache cap) on a worker, within the memory budget."""
+    def _in_worker(self, fn, path: str, size: int, mtime: float, need_bytes: int, **kwargs):
+        """fn(path, size, mtime, cache root, cache cap, **kwargs) on a worker, within the memory budget."""
         self.budget.check(path, size, need_bytes)
         self.budget.acquire(need_bytes)
         try:
-            return self.pool.run(fn, path, size, mtime, self.cache.config.root, self.cache.config.max_bytes)
+            return self.pool.run(fn, path, size, mtime, self.cache.config.root, self.cache.config.max_bytes, **kwargs)
         finally:
             self.budget.release(need_bytes)
 

@@ -34,7 +34,7 @@ def summarize_file(path: str, size: int, mtime: float, cache_root: str, cache_ma
     """One task (runs on a worker): parse and publish, or say why not."""
     try:
         MemoryBudget(budget_bytes).check(path, size, estimate_parse_bytes(path, size))
-        directory, ephemeral = parse_to_entry(path, size, mtime, cache_root, cache_max_bytes)
+        directory, ephemeral, _ = parse_to_entry(path, size, mtime, cache_root, cache_max_bytes)
         if ephemeral:  # the file changed while it was read: not cacheable now
             import shutil
 

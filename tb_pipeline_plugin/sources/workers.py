@@ -124,24 +124,68 @@ class MemoryBudget:
             self._cond.notify_all()
 
 
-def parse_to_entry(path: str, size: int, mtime: float, cache_root: str | None, cache_max_bytes: int) -> tuple[str, bool]:
+# The per-run views a run's tabs open with (TraceProcessor method, arguments).
+# A parse computes them in its worker, on the columns still in memory, and
+# hands them back with the entry: the server then never spends its GIL on
+# them (with many small ranks they cost as much as the parse itself).
+FIRST_VIEWS = (
+    ("overview", ()),
+    ("operators", ("name",)),
+    ("operators", ("name_and_shape",)),
+    ("kernels", ()),
+    ("modules", ()),
+)
+
+
+def compute_views(tp: TraceProcessor) -> list:
+    return [getattr(tp, method)(*args) for method, args in FIRST_VIEWS]
+
+
+def adopt_views(tp: TraceProcessor, views: list) -> None:
+    """Seeds `tp`'s memo with `views` (from `compute_views` in a worker):
+    each view method runs once with a memo whose computation is the value
+    given, so the memo keys stay TraceProcessor's own. Call before `tp` is
+    shared with other threads."""
+    for (method, args), value in zip(FIRST_VIEWS, views, strict=True):
+        tp.memo = lambda key, _compute, value=value: TraceProcessor.memo(tp, key, lambda: value)
+        try:
+            getattr(tp, method)(*args)
+        finally:
+            del tp.memo
+
+
+def parse_to_entry(path: str, size: int, mtime: float, cache_root: str | None, cache_max_bytes: int,
+                   views: bool = False) -> tuple[str, bool, list | None]:
     """Runs in a worker: decode + link `path` and persist the result.
-    Returns (entry directory, ephemeral: the caller deletes it after mapping)."""
+    Returns (entry directory, ephemeral: the caller deletes it after mapping,
+    the `FIRST_VIEWS` values when `views` else None)."""
     cache = TraceCache(CacheConfig(cache_root, cache_max_bytes))
     staged = cache.staging_dir()
     try:
         linked = link(load_trace(path, opener=open_binary))
         save_linked(linked, staged)
+        computed = compute_views(TraceProcessor.from_linked(linked, source=path)) if views else None
         del linked
         # A file rewritten while it was read must not be cached under the old version.
         if cache.enabled and stat_file(path) == (size, mtime):
-            return cache.publish(staged, path, size, mtime), False
-        return staged, True
+            return cache.publish(staged, path, size, mtime), False, computed
+        return staged, True, computed
     except BaseException:
         shutil.rmtree(staged, ignore_errors=True)
         raise
     finally:
         _release_memory()
+
+
+def map_entry(directory: str, ephemeral: bool):
+    """The LinkedTrace `parse_to_entry` just wrote, mapped; an ephemeral
+    entry is deleted at once (the mapping stays valid)."""
+    try:
+        # Just written and checked by the worker: skip the checksums.
+        return load_linked(directory, verify=False)
+    finally:
+        if ephemeral:
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 def rank_summary_in_worker(path: str, size: int, mtime: float, cache_root: str | None, cache_max_bytes: int) -> dict:
@@ -151,12 +195,8 @@ def rank_summary_in_worker(path: str, size: int, mtime: float, cache_root: str |
     cache = TraceCache(CacheConfig(cache_root, cache_max_bytes))
     linked = cache.lookup(path, size, mtime)
     if linked is None:
-        directory, ephemeral = parse_to_entry(path, size, mtime, cache_root, cache_max_bytes)
-        try:
-            linked = load_linked(directory, verify=False)
-        finally:
-            if ephemeral:
-                shutil.rmtree(directory, ignore_errors=True)
+        directory, ephemeral, _ = parse_to_entry(path, size, mtime, cache_root, cache_max_bytes)
+        linked = map_entry(directory, ephemeral)
     tp = TraceProcessor.from_linked(linked, source=path)
     try:
         return {"overview": tp.overview(), "has_device": tp.has_device, "warnings": list(tp.warnings)}
@@ -206,12 +246,12 @@ class ParsePool:
             for f in [executor.submit(_started) for _ in range(self.processes)]:
                 f.result()
 
-    def run(self, fn, *args):
+    def run(self, fn, *args, **kwargs):
         if self.processes == 0:
-            return fn(*args)
+            return fn(*args, **kwargs)
         executor = self._get()
         try:
-            return executor.submit(fn, *args).result()
+            return executor.submit(fn, *args, **kwargs).result()
         except BrokenProcessPool:
             with self._lock:
                 if self._executor is executor:
