@@ -7,6 +7,7 @@
     python _scale_measure.py latency LOGDIR                   (route latency while `big` parses)
     python _scale_measure.py ttp RUN_DIR                      (torch-tb-profiler, run in its own venv)
     python _scale_measure.py serial FILE...                   (in-process TraceProcessor, one by one)
+    python _scale_measure.py split K FILE...                  (K forked in-process loaders: the machine's ceiling)
 
 `peak_rss_bytes` is this process's VmHWM; `children_peak_rss_bytes` the
 largest child (our parse workers, torch-tb-profiler's per-file processes).
@@ -103,6 +104,34 @@ def serial(paths: list[str]) -> dict:
     for p in paths:
         _all_views(TraceProcessor.load(p))
     return {"wall_s": time.perf_counter() - t0, "files": len(paths), "cpu_s": _cpu_s()}
+
+
+def _serial_chunk(paths: list[str]) -> None:
+    from tb_pipeline_plugin.analysis.processor import TraceProcessor
+
+    for p in paths:
+        _all_views(TraceProcessor.load(p))
+
+
+def split(processes: int, paths: list[str]) -> dict:
+    """The machine's ceiling for parallel loads: `processes` forked copies of
+    this (already imported) interpreter load every K-th file in-process, no
+    worker pool, no persisting, nothing sent back. serial / this is the most
+    that many processes can gain here, whatever the loader does."""
+    import multiprocessing
+
+    import tb_pipeline_plugin.analysis.processor  # noqa: F401 - imported once, before the fork
+
+    ctx = multiprocessing.get_context("fork")
+    t0 = time.perf_counter()
+    procs = [ctx.Process(target=_serial_chunk, args=(paths[i::processes],)) for i in range(processes)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    if any(p.exitcode != 0 for p in procs):
+        raise SystemExit("a split loader failed")
+    return {"wall_s": time.perf_counter() - t0, "files": len(paths), "processes": processes, "cpu_s": _cpu_s()}
 
 
 def _app(logdir: str):
@@ -242,6 +271,8 @@ def main() -> None:
         out = ttp(args[0])
     elif mode == "serial":
         out = serial(args)
+    elif mode == "split":
+        out = split(int(args[0]), args[1:])
     else:
         raise SystemExit(f"unknown mode {mode}")
     import multiprocessing
