@@ -11,6 +11,7 @@ import shutil
 import sys
 import threading
 import time
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from tb_pipeline_plugin.sources import artifacts
 from tb_pipeline_plugin.sources.artifacts import TraceLoader
 from tb_pipeline_plugin.sources.cache import CacheConfig, TraceCache
 from tb_pipeline_plugin.sources.workers import FIRST_VIEWS, MemoryBudget, shared_pool
+from tb_pipeline_plugin.sources.view_file import VIEWS
 from tb_pipeline_plugin.trace.persist import COLUMNS, MANIFEST
 
 BIG_BUDGET = 1 << 40
@@ -88,8 +90,38 @@ def test_cache_hit_after_restart_maps_columns_without_parse(trace_copy, tmp_path
     warm = _loader(cache_root)(str(trace_copy))
     warm_s = time.perf_counter() - t0
     assert _is_mapped(warm.table.ts_us) and _is_mapped(warm.linked.parent)  # mapped, not read
+    assert len(warm._memo) == len(FIRST_VIEWS)  # the views kept with the entry, none built here
     _assert_same_views(warm, direct)
     assert warm_s < 5, warm_s  # generous: the benchmark reports the real figure
+
+
+@pytest.mark.parametrize("damage", ["flip_byte", "other_analysis", "delete"])
+def test_damaged_or_stale_views_are_built_again_not_served(trace_copy, tmp_path, damage):
+    """The views kept with an entry are used only when intact and written by
+    this analysis code; otherwise the columns are still used and the views
+    built again, with the same numbers."""
+    import json
+
+    cache_root = tmp_path / "cache"
+    _loader(cache_root)(str(trace_copy))
+    [(_, _, entry)] = TraceCache(CacheConfig(str(cache_root), 1 << 30)).entries()
+    views = Path(entry) / VIEWS
+    if damage == "flip_byte":
+        raw = bytearray(views.read_bytes())
+        raw[len(raw) // 2] ^= 0x01
+        views.write_bytes(bytes(raw))
+    elif damage == "other_analysis":
+        outer = json.loads(views.read_text())
+        body = json.loads(outer["body"])
+        body["analysis"] = "0" * 16
+        outer["body"] = json.dumps(body)
+        outer["crc32"] = zlib.crc32(outer["body"].encode())
+        views.write_text(json.dumps(outer))
+    else:
+        views.unlink()
+    warm = _loader(cache_root)(str(trace_copy))
+    assert len(warm._memo) == 0  # nothing adopted
+    _assert_same_views(warm, TraceProcessor.load(str(trace_copy)))
 
 
 def test_changed_file_is_parsed_again_and_old_entry_dropped(trace_copy, tmp_path):

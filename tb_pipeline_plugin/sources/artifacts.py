@@ -18,7 +18,10 @@ from ..pipeline.diagnostic import DiagnosticRun, parse_diagnostic
 from ..trace.persist import entry_bytes
 from .cache import CacheConfig, TraceCache
 from .logdir import open_binary, stat_file
+from .view_file import load_views
 from .workers import (
+    FIRST_VIEWS,
+    OVERVIEW_ONLY,
     WORKER_BASE_BYTES,
     MemoryBudget,
     ParsePool,
@@ -56,17 +59,28 @@ class TraceLoader:
         size, mtime = _stat(path)
         linked = self.cache.lookup(path, size, mtime)
         if linked is not None:
-            return TraceProcessor.from_linked(linked, source=path)
+            tp = TraceProcessor.from_linked(linked, source=path)
+            stored = load_views(self.cache.entry_dir(path, size, mtime))
+            if stored is not None:  # else built here, on request
+                adopt_views(tp, stored["views"])
+            return tp
         directory, ephemeral, views = self._in_worker(
-            parse_to_entry, path, size, mtime, estimate_parse_bytes(path, size), views=True)
+            parse_to_entry, path, size, mtime, estimate_parse_bytes(path, size), views=FIRST_VIEWS)
         tp = TraceProcessor.from_linked(map_entry(directory, ephemeral), source=path)
         adopt_views(tp, views)
         return tp
 
     def rank_summary(self, path: str) -> "RankSummary":
-        """One rank's overview, computed in a worker process (mapped from the
-        cache there, or parsed): the server does no work per rank."""
+        """One rank's overview: read from its cache entry's views when it has
+        them, else computed in a worker process (mapped from the cache there,
+        or parsed): the server builds nothing per rank."""
         size, mtime = _stat(path)
+        if self.cache.enabled:
+            # An entry with its views answers at once: no worker, no mapping.
+            stored = load_views(self.cache.entry_dir(path, size, mtime))
+            overview = stored["views"][FIRST_VIEWS.index(OVERVIEW_ONLY[0])] if stored else None
+            if overview is not None:
+                return RankSummary(overview, stored["has_device"], stored["warnings"])
         cached = entry_bytes(self.cache.entry_dir(path, size, mtime)) if self.cache.enabled else 0
         need = cached + WORKER_BASE_BYTES if cached else estimate_parse_bytes(path, size)
         return RankSummary(**self._in_worker(rank_summary_in_worker, path, size, mtime, need))

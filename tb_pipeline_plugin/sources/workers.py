@@ -37,6 +37,7 @@ from ..trace.persist import load_linked, save_linked
 from ..trace.reader import GZIP_MAGIC
 from .cache import CacheConfig, TraceCache
 from .logdir import _is_remote, open_binary, stat_file
+from .view_file import save_views
 
 MIB = 1 << 20
 # Peak resident memory of a parse per byte of decoded JSON: bench_scale.py
@@ -137,16 +138,22 @@ FIRST_VIEWS = (
 )
 
 
-def compute_views(tp: TraceProcessor) -> list:
-    return [getattr(tp, method)(*args) for method, args in FIRST_VIEWS]
+OVERVIEW_ONLY = (FIRST_VIEWS[0],)  # what a rank summary (the distributed view) needs
+
+
+def compute_views(tp: TraceProcessor, wanted=FIRST_VIEWS) -> list:
+    """The `FIRST_VIEWS` values, None for those not `wanted`."""
+    return [getattr(tp, method)(*args) if (method, args) in wanted else None for method, args in FIRST_VIEWS]
 
 
 def adopt_views(tp: TraceProcessor, views: list) -> None:
-    """Seeds `tp`'s memo with `views` (from `compute_views` in a worker):
-    each view method runs once with a memo whose computation is the value
-    given, so the memo keys stay TraceProcessor's own. Call before `tp` is
-    shared with other threads."""
+    """Seeds `tp`'s memo with `views` (from `compute_views` in a worker, or
+    kept with a cache entry; None: not computed): each view method runs once
+    with a memo whose computation is the value given, so the memo keys stay
+    TraceProcessor's own. Call before `tp` is shared with other threads."""
     for (method, args), value in zip(FIRST_VIEWS, views, strict=True):
+        if value is None:
+            continue
         tp.memo = lambda key, _compute, value=value: TraceProcessor.memo(tp, key, lambda: value)
         try:
             getattr(tp, method)(*args)
@@ -155,16 +162,23 @@ def adopt_views(tp: TraceProcessor, views: list) -> None:
 
 
 def parse_to_entry(path: str, size: int, mtime: float, cache_root: str | None, cache_max_bytes: int,
-                   views: bool = False) -> tuple[str, bool, list | None]:
+                   views=()) -> tuple[str, bool, list | None]:
     """Runs in a worker: decode + link `path` and persist the result.
     Returns (entry directory, ephemeral: the caller deletes it after mapping,
-    the `FIRST_VIEWS` values when `views` else None)."""
+    `compute_views` of the `views` wanted, None when none are). With the
+    cache on, the entry keeps them too (`view_file.py`)."""
     cache = TraceCache(CacheConfig(cache_root, cache_max_bytes))
     staged = cache.staging_dir()
     try:
         linked = link(load_trace(path, opener=open_binary))
         save_linked(linked, staged)
-        computed = compute_views(TraceProcessor.from_linked(linked, source=path)) if views else None
+        computed = None
+        if views:
+            tp = TraceProcessor.from_linked(linked, source=path)
+            computed = compute_views(tp, views)
+            if cache.enabled:  # kept with the entry for the next cache hit
+                save_views(staged, computed, tp.has_device, tp.warnings)
+            del tp
         del linked
         # A file rewritten while it was read must not be cached under the old version.
         if cache.enabled and stat_file(path) == (size, mtime):
@@ -194,10 +208,13 @@ def rank_summary_in_worker(path: str, size: int, mtime: float, cache_root: str |
     overview of hundreds of ranks is computed in parallel, outside the server."""
     cache = TraceCache(CacheConfig(cache_root, cache_max_bytes))
     linked = cache.lookup(path, size, mtime)
+    computed = None
     if linked is None:
-        directory, ephemeral, _ = parse_to_entry(path, size, mtime, cache_root, cache_max_bytes)
+        directory, ephemeral, computed = parse_to_entry(path, size, mtime, cache_root, cache_max_bytes, views=OVERVIEW_ONLY)
         linked = map_entry(directory, ephemeral)
     tp = TraceProcessor.from_linked(linked, source=path)
+    if computed is not None:
+        adopt_views(tp, computed)
     try:
         return {"overview": tp.overview(), "has_device": tp.has_device, "warnings": list(tp.warnings)}
     finally:
