@@ -256,8 +256,8 @@ def bench_ranks(n: int, ttp_py: str | None, ttp_note: str, repeat: int = 1) -> l
     cold = _fastest(repeat, "cold", *files, cold=True)
     k = cold.get("processes") or 2
     ceiling = _fastest(repeat, "split", str(k), *files)
-    rows.append(row(name, f"machine ceiling: {k} forked loaders", ceiling, None, file_mb,
-                    f"{(ref or 0) / ceiling['wall_s']:.2f}x faster than serial: the most {k} processes gain here"
+    rows.append(row(name, f"{k} forked in-process loaders", ceiling, None, file_mb,
+                    f"{(ref or 0) / ceiling['wall_s']:.2f}x faster than serial: {k} processes here, no pool"
                     if ref and "error" not in ceiling else ""))
     rows.append(row(name, f"ours cold, {cold.get('processes', '?')} worker processes", cold, None, file_mb,
                     _vs_serial(ref, cold) + (f"; {one['wall_s'] / cold['wall_s']:.2f}x the 1-worker load"

@@ -95,7 +95,7 @@ def test_cache_hit_after_restart_maps_columns_without_parse(trace_copy, tmp_path
     assert warm_s < 5, warm_s  # generous: the benchmark reports the real figure
 
 
-@pytest.mark.parametrize("damage", ["flip_byte", "other_analysis", "delete"])
+@pytest.mark.parametrize("damage", ["flip_byte", "other_analysis", "other_views", "delete"])
 def test_damaged_or_stale_views_are_built_again_not_served(trace_copy, tmp_path, damage):
     """The views kept with an entry are used only when intact and written by
     this analysis code; otherwise the columns are still used and the views
@@ -110,10 +110,13 @@ def test_damaged_or_stale_views_are_built_again_not_served(trace_copy, tmp_path,
         raw = bytearray(views.read_bytes())
         raw[len(raw) // 2] ^= 0x01
         views.write_bytes(bytes(raw))
-    elif damage == "other_analysis":
+    elif damage in ("other_analysis", "other_views"):
         outer = json.loads(views.read_text())
         body = json.loads(outer["body"])
-        body["analysis"] = "0" * 16
+        if damage == "other_analysis":
+            body["analysis"] = "0" * 16
+        else:  # written when the list of first views was another
+            body["names"], body["views"] = body["names"][:-1], body["views"][:-1]
         outer["body"] = json.dumps(body)
         outer["crc32"] = zlib.crc32(outer["body"].encode())
         views.write_text(json.dumps(outer))

@@ -60,7 +60,7 @@ class TraceLoader:
         linked = self.cache.lookup(path, size, mtime)
         if linked is not None:
             tp = TraceProcessor.from_linked(linked, source=path)
-            stored = load_views(self.cache.entry_dir(path, size, mtime))
+            stored = load_views(self.cache.entry_dir(path, size, mtime), FIRST_VIEWS)
             if stored is not None:  # else built here, on request
                 adopt_views(tp, stored["views"])
             return tp
@@ -77,8 +77,9 @@ class TraceLoader:
         size, mtime = _stat(path)
         if self.cache.enabled:
             # An entry with its views answers at once: no worker, no mapping.
-            stored = load_views(self.cache.entry_dir(path, size, mtime))
-            overview = stored["views"][FIRST_VIEWS.index(OVERVIEW_ONLY[0])] if stored else None
+            at = FIRST_VIEWS.index(OVERVIEW_ONLY[0])
+            stored = load_views(self.cache.entry_dir(path, size, mtime), FIRST_VIEWS, only={at})
+            overview = stored["views"][at] if stored else None
             if overview is not None:
                 return RankSummary(overview, stored["has_device"], stored["warnings"])
         cached = entry_bytes(self.cache.entry_dir(path, size, mtime)) if self.cache.enabled else 0

@@ -100,10 +100,15 @@ def _decode(node):
     return node
 
 
-def save_views(directory: str, views: list, has_device: bool, warnings: list[str]) -> bool:
-    """Writes the views into an entry being staged; False if they cannot be kept."""
+def _layout(names) -> list:
+    return [[method, list(args)] for method, args in names]
+
+
+def save_views(directory: str, names, views: list, has_device: bool, warnings: list[str]) -> bool:
+    """Writes `views` (the values of the views `names`: (method, args) each)
+    into an entry being staged; False if they cannot be kept."""
     try:
-        body = json.dumps({"analysis": ANALYSIS_VERSION, "views": _encode(views),
+        body = json.dumps({"analysis": ANALYSIS_VERSION, "names": _layout(names), "views": _encode(views),
                            "has_device": bool(has_device), "warnings": list(warnings)})
     except (_Unsupported, ValueError):
         return False
@@ -112,9 +117,11 @@ def save_views(directory: str, views: list, has_device: bool, warnings: list[str
     return True
 
 
-def load_views(directory: str) -> dict | None:
+def load_views(directory: str, names, only: set[int] | None = None) -> dict | None:
     """{"views", "has_device", "warnings"} of an entry, or None when it has
-    none that this analysis can use (absent, other analysis, damaged)."""
+    none that this code can use (absent, other analysis or list of views
+    `names`, damaged). `only`: positions of the views to build (the others
+    come back None)."""
     try:
         with open(os.path.join(directory, VIEWS), encoding="utf-8") as f:
             outer = json.load(f)
@@ -122,9 +129,10 @@ def load_views(directory: str) -> dict | None:
         if zlib.crc32(body.encode()) != outer["crc32"]:
             return None
         data = json.loads(body)
-        if data.get("analysis") != ANALYSIS_VERSION:
+        if data.get("analysis") != ANALYSIS_VERSION or data.get("names") != _layout(names):
             return None
-        return {"views": _decode(data["views"]), "has_device": bool(data["has_device"]),
+        views = [_decode(v) if only is None or i in only else None for i, v in enumerate(data["views"])]
+        return {"views": views, "has_device": bool(data["has_device"]),
                 "warnings": [str(w) for w in data["warnings"]]}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None

@@ -177,7 +177,7 @@ def parse_to_entry(path: str, size: int, mtime: float, cache_root: str | None, c
             tp = TraceProcessor.from_linked(linked, source=path)
             computed = compute_views(tp, views)
             if cache.enabled:  # kept with the entry for the next cache hit
-                save_views(staged, computed, tp.has_device, tp.warnings)
+                save_views(staged, FIRST_VIEWS, computed, tp.has_device, tp.warnings)
             del tp
         del linked
         # A file rewritten while it was read must not be cached under the old version.
