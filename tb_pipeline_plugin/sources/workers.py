@@ -41,7 +41,8 @@ from .view_file import save_views
 
 MIB = 1 << 20
 # Peak resident memory of a parse per byte of decoded JSON: bench_scale.py
-# measured worker peak RSS / file of 2.14 (GPU, 209 MB) and 2.07 (CPU, 204 MB);
+# measured worker peak RSS / file of 2.14 (GPU, 209 MB) and 2.07 (CPU, 204 MB),
+# 2.34 (GPU) once the worker also built the first views;
 # 3 leaves room for traces with more distinct strings.
 PEAK_BYTES_PER_JSON_BYTE = 3.0
 # Fixed cost of a worker (interpreter, numpy, pandas, msgspec).
