@@ -67,7 +67,9 @@ def _encode(value):
         for name, col in value.items():
             if not isinstance(name, str):
                 raise _Unsupported("a column not named by a string")
-            cols.append([name, _dtype_tag(col.dtype), [_scalar(x) for x in col.tolist()]])
+            tag = _dtype_tag(col.dtype)
+            values = col.tolist()  # Python scalars; only object columns can hold anything else
+            cols.append([name, tag, [_scalar(x) for x in values] if tag.get("numpy") == "|O" else values])
         return {_FRAME: cols}
     if isinstance(value, dict):
         if _FRAME in value or not all(isinstance(k, str) for k in value):
