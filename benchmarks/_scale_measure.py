@@ -7,6 +7,7 @@
     python _scale_measure.py latency LOGDIR                   (route latency while `big` parses)
     python _scale_measure.py ttp RUN_DIR                      (torch-tb-profiler, run in its own venv)
     python _scale_measure.py serial FILE...                   (in-process TraceProcessor, one by one)
+    python _scale_measure.py split K FILE...                  (K forked in-process loaders: the machine's ceiling)
 
 `peak_rss_bytes` is this process's VmHWM; `children_peak_rss_bytes` the
 largest child (our parse workers, torch-tb-profiler's per-file processes).
@@ -29,6 +30,12 @@ def _vm_hwm() -> int:
 
 def _children_peak() -> int:
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+
+
+def _cpu_s() -> dict:
+    """CPU seconds of this process and of its reaped children: where the work ran."""
+    t = os.times()
+    return {"self": t.user + t.system, "children": t.children_user + t.children_system}
 
 
 def _all_views(tp) -> None:
@@ -83,8 +90,10 @@ def ours(paths: list[str]) -> dict:
     ready_s = time.perf_counter() - t0
     for tp in tps:
         _all_views(tp)
-    out = {"ready_s": ready_s, "wall_s": time.perf_counter() - t0, "files": len(tps), "pool_start_s": pool_start_s}
-    loader.pool.shutdown(wait=True)  # reaped: counted in RUSAGE_CHILDREN
+    out = {"ready_s": ready_s, "wall_s": time.perf_counter() - t0, "files": len(tps), "pool_start_s": pool_start_s,
+           "processes": loader.pool.processes}
+    loader.pool.shutdown(wait=True)  # reaped: counted in RUSAGE_CHILDREN and children's CPU
+    out["cpu_s"] = _cpu_s()
     return out
 
 
@@ -94,7 +103,35 @@ def serial(paths: list[str]) -> dict:
     t0 = time.perf_counter()
     for p in paths:
         _all_views(TraceProcessor.load(p))
-    return {"wall_s": time.perf_counter() - t0, "files": len(paths)}
+    return {"wall_s": time.perf_counter() - t0, "files": len(paths), "cpu_s": _cpu_s()}
+
+
+def _serial_chunk(paths: list[str]) -> None:
+    from tb_pipeline_plugin.analysis.processor import TraceProcessor
+
+    for p in paths:
+        _all_views(TraceProcessor.load(p))
+
+
+def split(processes: int, paths: list[str]) -> dict:
+    """The machine's ceiling for parallel loads: `processes` forked copies of
+    this (already imported) interpreter load every K-th file in-process, no
+    worker pool, no persisting, nothing sent back. serial / this is the most
+    that many processes can gain here, whatever the loader does."""
+    import multiprocessing
+
+    import tb_pipeline_plugin.analysis.processor  # noqa: F401 - imported once, before the fork
+
+    ctx = multiprocessing.get_context("fork")
+    t0 = time.perf_counter()
+    procs = [ctx.Process(target=_serial_chunk, args=(paths[i::processes],)) for i in range(processes)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    if any(p.exitcode != 0 for p in procs):
+        raise SystemExit("a split loader failed")
+    return {"wall_s": time.perf_counter() - t0, "files": len(paths), "processes": processes, "cpu_s": _cpu_s()}
 
 
 def _app(logdir: str):
@@ -162,11 +199,25 @@ def distributed(logdir: str, run: str) -> dict:
 
 def latency(logdir: str) -> dict:
     """Worst and median latency of `runs` and the small run's views while
-    the big run parses (cache off, so it really parses)."""
+    the big run parses (cache off, so it really parses), and the longest
+    garbage-collector pass in this process meanwhile (the usual worst
+    request before server/gc_freeze.py)."""
+    import gc
+
     client, plugin = _app(logdir)
     _get_ready(client, "overview?run=small")
     _get_ready(client, "operators?run=small")
     _get_ready(client, "kernels?run=small")
+    passes: list[tuple[int, float]] = []
+    started: list[float] = []
+
+    def on_gc(phase, info):
+        if phase == "start":
+            started.append(time.perf_counter())
+        elif started:
+            passes.append((info["generation"], time.perf_counter() - started.pop()))
+
+    gc.callbacks.append(on_gc)
     t0 = time.perf_counter()
     assert client.get(PREFIX + "overview?run=big").status_code == 409
     times = []
@@ -179,10 +230,13 @@ def latency(logdir: str) -> dict:
             break
         time.sleep(0.02)
     parse_s = time.perf_counter() - t0
+    gc.callbacks.remove(on_gc)
     plugin.close()
     times.sort()
     return {"wall_s": parse_s, "requests": len(times), "max_s": times[-1], "p50_s": times[len(times) // 2],
-            "p99_s": times[min(len(times) - 1, int(len(times) * 0.99))]}
+            "p99_s": times[min(len(times) - 1, int(len(times) * 0.99))],
+            "gc_max_s": max((d for _, d in passes), default=0.0), "gc_full_passes": sum(1 for g, _ in passes if g == 2),
+            "frozen_objects": gc.get_freeze_count(), "load_average": os.getloadavg()[0]}
 
 
 def ttp(run_dir: str) -> dict:
@@ -217,6 +271,8 @@ def main() -> None:
         out = ttp(args[0])
     elif mode == "serial":
         out = serial(args)
+    elif mode == "split":
+        out = split(int(args[0]), args[1:])
     else:
         raise SystemExit(f"unknown mode {mode}")
     import multiprocessing

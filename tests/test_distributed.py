@@ -124,3 +124,30 @@ def test_duplicate_ranks_fall_back_to_positions_and_deltas(client, ranks_logdir)
 def test_unknown_run_and_missing_parameter(client):
     assert client.get(f"{PLUGIN_PREFIX}/distributed?baseline=nope").status_code == 404
     assert client.get(f"{PLUGIN_PREFIX}/distributed").status_code == 400
+
+
+def test_rank_summaries_come_from_the_views_kept_in_the_cache(ranks_logdir, tmp_path, monkeypatch):
+    """After a restart, every rank's summary is read from the overview its
+    parse kept with the cache entry: no worker, no mapping, same answer."""
+    from tb_pipeline_plugin.sources import artifacts
+
+    monkeypatch.setenv("TB_PIPELINE_CACHE_DIR", str(tmp_path / "cache"))
+    app, plugin = build_tb_app(ranks_logdir[0])
+    try:
+        first = _get(Client(app), "distributed?baseline=job&experimental=swapped")
+        assert first.status_code == 200, first.get_data(as_text=True)
+    finally:
+        plugin.close()
+
+    def no_worker(*args, **kwargs):
+        raise AssertionError("a rank summary was computed although its entry keeps the overview")
+
+    monkeypatch.setenv("TB_PIPELINE_PARSE_WORKERS", "0")  # the patched function runs in this process
+    monkeypatch.setattr(artifacts, "rank_summary_in_worker", no_worker)
+    app, plugin = build_tb_app(ranks_logdir[0])
+    try:
+        again = _get(Client(app), "distributed?baseline=job&experimental=swapped")
+        assert again.status_code == 200, again.get_data(as_text=True)
+        assert again.get_json() == first.get_json()
+    finally:
+        plugin.close()

@@ -368,12 +368,12 @@ def test_route_requested_run_parses_before_prefetches(recorded_logdir, tmp_path,
     real_parse = artifacts.parse_to_entry
     order, first_held, release = [], threading.Event(), threading.Event()
 
-    def parse(path, *args):
+    def parse(path, *args, **kwargs):
         order.append(os.path.basename(os.path.dirname(path)))
         if len(order) == 1:
             first_held.set()
             assert release.wait(WAIT_S)
-        return real_parse(path, *args)
+        return real_parse(path, *args, **kwargs)
 
     monkeypatch.delenv("TB_PIPELINE_MAX_LOADED_TRACES", raising=False)
     # Parse in the store's one thread (no worker processes), where the

@@ -24,6 +24,7 @@ from ..sources.logdir import RunInfo, TraceFile, discover_runs, resolve, resolve
 from ..sources.tb_profiler import tb_profiler_names
 from . import params as Q
 from . import views
+from .gc_freeze import freeze_startup_objects
 from .http import json_response, json_route, static_response
 from .routes import ROUTES
 from .store import LoadState, LoadStore
@@ -63,6 +64,9 @@ class PipelinePlugin(base_plugin.TBPlugin):
         self._runs: dict[str, RunInfo] = {}
         self._scanned_at = -1e9
         self._scan_lock = threading.Lock()
+        # Last: every module is imported by now; a full GC pass over them
+        # would otherwise land on a request (server/gc_freeze.py).
+        freeze_startup_objects()
 
     # ---- TensorBoard hooks -----------------------------------------------------
 

@@ -10,21 +10,25 @@ loading states, errors, warnings and eviction.
 from __future__ import annotations
 
 import os
-import shutil
 from typing import Any, Callable, NamedTuple
 
 from ..analysis.processor import TraceProcessor
 from ..pipeline import PipelineTables, load_pipeline_run
 from ..pipeline.diagnostic import DiagnosticRun, parse_diagnostic
-from ..trace.persist import entry_bytes, load_linked
+from ..trace.persist import entry_bytes
 from .cache import CacheConfig, TraceCache
 from .logdir import open_binary, stat_file
+from .view_file import load_views
 from .workers import (
+    FIRST_VIEWS,
+    OVERVIEW_ONLY,
     WORKER_BASE_BYTES,
     MemoryBudget,
     ParsePool,
     WorkerConfig,
+    adopt_views,
     estimate_parse_bytes,
+    map_entry,
     parse_to_entry,
     rank_summary_in_worker,
     shared_pool,
@@ -54,30 +58,40 @@ class TraceLoader:
     def __call__(self, path: str) -> TraceProcessor:
         size, mtime = _stat(path)
         linked = self.cache.lookup(path, size, mtime)
-        if linked is None:
-            directory, ephemeral = self._in_worker(parse_to_entry, path, size, mtime, estimate_parse_bytes(path, size))
-            try:
-                # Just written and checked by the worker: skip the checksums.
-                linked = load_linked(directory, verify=False)
-            finally:
-                if ephemeral:
-                    shutil.rmtree(directory, ignore_errors=True)
-        return TraceProcessor.from_linked(linked, source=path)
+        if linked is not None:
+            tp = TraceProcessor.from_linked(linked, source=path)
+            stored = load_views(self.cache.entry_dir(path, size, mtime), FIRST_VIEWS)
+            if stored is not None:  # else built here, on request
+                adopt_views(tp, stored["views"])
+            return tp
+        directory, ephemeral, views = self._in_worker(
+            parse_to_entry, path, size, mtime, estimate_parse_bytes(path, size), views=FIRST_VIEWS)
+        tp = TraceProcessor.from_linked(map_entry(directory, ephemeral), source=path)
+        adopt_views(tp, views)
+        return tp
 
     def rank_summary(self, path: str) -> "RankSummary":
-        """One rank's overview, computed in a worker process (mapped from the
-        cache there, or parsed): the server does no work per rank."""
+        """One rank's overview: read from its cache entry's views when it has
+        them, else computed in a worker process (mapped from the cache there,
+        or parsed): the server builds nothing per rank."""
         size, mtime = _stat(path)
+        if self.cache.enabled:
+            # An entry with its views answers at once: no worker, no mapping.
+            at = FIRST_VIEWS.index(OVERVIEW_ONLY[0])
+            stored = load_views(self.cache.entry_dir(path, size, mtime), FIRST_VIEWS, only={at})
+            overview = stored["views"][at] if stored else None
+            if overview is not None:
+                return RankSummary(overview, stored["has_device"], stored["warnings"])
         cached = entry_bytes(self.cache.entry_dir(path, size, mtime)) if self.cache.enabled else 0
         need = cached + WORKER_BASE_BYTES if cached else estimate_parse_bytes(path, size)
         return RankSummary(**self._in_worker(rank_summary_in_worker, path, size, mtime, need))
 
-    def _in_worker(self, fn, path: str, size: int, mtime: float, need_bytes: int):
-        """fn(path, size, mtime, cache root, cache cap) on a worker, within the memory budget."""
+    def _in_worker(self, fn, path: str, size: int, mtime: float, need_bytes: int, **kwargs):
+        """fn(path, size, mtime, cache root, cache cap, **kwargs) on a worker, within the memory budget."""
         self.budget.check(path, size, need_bytes)
         self.budget.acquire(need_bytes)
         try:
-            return self.pool.run(fn, path, size, mtime, self.cache.config.root, self.cache.config.max_bytes)
+            return self.pool.run(fn, path, size, mtime, self.cache.config.root, self.cache.config.max_bytes, **kwargs)
         finally:
             self.budget.release(need_bytes)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from .cache import CacheConfig, TraceCache
 from .logdir import discover_runs, stat_file
-from .workers import MemoryBudget, TraceTooLarge, WorkerConfig, estimate_parse_bytes, parse_to_entry
+from .workers import FIRST_VIEWS, MemoryBudget, TraceTooLarge, WorkerConfig, estimate_parse_bytes, parse_to_entry
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,8 @@ def summarize_file(path: str, size: int, mtime: float, cache_root: str, cache_ma
     """One task (runs on a worker): parse and publish, or say why not."""
     try:
         MemoryBudget(budget_bytes).check(path, size, estimate_parse_bytes(path, size))
-        directory, ephemeral = parse_to_entry(path, size, mtime, cache_root, cache_max_bytes)
+        # With the first views, so the plugin builds none of them either.
+        directory, ephemeral, _ = parse_to_entry(path, size, mtime, cache_root, cache_max_bytes, views=FIRST_VIEWS)
         if ephemeral:  # the file changed while it was read: not cacheable now
             import shutil
 

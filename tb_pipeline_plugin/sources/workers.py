@@ -37,10 +37,12 @@ from ..trace.persist import load_linked, save_linked
 from ..trace.reader import GZIP_MAGIC
 from .cache import CacheConfig, TraceCache
 from .logdir import _is_remote, open_binary, stat_file
+from .view_file import save_views
 
 MIB = 1 << 20
 # Peak resident memory of a parse per byte of decoded JSON: bench_scale.py
-# measured worker peak RSS / file of 2.14 (GPU, 209 MB) and 2.07 (CPU, 204 MB);
+# measured worker peak RSS / file of 2.14 (GPU, 209 MB) and 2.07 (CPU, 204 MB),
+# 2.34 (GPU) once the worker also built the first views;
 # 3 leaves room for traces with more distinct strings.
 PEAK_BYTES_PER_JSON_BYTE = 3.0
 # Fixed cost of a worker (interpreter, numpy, pandas, msgspec).
@@ -124,24 +126,81 @@ class MemoryBudget:
             self._cond.notify_all()
 
 
-def parse_to_entry(path: str, size: int, mtime: float, cache_root: str | None, cache_max_bytes: int) -> tuple[str, bool]:
+# The per-run views a run's tabs open with (TraceProcessor method, arguments).
+# A parse computes them in its worker, on the columns still in memory, and
+# hands them back with the entry: the server then never spends its GIL on
+# them (with many small ranks they cost as much as the parse itself).
+FIRST_VIEWS = (
+    ("overview", ()),
+    ("operators", ("name",)),
+    ("operators", ("name_and_shape",)),
+    ("kernels", ()),
+    ("modules", ()),
+)
+
+
+OVERVIEW_ONLY = (FIRST_VIEWS[0],)  # what a rank summary (the distributed view) needs
+
+
+def compute_views(tp: TraceProcessor, wanted=FIRST_VIEWS) -> list:
+    """The `FIRST_VIEWS` values, None for those not `wanted`."""
+    return [getattr(tp, method)(*args) if (method, args) in wanted else None for method, args in FIRST_VIEWS]
+
+
+def adopt_views(tp: TraceProcessor, views: list) -> None:
+    """Seeds `tp`'s memo with `views` (from `compute_views` in a worker, or
+    kept with a cache entry; None: not computed): each view method runs once
+    with a memo whose computation is the value given, so the memo keys stay
+    TraceProcessor's own. Call before `tp` is shared with other threads."""
+    for (method, args), value in zip(FIRST_VIEWS, views, strict=True):
+        if value is None:
+            continue
+        tp.memo = lambda key, _compute, value=value: TraceProcessor.memo(tp, key, lambda: value)
+        try:
+            getattr(tp, method)(*args)
+        finally:
+            del tp.memo
+
+
+def parse_to_entry(path: str, size: int, mtime: float, cache_root: str | None, cache_max_bytes: int,
+                   views=()) -> tuple[str, bool, list | None]:
     """Runs in a worker: decode + link `path` and persist the result.
-    Returns (entry directory, ephemeral: the caller deletes it after mapping)."""
+    Returns (entry directory, ephemeral: the caller deletes it after mapping,
+    `compute_views` of the `views` wanted, None when none are). With the
+    cache on, the entry keeps them too (`view_file.py`)."""
     cache = TraceCache(CacheConfig(cache_root, cache_max_bytes))
     staged = cache.staging_dir()
     try:
         linked = link(load_trace(path, opener=open_binary))
         save_linked(linked, staged)
+        computed = None
+        if views:
+            tp = TraceProcessor.from_linked(linked, source=path)
+            computed = compute_views(tp, views)
+            if cache.enabled:  # kept with the entry for the next cache hit
+                save_views(staged, FIRST_VIEWS, computed, tp.has_device, tp.warnings)
+            del tp
         del linked
         # A file rewritten while it was read must not be cached under the old version.
         if cache.enabled and stat_file(path) == (size, mtime):
-            return cache.publish(staged, path, size, mtime), False
-        return staged, True
+            return cache.publish(staged, path, size, mtime), False, computed
+        return staged, True, computed
     except BaseException:
         shutil.rmtree(staged, ignore_errors=True)
         raise
     finally:
-        _release_memory()
+        _release_memory(path, size)
+
+
+def map_entry(directory: str, ephemeral: bool):
+    """The LinkedTrace `parse_to_entry` just wrote, mapped; an ephemeral
+    entry is deleted at once (the mapping stays valid)."""
+    try:
+        # Just written and checked by the worker: skip the checksums.
+        return load_linked(directory, verify=False)
+    finally:
+        if ephemeral:
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 def rank_summary_in_worker(path: str, size: int, mtime: float, cache_root: str | None, cache_max_bytes: int) -> dict:
@@ -150,25 +209,31 @@ def rank_summary_in_worker(path: str, size: int, mtime: float, cache_root: str |
     overview of hundreds of ranks is computed in parallel, outside the server."""
     cache = TraceCache(CacheConfig(cache_root, cache_max_bytes))
     linked = cache.lookup(path, size, mtime)
+    computed = None
     if linked is None:
-        directory, ephemeral = parse_to_entry(path, size, mtime, cache_root, cache_max_bytes)
-        try:
-            linked = load_linked(directory, verify=False)
-        finally:
-            if ephemeral:
-                shutil.rmtree(directory, ignore_errors=True)
+        directory, ephemeral, computed = parse_to_entry(path, size, mtime, cache_root, cache_max_bytes, views=OVERVIEW_ONLY)
+        linked = map_entry(directory, ephemeral)
     tp = TraceProcessor.from_linked(linked, source=path)
+    if computed is not None:
+        adopt_views(tp, computed)
     try:
         return {"overview": tp.overview(), "has_device": tp.has_device, "warnings": list(tp.warnings)}
     finally:
         del tp, linked
-        _release_memory()
+        _release_memory(path, size)
 
 
-def _release_memory() -> None:
-    """An idle worker should not sit on a parse's peak: glibc keeps freed
+# Below this file size a parse's peak is small and trimming (~5 ms a call,
+# and the next parse faulting the pages back in) costs more than it frees:
+# with hundreds of small ranks it was a tenth of each one's worker time.
+_TRIM_MIN_BYTES = 32 * MIB
+
+
+def _release_memory(path: str, size: int) -> None:
+    """An idle worker should not sit on a big parse's peak: glibc keeps freed
     small-object arenas unless asked to give them back."""
-    if not sys.platform.startswith("linux"):
+    likely_json_bytes = size * _REMOTE_GZIP_RATIO if path.endswith(".gz") else size
+    if likely_json_bytes < _TRIM_MIN_BYTES or not sys.platform.startswith("linux"):
         return
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -206,12 +271,12 @@ class ParsePool:
             for f in [executor.submit(_started) for _ in range(self.processes)]:
                 f.result()
 
-    def run(self, fn, *args):
+    def run(self, fn, *args, **kwargs):
         if self.processes == 0:
-            return fn(*args)
+            return fn(*args, **kwargs)
         executor = self._get()
         try:
-            return executor.submit(fn, *args).result()
+            return executor.submit(fn, *args, **kwargs).result()
         except BrokenProcessPool:
             with self._lock:
                 if self._executor is executor:
