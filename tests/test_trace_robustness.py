@@ -154,6 +154,28 @@ def test_begin_end_pairs_string_ids_and_float_ts():
     assert ops.loc["other", "calls"] == 1
 
 
+def test_int_and_string_ids_stay_distinct_across_chunks():
+    """Flow ids and pids are compared as the file writes them: 7 and "7"
+    are different flows, 1 and "1" different processes, in any chunk."""
+    events = []
+    for k, fid in enumerate([7, "7", 8, "x", 7, "7"]):
+        pid = 1 if k % 2 else "1"
+        events.append({"ph": "X", "cat": "cpu_op", "name": f"op{k}", "pid": pid, "tid": 1, "ts": 10 * k, "dur": 5})
+        events.append({"ph": "s" if k < 3 else "f", "cat": "fwdbwd", "id": fid, "pid": pid, "tid": 1, "ts": 10 * k, "bp": "e"})
+    data = json.dumps({"traceEvents": events}).encode()
+    for chunk_bytes in (64, 1 << 20):
+        table = decode_trace(data, chunk_bytes=chunk_bytes)
+        flows = [e for e in events if e["ph"] in "sf"]
+        got = table.flows.flow_id
+        for i, a in enumerate(flows):
+            for j, b in enumerate(flows):
+                same = type(a["id"]) is type(b["id"]) and a["id"] == b["id"]
+                assert (got[i] == got[j]) == same, (a["id"], b["id"])
+        assert sorted(map(repr, table.pids)) == ["'1'", "1"]
+        assert table.flows.is_start.tolist() == [f["ph"] == "s" for f in flows]
+        assert table.flows.binds_enclosing.all()
+
+
 def test_html_in_names_is_kept_verbatim():
     name = "<img src=x onerror=alert(1)>"
     doc = {"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": 0, "dur": 5}]}

@@ -1,8 +1,10 @@
 """Decoded events of one chunk -> column arrays; chunks -> EventTable.
 
-Attribute extraction goes through `operator.attrgetter` + `zip(*...)` so the
-per-event work stays in C; only the distinct values of a chunk (names,
-categories, shapes) go through Python code.
+Attribute extraction goes through `map(operator.attrgetter(...))` and
+mapping through `map(Memo.__getitem__)` into `np.fromiter`, so the
+per-event work stays in C; only the distinct values (names, categories,
+shapes) go through Python code. This module is most of the decode time
+after msgspec itself: keep per-event Python out of it.
 """
 from __future__ import annotations
 
@@ -11,9 +13,8 @@ from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 
 import numpy as np
-import pandas as pd
 
-from .intern import Interner
+from .intern import Interner, Interners, Memo
 from .names import ids_mask, is_profiler_annotation
 from .table import (
     CATEGORY_KINDS,
@@ -49,9 +50,16 @@ _MAX_ABS_US = 1e18
 
 
 def _ints(values, issues: Counter | None = None) -> np.ndarray:
-    """None -> NO_ID. (np.array on a list holding None takes a slow path,
-    about 40 times slower than this comprehension.) JSON integers can be
-    arbitrarily large (uint64 ids exist): those become NO_ID, counted."""
+    """None -> NO_ID. JSON integers can be arbitrarily large (uint64 ids
+    exist): those become NO_ID, counted."""
+    try:
+        # Absent ids already decode as NO_ID (schema defaults): the common
+        # case is a list of ints, converted in C.
+        return np.array(values, dtype=np.int64)
+    except (TypeError, OverflowError):
+        pass
+    # (np.array on a list holding None takes a slow object path, about 40
+    # times slower than this comprehension.)
     try:
         return np.array([NO_ID if v is None else v for v in values], dtype=np.int64)
     except OverflowError:
@@ -62,10 +70,7 @@ def _ints(values, issues: Counter | None = None) -> np.ndarray:
 
 
 def _floats(values) -> np.ndarray:
-    return np.array([_NAN if v is None else v for v in values], dtype=np.float64)
-
-
-_NAN = float("nan")
+    return np.array(values, dtype=np.float64)  # None -> NaN
 
 
 def _take(seq, rows: np.ndarray) -> list:
@@ -79,35 +84,29 @@ def _take(seq, rows: np.ndarray) -> list:
     return list(itemgetter(*rows.tolist())(seq))
 
 
-def _raw_text_ids(raws, strings: Interner) -> np.ndarray:
-    """String ids of Raw JSON snippets (shapes, grids), -1 where absent."""
-    if not raws:
-        return np.empty(0, dtype=np.int32)
-    as_bytes = np.asarray([bytes(r) if len(r) else None for r in raws], dtype=object)
-    local, uniques = pd.factorize(as_bytes)
-    lut = np.fromiter((strings.id_of(u.decode("utf-8", "replace")) for u in uniques), dtype=np.int32, count=len(uniques))
-    out = np.full(len(raws), NO_ID, dtype=np.int32)
-    ok = local >= 0
-    out[ok] = lut[local[ok]]
-    return out
+def _phase_code(ph) -> int:
+    return int(_PHASES.get(ph, _PH_DROP))
 
 
-def _lut(values, mapping, default) -> tuple[np.ndarray, np.ndarray]:
-    local, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
-    lut = np.array([mapping(u) for u in uniques], dtype=np.int64) if len(uniques) else np.empty(0, np.int64)
-    return lut[local], uniques
+_NO_CATEGORY = 255  # while decoding: a Kind code apart for "no category at all"
 
 
-def _category_kind(cat) -> int:
+def _category_code(cat) -> int:
+    if not cat:
+        return _NO_CATEGORY
     return int(CATEGORY_KINDS.get(cat.lower(), Kind.OTHER)) if isinstance(cat, str) else int(Kind.OTHER)
 
 
 def _category_columns(cat: list) -> tuple[np.ndarray, np.ndarray]:
     """(Kind per event, whether the event has no category)."""
-    local, uniques = pd.factorize(np.asarray(cat, dtype=object), use_na_sentinel=False)
-    kinds = np.array([_category_kind(c) for c in uniques], dtype=np.uint8)
-    missing = np.array([not c for c in uniques], dtype=bool)
-    return kinds[local], missing[local]
+    kinds = Memo(_category_code).codes(cat, np.uint8)
+    no_cat = kinds == _NO_CATEGORY
+    kinds[no_cat] = Kind.OTHER
+    return kinds, no_cat
+
+
+def _flow_kind(cat) -> int:
+    return int(FLOW_KINDS.get(cat.lower(), FlowKind.OTHER)) if isinstance(cat, str) else int(FlowKind.OTHER)
 
 
 def _memory_events(kind, no_cat, phase, named_memory, args: list, issues: Counter) -> np.ndarray:
@@ -134,12 +133,13 @@ class ChunkColumns:
     thread_names: dict = field(default_factory=dict)
 
 
-def chunk_columns(events: list, strings: Interner, keys: Interner) -> ChunkColumns:
+def chunk_columns(events: list, interners: Interners) -> ChunkColumns:
     if not events:
         return _empty_chunk()
+    strings, keys = interners.strings, interners.keys
     # One C-level pass per field is cheaper than building a tuple per event.
     ph, cat, name, pid, tid, ts, dur, args = (list(map(attrgetter(f), events)) for f in _EVENT_FIELDS)
-    phase = _lut(ph, lambda p: _PHASES.get(p, _PH_DROP), _PH_DROP)[0]
+    phase = Memo(_phase_code).codes(ph, np.uint8)
     kind, no_cat = _category_columns(cat)
     name_id = strings.codes(name)
     pid_key = keys.codes(pid)
@@ -171,7 +171,7 @@ def chunk_columns(events: list, strings: Interner, keys: Interner) -> ChunkColum
     main_kind = kind[rows]
     op_rows = np.flatnonzero(main_kind == Kind.CPU_OP)
     shape_id = np.full(len(rows), NO_ID, dtype=np.int32)
-    shape_id[op_rows] = _raw_text_ids([a.input_dims for a in _take(kept_args, op_rows)], strings)
+    shape_id[op_rows] = interners.raw_text_ids(list(map(attrgetter("input_dims"), _take(kept_args, op_rows))))
     main = {
         "phase": phase[rows].astype(np.uint8),
         "kind": main_kind,
@@ -189,7 +189,7 @@ def chunk_columns(events: list, strings: Interner, keys: Interner) -> ChunkColum
     }
 
     kernel_rows = np.flatnonzero(main_kind == Kind.KERNEL)
-    kernel = _kernel_columns(_take(kept_args, kernel_rows), strings)
+    kernel = _kernel_columns(_take(kept_args, kernel_rows), interners)
     kernel["row"] = kernel_rows.astype(np.int64)
 
     mem_rows = np.flatnonzero(is_memory & usable)
@@ -197,7 +197,7 @@ def chunk_columns(events: list, strings: Interner, keys: Interner) -> ChunkColum
     memory["ts_us"] = ts_all[mem_rows]
 
     flow_rows = np.flatnonzero((phase == _PH_FLOW) & usable)
-    flow = _flow_columns(_take(events, flow_rows), keys)
+    flow = _flow_columns(_take(events, flow_rows))
     flow["thread_key"] = thread_key[flow_rows]
 
     out = ChunkColumns(main, kernel, memory, flow, issues)
@@ -212,11 +212,11 @@ def chunk_columns(events: list, strings: Interner, keys: Interner) -> ChunkColum
     return out
 
 
-def _kernel_columns(kargs: list, strings: Interner) -> dict[str, np.ndarray]:
+def _kernel_columns(kargs: list, interners: Interners) -> dict[str, np.ndarray]:
     cols = list(zip(*map(GET_KERNEL, kargs))) if kargs else [()] * 7
     return {
-        "grid_id": _raw_text_ids(list(cols[0]), strings),
-        "block_id": _raw_text_ids(list(cols[1]), strings),
+        "grid_id": interners.raw_text_ids(cols[0]),
+        "block_id": interners.raw_text_ids(cols[1]),
         "registers_per_thread": _floats(cols[2]),
         "shared_memory_bytes": _floats(cols[3]),
         "blocks_per_sm": _floats(cols[4]),
@@ -244,19 +244,44 @@ def _memory_columns(margs: list, issues: Counter) -> dict[str, np.ndarray]:
     }
 
 
-def _flow_columns(flow_events: list, keys: Interner) -> dict[str, np.ndarray]:
+def _flow_columns(flow_events: list) -> dict[str, np.ndarray]:
     n = len(flow_events)
     if not n:
         return {k: np.empty(0, dtype=t) for k, t in _FLOW_DTYPES.items()}
-    ph = [e.ph for e in flow_events]
-    ids = [e.id if e.id is not None else "" for e in flow_events]
+    ph, cat, bp, ts, ids = (list(map(attrgetter(f), flow_events)) for f in ("ph", "cat", "bp", "ts", "id"))
     return {
-        "kind": np.fromiter((FLOW_KINDS.get(e.cat.lower(), FlowKind.OTHER) for e in flow_events), np.uint8, n),
-        "flow_id": keys.codes(ids).astype(np.int64),
-        "is_start": np.array([p == "s" for p in ph], dtype=bool),
-        "binds_enclosing": np.array([e.bp == "e" for e in flow_events], dtype=bool),
-        "ts_us": np.array([e.ts for e in flow_events], dtype=np.float64),
+        "kind": Memo(_flow_kind).codes(cat, np.uint8),
+        # Raw ids: made dense across chunks in build_table (one hash pass,
+        # not a Python call per flow: nearly every flow id is distinct).
+        "flow_id": _flow_ids(ids),
+        "is_start": np.fromiter(map("s".__eq__, ph), dtype=bool, count=n),
+        "binds_enclosing": np.fromiter(map("e".__eq__, bp), dtype=bool, count=n),
+        "ts_us": np.array(ts, dtype=np.float64),
     }
+
+
+def _flow_ids(ids: list) -> np.ndarray:
+    """int64 when every id is an int in range (Kineto's case), else objects
+    (string ids, missing ids as "")."""
+    # Checked first: np.array would turn the string "7" into the int 7.
+    if set(map(type, ids)) == {int}:
+        try:
+            return np.array(ids, dtype=np.int64)
+        except OverflowError:
+            pass
+    return np.array(["" if i is None else i for i in ids], dtype=object)
+
+
+def _dense_flow_ids(parts: list[np.ndarray]) -> np.ndarray:
+    """Flow ids of all chunks -> int64 ids equal exactly where the file's ids
+    are equal (1 and "1" differ, as ints and strings in JSON)."""
+    if all(p.dtype == np.int64 for p in parts):
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+    # String ids (rare): keyed with their type so an int and its decimal
+    # string stay distinct.
+    dense: dict = {}
+    codes = [dense.setdefault((type(v), v), len(dense)) for p in parts for v in p.tolist()]
+    return np.array(codes, dtype=np.int64)
 
 
 _FLOW_DTYPES = {"kind": np.uint8, "flow_id": np.int64, "is_start": bool, "binds_enclosing": bool, "ts_us": np.float64}
@@ -295,7 +320,8 @@ def build_table(parts: list[ChunkColumns], strings: Interner, keys: Interner, me
     main = {k: _concat([p.main for p in parts], k, t) for k, t in _MAIN_DTYPES.items()}
     kernel = {k: _concat([p.kernel for p in parts], k, t) for k, t in _KERNEL_DTYPES.items()}
     memory = {k: _concat([p.memory for p in parts], k, t) for k, t in _MEMORY_DTYPES.items()}
-    flow = {k: _concat([p.flow for p in parts], k, t) for k, t in {**_FLOW_DTYPES, "thread_key": np.int64}.items()}
+    flow = {k: _concat([p.flow for p in parts], k, t) for k, t in {**_FLOW_DTYPES, "thread_key": np.int64}.items() if k != "flow_id"}
+    flow["flow_id"] = _dense_flow_ids([p.flow["flow_id"] for p in parts if "flow_id" in p.flow])
     process_names: dict = {}
     thread_names: dict = {}
     issues: Counter = Counter()

@@ -8,7 +8,7 @@ from collections import Counter
 import msgspec
 
 from .columns import ChunkColumns, build_table, chunk_columns, issue_warnings
-from .intern import Interner
+from .intern import Interners
 from .locate import BOUNDARY, chunk_bounds, chunk_text, last_boundaries, locate_events
 from .reader import read_trace_bytes
 from .repair import repair
@@ -62,7 +62,7 @@ def _decode(data: bytes, chunk_bytes: int) -> EventTable:
         if fixed_region.closed:
             data, region = fixed, fixed_region
             warnings = repairs + [_NON_FINITE_WARNING]
-    interners = _Interners()
+    interners = Interners()
     parts: list[ChunkColumns] = []
     bounds = chunk_bounds(data, region.start, region.end, chunk_bytes)
     i = 0
@@ -75,7 +75,7 @@ def _decode(data: bytes, chunk_bytes: int) -> EventTable:
             # A chunk boundary fell inside a nested object: merge with the next.
             del bounds[i + 1]
             continue
-        parts.append(chunk_columns(events, interners.strings, interners.keys))
+        parts.append(chunk_columns(events, interners))
         del events
         if consumed_to < b:
             # Corrupt bytes were skipped: resume at the next event start.
@@ -91,12 +91,6 @@ def _decode(data: bytes, chunk_bytes: int) -> EventTable:
     table = build_table(parts, interners.strings, interners.keys, region.metadata)
     table.warnings.extend(warnings)
     return table
-
-
-class _Interners:
-    def __init__(self) -> None:
-        self.strings = Interner()  # names, categories, shapes
-        self.keys = Interner()  # pids, tids, (pid, tid) pairs, flow ids
 
 
 def _error_byte(exc: Exception) -> int | None:

@@ -101,11 +101,24 @@ def read_trace_bytes(path: str, opener=None) -> tuple[bytes, list[str]]:
     with (opener or _open_local)(path) as f:
         head = f.read(2)
         if head != GZIP_MAGIC:
-            rest = f.read(limits.max_bytes + 1 - len(head))
-            data = head + rest
+            data = _read_plain(f, head, limits.max_bytes + 1)
             limits.check(len(data), len(data))
             return data, []
         return _inflate(f, head, limits)
+
+
+def _read_plain(f, head: bytes, limit: int) -> bytes:
+    """The whole file as one bytes object. `head + rest` would copy hundreds
+    of MB once more (and fault in as many fresh pages): rewind instead when
+    the file allows it."""
+    try:
+        seekable = f.seekable()
+    except (AttributeError, OSError):
+        seekable = False
+    if seekable:
+        f.seek(0)
+        return f.read(limit)
+    return head + f.read(limit - len(head))
 
 
 def _inflate(f, head: bytes, limits: _Limits) -> tuple[bytes, list[str]]:

@@ -11,23 +11,29 @@ import msgspec
 from msgspec import Raw, field
 
 
+_NO_ID = -1  # table.NO_ID (schema imports nothing of ours)
+_NAN = float("nan")
+
+
 class Args(msgspec.Struct, gc=False, frozen=True):
-    # Linking ids. 2021 traces spell the external id in lower case.
-    external_id: int | None = field(name="External id", default=None)
-    external_id_2021: int | None = field(name="external id", default=None)
-    correlation: int | None = None
-    python_id: int | None = field(name="Python id", default=None)
-    python_parent_id: int | None = field(name="Python parent id", default=None)
+    # Linking ids. 2021 traces spell the external id in lower case. Absent
+    # ids default to NO_ID (not None) so that a column of them converts to
+    # int64 in one C call; an explicit null still decodes as None.
+    external_id: int | None = field(name="External id", default=_NO_ID)
+    external_id_2021: int | None = field(name="external id", default=_NO_ID)
+    correlation: int | None = _NO_ID
+    python_id: int | None = field(name="Python id", default=_NO_ID)
+    python_parent_id: int | None = field(name="Python parent id", default=_NO_ID)
     input_dims: Raw = field(name="Input Dims", default=Raw())
-    device: int | None = None
-    # Kernel launch properties.
+    device: int | None = _NO_ID
+    # Kernel launch properties (NaN when absent).
     grid: Raw = Raw()
     block: Raw = Raw()
-    registers_per_thread: float | None = field(name="registers per thread", default=None)
-    shared_memory_bytes: float | None = field(name="shared memory", default=None)
-    blocks_per_sm: float | None = field(name="blocks per SM", default=None)
-    warps_per_sm: float | None = field(name="warps per SM", default=None)
-    occupancy_pct: float | None = field(name="est. achieved occupancy %", default=None)
+    registers_per_thread: float | None = field(name="registers per thread", default=_NAN)
+    shared_memory_bytes: float | None = field(name="shared memory", default=_NAN)
+    blocks_per_sm: float | None = field(name="blocks per SM", default=_NAN)
+    warps_per_sm: float | None = field(name="warps per SM", default=_NAN)
+    occupancy_pct: float | None = field(name="est. achieved occupancy %", default=_NAN)
     # `[memory]` instant events.
     bytes_delta: int | None = field(name="Bytes", default=None)
     total_allocated: int | None = field(name="Total Allocated", default=None)
