@@ -67,7 +67,8 @@ class TraceLoader:
         directory, ephemeral, views = self._in_worker(
             parse_to_entry, path, size, mtime, estimate_parse_bytes(path, size), views=FIRST_VIEWS)
         tp = TraceProcessor.from_linked(map_entry(directory, ephemeral), source=path)
-        adopt_views(tp, views)
+        if views is not None:  # None: too deep to send back (workers._sendable); built here, on request
+            adopt_views(tp, views)
         return tp
 
     def rank_summary(self, path: str) -> "RankSummary":

@@ -112,7 +112,9 @@ def save_views(directory: str, names, views: list, has_device: bool, warnings: l
     try:
         body = json.dumps({"analysis": ANALYSIS_VERSION, "names": _layout(names), "views": _encode(views),
                            "has_device": bool(has_device), "warnings": list(warnings)})
-    except (_Unsupported, ValueError):
+    except (_Unsupported, ValueError, RecursionError):
+        # RecursionError: a module tree thousands of levels deep (a hostile
+        # or broken trace) is served by the server's own encoder, not kept.
         return False
     with open(os.path.join(directory, VIEWS), "w", encoding="utf-8") as f:
         f.write(json.dumps({"crc32": zlib.crc32(body.encode()), "body": body}))

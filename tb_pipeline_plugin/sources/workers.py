@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import multiprocessing
 import os
+import pickle
 import shutil
 import struct
 import sys
@@ -162,6 +163,18 @@ def adopt_views(tp: TraceProcessor, views: list) -> None:
             del tp.memo
 
 
+def _sendable(views: list) -> list | None:
+    """`views` if they can travel back to the server: a module tree thousands
+    of levels deep (a hostile or broken trace) is past pickle's recursion
+    limit, and then the server builds the views itself (its encoders are
+    iterative), rather than the whole load failing."""
+    try:
+        pickle.dumps(views, protocol=pickle.HIGHEST_PROTOCOL)
+    except RecursionError:
+        return None
+    return views
+
+
 def parse_to_entry(path: str, size: int, mtime: float, cache_root: str | None, cache_max_bytes: int,
                    views=()) -> tuple[str, bool, list | None]:
     """Runs in a worker: decode + link `path` and persist the result.
@@ -176,8 +189,8 @@ def parse_to_entry(path: str, size: int, mtime: float, cache_root: str | None, c
         computed = None
         if views:
             tp = TraceProcessor.from_linked(linked, source=path)
-            computed = compute_views(tp, views)
-            if cache.enabled:  # kept with the entry for the next cache hit
+            computed = _sendable(compute_views(tp, views))
+            if cache.enabled and computed is not None:  # kept with the entry for the next cache hit
                 save_views(staged, FIRST_VIEWS, computed, tp.has_device, tp.warnings)
             del tp
         del linked
