@@ -306,14 +306,16 @@ def test_pathological_alternation_is_fast():
 
 
 def test_four_million_against_one_is_fast():
-    """The review's case: 4M items against 1 (21.8 s: one DP row per item)."""
+    """The review's case: 4M items against 1 (21.8 s: one DP row per item).
+    The bound guards against that algorithm (about 0.5 s of CPU now, 1.06 s
+    once on a box running a whole test suite besides), not a benchmark."""
     a = ["A"] * 4_000_000
     pairs, seconds = _cpu_seconds(lambda: align(a, ["B"]))
     assert len(pairs) == 4_000_001 and pairs[0] == (0, None) and pairs[-1] == (None, 0)
-    assert seconds < 1.0
+    assert seconds < 5.0
     pairs, seconds = _cpu_seconds(lambda: align(["A"], a))
     assert pairs[0] == (0, 0) and len(pairs) == 4_000_000
-    assert seconds < 1.0
+    assert seconds < 5.0
 
 
 def test_long_levels_stay_fast():

@@ -104,13 +104,14 @@ def resample_means(samples: np.ndarray, resamples: int = RESAMPLES, seed: int = 
 
 
 def compare(baseline: np.ndarray, experimental: np.ndarray, reference: np.ndarray | None = None,
-            family: int | None = None) -> list[dict]:
+            family: int | None = None, min_effect_pct: float = MIN_EFFECT_PCT) -> list[dict]:
     """Significance of each row's delta. `baseline` (k x nb) and
     `experimental` (k x ne) are per-step samples of k quantities;
     `reference` (k), the magnitude a delta is judged against (default: each
     quantity's baseline mean); `family`, how many quantities are judged
     together (default k; more when rows with different step counts are
-    compared one call each)."""
+    compared one call each); `min_effect_pct`, the least |delta| that is a
+    finding, in % of the reference."""
     b = np.atleast_2d(np.asarray(baseline, dtype=np.float64))
     e = np.atleast_2d(np.asarray(experimental, dtype=np.float64))
     k, nb, ne = b.shape[0], b.shape[1], e.shape[1]
@@ -130,7 +131,7 @@ def compare(baseline: np.ndarray, experimental: np.ndarray, reference: np.ndarra
     drift = NormalDist().inv_cdf(1.0 - alpha) * np.sqrt(level_variance(b) + level_variance(e) + run_var)
     low = delta - np.hypot(delta - low, drift)
     high = delta + np.hypot(high - delta, drift)
-    material = np.abs(delta) >= MIN_EFFECT_PCT / 100.0 * reference
+    material = np.abs(delta) >= min_effect_pct / 100.0 * reference
     out = []
     for i in range(k):
         excludes_zero = low[i] > 0 or high[i] < 0
