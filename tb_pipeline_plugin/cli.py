@@ -84,11 +84,10 @@ class Gate:
 
 
 def _percentage(text: str) -> float:
-    try:
-        pct = float(text)
-    except ValueError:
-        pct = float("nan")
-    if not 0.0 <= pct <= 100.0:
+    from .diff.significance import percentage
+
+    pct = percentage(text)
+    if pct is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not a percentage from 0 to 100")
     return pct
 

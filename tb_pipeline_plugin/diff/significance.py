@@ -72,11 +72,8 @@ def between_run_pct() -> float:
     raw = os.environ.get(BETWEEN_RUN_ENV)
     if raw is None or raw.strip() == "":
         return BETWEEN_RUN_PCT
-    try:
-        pct = float(raw)
-    except ValueError:
-        pct = float("nan")
-    if not 0.0 <= pct <= 100.0:
+    pct = percentage(raw)
+    if pct is None:
         if raw not in _warned:
             _warned.add(raw)
             _log.warning("%s=%r is not a percentage from 0 to 100; using %s", BETWEEN_RUN_ENV, raw, BETWEEN_RUN_PCT)
@@ -85,6 +82,15 @@ def between_run_pct() -> float:
 
 
 _warned: set[str] = set()
+
+
+def percentage(text: str) -> float | None:
+    """`text` as a number from 0 to 100, else None."""
+    try:
+        pct = float(text)
+    except ValueError:
+        return None
+    return pct if 0.0 <= pct <= 100.0 else None
 
 
 def resample_means(samples: np.ndarray, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
@@ -158,17 +164,23 @@ def level_variance(samples: np.ndarray) -> np.ndarray:
     within = sum(((samples[:, ix] - samples[:, ix].mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
                  for ix in blocks) / (n - DRIFT_BLOCKS)
     estimate = np.maximum(observed - within / (n / DRIFT_BLOCKS), 0.0)
+    # Only rows with an estimate to keep are tested: most rows of a big
+    # operator table have none, and the test is the costly part.
+    tested = np.flatnonzero(estimate > 0)
     rng = np.random.default_rng(SEED + 2)
     orders = np.argsort(rng.random((DRIFT_PERMUTATIONS, n)), axis=1)
-    exceed = np.zeros(k)
+    exceed = np.zeros(len(tested))
     # Rows in chunks: k x permutations x n floats at once would not fit for
     # a table of thousands of operators over hundreds of steps.
     rows = max(1, DRIFT_CHUNK_FLOATS // (DRIFT_PERMUTATIONS * n))
-    for lo in range(0, k, rows):
-        shuffled = samples[lo:lo + rows][:, orders]  # rows x permutations x n
-        exceed[lo:lo + rows] = (_block_means_var(shuffled, blocks) >= observed[lo:lo + rows, None] - 1e-12).sum(axis=-1)
+    for lo in range(0, len(tested), rows):
+        chunk = tested[lo:lo + rows]
+        shuffled = samples[chunk][:, orders]  # rows x permutations x n
+        exceed[lo:lo + rows] = (_block_means_var(shuffled, blocks) >= observed[chunk, None] - 1e-12).sum(axis=-1)
+    out = np.zeros(k)
     p = (1.0 + exceed) / (1.0 + DRIFT_PERMUTATIONS)
-    return np.where(p <= DRIFT_TEST_P, estimate, 0.0)
+    out[tested] = np.where(p <= DRIFT_TEST_P, estimate[tested], 0.0)
+    return out
 
 
 def _block_means_var(samples: np.ndarray, blocks: list[np.ndarray]) -> np.ndarray:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import ctypes
 import multiprocessing
 import os
-import pickle
 import shutil
 import struct
 import sys
@@ -164,14 +163,21 @@ def adopt_views(tp: TraceProcessor, views: list) -> None:
 
 
 def _sendable(views: list) -> list | None:
-    """`views` if they can travel back to the server: a module tree thousands
-    of levels deep (a hostile or broken trace) is past pickle's recursion
-    limit, and then the server builds the views itself (its encoders are
-    iterative), rather than the whole load failing."""
-    try:
-        pickle.dumps(views, protocol=pickle.HIGHEST_PROTOCOL)
-    except RecursionError:
-        return None
+    """`views` if they can travel back to the server, else None: a module
+    tree thousands of levels deep (a hostile or broken trace) is past
+    pickle's recursion limit, and then the server builds the views itself
+    rather than the whole load failing. A walk of the nested dicts and
+    lists, not a trial pickle: the pool pickles the views once anyway."""
+    limit = sys.getrecursionlimit() // 4  # pickle spends a few frames a level
+    stack = [(views, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            return None
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
     return views
 
 
