@@ -65,7 +65,8 @@ class TraceLoader:
                 adopt_views(tp, stored["views"])
             return tp
         directory, ephemeral, views = self._in_worker(
-            parse_to_entry, path, size, mtime, estimate_parse_bytes(path, size), views=FIRST_VIEWS)
+            parse_to_entry, path, size, mtime, estimate_parse_bytes(path, size), views=FIRST_VIEWS,
+            decode_processes=self.pool.decode_share())
         tp = TraceProcessor.from_linked(map_entry(directory, ephemeral), source=path)
         if views is not None:  # None: too deep to send back (workers._sendable); built here, on request
             adopt_views(tp, views)

@@ -24,7 +24,7 @@ import struct
 import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
@@ -182,23 +182,29 @@ def _sendable(views: list) -> list | None:
 
 
 def parse_to_entry(path: str, size: int, mtime: float, cache_root: str | None, cache_max_bytes: int,
-                   views=()) -> tuple[str, bool, list | None]:
-    """Runs in a worker: decode + link `path` and persist the result.
+                   views=(), decode_processes: int = 1) -> tuple[str, bool, list | None]:
+    """Runs in a worker: decode + link `path` and persist the result;
+    `decode_processes` > 1 forks that many to decode a big file (a pool
+    worker is single-threaded: safe to fork).
     Returns (entry directory, ephemeral: the caller deletes it after mapping,
     `compute_views` of the `views` wanted, None when none are). With the
     cache on, the entry keeps them too (`view_file.py`)."""
     cache = TraceCache(CacheConfig(cache_root, cache_max_bytes))
     staged = cache.staging_dir()
     try:
-        linked = link(load_trace(path, opener=open_binary))
-        save_linked(linked, staged)
-        computed = None
-        if views:
-            tp = TraceProcessor.from_linked(linked, source=path)
-            computed = _sendable(compute_views(tp, views))
-            if cache.enabled and computed is not None:  # kept with the entry for the next cache hit
-                save_views(staged, FIRST_VIEWS, computed, tp.has_device, tp.warnings)
-            del tp
+        linked = link(load_trace(path, opener=open_binary, processes=decode_processes))
+        # Writing the columns (file writes and checksums, without the GIL)
+        # overlaps building the views: no analysis modifies `linked`.
+        with ThreadPoolExecutor(1) as writer:
+            saving = writer.submit(save_linked, linked, staged)
+            computed = None
+            if views:
+                tp = TraceProcessor.from_linked(linked, source=path)
+                computed = _sendable(compute_views(tp, views))
+                if cache.enabled and computed is not None:  # kept with the entry for the next cache hit
+                    save_views(staged, FIRST_VIEWS, computed, tp.has_device, tp.warnings)
+                del tp
+            saving.result()
         del linked
         # A file rewritten while it was read must not be cached under the old version.
         if cache.enabled and stat_file(path) == (size, mtime):
@@ -272,6 +278,15 @@ class ParsePool:
         self.processes = processes
         self._executor: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
+        self._in_flight = 0
+
+    def decode_share(self) -> int:
+        """Processes a parse submitted now may use to decode one file: the
+        pool's share of the cores divided among the parses in flight. 1 when
+        parsing in the server's own thread (forking a threaded process can
+        deadlock)."""
+        with self._lock:
+            return max(1, self.processes // (self._in_flight + 1))
 
     def _get(self) -> ProcessPoolExecutor:
         with self._lock:
@@ -294,6 +309,8 @@ class ParsePool:
         if self.processes == 0:
             return fn(*args, **kwargs)
         executor = self._get()
+        with self._lock:
+            self._in_flight += 1
         try:
             return executor.submit(fn, *args, **kwargs).result()
         except BrokenProcessPool:
@@ -305,6 +322,9 @@ class ParsePool:
                 "the parse worker process died (killed for lack of memory?); "
                 "lower TB_PIPELINE_MEMORY_BUDGET_MB or TB_PIPELINE_PARSE_WORKERS"
             ) from None
+        finally:
+            with self._lock:
+                self._in_flight -= 1
 
     def shutdown(self, wait: bool = False) -> None:
         with self._lock:

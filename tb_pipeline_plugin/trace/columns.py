@@ -15,6 +15,7 @@ from operator import attrgetter, itemgetter
 import numpy as np
 
 from .intern import Interner, Interners, Memo
+from .unique import unique_inverse
 from .names import ids_mask, is_profiler_annotation
 from .table import (
     CATEGORY_KINDS,
@@ -29,20 +30,24 @@ from .table import (
     Phase,
 )
 
-_EVENT_FIELDS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "args")
+_EVENT_FIELDS = ("ph", "cat", "name", "pid", "tid", "args")
 _LINK_FIELDS = ("external_id", "external_id_2021", "correlation", "python_id", "python_parent_id", "device")
 GET_KERNEL = attrgetter(
     "grid", "block", "registers_per_thread", "shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "occupancy_pct"
 )
+_GET_TS, _GET_DUR = attrgetter("ts"), attrgetter("dur")
 GET_MEMORY = attrgetter("bytes_delta", "total_allocated", "total_reserved", "device_type", "device_id")
 
 # Phase codes while decoding; B/E are paired into COMPLETE rows in build_table.
-_PH_BEGIN, _PH_END, _PH_META, _PH_FLOW, _PH_DROP = 10, 11, 12, 13, 14
+_PH_BEGIN, _PH_END, _PH_META, _PH_FLOW, _PH_DROP, _PH_FLOW_START = 10, 11, 12, 13, 14, 15
 _PHASES = {
     "X": Phase.COMPLETE, "B": _PH_BEGIN, "E": _PH_END, "i": Phase.INSTANT, "I": Phase.INSTANT,
-    "n": Phase.INSTANT, "C": Phase.COUNTER, "M": _PH_META, "s": _PH_FLOW, "t": _PH_FLOW, "f": _PH_FLOW,
+    "n": Phase.INSTANT, "C": Phase.COUNTER, "M": _PH_META, "s": _PH_FLOW_START, "t": _PH_FLOW, "f": _PH_FLOW,
 }
 _MAIN_PHASES = (Phase.COMPLETE, Phase.INSTANT, Phase.COUNTER, _PH_BEGIN, _PH_END)
+# Phase code -> is it one of these (a table lookup: np.isin is 20 times slower on a chunk).
+_IS_MAIN = np.isin(np.arange(256), _MAIN_PHASES)
+_IS_FLOW = np.isin(np.arange(256), (_PH_FLOW, _PH_FLOW_START))
 
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -67,6 +72,16 @@ def _ints(values, issues: Counter | None = None) -> np.ndarray:
         if issues is not None:
             issues["out_of_range"] += sum(1 for v in values if v is not None and not _INT64_MIN <= v <= _INT64_MAX)
         return np.array(out, dtype=np.int64)
+
+
+def _int_column(objs: list, field: str, issues: Counter) -> np.ndarray:
+    """`field` of each of `objs` as int64, as `_ints` converts it."""
+    try:
+        # The common case (ints only, absent ones already NO_ID) without a
+        # list in between; an explicit null or a huge id takes `_ints`.
+        return np.fromiter(map(attrgetter(field), objs), dtype=np.int64, count=len(objs))
+    except (TypeError, OverflowError):
+        return _ints(list(map(attrgetter(field), objs)), issues)
 
 
 def _floats(values) -> np.ndarray:
@@ -138,7 +153,8 @@ def chunk_columns(events: list, interners: Interners) -> ChunkColumns:
         return _empty_chunk()
     strings, keys = interners.strings, interners.keys
     # One C-level pass per field is cheaper than building a tuple per event.
-    ph, cat, name, pid, tid, ts, dur, args = (list(map(attrgetter(f), events)) for f in _EVENT_FIELDS)
+    ph, cat, name, pid, tid, args = (list(map(attrgetter(f), events)) for f in _EVENT_FIELDS)
+    n = len(events)
     phase = Memo(_phase_code).codes(ph, np.uint8)
     kind, no_cat = _category_columns(cat)
     name_id = strings.codes(name)
@@ -149,9 +165,11 @@ def chunk_columns(events: list, interners: Interners) -> ChunkColumns:
     issues: Counter = Counter()
     is_memory = _memory_events(kind, no_cat, phase, name_id == strings.id_of("[memory]"), args, issues)
     kind[(kind == Kind.MEMORY) & ~is_memory] = Kind.OTHER
-    ts_all = np.array(ts, dtype=np.float64)
-    dur_all = np.array(dur, dtype=np.float64)
-    timed = np.isin(phase, _MAIN_PHASES) | is_memory | (phase == _PH_FLOW)
+    # Always floats (the schema's type; absent is NaN): straight into arrays.
+    ts_all = np.fromiter(map(_GET_TS, events), dtype=np.float64, count=n)
+    dur_all = np.fromiter(map(_GET_DUR, events), dtype=np.float64, count=n)
+    is_main, is_flow = _IS_MAIN[phase], _IS_FLOW[phase]
+    timed = is_main | is_memory | is_flow
     # |ts| beyond ~31 years in µs is no clock reading (and overflows sums).
     no_ts = timed & ~(np.abs(ts_all) <= _MAX_ABS_US)
     complete = phase == Phase.COMPLETE
@@ -160,13 +178,12 @@ def chunk_columns(events: list, interners: Interners) -> ChunkColumns:
     issues["bad_dur"] += int(bad_dur.sum())
     usable = ~no_ts & ~bad_dur
     dur_all = np.where(complete, dur_all, 0.0)
-    keep = np.isin(phase, _MAIN_PHASES) & ~is_memory & usable
+    keep = is_main & ~is_memory & usable
     rows = np.flatnonzero(keep)
     kept_args = _take(args, rows)
 
-    links = [list(map(attrgetter(f), kept_args)) for f in _LINK_FIELDS]
-    external = _ints(links[0], issues)
-    external_2021 = _ints(links[1], issues)
+    links = [_int_column(kept_args, f, issues) for f in _LINK_FIELDS]
+    external, external_2021 = links[0], links[1]
     external = np.where(external == NO_ID, external_2021, external)
     main_kind = kind[rows]
     op_rows = np.flatnonzero(main_kind == Kind.CPU_OP)
@@ -181,10 +198,10 @@ def chunk_columns(events: list, interners: Interners) -> ChunkColumns:
         "ts_us": ts_all[rows],
         "dur_us": dur_all[rows],
         "external_id": external,
-        "correlation": _ints(links[2], issues),
-        "python_id": _ints(links[3], issues),
-        "python_parent_id": _ints(links[4], issues),
-        "device": _ints(links[5], issues),
+        "correlation": links[2],
+        "python_id": links[3],
+        "python_parent_id": links[4],
+        "device": links[5],
         "shape_id": shape_id,
     }
 
@@ -196,8 +213,10 @@ def chunk_columns(events: list, interners: Interners) -> ChunkColumns:
     memory = _memory_columns(_take(args, mem_rows), issues)
     memory["ts_us"] = ts_all[mem_rows]
 
-    flow_rows = np.flatnonzero((phase == _PH_FLOW) & usable)
-    flow = _flow_columns(_take(events, flow_rows))
+    flow_rows = np.flatnonzero(is_flow & usable)
+    flow = _flow_columns(_take(events, flow_rows), _take(cat, flow_rows))
+    flow["is_start"] = phase[flow_rows] == _PH_FLOW_START
+    flow["ts_us"] = ts_all[flow_rows]
     flow["thread_key"] = thread_key[flow_rows]
 
     out = ChunkColumns(main, kernel, memory, flow, issues)
@@ -210,6 +229,28 @@ def chunk_columns(events: list, interners: Interners) -> ChunkColumns:
         elif name[i] == "thread_name":
             out.thread_names[(pid[i], tid[i])] = label
     return out
+
+
+def remap_ids(part: ChunkColumns, string_ids: np.ndarray, key_ids: np.ndarray) -> None:
+    """Re-express `part`'s interned ids (another decode's interners) in ids
+    of the decode it joins: string_ids[old] is the new id of a string,
+    key_ids[old] of a pid / tid."""
+    def strings(ids: np.ndarray) -> np.ndarray:
+        return np.where(ids == NO_ID, NO_ID, string_ids[np.maximum(ids, 0)]).astype(ids.dtype)
+
+    def threads(thread_key: np.ndarray) -> np.ndarray:
+        return key_ids[thread_key >> 32].astype(np.int64) << 32 | key_ids[thread_key & 0xFFFFFFFF].astype(np.int64)
+
+    if part.main:
+        part.main["name_id"] = string_ids[part.main["name_id"]]
+        part.main["shape_id"] = strings(part.main["shape_id"])
+        part.main["pid_key"] = key_ids[part.main["pid_key"]]
+        part.main["thread_key"] = threads(part.main["thread_key"])
+    if part.kernel:
+        part.kernel["grid_id"] = strings(part.kernel["grid_id"])
+        part.kernel["block_id"] = strings(part.kernel["block_id"])
+    if part.flow:
+        part.flow["thread_key"] = threads(part.flow["thread_key"])
 
 
 def _kernel_columns(kargs: list, interners: Interners) -> dict[str, np.ndarray]:
@@ -244,19 +285,18 @@ def _memory_columns(margs: list, issues: Counter) -> dict[str, np.ndarray]:
     }
 
 
-def _flow_columns(flow_events: list) -> dict[str, np.ndarray]:
+def _flow_columns(flow_events: list, cat: list) -> dict[str, np.ndarray]:
+    """Kind, id and binding of flow events (is_start and ts_us: the caller's)."""
     n = len(flow_events)
     if not n:
         return {k: np.empty(0, dtype=t) for k, t in _FLOW_DTYPES.items()}
-    ph, cat, bp, ts, ids = (list(map(attrgetter(f), flow_events)) for f in ("ph", "cat", "bp", "ts", "id"))
+    bp, ids = (list(map(attrgetter(f), flow_events)) for f in ("bp", "id"))
     return {
         "kind": Memo(_flow_kind).codes(cat, np.uint8),
         # Raw ids: made dense across chunks in build_table (one hash pass,
         # not a Python call per flow: nearly every flow id is distinct).
         "flow_id": _flow_ids(ids),
-        "is_start": np.fromiter(map("s".__eq__, ph), dtype=bool, count=n),
         "binds_enclosing": np.fromiter(map("e".__eq__, bp), dtype=bool, count=n),
-        "ts_us": np.array(ts, dtype=np.float64),
     }
 
 
@@ -342,10 +382,10 @@ def build_table(parts: list[ChunkColumns], strings: Interner, keys: Interner, me
 
     # Dense thread ids over (pid, tid) pairs seen anywhere (events and flows).
     all_keys = np.concatenate([main["thread_key"], flow["thread_key"]])
-    uniq, inverse = np.unique(all_keys, return_inverse=True)
+    uniq, inverse = unique_inverse(all_keys)
     n_main = len(main["thread_key"])
     threads = [(keys.values[int(u) >> 32], keys.values[int(u) & 0xFFFFFFFF]) for u in uniq]
-    pid_uniq, pid_inverse = np.unique(main["pid_key"], return_inverse=True)
+    pid_uniq, pid_inverse = unique_inverse(main["pid_key"])
 
     return EventTable(
         strings=strings.values,

@@ -7,16 +7,19 @@ from collections import Counter
 
 import msgspec
 
-from .columns import ChunkColumns, build_table, chunk_columns, issue_warnings
+from .columns import ChunkColumns, build_table, chunk_columns, issue_warnings, remap_ids
+from .fork_map import fork_available, fork_map
 from .intern import Interners
-from .locate import BOUNDARY, chunk_bounds, chunk_text, last_boundaries, locate_events
+from .locate import BOUNDARY, EventRegion, chunk_bounds, chunk_text, guess_events, last_boundaries, locate_events
 from .reader import read_trace_bytes
 from .repair import repair
 from .schema import Event, LenientEvent
 from .coerce import coerce_events
 from .table import EventTable
 
-CHUNK_BYTES = 8 << 20
+# Small enough that one chunk's event objects stay in the CPU's cache while
+# their columns are read out (2 MiB decoded 8 % faster than 8 MiB).
+CHUNK_BYTES = 2 << 20
 _ERROR_BYTE = re.compile(r"\(byte (\d+)\)")
 _NON_FINITE_WARNING = "non-standard NaN / Infinity values were read as missing"
 _NON_FINITE = re.compile(rb"([:\[,]\s*)-?(?:NaN|Infinity)(?=\s*[,\]}])")
@@ -24,27 +27,37 @@ _EVENTS = msgspec.json.Decoder(list[Event])
 _LENIENT = msgspec.json.Decoder(list[LenientEvent])
 
 
-def load_trace(path: str, opener=None) -> EventTable:
-    """`opener(path)` -> binary file object; local files when None."""
+def load_trace(path: str, opener=None, processes: int = 1) -> EventTable:
+    """`opener(path)` -> binary file object; local files when None.
+    `processes` > 1: see `decode_trace`."""
     data, warnings = read_trace_bytes(path, opener)
-    table = decode_trace(data)
+    table = decode_trace(data, processes=processes)
     table.warnings[:0] = warnings
     return table
 
 
-def decode_trace(data: bytes, chunk_bytes: int = CHUNK_BYTES) -> EventTable:
+def decode_trace(data: bytes, chunk_bytes: int = CHUNK_BYTES, processes: int = 1) -> EventTable:
+    """`processes` > 1 decodes a big trace's byte ranges in that many forked
+    processes at once (`fork_map`: a single-threaded caller only); the
+    table is the one a single process decodes."""
     # Decoding creates millions of short-lived containers; each cyclic-GC
     # pass would walk them all again (about a third of the decode time).
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _decode(data, chunk_bytes)
+        return _decode(data, chunk_bytes, processes)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _decode(data: bytes, chunk_bytes: int) -> EventTable:
+def _decode(data: bytes, chunk_bytes: int, processes: int) -> EventTable:
+    region = guess_events(data)
+    if region is not None:
+        table = _decode_events(data, region, [], chunk_bytes, processes, guessed=True)
+        if table is not None:
+            return table
+    # Not the usual layout, or damaged: read the whole document's structure.
     repairs: list[str] = []
     try:
         region = locate_events(data)
@@ -62,16 +75,59 @@ def _decode(data: bytes, chunk_bytes: int) -> EventTable:
         if fixed_region.closed:
             data, region = fixed, fixed_region
             warnings = repairs + [_NON_FINITE_WARNING]
-    interners = Interners()
-    parts: list[ChunkColumns] = []
+    return _decode_events(data, region, warnings, chunk_bytes, processes, guessed=False)
+
+
+def _decode_events(data: bytes, region: EventRegion, warnings: list[str], chunk_bytes: int, processes: int,
+                   guessed: bool) -> EventTable | None:
+    """The table of the events in `region`. `guessed` (`guess_events`):
+    None at the first sign that the guess may be wrong (any decode warning),
+    for the caller to locate the events properly."""
     bounds = chunk_bounds(data, region.start, region.end, chunk_bytes)
+    ranges = _split_points(bounds, processes) if processes > 1 and region.closed and fork_available() else [bounds]
+    decoded_in_parallel = _decode_split(data, ranges) if len(ranges) > 1 else None
+    if decoded_in_parallel is None:
+        if guessed and len(ranges) > 1:
+            return None  # the split decode met something irregular: no second try on a guess
+        interners = Interners()
+        parts, chunk_warnings, _ = _decode_chunks(data, bounds, region.closed, interners, ends_file=True)
+        if guessed and chunk_warnings:
+            return None
+        warnings.extend(chunk_warnings)
+    else:
+        parts, interners = decoded_in_parallel
+    decoded = sum(len(p.main.get("ts_us", ())) + len(p.flow.get("ts_us", ())) + len(p.memory.get("ts_us", ())) for p in parts)
+    if not decoded and data[region.start : region.end].strip():
+        if guessed:
+            return None
+        issues = Counter()
+        for p in parts:
+            issues.update(p.issues)
+        reasons = issue_warnings(issues) + warnings[-1:]
+        raise ValueError("no trace event could be decoded" + (": " + "; ".join(reasons) if reasons else ""))
+    table = build_table(parts, interners.strings, interners.keys, region.metadata)
+    table.warnings.extend(warnings)
+    return table
+
+
+def _decode_chunks(data: bytes, bounds: list[int], closed: bool, interners: Interners,
+                   ends_file: bool) -> tuple[list[ChunkColumns], list[str], bool]:
+    """The chunks between `bounds` -> (columns, warnings, complete). Not
+    complete: the range's last chunk ends inside an event (`ends_file`
+    False: the rest of it lies in the next range)."""
+    bounds = list(bounds)
+    parts: list[ChunkColumns] = []
+    warnings: list[str] = []
     i = 0
     while i < len(bounds) - 1:
         a, b = bounds[i], bounds[i + 1]
-        events, consumed_to, warning = _decode_range(data, a, b, is_last=(i == len(bounds) - 2), closed=region.closed)
+        is_last = i == len(bounds) - 2
+        events, consumed_to, warning = _decode_range(data, a, b, is_last=is_last and ends_file, closed=closed)
         if warning:
             warnings.append(warning)
         if events is None:
+            if is_last:
+                return parts, warnings, False
             # A chunk boundary fell inside a nested object: merge with the next.
             del bounds[i + 1]
             continue
@@ -81,16 +137,52 @@ def _decode(data: bytes, chunk_bytes: int) -> EventTable:
             # Corrupt bytes were skipped: resume at the next event start.
             bounds[i + 1] = consumed_to
         i += 1
-    decoded = sum(len(p.main.get("ts_us", ())) + len(p.flow.get("ts_us", ())) + len(p.memory.get("ts_us", ())) for p in parts)
-    if not decoded and data[region.start : region.end].strip():
-        issues = Counter()
-        for p in parts:
-            issues.update(p.issues)
-        reasons = issue_warnings(issues) + warnings[-1:]
-        raise ValueError("no trace event could be decoded" + (": " + "; ".join(reasons) if reasons else ""))
-    table = build_table(parts, interners.strings, interners.keys, region.metadata)
-    table.warnings.extend(warnings)
-    return table
+    return parts, warnings, True
+
+
+# A forked process pays for itself above this many bytes of events.
+SPLIT_MIN_BYTES = 16 << 20
+
+
+def _split_points(bounds: list[int], processes: int) -> list[list[int]]:
+    """`bounds` cut into up to `processes` ranges of about equal bytes, at chunk bounds."""
+    total = bounds[-1] - bounds[0]
+    k = min(processes, len(bounds) - 1, max(1, total // SPLIT_MIN_BYTES))
+    cuts = [0]
+    for j in range(1, k):
+        target = bounds[0] + total * j // k
+        at = min(range(cuts[-1] + 1, len(bounds) - 1), key=lambda i: abs(bounds[i] - target), default=None)
+        if at is not None and at > cuts[-1]:
+            cuts.append(at)
+    cuts.append(len(bounds) - 1)
+    return [bounds[a : b + 1] for a, b in zip(cuts, cuts[1:])]
+
+
+def _decode_split(data: bytes, ranges: list[list[int]]):
+    """(parts, interners) of `ranges` decoded at once, one process each, or
+    None when anything was irregular (damage, a range ending inside an
+    event, a failed child): the caller then decodes it in one process, where
+    the repairs and warnings are exact."""
+
+    def decode_range(k: int):
+        interners = Interners()
+        parts, warnings, complete = _decode_chunks(data, ranges[k], True, interners, ends_file=k == len(ranges) - 1)
+        if warnings or not complete:
+            return None
+        return parts, interners.strings.values, interners.keys.values
+
+    first, *others = fork_map(decode_range, range(len(ranges)))
+    if first is None or any(o is None for o in others):
+        return None
+    parts, strings, keys = first
+    interners = Interners.adopt(strings, keys)
+    for more_parts, more_strings, more_keys in others:
+        string_ids = interners.strings.codes(more_strings)
+        key_ids = interners.keys.codes(more_keys)
+        for part in more_parts:
+            remap_ids(part, string_ids, key_ids)
+        parts.extend(more_parts)
+    return parts, interners
 
 
 def _error_byte(exc: Exception) -> int | None:

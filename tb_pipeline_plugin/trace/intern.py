@@ -64,5 +64,14 @@ class Interners:
         # its text in `strings`, -1 when absent: decoded once per distinct text.
         self.raw_text = Memo(lambda raw: self.strings.id_of(raw.decode("utf-8", "replace")) if raw else -1)
 
+    @classmethod
+    def adopt(cls, strings: list, keys: list) -> "Interners":
+        """Interners whose ids are the positions in these lists (distinct
+        values, interned by a decode in another process)."""
+        out = cls()
+        out.strings.codes(strings)
+        out.keys.codes(keys)
+        return out
+
     def raw_text_ids(self, raws) -> np.ndarray:
         return self.raw_text.codes_of(map(bytes, raws), len(raws), np.int32)

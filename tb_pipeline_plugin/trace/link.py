@@ -72,7 +72,8 @@ def _bind_flows(table: EventTable, host_rows: np.ndarray, kind: FlowKind, start:
     if len(sel) == 0 or len(host_rows) == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     # Only events starting at some flow's instant can bind; prefilter cheaply.
-    host_rows = host_rows[np.isin(table.ts_us[host_rows], f.ts_us[sel])]
+    # (A hash lookup: np.isin sorts both float arrays, a tenth of a second on a big trace.)
+    host_rows = host_rows[pd.Index(table.ts_us[host_rows]).isin(f.ts_us[sel])]
     events = pd.DataFrame({
         "thread": table.thread_id[host_rows], "ts": table.ts_us[host_rows],
         "dur": table.dur_us[host_rows], "row": host_rows,

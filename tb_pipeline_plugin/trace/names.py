@@ -11,6 +11,7 @@ from typing import Callable
 import numpy as np
 
 from .table import EventTable
+from .unique import unique_inverse
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 # `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__` -> family `enumerate(DataLoader)`;
@@ -83,7 +84,7 @@ def ids_mask(strings: list[str], ids: np.ndarray, test: Callable[[str], bool]) -
     """test(strings[id]) for each id, evaluated once per distinct id."""
     if len(ids) == 0:
         return np.zeros(0, dtype=bool)
-    uniq, inverse = np.unique(ids, return_inverse=True)
+    uniq, inverse = unique_inverse(ids)
     verdict = np.fromiter(
         (bool(i >= 0 and test(strings[i])) for i in uniq.tolist()), dtype=bool, count=len(uniq)
     )

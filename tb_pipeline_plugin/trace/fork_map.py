@@ -1,0 +1,79 @@
+"""Run a function over a few inputs at once, in forked copies of this process.
+
+Decoding one big trace is Python-bound: a single process uses one core
+however many the machine has. Forking shares the decoded file's bytes
+(copy-on-write) with the children, so each one decodes its byte range of the
+same buffer without the text being sent anywhere; only the result (numpy
+columns) comes back, pickled through a pipe.
+
+Only for a single-threaded caller (a parse worker process): forking a
+process with other threads running can deadlock the child on a lock one of
+them held. A child that fails for any reason yields `None` for its input,
+never an exception in the caller, who then does that work itself.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+from typing import Callable, Sequence
+
+
+def fork_available() -> bool:
+    return hasattr(os, "fork") and sys.platform.startswith("linux")
+
+
+def fork_map(fn: Callable, inputs: Sequence) -> list:
+    """[fn(x) for x in inputs]: inputs[0] in this process, the others each in
+    a forked child, all at once. An entry is None where a child failed."""
+    children: list[tuple[int, int]] = []  # (pid, read end of its pipe)
+    try:
+        for x in inputs[1:]:
+            children.append(_spawn(fn, x, [fd for _, fd in children]))
+        first = fn(inputs[0])
+    except BaseException:
+        _reap(children)
+        raise
+    return [first] + [_collect(pid, fd) for pid, fd in children]
+
+
+def _spawn(fn: Callable, x, inherited: list[int]) -> tuple[int, int]:
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the caller's code
+        status = 1
+        try:
+            # Earlier children's pipes: held open here, they would keep a
+            # child that the caller gave up on blocked in its write.
+            for fd in [r, *inherited]:
+                os.close(fd)
+            result = fn(x)
+            with os.fdopen(w, "wb") as out:
+                pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
+            status = 0
+        except BaseException:
+            pass
+        finally:
+            os._exit(status)
+    os.close(w)
+    return pid, r
+
+
+def _collect(pid: int, fd: int):
+    try:
+        with os.fdopen(fd, "rb") as src:
+            result = pickle.load(src)
+    except Exception:  # the child died before or while writing (killed, out of memory)
+        result = None
+    _, status = os.waitpid(pid, 0)
+    return result if os.waitstatus_to_exitcode(status) == 0 else None
+
+
+def _reap(children: list[tuple[int, int]]) -> None:
+    for _, fd in children:
+        os.close(fd)  # a child still writing gets EPIPE and exits
+    for pid, _ in children:
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass

@@ -1,0 +1,199 @@
+"""The fast paths of decoding give exactly the table of the plain path.
+
+- A big trace decoded by several forked processes (`decode_trace(...,
+  processes=2)`) equals the one-process table, column for column and string
+  for string, on every shared trace; damage or a failed child falls back to
+  the one-process decode, with its exact warnings.
+- The event array located from the document's two ends (`guess_events`)
+  equals the full structural read (`locate_events`); where the guess is
+  wrong (a list of objects among the trailing keys), the table is still the
+  one `locate_events` gives, without warnings.
+- The nesting order and the hashed unique match np.lexsort / np.unique.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+import pytest
+
+from json_oracle import load_events
+from tb_pipeline_plugin.trace import decode as decode_module
+from tb_pipeline_plugin.trace import decode_trace
+from tb_pipeline_plugin.trace.fork_map import fork_map
+from tb_pipeline_plugin.trace.link import HOST_KINDS, link
+from tb_pipeline_plugin.trace.locate import chunk_bounds, guess_events, locate_events
+from tb_pipeline_plugin.trace.nesting import _by_thread_start_longest
+from tb_pipeline_plugin.trace.reader import read_trace_bytes
+from tb_pipeline_plugin.trace.table import Kind, Phase
+from tb_pipeline_plugin.trace.unique import unique_inverse
+
+SMALL_CHUNK = 64 << 10
+
+# Shared traces (under `shared_traces`, HTA's): GPU, AMD, NCCL, multi-rank, and kineto's 2021 sample.
+SHARED = [
+    "amd/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+    "multi_rank/sampled_rank-0.json.gz",
+    "nccl/nccl_data.json.gz",
+    "single_rank/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+    "trace_diff/control.json.gz",
+    "../kineto/resnet50_num_workers_0/worker0.1623143566756.pt.trace.json.gz",
+]
+
+
+def assert_same(a, b, path="table"):
+    if dataclasses.is_dataclass(a):
+        for f in dataclasses.fields(a):
+            assert_same(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype, path
+        if a.dtype == object:
+            assert a.tolist() == b.tolist(), path
+        else:
+            assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), path
+    else:
+        assert a == b, path
+
+
+@pytest.fixture
+def split_small(monkeypatch):
+    """Shared traces are 60 KB to 30 MB: let them split into small ranges."""
+    monkeypatch.setattr(decode_module, "SPLIT_MIN_BYTES", 4 << 10)
+
+
+def chunk_size(data: bytes) -> int:
+    return max(4 << 10, len(data) // 64)
+
+
+def _data(shared_traces, name: str) -> bytes:
+    data, _ = read_trace_bytes(str(shared_traces / name))
+    return data
+
+
+@pytest.mark.parametrize("name", SHARED)
+def test_parallel_decode_equals_one_process(shared_traces, split_small, name):
+    data = _data(shared_traces, name)
+    chunk = chunk_size(data)
+    region = guess_events(data)
+    bounds = chunk_bounds(data, region.start, region.end, chunk)
+    ranges = decode_module._split_points(bounds, 3)
+    assert len(ranges) == 3
+    assert decode_module._decode_split(data, ranges) is not None  # the parallel path, not its fallback
+    one = decode_trace(data, chunk)
+    for processes in (2, 3):
+        many = decode_trace(data, chunk, processes=processes)
+        assert_same(one, many)
+    assert_same(link(one), link(many), "linked")
+
+
+def test_parallel_decode_of_damage_falls_back_with_exact_warnings(shared_traces, split_small):
+    data = bytearray(_data(shared_traces, SHARED[3]))
+    at = len(data) * 2 // 3
+    at = data.index(b'"name"', at)
+    data[at : at + 6] = b"\x00@#!\x01{"  # corrupt bytes inside one event, in the last range
+    one = decode_trace(bytes(data), SMALL_CHUNK)
+    many = decode_trace(bytes(data), SMALL_CHUNK, processes=2)
+    assert any("corrupt JSON" in w for w in one.warnings)
+    assert_same(one, many)
+
+
+def test_a_failed_child_is_redone_in_the_caller(shared_traces, split_small, monkeypatch):
+    data = _data(shared_traces, SHARED[4])
+    one = decode_trace(data, SMALL_CHUNK)
+    real_decode_chunks = decode_module._decode_chunks
+    parent = os.getpid()
+
+    def dies_in_a_child(*args, **kwargs):
+        if os.getpid() != parent:
+            os._exit(3)  # as if killed for lack of memory
+        return real_decode_chunks(*args, **kwargs)
+
+    monkeypatch.setattr(decode_module, "_decode_chunks", dies_in_a_child)
+    assert_same(one, decode_trace(data, SMALL_CHUNK, processes=2))
+
+
+def test_fork_map_results_and_failures():
+    def square_or_fail(x):
+        if x == 2:
+            raise RuntimeError("boom")
+        if x == 3:
+            os._exit(9)
+        return {"x": x, "squares": np.arange(x) ** 2}
+
+    got = fork_map(square_or_fail, [4, 1, 2, 3, 5])
+    assert got[0]["x"] == 4 and got[1]["squares"].tolist() == [0] and got[4]["squares"].tolist() == [0, 1, 4, 9, 16]
+    assert got[2] is None and got[3] is None
+    with pytest.raises(RuntimeError):  # the caller's own input fails as usual
+        fork_map(square_or_fail, [2, 1])
+
+
+@pytest.mark.parametrize("name", SHARED)
+def test_guessed_region_equals_the_full_read(shared_traces, name):
+    data = _data(shared_traces, name)
+    guess, full = guess_events(data), locate_events(data)
+    assert guess is not None
+    assert (guess.start, guess.end, guess.closed, guess.metadata) == (full.start, full.end, full.closed, full.metadata)
+
+
+def _document(head: str, events: list[dict], tail: str) -> bytes:
+    return (head + '"traceEvents": [\n' + ",\n".join(json.dumps(e) for e in events) + "\n]" + tail).encode()
+
+
+@pytest.fixture(scope="module")
+def events(shared_traces):
+    _, evs = load_events(shared_traces / SHARED[4])
+    return evs[:3000]
+
+
+@pytest.mark.parametrize("head, tail, guessed", [
+    ('{"schemaVersion": 1, ', "}", True),
+    ('{"traceName": "traceEvents", ', ', "displayTimeUnit": "ms", "Logs": ["a ] b", "c"]}', True),
+    # Trailing keys holding objects in a list: the last `]` after a `}` is theirs.
+    ('{', ', "extra": [{"id": 1}, {"id": 2}], "baseTimeNanoseconds": 5}', True),
+    # A second event array after the first: the guess spans both, its last
+    # chunk then fails to decode, and the full read decides which one counts.
+    ('{', ', "traceEvents": [{"ph": "X", "name": "late", "ts": 1, "dur": 1, "pid": 1, "tid": 1}]}', True),
+    ('\ufeff{', "}", False),  # byte order mark
+])
+def test_unusual_layouts_decode_as_the_full_read_says(events, head, tail, guessed):
+    data = _document(head, events, tail)
+    if head.startswith("\ufeff"):
+        data = "\ufeff".encode() + data[len("\ufeff".encode()):]
+    assert (guess_events(data) is not None) == guessed
+    table = decode_trace(data, SMALL_CHUNK)
+    full = locate_events(data)
+    expected = decode_module._decode_events(data, full, list(full.warnings), SMALL_CHUNK, 1, guessed=False)
+    assert_same(expected, table)
+    assert table.warnings == []
+    assert int((table.kind == Kind.CPU_OP).sum()) == sum(
+        1 for e in (json.loads(data.decode("utf-8-sig"))["traceEvents"]) if e.get("cat") == "cpu_op")
+
+
+@pytest.mark.parametrize("name", SHARED)
+def test_nesting_order_equals_lexsort(shared_traces, name):
+    table = decode_trace(_data(shared_traces, name))
+    rows = np.flatnonzero((table.phase == Phase.COMPLETE) & np.isin(table.kind, HOST_KINDS))
+    start = table.ts_us[rows] - table.ts_us[rows].min()
+    length = np.maximum(table.dur_us[rows], 1e-4)
+    thread = table.thread_id[rows]
+    assert np.array_equal(_by_thread_start_longest(thread, start, length), np.lexsort((-length, start, thread)))
+
+
+def test_nesting_order_with_many_ties():
+    rng = np.random.default_rng(7)
+    n = 20_000
+    thread = rng.integers(0, 4, n).astype(np.int32)
+    start = rng.integers(0, 500, n).astype(np.float64)  # many rows share a start
+    length = rng.integers(0, 5, n).astype(np.float64)  # and a length: full ties keep row order
+    assert np.array_equal(_by_thread_start_longest(thread, start, length), np.lexsort((-length, start, thread)))
+
+
+def test_unique_inverse_equals_np_unique():
+    rng = np.random.default_rng(3)
+    for values in (rng.integers(-5, 1 << 40, 10_000), np.array([], np.int64), rng.integers(0, 3, 50).astype(np.int32)):
+        uniq, inverse = unique_inverse(values)
+        want_uniq, want_inverse = np.unique(values, return_inverse=True)
+        assert uniq.dtype == values.dtype and np.array_equal(uniq, want_uniq)
+        assert np.array_equal(inverse, want_inverse)
