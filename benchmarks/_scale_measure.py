@@ -2,6 +2,7 @@
 
     python _scale_measure.py lean FILE
     python _scale_measure.py cold|warm CACHE_DIR FILE...      (our loader, all per-run views)
+    python _scale_measure.py coldmem CACHE_DIR FILE...        (cold, with the process tree's peak PSS sampled)
     python _scale_measure.py diff CACHE_DIR LOGDIR            (TensorBoard app, the four diff routes)
     python _scale_measure.py distributed CACHE_DIR LOGDIR RUN   (the distributed route over every rank)
     python _scale_measure.py latency LOGDIR                   (route latency while `big` parses)
@@ -30,6 +31,39 @@ def _vm_hwm() -> int:
 
 def _children_peak() -> int:
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+
+
+class TreeMemory:
+    """Peak of the summed PSS of this process and all its descendants
+    (parse workers and the processes they fork), sampled every 20 ms: the
+    memory a load takes from the machine, pages shared copy-on-write
+    counted once (per-process RSS counts them in each process)."""
+
+    def __init__(self):
+        import threading
+
+        self.peak_bytes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import psutil
+
+        me = psutil.Process()
+        while not self._stop.wait(0.02):
+            total = 0
+            for p in [me, *me.children(recursive=True)]:
+                try:
+                    total += p.memory_full_info().pss
+                except (psutil.Error, OSError):
+                    pass
+            self.peak_bytes = max(self.peak_bytes, total)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak_bytes
 
 
 def _cpu_s() -> dict:
@@ -71,7 +105,7 @@ def lean(path: str) -> dict:
     return {"wall_s": time.perf_counter() - t0, "events": n}
 
 
-def ours(paths: list[str]) -> dict:
+def ours(paths: list[str], sample_memory: bool = False) -> dict:
     """`TB_PIPELINE_CACHE_DIR` set by the caller: cold (empty) or warm."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -84,6 +118,7 @@ def ours(paths: list[str]) -> dict:
     t0 = time.perf_counter()
     loader.pool.start()
     pool_start_s = time.perf_counter() - t0
+    memory = TreeMemory() if sample_memory else None
     t0 = time.perf_counter()
     with ThreadPoolExecutor(max(1, loader.pool.processes)) as ex:
         tps = list(ex.map(loader, paths))
@@ -92,6 +127,8 @@ def ours(paths: list[str]) -> dict:
         _all_views(tp)
     out = {"ready_s": ready_s, "wall_s": time.perf_counter() - t0, "files": len(tps), "pool_start_s": pool_start_s,
            "processes": loader.pool.processes}
+    if memory is not None:
+        out["peak_tree_pss_bytes"] = memory.stop()
     loader.pool.shutdown(wait=True)  # reaped: counted in RUSAGE_CHILDREN and children's CPU
     out["cpu_s"] = _cpu_s()
     return out
@@ -255,9 +292,11 @@ def main() -> None:
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == "lean":
         out = lean(args[0])
-    elif mode in ("cold", "warm"):
+    elif mode in ("cold", "warm", "coldmem"):
         os.environ["TB_PIPELINE_CACHE_DIR"] = args[0]
-        out = ours(args[1:])
+        # coldmem: a cold load with the process tree's memory sampled (the
+        # sampling costs CPU: timed loads run without it).
+        out = ours(args[1:], sample_memory=mode == "coldmem")
     elif mode == "diff":
         os.environ["TB_PIPELINE_CACHE_DIR"] = args[0]
         out = diff(args[1])

@@ -46,6 +46,9 @@ MAX_SEED_EVENTS = 600
 # the per-run views, every 8th the diff views too; cases with id cycles,
 # deep values or hypothesis draws always get both.
 VIEWS_EVERY, DIFF_EVERY = 2, 8
+# Every 3rd case is also decoded by the fast paths and the reference path,
+# which must agree exactly (`fast_paths_mismatch`).
+FAST_PATHS_EVERY = 3
 ALWAYS_VIEWS = ("s_id_cycles", "s_deep", "hypothesis")
 GZIP_MAGIC = b"\x1f\x8b"
 BAD_OUTCOMES = ("unexpected", "hang", "memory", "crash")
@@ -421,10 +424,50 @@ def worker_main(limit_bytes: int, work: Path, seed: int) -> None:
                 detail += "\n" + "".join(traceback.format_exc(limit=-4))[-1500:]
             result = {**result, "outcome": "failed" if clear else "unexpected", "detail": detail}
         tp = out = None
+        if i % FAST_PATHS_EVERY == 0 and result["outcome"] in ("loaded", "failed"):
+            mismatch = fast_paths_mismatch(path)
+            if mismatch:
+                result = {**result, "outcome": "unexpected", "detail": mismatch}
         result["seconds"] = round(time.monotonic() - t0, 3)
         result["peak_growth"] = max(_hwm() - base, 0)
         sys.stdout.write(json.dumps(result) + "\n")
         sys.stdout.flush()
+
+
+def fast_paths_mismatch(path: Path) -> str | None:
+    """Where decoding `path` by the fast paths (the event array guessed from
+    the document's ends, ranges decoded by forked processes) differs from the
+    reference path (the whole structure read, one process); None when the
+    tables, or the refusals, are the same. Small chunks and ranges, so that
+    a case of a few hundred KB splits into several."""
+    import numpy as np
+
+    from tb_pipeline_plugin.trace import decode as decode_module
+    from tb_pipeline_plugin.trace.reader import TraceTooLarge, read_trace_bytes
+
+    try:
+        data, _ = read_trace_bytes(str(path))
+    except (ValueError, TraceTooLarge):
+        return None
+    decode_module.SPLIT_MIN_BYTES = 4 << 10
+    outcomes = []
+    for processes, guess in ((1, False), (3, True)):
+        try:
+            outcomes.append(decode_module.decode_trace(data, 4 << 10, processes=processes, guess=guess))
+        except ValueError as exc:
+            outcomes.append(f"ValueError: {exc}")
+    ref, fast = outcomes
+    if isinstance(ref, str) or isinstance(fast, str):
+        return None if ref == fast else f"fast paths: {str(fast)[:200]!r}, reference: {str(ref)[:200]!r}"
+    for name in ref.__dataclass_fields__:
+        a, b = getattr(ref, name), getattr(fast, name)
+        for sub in (a.__dataclass_fields__ if hasattr(a, "__dataclass_fields__") else [None]):
+            x, y = (a, b) if sub is None else (getattr(a, sub), getattr(b, sub))
+            same = (np.array_equal(x, y, equal_nan=x.dtype.kind == "f") if x.dtype != object else x.tolist() == y.tolist()) \
+                if isinstance(x, np.ndarray) else x == y
+            if not same:
+                return f"fast paths differ from the reference decode in {name}{'.' + sub if sub else ''}"
+    return None
 
 
 # ---- driver ------------------------------------------------------------------------

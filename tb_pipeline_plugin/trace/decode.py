@@ -36,23 +36,25 @@ def load_trace(path: str, opener=None, processes: int = 1) -> EventTable:
     return table
 
 
-def decode_trace(data: bytes, chunk_bytes: int = CHUNK_BYTES, processes: int = 1) -> EventTable:
+def decode_trace(data: bytes, chunk_bytes: int = CHUNK_BYTES, processes: int = 1, guess: bool = True) -> EventTable:
     """`processes` > 1 decodes a big trace's byte ranges in that many forked
     processes at once (`fork_map`: a single-threaded caller only); the
-    table is the one a single process decodes."""
+    table is the one a single process decodes. `guess=False` always reads
+    the whole document's structure first (the reference the fast path must
+    equal: tests and the fuzz compare them)."""
     # Decoding creates millions of short-lived containers; each cyclic-GC
     # pass would walk them all again (about a third of the decode time).
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _decode(data, chunk_bytes, processes)
+        return _decode(data, chunk_bytes, processes, guess)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _decode(data: bytes, chunk_bytes: int, processes: int) -> EventTable:
-    region = guess_events(data)
+def _decode(data: bytes, chunk_bytes: int, processes: int, guess: bool) -> EventTable:
+    region = guess_events(data) if guess else None
     if region is not None:
         table = _decode_events(data, region, [], chunk_bytes, processes, guessed=True)
         if table is not None:
