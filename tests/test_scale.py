@@ -250,6 +250,22 @@ def test_parallel_rank_loads_equal_serial(shared_traces, tmp_path):
         assert a.has_device
 
 
+def test_a_big_trace_decoded_by_forked_processes_equals_one_process(recorded_logdir, tmp_path):
+    """A 40 MB trace, big enough that a worker with a free core decodes it in
+    two forked processes (trace/fork_map.py; tests/test_decode_parallel.py
+    checks the table itself), through the pool as the plugin loads it: every
+    first view equals the in-process, one-process load."""
+    from tb_pipeline_plugin.trace.decode import SPLIT_MIN_BYTES
+
+    path = tmp_path / "big" / "worker0.pt.trace.json"
+    path.parent.mkdir()
+    _big_trace(recorded_logdir, path, 40)
+    assert path.stat().st_size >= 2 * SPLIT_MIN_BYTES
+    load = _loader(tmp_path / "cache", processes=2)
+    assert load.pool.decode_share() == 2  # nothing else in flight: both cores for this file
+    _assert_same_views(load(str(path)), TraceProcessor.load(str(path)))
+
+
 def _big_trace(recorded_logdir, dst: Path, mb: int) -> None:
     sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
     from replicate import replicate_trace
