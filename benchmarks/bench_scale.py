@@ -326,8 +326,9 @@ def main(argv=None) -> int:
     try:
         for size in [int(s) for s in args.sizes.split(",") if s]:
             for kind in [k for k in args.inputs.split(",") if k]:
-                rows += bench_input(kind, size, ttp_py, ttp_note, args.repeat)
-                print_rows(rows[-8:])
+                new_rows = bench_input(kind, size, ttp_py, ttp_note, args.repeat)
+                rows += new_rows
+                print_rows(new_rows)
                 print(flush=True)
         if args.ranks:
             rows += bench_ranks(args.ranks, ttp_py, ttp_note, args.repeat)

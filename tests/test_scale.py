@@ -172,6 +172,47 @@ def test_size_cap_evicts_least_recently_used(recorded_logdir, tmp_path):
     assert present == {paths[0], paths[2]}
 
 
+def test_publishing_many_entries_does_not_rescan_the_cache_each_time(shared_traces, tmp_path, monkeypatch):
+    """A 1,000-rank job publishes 1,000 entries: sizing every entry on every
+    publish (as before) is N^2 stats. Now a process scans once, then counts
+    what it publishes; 300 publishes size about 300 entries, not 45,000."""
+    from cache_publisher import publish_copies
+    from tb_pipeline_plugin.sources import cache as cache_module
+
+    sized = []
+    real = cache_module.entry_bytes
+    monkeypatch.setattr(cache_module, "entry_bytes", lambda d: sized.append(d) or real(d))
+    root = tmp_path / "cache"
+    publish_copies(str(shared_traces / "multi_rank" / "sampled_rank-0.json.gz"), str(root), 1 << 40,
+                   [f"/job/rank{i}.pt.trace.json" for i in range(300)])
+    cache = TraceCache(CacheConfig(str(root), 1 << 40))
+    assert len(cache.entries()) == 300
+    assert len(sized) <= 300 + 2 + 300  # its own size per publish, one scan at the first, the count just now
+
+
+def test_cap_holds_with_several_processes_publishing(shared_traces, tmp_path):
+    """Two processes publish into one cache (two servers, or `summarize`
+    beside TensorBoard): each sees the other's entries only when it scans,
+    which it does whenever its own count reaches the cap or a tenth of it."""
+    from concurrent.futures import ProcessPoolExecutor
+    import multiprocessing
+
+    from cache_publisher import publish_copies
+    from tb_pipeline_plugin.sources.cache import RESCAN_SHARE
+
+    trace = str(shared_traces / "multi_rank" / "sampled_rank-0.json.gz")
+    root = tmp_path / "cache"
+    publish_copies(trace, str(root), 1 << 40, ["/probe"])
+    one = TraceCache(CacheConfig(str(root), 1 << 40)).total_bytes()
+    cap = 10 * one
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as ex:
+        jobs = [ex.submit(publish_copies, trace, str(root), cap, [f"/p{k}/rank{i}" for i in range(30)]) for k in range(2)]
+        for job in jobs:
+            job.result()
+    total = TraceCache(CacheConfig(str(root), cap)).total_bytes()
+    assert total <= cap * (1 + 2 * RESCAN_SHARE) + one
+
+
 @pytest.mark.parametrize("damage", ["truncate_columns", "flip_byte", "garble_manifest", "delete_columns"])
 def test_corrupt_entry_is_discarded_and_rebuilt(trace_copy, tmp_path, damage):
     cache_root = tmp_path / "cache"

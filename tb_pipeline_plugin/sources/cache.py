@@ -7,7 +7,11 @@ entry removes the older versions of the same path. Entries are written into
 `staging/` and renamed into place, so a reader never sees half an entry; one
 that is corrupt anyway (disk full, edited, truncated) is deleted and the file
 parsed again. The total size is capped; the least recently used entries
-(hits touch their manifest) go first.
+(hits touch their manifest) go first. Each process scans the whole cache on
+its first publish and then only when its own publishing since the last scan
+would pass the cap, or reaches a tenth of it (`RESCAN_SHARE`): publishing is
+O(1) between scans, and the cap is overshot by at most a tenth of it per
+process publishing at the same time.
 
 The cache lives in the user's cache directory, never in the logdir (which may
 be read-only, shared or remote). `TB_PIPELINE_CACHE_DIR` moves it, `off`
@@ -31,6 +35,44 @@ DEFAULT_MAX_MB = 20 * 1024
 _STAGING = "staging"
 # A staging directory older than this belongs to a parse that died.
 _STALE_STAGING_S = 24 * 3600
+
+
+# Bytes this process may publish between two full scans, as a share of the
+# cap: other processes' entries are only seen by a scan, so each publishing
+# process can take the cache this far over the cap before it scans again.
+RESCAN_SHARE = 0.1
+
+
+class _Tally:
+    """What this process knows of a cache root's size: the total at its last
+    full scan plus what it published since. A scan (listing and sizing every
+    entry) on every publish made loading N ranks cost N^2 stats."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._total: int | None = None  # never scanned in this process
+        self._since_scan = 0
+
+    def add(self, nbytes: int, max_bytes: int) -> bool:
+        """Counts a published entry; whether a full scan is due now."""
+        with self._lock:
+            self._since_scan += nbytes
+            if self._total is None:
+                return True
+            return self._total + self._since_scan > max_bytes or self._since_scan > max_bytes * RESCAN_SHARE
+
+    def scanned(self, total: int) -> None:
+        with self._lock:
+            self._total, self._since_scan = total, 0
+
+
+_TALLIES: dict[str, _Tally] = {}
+_TALLIES_LOCK = threading.Lock()
+
+
+def _tally(root: str) -> _Tally:
+    with _TALLIES_LOCK:
+        return _TALLIES.setdefault(root, _Tally())
 
 
 def default_cache_root() -> str:
@@ -112,7 +154,8 @@ class TraceCache:
             for name in os.listdir(os.path.dirname(final)):
                 if name.startswith(prefix) and name != os.path.basename(final):
                     shutil.rmtree(os.path.join(os.path.dirname(final), name), ignore_errors=True)
-            self._evict(keep=final)
+            if _tally(self.root).add(entry_bytes(final), self.config.max_bytes):
+                self._evict(keep=final)
         return final
 
     def staging_dir(self) -> str:
@@ -144,6 +187,7 @@ class TraceCache:
         return sum(b for _, b, _ in self.entries())
 
     def _evict(self, keep: str) -> None:
+        """A full scan: evicts down to the cap and resets this process's tally."""
         entries = sorted(self.entries())
         total = sum(b for _, b, _ in entries)
         for _, size, directory in entries:
@@ -154,6 +198,7 @@ class TraceCache:
             # Another process may still map it: unlinking leaves its pages valid.
             shutil.rmtree(directory, ignore_errors=True)
             total -= size
+        _tally(self.root).scanned(total)
         self._sweep_staging()
 
     def _sweep_staging(self) -> None:
