@@ -120,7 +120,7 @@ def ours(paths: list[str], sample_memory: bool = False) -> dict:
     pool_start_s = time.perf_counter() - t0
     memory = TreeMemory() if sample_memory else None
     t0 = time.perf_counter()
-    with ThreadPoolExecutor(max(1, loader.pool.processes)) as ex:
+    with ThreadPoolExecutor(loader.concurrency) as ex:  # as many loads at once as the plugin's store runs
         tps = list(ex.map(loader, paths))
     ready_s = time.perf_counter() - t0
     for tp in tps:

@@ -45,12 +45,12 @@ class PipelinePlugin(base_plugin.TBPlugin):
         self._logdir = context.logdir or ""
         max_ready = int(os.environ.get("TB_PIPELINE_MAX_LOADED_TRACES", "8"))
         # Parses run in worker processes (sources/workers.py); the store's
-        # threads only wait for them and map the result, one thread per
-        # worker process so a run's ranks load in parallel. The store's queue
-        # serves the artifacts a data route asks for before `runs`' background
-        # prefetches.
+        # threads only wait for them and map the result, two threads per
+        # worker process (`TraceLoader.concurrency`) so a run's ranks load in
+        # parallel. The store's queue serves the artifacts a data route asks
+        # for before `runs`' background prefetches.
         load = make_loader()
-        parallel = max(1, load.loaders["trace"].pool.processes)
+        parallel = load.loaders["trace"].concurrency
         self._store = LoadStore(load, max_workers=parallel, max_ready=max_ready)
         # Per-rank summaries of distributed runs: small, so every rank of a
         # run (hundreds) stays loaded; a trace evicted from `_store` is mapped
