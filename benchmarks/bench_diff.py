@@ -94,7 +94,7 @@ def _timed(fn):
 
 def measure(name: str, b_path: str, e_path: str, repeat: int) -> dict:
     from tb_pipeline_plugin.analysis.processor import TraceProcessor
-    from tb_pipeline_plugin.diff import views
+    from tb_pipeline_plugin.diff import pair_impls
     from tb_pipeline_plugin.diff.tables import TableQuery
     from tb_pipeline_plugin.server.http import encode_json
 
@@ -116,13 +116,13 @@ def measure(name: str, b_path: str, e_path: str, repeat: int) -> dict:
             # exactly as the store hands over a just-loaded run.
             b, e = TraceProcessor(b.table, b_path), TraceProcessor(e.table, e_path)
         gc.collect()
-        root = timed("modules_root_s", lambda: encode_json(views.diff_modules(b, e, "")))
-        step = timed("modules_step_s", lambda: encode_json(views.diff_modules(b, e, "0")))
-        page = timed("operators_cold_s", lambda: encode_json(views.diff_operators(b, e)))
-        timed("operators_warm_s", lambda: encode_json(views.diff_operators(b, e, TableQuery(sort="name"))))
-        timed("operators_piece_s", lambda: encode_json(views.diff_operators(b, e, path="0.0")))
-        timed("kernels_cold_s", lambda: encode_json(views.diff_kernels(b, e)))
-        timed("overview_cold_s", lambda: encode_json(views.diff_overview(b, e)))
+        root = timed("modules_root_s", lambda: encode_json(pair_impls.diff_modules_impl(b, e, "")))
+        step = timed("modules_step_s", lambda: encode_json(pair_impls.diff_modules_impl(b, e, "0")))
+        page = timed("operators_cold_s", lambda: encode_json(pair_impls.diff_operators_impl(b, e)))
+        timed("operators_warm_s", lambda: encode_json(pair_impls.diff_operators_impl(b, e, TableQuery(sort="name"))))
+        timed("operators_piece_s", lambda: encode_json(pair_impls.diff_operators_impl(b, e, path="0.0")))
+        timed("kernels_cold_s", lambda: encode_json(pair_impls.diff_kernels_impl(b, e)))
+        timed("overview_cold_s", lambda: encode_json(pair_impls.diff_overview_impl(b, e)))
     row["modules_root_bytes"], row["modules_step_bytes"], row["operators_page_bytes"] = len(root), len(step), len(page)
     row["atoms"] = [len(b.pieces().kind), len(e.pieces().kind)]
     for key, values in timings.items():

@@ -370,7 +370,8 @@ def worker_main(limit_bytes: int, work: Path, seed: int) -> None:
     drawn = [d.encode() for d in json.loads((work / "drawn.json").read_text())]
     from tb_pipeline_plugin.analysis.processor import TraceProcessor
     from tb_pipeline_plugin.server import params as Q
-    from tb_pipeline_plugin.server import views
+    from tb_pipeline_plugin.diff import pair_impls
+    from tb_pipeline_plugin.server import run_impls as views
     from tb_pipeline_plugin.server.http import encode_json
     from tb_pipeline_plugin.sources.logdir import TraceFile
     from tb_pipeline_plugin.trace.reader import TraceTooLarge
@@ -409,9 +410,11 @@ def worker_main(limit_bytes: int, work: Path, seed: int) -> None:
                 out += [views.overview_impl(tp, tf), views.operators_impl(tp, "name"),
                         views.operators_impl(tp, "name_and_shape"), views.kernels_impl(tp), views.modules_impl(tp)]
             if level >= 2:
-                out += [views.diff_overview_impl(tp, tp, tf, tf), views.diff_modules_impl(tp, tp, tf, tf, modules_q),
-                        views.diff_operators_impl(tp, tp, tf, tf, operators_q),
-                        views.diff_kernels_impl(tp, tp, tf, tf, kernels_q)]
+                out += [pair_impls.diff_overview_impl(tp, tp),
+                        pair_impls.diff_modules_impl(tp, tp, modules_q.path, modules_q.offset, modules_q.limit),
+                        pair_impls.diff_operators_impl(tp, tp, operators_q.table_query(), operators_q.group_by,
+                                                       operators_q.path),
+                        pair_impls.diff_kernels_impl(tp, tp, kernels_q.table_query(), kernels_q.path)]
             for v in out:
                 encode_json(v)
             result["warnings"] = len(tp.warnings)

@@ -228,7 +228,7 @@ def run_diff(args, out=None) -> int:
 
 def _diff(args, out) -> int:
     from .compare import compare
-    from .diff.views import KERNEL_PRIMARY
+    from .diff.pair_impls import KERNEL_PRIMARY
 
     c = compare(args.baseline, args.experimental, b_worker=args.b_worker, b_span=args.b_span,
                 e_worker=args.e_worker, e_span=args.e_span, group_by=args.group_by)

@@ -13,7 +13,7 @@
     c.operators_at("0.2"), c.kernels_at("0.2")   # the same, inside one piece
 
 Same numbers as the `diff/*` routes (docs/http_api.md): they share
-`tb_pipeline_plugin.diff.views`.
+`tb_pipeline_plugin.diff.pair_impls`.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from functools import cached_property
 import pandas as pd
 
 from .analysis.processor import TraceProcessor
-from .diff import tables, views
+from .diff import pair_impls, tables
 from .diff import tree as T
 from .sources.artifacts import load_statistics
 from .sources.logdir import discover_runs, resolve
@@ -89,7 +89,7 @@ class Comparison:
         `contributors`, `waterfall`, `launch`, `note`, and `pipeline` (data
         wait, input-bound verdicts, the stage that changed most) when both
         runs have recorded pipeline statistics."""
-        return views.diff_explain(self.baseline, self.experimental, self.pipelines)
+        return pair_impls.diff_explain_impl(self.baseline, self.experimental, self.pipelines)
 
     @property
     def contributors(self) -> pd.DataFrame:
@@ -103,7 +103,7 @@ class Comparison:
 
     @cached_property
     def overview(self) -> pd.DataFrame:
-        rows = views.diff_overview(self.baseline, self.experimental)["rows"]
+        rows = pair_impls.diff_overview_impl(self.baseline, self.experimental)["rows"]
         return pd.DataFrame(rows).set_index("metric")
 
     @cached_property
@@ -114,10 +114,10 @@ class Comparison:
         """The aligned children of the piece at `path`, with the accumulated
         trend (`acc_*` columns: running sums in execution order, µs)."""
         # Every child, however many: page through at the route's largest limit.
-        limit = views.MODULES_MAX_LIMIT
+        limit = pair_impls.MODULES_MAX_LIMIT
         rows, trend, offset = [], {}, 0
         while True:
-            out = views.diff_modules(self.baseline, self.experimental, path, offset, limit)
+            out = pair_impls.diff_modules_impl(self.baseline, self.experimental, path, offset, limit)
             rows += out["children"]
             for key, values in out["trend"].items():
                 trend.setdefault(key, []).extend(values)
@@ -135,8 +135,8 @@ class Comparison:
 
     def operators_at(self, path: str) -> pd.DataFrame:
         """Operator deltas inside the piece at `path` ("" = everything)."""
-        table = views.operator_table(self.baseline, self.experimental, self.group_by, path)
-        return tables.sort_table(table, f"delta_{self.operator_primary}", "desc", views.OPERATOR_KEYS).reset_index(drop=True)
+        table = pair_impls.operator_table(self.baseline, self.experimental, self.group_by, path)
+        return tables.sort_table(table, f"delta_{self.operator_primary}", "desc", pair_impls.OPERATOR_KEYS).reset_index(drop=True)
 
     @cached_property
     def kernels(self) -> pd.DataFrame:
@@ -144,13 +144,13 @@ class Comparison:
 
     def kernels_at(self, path: str) -> pd.DataFrame:
         """Kernel deltas of the kernels launched inside the piece at `path` ("" = everything)."""
-        table = views.kernel_table(self.baseline, self.experimental, path)
-        return tables.sort_table(table, f"delta_{views.KERNEL_PRIMARY}", "desc", views.KERNEL_KEYS).reset_index(drop=True)
+        table = pair_impls.kernel_table(self.baseline, self.experimental, path)
+        return tables.sort_table(table, f"delta_{pair_impls.KERNEL_PRIMARY}", "desc", pair_impls.KERNEL_KEYS).reset_index(drop=True)
 
     @property
     def operator_primary(self) -> str:
         """The operators' primary column: device self time when either run has device activity."""
-        return views.operator_primary(self.baseline, self.experimental)
+        return pair_impls.operator_primary(self.baseline, self.experimental)
 
 
 def compare(

@@ -141,7 +141,7 @@ def _differences(a, b, where: str = "", out=None) -> list[str]:
     elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         for i, (x, y) in enumerate(zip(a, b)):
             _differences(x, y, f"{where}[{i}]", out)
-    elif a != b:
+    elif a != b or type(a) is not type(b):  # 4 vs 4.0 is a change in the JSON
         out.append(f"{where}: {str(a)[:120]!s} != {str(b)[:120]!s}")
     return out
 

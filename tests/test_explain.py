@@ -327,16 +327,16 @@ def test_module_diff_carries_each_call_backward(tps, runs):
     """diff/modules: a module call's backward time is that of the backward
     operators its forward created; summed over the steps it is the JSON
     oracle's backward of that module."""
-    from tb_pipeline_plugin.diff import views
+    from tb_pipeline_plugin.diff import pair_impls
 
     b, e = tps["wide"]
     got = [0.0, 0.0]
     for step in range(STEPS):
         path = str(step)
         for name in ("Net_0", "Sequential_0", "Block_1"):
-            kids = views.diff_modules(b, e, path)["children"]
+            kids = pair_impls.diff_modules_impl(b, e, path)["children"]
             path = next(k["path"] for k in kids if k["name"] == name)
-        node = views.diff_modules(b, e, path)["node"]
+        node = pair_impls.diff_modules_impl(b, e, path)["node"]
         assert node["kind"] == "module"
         got[0] += node["baseline_backward_us"]
         got[1] += node["experimental_backward_us"]
@@ -344,5 +344,5 @@ def test_module_diff_carries_each_call_backward(tps, runs):
     for side in (0, 1):
         assert got[side] == pytest.approx(_oracle(runs["wide"][side], "Block_1")["backward"], rel=1e-5)
     # Other pieces have no backward of their own to show.
-    first = views.diff_modules(b, e, "0")["children"][0]
+    first = pair_impls.diff_modules_impl(b, e, "0")["children"][0]
     assert first["kind"] == "data_loading" and first["baseline_backward_us"] is None

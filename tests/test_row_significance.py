@@ -9,7 +9,7 @@ import pytest
 from json_oracle import category, launches_by_correlation, load_events
 from tb_pipeline_plugin.analysis.processor import TraceProcessor
 from tb_pipeline_plugin.compare import compare
-from tb_pipeline_plugin.diff import views
+from tb_pipeline_plugin.diff import pair_impls
 from tb_pipeline_plugin.diff.tables import TableQuery
 
 
@@ -62,7 +62,7 @@ def test_operator_steps_match_trace_json(recorded_logdir):
 
 def test_table_rows_carry_significance(shared_traces):
     c = compare(shared_traces / "trace_diff" / "control.json.gz", shared_traces / "trace_diff" / "test.json.gz")
-    out = views.diff_kernels(c.baseline, c.experimental, TableQuery(limit=20))
+    out = pair_impls.diff_kernels_impl(c.baseline, c.experimental, TableQuery(limit=20))
     verdicts = [r["significance"]["verdict"] for r in out["rows"]]
     assert "significant" in verdicts
     # The delta judged is that of the per-step means (checked against the JSON above).
@@ -74,8 +74,8 @@ def test_table_rows_carry_significance(shared_traces):
         want = (e_sum.get(r["name"], 0.0) - b_sum.get(r["name"], 0.0)) / 6
         assert sig["delta"] == pytest.approx(want, abs=1e-3)
     # The same run on both sides: every row within noise.
-    same = views.diff_operators(c.baseline, c.baseline, TableQuery(limit=50))
+    same = pair_impls.diff_operators_impl(c.baseline, c.baseline, TableQuery(limit=50))
     assert {r["significance"]["verdict"] for r in same["rows"]} == {"within_noise"}
     # Inside a piece (one step's part) there is no spread to judge by.
-    inside = views.diff_kernels(c.baseline, c.experimental, TableQuery(limit=5), path="0")
+    inside = pair_impls.diff_kernels_impl(c.baseline, c.experimental, TableQuery(limit=5), path="0")
     assert all(r["significance"] is None for r in inside["rows"])

@@ -17,6 +17,8 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from ..pipeline.diagnostic import DiagnosticRun
+
 BEST_WITHIN = 0.95  # best concurrency: the smallest level within 5 % of the best QPS
 SCALE_EFFICIENCY = 0.7  # scales: QPS at min(cores, top level) >= 0.7 x level x QPS at level 1
 FLAT_GAIN = 1.3  # a curve is flat when its best QPS is < 1.3 x its QPS at level 1
@@ -241,28 +243,97 @@ def verdicts(records: Iterable[Any]) -> pd.DataFrame:
             held = float(sampled["held_share"].iloc[0]) if len(sampled) else None
             verdict, reason = _classify(threads, procs, cores, summary.get("process_skipped", ""), gil_name, held)
         t_best, p_best = _at_best(threads), _at_best(procs)
+        has_top = len(top) > 0
         rows.append({
-            "stage": stage, "index": summary.get("index", -1), "verdict": verdict,
+            "stage": stage, "index": summary.get("index"), "verdict": verdict,
             "label": VERDICT_LABELS[verdict], "reason": reason, "cores": cores,
-            "best_thread_concurrency": int(t_best["concurrency"]) if t_best is not None else 0,
-            "best_thread_qps": float(t_best["qps"]) if t_best is not None else 0.0,
-            "best_process_concurrency": int(p_best["concurrency"]) if p_best is not None else 0,
-            "best_process_qps": float(p_best["qps"]) if p_best is not None else 0.0,
+            "best_thread_concurrency": int(t_best["concurrency"]) if t_best is not None else None,
+            "best_thread_qps": float(t_best["qps"]) if t_best is not None else None,
+            "best_process_concurrency": int(p_best["concurrency"]) if p_best is not None else None,
+            "best_process_qps": float(p_best["qps"]) if p_best is not None else None,
             "thread_speedup": _gain(threads), "process_speedup": _gain(procs),
-            "thread_cpu_pct": float(t_best["cpu_pct"]) if t_best is not None else 0.0,
-            "process_cpu_pct": float(p_best["cpu_pct"]) if p_best is not None else 0.0,
+            "thread_cpu_pct": float(t_best["cpu_pct"]) if t_best is not None else None,
+            "process_cpu_pct": float(p_best["cpu_pct"]) if p_best is not None else None,
             "peak_memory_bytes": int(points["peak_memory_bytes"].max()) if not points.empty else 0,
             "items": int(points["items"].sum()) if not points.empty else 0,
             "errors": int(points["errors"].sum()) if not points.empty else 0,
             "first_error": summary.get("first_error", "") or (
-                next((e for e in points["first_error"] if e), "") if not points.empty else ""),
-            "gil_function": top["function"].iloc[0] if len(top) else "",
-            "gil_file": top["file"].iloc[0] if len(top) else "",
-            "gil_line": int(top["line"].iloc[0]) if len(top) else 0,
-            "gil_share": float(top["share"].iloc[0]) if len(top) else 0.0,
-            "gil_held_share": float(g["held_share"].iloc[0]) if len(g) else 0.0,
-            "gil_skipped": g["skipped"].iloc[0] if len(g) else "",
-            "process_skipped": summary.get("process_skipped", ""),
+                next((e for e in points["first_error"] if e), None) if not points.empty else None) or None,
+            "gil_function": top["function"].iloc[0] if has_top else None,
+            "gil_file": top["file"].iloc[0] if has_top else None,
+            "gil_line": int(top["line"].iloc[0]) if has_top else None,
+            "gil_share": float(top["share"].iloc[0]) if has_top else None,
+            "gil_held_share": float(g["held_share"].iloc[0]) if len(g) else None,
+            "gil_skipped": (g["skipped"].iloc[0] or None) if len(g) else None,
+            "process_skipped": summary.get("process_skipped") or None,
             "cut_short": bool(points["cut_short"].any()) or "cut short" in summary.get("skipped", ""),
         })
-    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+    # Object columns: a stage without a thread curve has None, not a NaN
+    # that would turn every other stage's concurrency into a float.
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS, dtype=object)
+
+
+_POINT_FIELDS = ("concurrency", "qps", "speedup", "p50_latency_s", "p90_latency_s", "cpu_pct", "machine_cpu_pct",
+                 "peak_memory_bytes", "items", "errors", "duration_s", "cut_short", "first_error")
+_ENVIRONMENT_FIELDS = ("python", "implementation", "free_threaded", "gil_enabled", "process_start_method", "levels",
+                       "executors", "warmup_s", "duration_s", "source", "hostname")
+_ENVIRONMENT_DEFAULTS = {"source": "function", "hostname": "", "free_threaded": False, "gil_enabled": True}
+
+
+def report(run: DiagnosticRun) -> dict:
+    """One run's results as the Diagnostic view reads them (the `diagnostic`
+    route's answer but its `run`): per stage its verdict row, its curves
+    (sweep points, best concurrency) and its GIL holders; how the sweep
+    ended and on what machine."""
+    records = as_dicts(run.records)
+    sweep = sweep_frame(records)
+    best = best_concurrency(sweep).set_index(["stage", "executor"])
+    summaries = {r["stage"]: r for r in records if r.get("type") == "stage"}
+    gil = {r["stage"]: r for r in records if r.get("type") == "gil"}
+    end = next((r for r in reversed(records) if r.get("type") == "end"), None)
+    stages = []
+    for v in verdicts(records).to_dict("records"):
+        name = v["stage"]
+        summary = summaries.get(name, {})
+        stages.append({
+            "stage": name, "index": v["index"], "kind": summary.get("kind"),
+            "verdict": v["verdict"], "label": v["label"], "reason": v["reason"],
+            **{k: v[k] for k in ("best_thread_concurrency", "best_thread_qps", "best_process_concurrency",
+                                 "best_process_qps", "thread_speedup", "process_speedup", "peak_memory_bytes",
+                                 "items", "errors", "cut_short", "first_error", "process_skipped")},
+            "inputs": summary.get("inputs"), "input_errors": summary.get("input_errors", 0),
+            "skipped": summary.get("skipped") or None, "curves": _curves(sweep, best, name),
+            "gil": _gil_report(gil.get(name)),
+        })
+    env = environment(records)
+    return {"complete": run.complete, "cut_short": run.cut_short,
+            "reason": (end.get("reason") or None) if end else None,
+            "elapsed_s": end.get("elapsed_s") if end else None,
+            "environment": ({"cores": int(env.get("cpu_count") or 1),
+                             **{k: env.get(k, _ENVIRONMENT_DEFAULTS.get(k)) for k in _ENVIRONMENT_FIELDS}}
+                            if env else None),
+            "stages": stages, "warnings": list(run.warnings)}
+
+
+def _curves(sweep: pd.DataFrame, best: pd.DataFrame, stage: str) -> list[dict]:
+    curves = []
+    for executor in ("thread", "process"):
+        points = sweep[(sweep["stage"] == stage) & (sweep["executor"] == executor)]
+        if points.empty:
+            continue
+        b = best.loc[(stage, executor)]
+        rows = [{k: p[k] for k in _POINT_FIELDS} for p in points.to_dict("records")]
+        for p in rows:
+            p["speedup"] = None if np.isnan(p["speedup"]) else p["speedup"]
+            p["first_error"] = p["first_error"] or None
+        curves.append({"executor": executor, "best_concurrency": int(b["best_concurrency"]),
+                       "best_qps": float(b["best_qps"]), "points": rows})
+    return curves
+
+
+def _gil_report(record: dict | None) -> dict | None:
+    if record is None:
+        return None
+    return {"concurrency": record["concurrency"], "total_samples": record.get("total_samples", 0),
+            "held_share": record.get("held_share", 0.0), "skipped": record.get("skipped") or None,
+            "top": [{k: f[k] for k in ("function", "file", "line", "samples", "share")} for f in record.get("top", [])]}

@@ -12,7 +12,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from ..analysis.diagnostic import verdicts
+from ..analysis.diagnostic import report, verdicts
 
 SIDE_COLUMNS = ["verdict", "label", "best_thread_concurrency", "best_thread_qps", "best_process_concurrency",
                 "best_process_qps", "thread_cpu_pct", "process_cpu_pct", "peak_memory_bytes", "errors",
@@ -40,3 +40,23 @@ def diff_diagnostic(baseline: Iterable[Any], experimental: Iterable[Any]) -> pd.
     merged["verdict_changed"] = (merged["in_baseline"] & merged["in_experimental"]
                                  & (merged["verdict_baseline"] != merged["verdict_experimental"]))
     return merged[DIFF_COLUMNS]
+
+
+def diff_diagnostic_impl(baseline, experimental) -> dict:
+    """The `diff/diagnostic` route's answer but the run names, from both
+    runs' DiagnosticRun (pipeline/diagnostic.py): both reports and the stage rows (None for a side without the stage or a ratio without
+    two QPS)."""
+    frame = diff_diagnostic(baseline.records, experimental.records)
+    stages = [{
+        "stage": r["stage"], "in_baseline": bool(r["in_baseline"]), "in_experimental": bool(r["in_experimental"]),
+        "verdict_baseline": _present(r["verdict_baseline"]), "verdict_experimental": _present(r["verdict_experimental"]),
+        "verdict_changed": bool(r["verdict_changed"]),
+        "best_thread_qps_ratio": _present(r["best_thread_qps_ratio"]),
+        "best_process_qps_ratio": _present(r["best_process_qps_ratio"]),
+    } for r in frame.to_dict("records")]
+    return {"baseline": report(baseline), "experimental": report(experimental), "stages": stages}
+
+
+def _present(value):
+    """The outer join's NaN for a side without the stage -> None."""
+    return None if value is None or (isinstance(value, float) and np.isnan(value)) else value

@@ -1,7 +1,6 @@
 """JSON responses and the route wrapper: parameters in, JSON out, every failure as JSON."""
 from __future__ import annotations
 
-import functools
 import logging
 import os
 
@@ -12,7 +11,7 @@ from werkzeug import wrappers
 from ..errors import PluginError
 from .deep_json import encode_deep
 from . import params as Q
-from .routes import ROUTES
+from .routes import ROUTES, Route
 
 logger = logging.getLogger(__name__)
 
@@ -59,37 +58,41 @@ def _json_bytes(body: bytes, status: int) -> wrappers.Response:
     return response
 
 
-def json_route(path: str):
-    """Route wrapper for the route `path` of `routes.ROUTES`:
-    `method(self, params) -> dict`, where `params` is the route's parameter
-    Struct parsed from the query string; errors become JSON.
+def json_routes(handlers: dict) -> dict:
+    """WSGI apps for the routes of `routes.ROUTES`, from `handlers`: path ->
+    `handler(params) -> dict`, one for each route exactly."""
+    declared = {r.path for r in ROUTES}
+    if set(handlers) != declared:
+        raise ValueError(f"handlers do not match routes.ROUTES: missing {sorted(declared - set(handlers))}, "
+                         f"undeclared {sorted(set(handlers) - declared)}")
+    return {r.path: json_route(r, handlers[r.path]) for r in ROUTES}
+
+
+def json_route(route: Route, handler):
+    """The WSGI app of one route: its parameter Struct parsed from the query
+    string, `handler(params) -> dict`, JSON out, every error as JSON.
 
     Typed errors carry their status. Anything else is a failure inside an
     analysis of one run: 422 with the reason, never a 500 that would hide it.
     """
-    route = next(r for r in ROUTES if r.path == path)
 
-    def wrap(method):
-        @wrappers.Request.application
-        @functools.wraps(method)
-        def handler(self, request):
-            try:
-                body = encode_json(method(self, Q.parse(route.params, request.args)))
-                if _VALIDATE:
-                    try:
-                        msgspec.json.decode(body, type=route.response)
-                    except RecursionError:  # deeper than msgspec decodes: shape checked at shallower depths
-                        pass
-                return _json_bytes(body, 200)
-            except PluginError as exc:
-                return json_response(exc.to_json(), exc.status)
-            except Exception as exc:  # noqa: BLE001 - the point is never to 500
-                if _VALIDATE and isinstance(exc, msgspec.ValidationError):
-                    raise
-                logger.exception("tb_pipeline: %s failed", request.path)
-                message = f"analysis failed: {type(exc).__name__}: {exc}"
-                return json_response({"error": message, "status": 422}, 422)
+    @wrappers.Request.application
+    def app(request):
+        try:
+            body = encode_json(handler(Q.parse(route.params, request.args)))
+            if _VALIDATE:
+                try:
+                    msgspec.json.decode(body, type=route.response)
+                except RecursionError:  # deeper than msgspec decodes: shape checked at shallower depths
+                    pass
+            return _json_bytes(body, 200)
+        except PluginError as exc:
+            return json_response(exc.to_json(), exc.status)
+        except Exception as exc:  # noqa: BLE001 - the point is never to 500
+            if _VALIDATE and isinstance(exc, msgspec.ValidationError):
+                raise
+            logger.exception("tb_pipeline: %s failed", request.path)
+            message = f"analysis failed: {type(exc).__name__}: {exc}"
+            return json_response({"error": message, "status": 422}, 422)
 
-        return handler
-
-    return wrap
+    return app

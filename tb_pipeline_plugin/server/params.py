@@ -13,7 +13,7 @@ from typing import Annotated, Literal, TypeVar
 import msgspec
 
 from ..diff.tables import DEFAULT_LIMIT, MAX_LIMIT, TableQuery
-from ..diff.views import MODULES_DEFAULT_LIMIT, MODULES_MAX_LIMIT
+from ..diff.pair_impls import MODULES_DEFAULT_LIMIT, MODULES_MAX_LIMIT
 from ..errors import BadRequest
 
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]

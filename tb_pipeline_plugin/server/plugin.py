@@ -1,33 +1,43 @@
 """The TensorBoard plugin: thin routes over the pure `*_impl` functions.
 
-Each route parses its query parameters once (`params.parse`, into the Struct
-`routes.ROUTES` declares), resolves the selection to loaded runs through the
-store (never waiting for a parse), and hands typed values to `views`.
-Everything a route can fail with is a typed error that `json_route` turns
-into JSON.
+Each route gets its query parameters parsed once (`http.json_routes`, into
+the Struct `routes.ROUTES` declares), asks the stores for every artifact it
+reads (a `Pending` each: never waiting for a parse), and hands the loaded
+values and typed parameters to an impl: `run_impls` for one run,
+`diff.pair_impls` for a pair of traces, the analysis and diff functions for
+statistics and diagnostic results; it adds the references (run, worker,
+span) to the answer. Everything a route can fail with is a typed error that
+`http` turns into JSON.
 """
 from __future__ import annotations
 
 import os
 import threading
 import time
+from typing import Callable, TypeVar
 
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
+from ..analysis.diagnostic import report as diagnostic_report
+from ..analysis.pipeline import report as pipeline_report
 from ..analysis.pipeline_trace import steps_from_trace
 from ..analysis.processor import TraceProcessor
-from ..errors import Conflict, NotFound, Unprocessable
+from ..diff import pair_impls
+from ..diff.diagnostic import diff_diagnostic_impl
+from ..diff.pipeline import compare_pipeline
+from ..errors import NotFound
 from ..pipeline import PipelineTables
 from ..sources.artifacts import Source, make_loader
 from ..sources.logdir import RunInfo, TraceFile, discover_runs, resolve, resolve_diagnostic, run_info, stat_file
 from ..sources.tb_profiler import tb_profiler_names
 from . import params as Q
-from . import views
+from . import run_impls
 from .gc_freeze import freeze_startup_objects
-from .http import json_response, json_route, static_response
-from .routes import ROUTES
-from .store import LoadState, LoadStore
+from .http import json_response, json_routes, static_response
+from .store import LoadStore, Pending
+
+T = TypeVar("T")
 
 PLUGIN_NAME = "tb_pipeline"
 _STATIC_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")
@@ -61,7 +71,7 @@ class PipelinePlugin(base_plugin.TBPlugin):
         # explanation of a pair holds two traces and two statistics at once:
         # with a limit of 3 they would evict each other for ever).
         self._stats_store = LoadStore(load, max_workers=1, max_ready=_MAX_STATISTICS)
-        self._runs: dict[str, RunInfo] = {}
+        self._scanned: dict[str, RunInfo] = {}
         self._scanned_at = -1e9
         self._scan_lock = threading.Lock()
         # Last: every module is imported by now; a full GC pass over them
@@ -76,8 +86,24 @@ class PipelinePlugin(base_plugin.TBPlugin):
             "/timeline.html": self._serve_timeline_html,
             "/timeline.js": self._serve_timeline_js,
         }
-        for route in ROUTES:
-            apps[route.path] = getattr(self, "_" + route.path.strip("/").replace("/", "_") + "_route")
+        apps.update(json_routes({
+            "/runs": self._runs,
+            "/overview": self._overview,
+            "/operators": self._operators,
+            "/kernels": self._kernels,
+            "/modules": self._modules,
+            "/diff/overview": self._diff_overview,
+            "/diff/explain": self._diff_explain,
+            "/diff/modules": self._diff_modules,
+            "/diff/operators": self._diff_operators,
+            "/diff/kernels": self._diff_kernels,
+            "/diagnostic": self._diagnostic,
+            "/diff/diagnostic": self._diff_diagnostic,
+            "/pipeline": self._pipeline,
+            "/diff/pipeline": self._diff_pipeline,
+            "/timeline": self._timeline,
+            "/distributed": self._distributed,
+        }))
         return apps
 
     def is_active(self) -> bool:
@@ -97,128 +123,91 @@ class PipelinePlugin(base_plugin.TBPlugin):
     def _scan(self, max_age_s: float) -> dict[str, RunInfo]:
         with self._scan_lock:
             if time.monotonic() - self._scanned_at > max_age_s:
-                self._runs = discover_runs(self._logdir)
+                self._scanned = discover_runs(self._logdir)
                 self._scanned_at = time.monotonic()
-                keep = [Source("trace", tf.path) for info in self._runs.values() for tf in info.trace_files()]
+                keep = [Source("trace", tf.path) for info in self._scanned.values() for tf in info.trace_files()]
                 self._stats_store.retain_only(
-                    Source("pipeline", info.path) for info in self._runs.values() if info.pipeline_files)
-                keep += [Source("diagnostic", p) for info in self._runs.values() for p in info.diagnostic_files]
+                    Source("pipeline", info.path) for info in self._scanned.values() if info.pipeline_files)
+                keep += [Source("diagnostic", p) for info in self._scanned.values() for p in info.diagnostic_files]
                 self._store.retain_only(keep)
                 self._rank_store.retain_only(Source("rank_summary", s.path) for s in keep if s.kind == "trace")
-            return self._runs
+            return self._scanned
 
-    def _resolve(self, run: str, worker: str, span: str) -> TraceFile:
+    def _lookup(self, find: Callable[[dict[str, RunInfo]], T]) -> T:
+        """`find` over the recent scan; on NotFound once more over a fresh
+        one (maybe written since). The forced interval keeps a client asking
+        for unknown runs from walking the logdir each time."""
         try:
-            return resolve(self._scan(_RESCAN_INTERVAL_S), run, worker or None, span or None)
+            return find(self._scan(_RESCAN_INTERVAL_S))
         except NotFound:
-            # Maybe a run written since the last scan; the interval keeps a
-            # client asking for unknown runs from walking the logdir each time.
-            return resolve(self._scan(_FORCED_RESCAN_INTERVAL_S), run, worker or None, span or None)
+            return find(self._scan(_FORCED_RESCAN_INTERVAL_S))
 
-    def _request(self, run: str, worker: str, span: str) -> tuple[TraceFile, LoadState]:
-        """Resolves a selection and asks the store for it: a load it starts
-        (or a queued prefetch of it) goes before every background prefetch."""
-        tf = self._resolve(run, worker, span)
-        # One stat per request: a file still being written must not be served
-        # from the version the last (cached) scan saw.
-        size, mtime = stat_file(tf.path)
-        if size is None:
-            raise NotFound(f"the trace file of run {tf.run!r} (worker {tf.worker!r}) is gone")
-        return tf, self._store.request(Source("trace", tf.path), size, mtime)
+    def _resolve(self, run: str, worker: str = "", span: str = "") -> TraceFile:
+        return self._lookup(lambda runs: resolve(runs, run, worker or None, span or None))
 
     @staticmethod
-    def _loaded(tf: TraceFile, state: LoadState) -> TraceProcessor:
-        if state.status == "loading":
-            raise Conflict(f"run {tf.run!r} (worker {tf.worker!r}) is still loading")
-        if state.status == "failed":
-            raise Unprocessable(f"run {tf.run!r} (worker {tf.worker!r}) could not be read: {state.error}")
-        return state.value
-
-    def _trace(self, p: Q.RunParams) -> tuple[TraceProcessor, TraceFile]:
-        tf, state = self._request(p.run, p.worker, p.span)
-        return self._loaded(tf, state), tf
-
-    def _pair(self, p: Q.PairParams) -> tuple[TraceProcessor, TraceProcessor, TraceFile, TraceFile]:
-        # Both sides are requested before either answers 409, so a diff's
-        # first request queues both traces ahead of the prefetches.
-        b_tf, b_state = self._request(p.baseline, p.b_worker, p.b_span)
-        e_tf, e_state = self._request(p.experimental, p.e_worker, p.e_span)
-        return self._loaded(b_tf, b_state), self._loaded(e_tf, e_state), b_tf, e_tf
-
-    def _request_diagnostic(self, run: str) -> tuple[str, LoadState]:
-        try:
-            path = resolve_diagnostic(self._scan(_RESCAN_INTERVAL_S), run)
-        except NotFound:
-            path = resolve_diagnostic(self._scan(_FORCED_RESCAN_INTERVAL_S), run)
-        # Stat on every request: results being appended to are read again when they grow.
-        size, mtime = stat_file(path)
+    def _ask(store: LoadStore, source: Source, identity: tuple[int | None, float], subject: str,
+             gone: str, plural: bool = False) -> Pending:
+        """Asks `store` for one artifact of this file version; a load it starts
+        (or a queued prefetch of it) goes before every background prefetch.
+        `identity`: (size, mtime) stat'ed for this request, so a file still
+        being written is not served from the version the last scan saw."""
+        size, mtime = identity
         if size is None:
-            raise NotFound(f"the diagnostic results of run {run!r} are gone")
-        return run, self._store.request(Source("diagnostic", path), size, mtime)
+            raise NotFound(gone)
+        return Pending(store.request(source, size, mtime), subject, plural)
 
-    @staticmethod
-    def _loaded_diagnostic(run: str, state: LoadState):
-        if state.status == "loading":
-            raise Conflict(f"the diagnostic results of run {run!r} are still loading")
-        if state.status == "failed":
-            raise Unprocessable(f"the diagnostic results of run {run!r} could not be read: {state.error}")
-        return state.value
+    def _ask_trace(self, tf: TraceFile, store: LoadStore | None = None, kind: str = "trace") -> Pending:
+        who = f"run {tf.run!r} (worker {tf.worker!r})"
+        return self._ask(store or self._store, Source(kind, tf.path), stat_file(tf.path), who,
+                         f"the trace file of {who} is gone")
 
-    def _run_info(self, run: str) -> RunInfo:
-        try:
-            return run_info(self._scan(_RESCAN_INTERVAL_S), run)
-        except NotFound:  # maybe written since the last scan, as in _resolve
-            return run_info(self._scan(_FORCED_RESCAN_INTERVAL_S), run)
+    def _ask_selection(self, p: Q.RunParams) -> tuple[Pending, TraceFile]:
+        tf = self._resolve(p.run, p.worker, p.span)
+        return self._ask_trace(tf), tf
 
-    def _request_statistics(self, run: str):
-        """Asks the store for the run's recorded statistics; returns a
-        function giving the loaded tables (409/422 until then), or None when
-        the run has none."""
-        info = self._run_info(run)
+    def _pair(self, p: Q.PairParams) -> tuple[TraceProcessor, TraceProcessor, dict]:
+        """Both traces and the references a pair answer carries. Both sides
+        are asked for before either answers 409, so a diff's first request
+        queues both traces ahead of the prefetches."""
+        b_tf, e_tf = self._resolve(p.baseline, p.b_worker, p.b_span), self._resolve(p.experimental, p.e_worker, p.e_span)
+        b, e = self._ask_trace(b_tf), self._ask_trace(e_tf)
+        return b.value(), e.value(), run_impls.pair_refs(b_tf, e_tf)
+
+    def _ask_diagnostic(self, run: str) -> Pending:
+        path = self._lookup(lambda runs: resolve_diagnostic(runs, run))
+        # Stat'ed on every request: results being appended to are read again when they grow.
+        return self._ask(self._store, Source("diagnostic", path), stat_file(path),
+                         f"the diagnostic results of run {run!r}", f"the diagnostic results of run {run!r} are gone",
+                         plural=True)
+
+    def _ask_statistics(self, run: str) -> Pending | None:
+        """The run's recorded pipeline statistics, or None when it has none."""
+        info = self._lookup(lambda runs: run_info(runs, run))
         identity = info.statistics_identity() if info.pipeline_files else None
         if identity is None:
             return None
-        state = self._stats_store.request(Source("pipeline", info.path), *identity)
+        return self._ask(self._stats_store, Source("pipeline", info.path), identity,
+                         f"the pipeline statistics of run {run!r}", "", plural=True)
 
-        def statistics() -> PipelineTables:
-            if state.status == "loading":
-                raise Conflict(f"the pipeline statistics of run {run!r} are still loading")
-            if state.status == "failed":
-                raise Unprocessable(f"the pipeline statistics of run {run!r} could not be read: {state.error}")
-            return state.value
-        return statistics
-
-    def _request_pipeline(self, run: str):
-        """Asks the store for the run's statistics; a run without any gets
-        its split from its default trace's DataLoader annotations. Returns a
-        function giving the loaded tables (409/422 until then), so a pair
-        queues both sides before either answers."""
-        statistics = self._request_statistics(run)
+    def _ask_pipeline(self, run: str) -> Pending:
+        """The run's statistics; a run without any gets its split from its
+        default trace's DataLoader annotations."""
+        statistics = self._ask_statistics(run)
         if statistics is not None:
             return statistics
-        info = self._run_info(run)
+        info = self._lookup(lambda runs: run_info(runs, run))
         if not info.traces:
             raise NotFound(f"run {run!r} has neither pipeline statistics nor a trace")
-        tf, trace_state = self._request(run, "", "")
+        return self._ask_trace(self._resolve(run)).then(lambda tp: tp.memo("pipeline_tables", lambda: PipelineTables(
+            source="trace", steps=steps_from_trace(tp.linked), warnings=list(tp.warnings))))
 
-        def from_trace() -> PipelineTables:
-            tp = self._loaded(tf, trace_state)
-            return tp.memo("pipeline_tables", lambda: PipelineTables(
-                source="trace", steps=steps_from_trace(tp.linked), warnings=list(tp.warnings)))
-        return from_trace
-
-    def _ranks(self, run: str) -> list[tuple[TraceFile, LoadState]]:
-        """Every worker of a run (its last span), all requested before any answer."""
-        first = self._resolve(run, "", "")
+    def _ask_ranks(self, run: str) -> list[tuple[TraceFile, Pending]]:
+        """Every worker of a run (its last span), all asked for before any answers."""
+        first = self._resolve(run)
         runs = self._scan(_RESCAN_INTERVAL_S)
-        out = []
-        for worker in runs[first.run].traces:
-            tf = resolve(runs, first.run, worker)
-            size, mtime = stat_file(tf.path)
-            if size is None:
-                raise NotFound(f"the trace file of run {tf.run!r} (worker {tf.worker!r}) is gone")
-            out.append((tf, self._rank_store.request(Source("rank_summary", tf.path), size, mtime)))
-        return out
+        return [(tf, self._ask_trace(tf, self._rank_store, "rank_summary"))
+                for tf in (resolve(runs, first.run, worker) for worker in runs[first.run].traces)]
 
     # ---- routes ------------------------------------------------------------------
 
@@ -248,8 +237,7 @@ class PipelinePlugin(base_plugin.TBPlugin):
     def _serve_timeline_js(self, request):
         return self._static_file("timeline.js", "text/javascript; charset=utf-8")
 
-    @json_route("/runs")
-    def _runs_route(self, _: Q.NoParams):
+    def _runs(self, _: Q.NoParams) -> dict:
         runs = self._scan(0.0)
         states = {}
         for name, info in runs.items():
@@ -259,81 +247,71 @@ class PipelinePlugin(base_plugin.TBPlugin):
                 # opens the first two runs by default) while the store has room
                 # for them; the others stay `unloaded` until a data route asks.
                 states[name] = self._store.summary(Source("trace", tf.path), tf.size, tf.mtime, prefetch=True)
-        return views.runs_impl(runs, states)
+        return run_impls.runs_impl(runs, states)
 
-    @json_route("/overview")
-    def _overview_route(self, p: Q.RunParams):
-        return views.overview_impl(*self._trace(p))
+    def _overview(self, p: Q.RunParams) -> dict:
+        trace, tf = self._ask_selection(p)
+        return run_impls.overview_impl(trace.value(), tf)
 
-    @json_route("/operators")
-    def _operators_route(self, p: Q.OperatorsParams):
-        tp, _ = self._trace(p)
-        return views.operators_impl(tp, p.group_by)
+    def _operators(self, p: Q.OperatorsParams) -> dict:
+        return run_impls.operators_impl(self._ask_selection(p)[0].value(), p.group_by)
 
-    @json_route("/kernels")
-    def _kernels_route(self, p: Q.RunParams):
-        return views.kernels_impl(self._trace(p)[0])
+    def _kernels(self, p: Q.RunParams) -> dict:
+        return run_impls.kernels_impl(self._ask_selection(p)[0].value())
 
-    @json_route("/modules")
-    def _modules_route(self, p: Q.RunParams):
-        return views.modules_impl(self._trace(p)[0])
+    def _modules(self, p: Q.RunParams) -> dict:
+        return run_impls.modules_impl(self._ask_selection(p)[0].value())
 
-    @json_route("/diff/overview")
-    def _diff_overview_route(self, p: Q.PairParams):
-        return views.diff_overview_impl(*self._pair(p))
+    def _diff_overview(self, p: Q.PairParams) -> dict:
+        b, e, refs = self._pair(p)
+        return {**refs, **pair_impls.diff_overview_impl(b, e)}
 
-    @json_route("/diff/explain")
-    def _diff_explain_route(self, p: Q.PairParams):
+    def _diff_explain(self, p: Q.PairParams) -> dict:
         # Recorded statistics join the explanation only when both runs have
         # them (a trace's DataLoader split is already its data loading);
-        # everything is requested before anything answers 409.
-        b_stats, e_stats = self._request_statistics(p.baseline), self._request_statistics(p.experimental)
-        pair = self._pair(p)
-        pipelines = (b_stats(), e_stats()) if b_stats is not None and e_stats is not None else None
-        return views.diff_explain_impl(*pair, pipelines)
+        # everything is asked for before anything answers 409.
+        b_stats, e_stats = self._ask_statistics(p.baseline), self._ask_statistics(p.experimental)
+        b, e, refs = self._pair(p)
+        pipelines = (b_stats.value(), e_stats.value()) if b_stats is not None and e_stats is not None else None
+        return {**refs, **pair_impls.diff_explain_impl(b, e, pipelines)}
 
-    @json_route("/diff/modules")
-    def _diff_modules_route(self, p: Q.DiffModulesParams):
-        return views.diff_modules_impl(*self._pair(p), p)
+    def _diff_modules(self, p: Q.DiffModulesParams) -> dict:
+        b, e, refs = self._pair(p)
+        return {**refs, **pair_impls.diff_modules_impl(b, e, p.path, p.offset, p.limit)}
 
-    @json_route("/diff/operators")
-    def _diff_operators_route(self, p: Q.DiffOperatorsParams):
-        return views.diff_operators_impl(*self._pair(p), p)
+    def _diff_operators(self, p: Q.DiffOperatorsParams) -> dict:
+        b, e, refs = self._pair(p)
+        return {**refs, **pair_impls.diff_operators_impl(b, e, p.table_query(), p.group_by, p.path)}
 
-    @json_route("/diff/kernels")
-    def _diff_kernels_route(self, p: Q.DiffKernelsParams):
-        return views.diff_kernels_impl(*self._pair(p), p)
+    def _diff_kernels(self, p: Q.DiffKernelsParams) -> dict:
+        b, e, refs = self._pair(p)
+        return {**refs, **pair_impls.diff_kernels_impl(b, e, p.table_query(), p.path)}
 
-    @json_route("/diagnostic")
-    def _diagnostic_route(self, p: Q.DiagnosticParams):
-        return views.diagnostic_impl(p.run, self._loaded_diagnostic(*self._request_diagnostic(p.run)))
+    def _diagnostic(self, p: Q.DiagnosticParams) -> dict:
+        return {"run": p.run, **diagnostic_report(self._ask_diagnostic(p.run).value())}
 
-    @json_route("/diff/diagnostic")
-    def _diff_diagnostic_route(self, p: Q.DiffDiagnosticParams):
-        # Both sides are requested before either answers 409.
-        b, e = self._request_diagnostic(p.baseline), self._request_diagnostic(p.experimental)
-        return views.diff_diagnostic_impl(p.baseline, self._loaded_diagnostic(*b),
-                                          p.experimental, self._loaded_diagnostic(*e))
+    def _diff_diagnostic(self, p: Q.DiffDiagnosticParams) -> dict:
+        b, e = self._ask_diagnostic(p.baseline), self._ask_diagnostic(p.experimental)
+        out = diff_diagnostic_impl(b.value(), e.value())
+        out["baseline"]["run"], out["experimental"]["run"] = p.baseline, p.experimental
+        return out
 
-    @json_route("/pipeline")
-    def _pipeline_route(self, p: Q.PipelineParams):
-        return views.pipeline_impl(p.run, self._request_pipeline(p.run)())
+    def _pipeline(self, p: Q.PipelineParams) -> dict:
+        return {"run": p.run, **pipeline_report(self._ask_pipeline(p.run).value())}
 
-    @json_route("/diff/pipeline")
-    def _diff_pipeline_route(self, p: Q.PipelinePairParams):
-        b, e = self._request_pipeline(p.baseline), self._request_pipeline(p.experimental)
-        return views.diff_pipeline_impl(p.baseline, p.experimental, b(), e())
+    def _diff_pipeline(self, p: Q.PipelinePairParams) -> dict:
+        b, e = self._ask_pipeline(p.baseline), self._ask_pipeline(p.experimental)
+        return {"baseline_run": p.baseline, "experimental_run": p.experimental,
+                **compare_pipeline(b.value(), e.value())}
 
-    @json_route("/timeline")
-    def _timeline_route(self, p: Q.RunParams):
+    def _timeline(self, p: Q.RunParams) -> dict:
         # Discovery only: the link must work before (or without) our parse.
         tf = self._resolve(p.run, p.worker, p.span)
-        return views.timeline_impl(tf, tb_profiler_names(self._logdir, tf))
+        return run_impls.timeline_impl(tf, tb_profiler_names(self._logdir, tf))
 
-    @json_route("/distributed")
-    def _distributed_route(self, p: Q.DistributedParams):
-        sides = [(p.baseline, self._ranks(p.baseline))]
+    def _distributed(self, p: Q.DistributedParams) -> dict:
+        sides = [(p.baseline, self._ask_ranks(p.baseline))]
         if p.experimental:
-            sides.append((p.experimental, self._ranks(p.experimental)))
-        loaded = [(run, [(tf.worker, self._loaded(tf, state)) for tf, state in ranks]) for run, ranks in sides]
-        return views.distributed_impl(*loaded)
+            sides.append((p.experimental, self._ask_ranks(p.experimental)))
+        loaded = [(run, [(tf.worker, rank.value()) for tf, rank in ranks]) for run, ranks in sides]
+        return run_impls.distributed_impl(*loaded)

@@ -1,4 +1,4 @@
-"""Background loading of parsed traces, cached by (path, size, mtime).
+"""Background loading of artifacts (`sources.artifacts.Source`), cached by (source, size, mtime).
 
 HTTP handlers must never wait for a parse (a large trace takes seconds and
 TensorBoard serves every plugin from the same threads), so `request` only
@@ -26,6 +26,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
+from ..errors import Conflict, Unprocessable
+from ..sources.artifacts import Source
+
 Status = Literal["loading", "ready", "failed", "unloaded"]
 _MAX_ERROR_CHARS = 1000
 # Queue priorities: lower is served first.
@@ -47,6 +50,31 @@ class LoadState:
 
 
 _UNLOADED = LoadState("unloaded")
+
+
+@dataclass(frozen=True)
+class Pending:
+    """An artifact a request asked the store for: where its load stood then,
+    and its value when the handler reads it. Asking for every artifact a
+    route needs before reading any queues them all before the first 409.
+
+    `subject` names it in messages ("run 'a' (worker 'w')"); `derive`, when
+    set, computes what the route reads from the loaded value."""
+
+    state: LoadState
+    subject: str
+    plural: bool = False
+    derive: Callable[[Any], Any] | None = None
+
+    def value(self) -> Any:
+        if self.state.status == "loading":
+            raise Conflict(f"{self.subject} {'are' if self.plural else 'is'} still loading")
+        if self.state.status == "failed":
+            raise Unprocessable(f"{self.subject} could not be read: {self.state.error}")
+        return self.state.value if self.derive is None else self.derive(self.state.value)
+
+    def then(self, derive: Callable[[Any], Any]) -> "Pending":
+        return Pending(self.state, self.subject, self.plural, derive)
 
 
 class _Entry:
@@ -76,7 +104,7 @@ def describe_exception(exc: BaseException) -> str:
 
 
 class LoadStore:
-    def __init__(self, load_fn: Callable[[str], Any], max_workers: int = 1, max_ready: int = 8):
+    def __init__(self, load_fn: Callable[[Source], Any], max_workers: int = 1, max_ready: int = 8):
         if max_ready < 1:
             raise ValueError("max_ready must be at least 1")
         if max_workers < 1:
@@ -88,9 +116,9 @@ class LoadStore:
         self._wake = threading.Condition(self._lock)
         self._entries: dict[str, _Entry] = {}
         self._ready_lru: OrderedDict[str, None] = OrderedDict()
-        # Paths whose current entry is queued or parsing.
+        # Sources whose current entry is queued or parsing.
         self._in_flight: set[str] = set()
-        # (priority, seq, path, entry). Stale items (promoted, dropped or
+        # (priority, seq, source, entry). Stale items (promoted, dropped or
         # superseded entries) stay until popped and are skipped then.
         self._queue: list[tuple[int, int, str, _Entry]] = []
         self._seq = itertools.count()
@@ -100,43 +128,43 @@ class LoadStore:
 
     # ---- public API ------------------------------------------------------------
 
-    def request(self, path: str, size: int, mtime: float) -> LoadState:
+    def request(self, source: Source, size: int, mtime: float) -> LoadState:
         """The current state; starts a load if none is cached for this version,
         ahead of every queued prefetch.
 
         An evicted value is loaded again (the caller wants the value).
         """
         with self._lock:
-            return self._wanted(path, (path, size, mtime)).snapshot()
+            return self._wanted(source, (source, size, mtime)).snapshot()
 
-    def summary(self, path: str, size: int, mtime: float, prefetch: bool = True) -> LoadState:
+    def summary(self, source: Source, size: int, mtime: float, prefetch: bool = True) -> LoadState:
         """The state for a status listing, which must not make runs thrash in
         and out of the cache: an evicted value counts as ready (with `value`
         None) instead of being reloaded. A version never asked for is queued
         as a background prefetch (behind every `request`) when `prefetch` is
         true and fewer than `max_ready` values are parsed or being parsed;
         otherwise it is reported `unloaded` and nothing starts."""
-        key = (path, size, mtime)
+        key = (source, size, mtime)
         with self._lock:
-            entry = self._entries.get(path)
+            entry = self._entries.get(source)
             if entry is not None and entry.key != key:
-                self._drop(path)
+                self._drop(source)
                 entry = None
             if entry is not None:
                 if entry.status == "ready" and not entry.evicted:
-                    self._ready_lru.move_to_end(path)
+                    self._ready_lru.move_to_end(source)
                 return entry.snapshot()
             if prefetch and len(self._ready_lru) + len(self._in_flight) < self._max_ready:
-                return self._start(path, key, _PREFETCH).snapshot()
+                return self._start(source, key, _PREFETCH).snapshot()
             return _UNLOADED
 
-    def wait(self, path: str, size: int, mtime: float, timeout: float) -> LoadState:
+    def wait(self, source: Source, size: int, mtime: float, timeout: float) -> LoadState:
         """Block until this version is loaded or failed, or `timeout` seconds
         pass. Loads it like `request` does."""
         deadline = time.monotonic() + timeout
         while True:
             with self._lock:
-                entry = self._wanted(path, (path, size, mtime))
+                entry = self._wanted(source, (source, size, mtime))
                 if entry.status != "loading":
                     return entry.snapshot()
             remaining = deadline - time.monotonic()
@@ -149,60 +177,60 @@ class LoadStore:
         with self._lock:
             return bool(self._in_flight)
 
-    def discard(self, path: str) -> None:
-        """Forget a file (deleted from the logdir)."""
+    def discard(self, source: Source) -> None:
+        """Forget an artifact (deleted from the logdir)."""
         with self._lock:
-            self._drop(path)
+            self._drop(source)
 
-    def retain_only(self, paths) -> None:
-        """Forget every file not in `paths` (after a logdir rescan)."""
-        keep = set(paths)
+    def retain_only(self, sources) -> None:
+        """Forget every artifact not in `sources` (after a logdir rescan)."""
+        keep = set(sources)
         with self._lock:
-            for path in [p for p in self._entries if p not in keep]:
-                self._drop(path)
+            for source in [p for p in self._entries if p not in keep]:
+                self._drop(source)
 
     def close(self) -> None:
         """Stop the workers; loads not started yet fail ("shutting down"), a
         running parse finishes in the background and is discarded."""
         with self._lock:
             self._closed = True
-            for _, _, path, entry in self._queue:
-                if not entry.started and self._entries.get(path) is entry and entry.status == "loading":
+            for _, _, source, entry in self._queue:
+                if not entry.started and self._entries.get(source) is entry and entry.status == "loading":
                     entry.status, entry.error = "failed", "the plugin is shutting down"
-                    self._in_flight.discard(path)
+                    self._in_flight.discard(source)
                     entry.done.set()
             self._queue.clear()
             self._wake.notify_all()
 
     # ---- internals (hold self._lock) -------------------------------------------
 
-    def _wanted(self, path: str, key: tuple) -> _Entry:
+    def _wanted(self, source: Source, key: tuple) -> _Entry:
         """The entry for this version, loading it (or again, if evicted) at
         request priority; a queued prefetch of it is promoted."""
-        entry = self._entries.get(path)
+        entry = self._entries.get(source)
         if entry is not None and entry.key != key:
-            self._drop(path)
+            self._drop(source)
             entry = None
         if entry is None or entry.evicted:
-            return self._start(path, key, _REQUESTED)
+            return self._start(source, key, _REQUESTED)
         if entry.status == "ready":
-            self._ready_lru.move_to_end(path)
+            self._ready_lru.move_to_end(source)
         elif entry.status == "loading" and not entry.started and entry.priority > _REQUESTED:
             entry.priority = _REQUESTED
-            heapq.heappush(self._queue, (_REQUESTED, next(self._seq), path, entry))
+            heapq.heappush(self._queue, (_REQUESTED, next(self._seq), source, entry))
             # The prefetch's own queue item is skipped when popped (started).
         return entry
 
-    def _start(self, path: str, key: tuple, priority: int) -> _Entry:
-        self._drop(path)
+    def _start(self, source: Source, key: tuple, priority: int) -> _Entry:
+        self._drop(source)
         entry = _Entry(key, next(self._tokens), priority)
-        self._entries[path] = entry
+        self._entries[source] = entry
         if self._closed:
             entry.status, entry.error = "failed", "the plugin is shutting down"
             entry.done.set()
             return entry
-        self._in_flight.add(path)
-        heapq.heappush(self._queue, (priority, next(self._seq), path, entry))
+        self._in_flight.add(source)
+        heapq.heappush(self._queue, (priority, next(self._seq), source, entry))
         if len(self._threads) < self._max_workers:
             for i in range(len(self._threads), self._max_workers):
                 # Daemon: a parse in progress must not keep TensorBoard from exiting.
@@ -212,10 +240,10 @@ class LoadStore:
         self._wake.notify()
         return entry
 
-    def _drop(self, path: str) -> None:
-        entry = self._entries.pop(path, None)
-        self._ready_lru.pop(path, None)
-        self._in_flight.discard(path)
+    def _drop(self, source: Source) -> None:
+        entry = self._entries.pop(source, None)
+        self._ready_lru.pop(source, None)
+        self._in_flight.discard(source)
         if entry is not None:
             # A queued load is skipped when popped; a running one finishes and
             # its result is discarded in `_run`.
@@ -224,8 +252,8 @@ class LoadStore:
 
     def _evict_over_limit(self) -> None:
         while len(self._ready_lru) > self._max_ready:
-            path, _ = self._ready_lru.popitem(last=False)
-            old = self._entries[path]
+            source, _ = self._ready_lru.popitem(last=False)
+            old = self._entries[source]
             old.value = None
             old.evicted = True
 
@@ -238,32 +266,32 @@ class LoadStore:
                     self._wake.wait()
                 if self._closed:
                     return
-                _, _, path, entry = heapq.heappop(self._queue)
-                if entry.started or self._entries.get(path) is not entry:
+                _, _, source, entry = heapq.heappop(self._queue)
+                if entry.started or self._entries.get(source) is not entry:
                     continue  # promoted (already served), dropped or superseded
                 entry.started = True
-            self._run(path, entry)
+            self._run(source, entry)
 
-    def _run(self, path: str, entry: _Entry) -> None:
+    def _run(self, source: Source, entry: _Entry) -> None:
         value, error, warnings = None, None, []
         try:
-            value = self._load_fn(path)
+            value = self._load_fn(source)
             found = getattr(value, "warnings", None)
             if isinstance(found, (list, tuple)):
                 warnings = [str(w) for w in found]
         except BaseException as exc:  # noqa: BLE001 - the worker thread must survive any loader failure
             value, error = None, describe_exception(exc)
         with self._lock:
-            if self._entries.get(path) is entry:
+            if self._entries.get(source) is entry:
                 entry.warnings = warnings
-                self._in_flight.discard(path)
+                self._in_flight.discard(source)
                 if error is None:
                     entry.status, entry.value = "ready", value
-                    self._ready_lru[path] = None
+                    self._ready_lru[source] = None
                     if entry.priority != _REQUESTED:
                         # Nobody asked for it yet: it is the first to go when
                         # the cache is full, never a run the user has open.
-                        self._ready_lru.move_to_end(path, last=False)
+                        self._ready_lru.move_to_end(source, last=False)
                     self._evict_over_limit()
                 else:
                     entry.status, entry.error = "failed", error

@@ -1,8 +1,9 @@
-"""The diff views of a pair of loaded runs, as pure functions of typed values.
+"""The diff routes' implementations: a pair of loaded runs and typed values in,
+the route's answer out (all but the selections, which the route adds).
 
-The server parses request parameters into the arguments here and adds the
-selection objects; the notebook API (`compare.py`) and the CLI call the same
-functions, so every surface shows the same numbers.
+The server parses request parameters into the arguments here; the notebook
+API (`compare.py`) and the CLI call the same functions, so every surface
+shows the same numbers.
 """
 from __future__ import annotations
 
@@ -43,24 +44,26 @@ def device_present(b: TraceProcessor, e: TraceProcessor) -> bool:
     return b.has_device or e.has_device
 
 
-def diff_overview(b: TraceProcessor, e: TraceProcessor) -> dict:
+def diff_overview_impl(b: TraceProcessor, e: TraceProcessor) -> dict:
+    present = device_present(b, e)
     if b.has_steps == e.has_steps:
-        return {"rows": overview_rows(b.overview(), e.overview()), "note": None}
+        return {"device_present": present, "rows": overview_rows(b.overview(), e.overview()), "note": None}
     # Per-step averages of a 3-step trace against one whole-trace "step"
     # would show a regression that is not there: compare whole windows.
     without = "baseline" if not b.has_steps else "experimental"
     note = (f"The {without} trace has no ProfilerStep annotations, so both runs are compared over their "
             "whole profiled window (all steps taken as one).")
     rows = overview_rows(b.overview(whole_window=True), e.overview(whole_window=True))
-    return {"rows": rows, "note": note}
+    return {"device_present": present, "rows": rows, "note": note}
 
 
-def diff_explain(b: TraceProcessor, e: TraceProcessor, pipelines: tuple | None = None) -> dict:
+def diff_explain_impl(b: TraceProcessor, e: TraceProcessor, pipelines: tuple | None = None) -> dict:
     """The step-time delta split into ranked contributors (diff/explain.py).
     `pipelines`: both runs' recorded pipeline statistics (PipelineTables),
     when both have them: their part (diff/explain_pipeline.py) joins the
     answer and its clause the sentence."""
     bl, el = b.ledger(), e.ledger()
+    present = device_present(b, e)
     note = None
     if b.has_steps != e.has_steps:
         # A whole trace against one step would read as a large regression.
@@ -68,18 +71,18 @@ def diff_explain(b: TraceProcessor, e: TraceProcessor, pipelines: tuple | None =
         without = "baseline" if not b.has_steps else "experimental"
         note = (f"The {without} trace has no ProfilerStep annotations, so both runs are compared over their whole "
                 "profiled window (all steps taken as one): there is no per-step spread to judge the deltas by.")
-    elif device_present(b, e):
+    elif present:
         note = ("Step time is the Overview's (a step lasts until its GPU work ends); the contributors are measured "
                 "on the host, and `GPU work after the host step` is the difference.")
-    launch = launch_rows(b.launch_health(), e.launch_health()) if device_present(b, e) else []
-    out = {**explain(bl, el), "launch": launch, "note": note, "pipeline": None}
+    launch = launch_rows(b.launch_health(), e.launch_health()) if present else []
+    out = {"device_present": present, **explain(bl, el), "launch": launch, "note": note, "pipeline": None}
     if pipelines is not None:
         out["pipeline"] = pipeline_part(*pipelines)
         out["sentence"] = with_clause(out["sentence"], out["pipeline"]["clause"])
     return out
 
 
-def diff_modules(b: TraceProcessor, e: TraceProcessor, path: str = "", offset: int = 0,
+def diff_modules_impl(b: TraceProcessor, e: TraceProcessor, path: str = "", offset: int = 0,
                  limit: int = MODULES_DEFAULT_LIMIT) -> dict:
     """The node at `path` and one page of its aligned children (`children_total`
     counts them all). The trend arrays cover the returned children, as running
@@ -205,7 +208,7 @@ def _add_backward(row: dict, bv: float | None, ev: float | None, bw: float, ew: 
     row.update(delta_fields("with_backward_us", bw, ew))
 
 
-def diff_operators(b: TraceProcessor, e: TraceProcessor, query: TableQuery = TableQuery(),
+def diff_operators_impl(b: TraceProcessor, e: TraceProcessor, query: TableQuery = TableQuery(),
                    group_by: str = "name", path: str = "") -> dict:
     table = operator_table(b, e, group_by, path)
     primary = operator_primary(b, e)
@@ -215,7 +218,7 @@ def diff_operators(b: TraceProcessor, e: TraceProcessor, query: TableQuery = Tab
     return {"table": "operators", "group_by": group_by, "path": path, "device_present": device_present(b, e), **out}
 
 
-def diff_kernels(b: TraceProcessor, e: TraceProcessor, query: TableQuery = TableQuery(), path: str = "") -> dict:
+def diff_kernels_impl(b: TraceProcessor, e: TraceProcessor, query: TableQuery = TableQuery(), path: str = "") -> dict:
     table = kernel_table(b, e, path)
     out = tables.query(table, KERNEL_KEYS, tables.KERNEL_COLUMNS, KERNEL_PRIMARY, query)
     _significance(b, e, out["rows"], KERNEL_KEYS, len(table), path, lambda tp: tp.kernel_steps(), KERNEL_PRIMARY)
