@@ -172,7 +172,7 @@ class PipelinePlugin(base_plugin.TBPlugin):
         queues both traces ahead of the prefetches."""
         b_tf, e_tf = self._resolve(p.baseline, p.b_worker, p.b_span), self._resolve(p.experimental, p.e_worker, p.e_span)
         b, e = self._ask_trace(b_tf), self._ask_trace(e_tf)
-        return b.value(), e.value(), run_impls.pair_refs(b_tf, e_tf)
+        return b.value(), e.value(), {"baseline": b_tf.selection(), "experimental": e_tf.selection()}
 
     def _ask_diagnostic(self, run: str) -> Pending:
         path = self._lookup(lambda runs: resolve_diagnostic(runs, run))

@@ -33,12 +33,8 @@ def runs_impl(runs: dict[str, RunInfo], states: dict[str, LoadState]) -> dict:
     return {"runs": out, "loading": any(r["status"] == "loading" for r in out)}
 
 
-def selection(tf: TraceFile) -> dict:
-    return {"run": tf.run, "worker": tf.worker, "span": tf.span}
-
-
 def overview_impl(tp: TraceProcessor, tf: TraceFile) -> dict:
-    return {**selection(tf), **tp.overview(), "device_present": tp.has_device}
+    return {**tf.selection(), **tp.overview(), "device_present": tp.has_device}
 
 
 def operators_impl(tp: TraceProcessor, group_by: str) -> dict:
@@ -56,15 +52,10 @@ def modules_impl(tp: TraceProcessor) -> dict:
     return {"device_present": tp.has_device, "roots": tp.modules()}
 
 
-def pair_refs(b_tf: TraceFile, e_tf: TraceFile) -> dict:
-    """The selections a pair answer carries, beside what `diff.pair_impls` computes."""
-    return {"baseline": selection(b_tf), "experimental": selection(e_tf)}
-
-
 # ---- timeline links (torch-tb-profiler) ------------------------------------------
 
 def timeline_impl(tf: TraceFile, names: ProfilerNames) -> dict:
-    return {"trace": selection(tf), "profiler": {"run": names.run, "worker": names.worker, "span": names.span}}
+    return {"trace": tf.selection(), "profiler": {"run": names.run, "worker": names.worker, "span": names.span}}
 
 
 # ---- distributed ----------------------------------------------------------------

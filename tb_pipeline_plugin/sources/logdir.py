@@ -50,6 +50,10 @@ class TraceFile:
     size: int
     mtime: float
 
+    def selection(self) -> dict:
+        """The `TraceRef` of an answer: the run, worker and span it was computed from."""
+        return {"run": self.run, "worker": self.worker, "span": self.span}
+
 
 @dataclass
 class RunInfo:
