@@ -1,4 +1,4 @@
-"""Diff benchmark (issue 3): first responses of the diff routes on two big traces.
+"""Diff benchmark: first responses of the diff routes on two big traces.
 
 Targets, for two ~200 MiB traces already loaded (TraceProcessor.load done,
 nothing derived yet, as the plugin's store holds them):

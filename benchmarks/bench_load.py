@@ -1,4 +1,4 @@
-"""Load benchmark (issue 2): file -> all five views vs a bare typed decode.
+"""Load benchmark: file -> all five views vs a bare typed decode.
 
 Targets, for a ~200 MiB trace:
   * time from file to overview + operators (by name, by name and shape) +

@@ -1,4 +1,4 @@
-"""Cost of recording pipeline statistics, per recorded event (issue 10).
+"""Cost of recording pipeline statistics, per recorded event.
 
     .venv/bin/python benchmarks/bench_record.py [--steps 200000] [--repeat 5] [--json out.json]
 

@@ -1,4 +1,4 @@
-"""Scale benchmark (issue 13): one command, inputs generated, every row in
+"""Scale benchmark: one command, inputs generated, every row in
 the same run on the same machine.
 
     .venv/bin/python benchmarks/bench_scale.py [--sizes 200,1024] [--inputs gpu,cpu] [--ranks 64]

@@ -1,4 +1,4 @@
-"""Decoder fuzz (issue 9): mutated real traces must load or fail clearly.
+"""Decoder fuzz: mutated real traces must load or fail clearly.
 
     .venv/bin/python benchmarks/fuzz_decoder.py --cases 10000
 

@@ -1,4 +1,4 @@
-"""Schema-driven fuzz of every route (issue 9): no request may answer 5xx.
+"""Schema-driven fuzz of every route: no request may answer 5xx.
 
     .venv/bin/python benchmarks/fuzz_routes.py --examples 300
 

@@ -1,4 +1,4 @@
-"""Soak (issue 9): 8 clients hit every route while the logdir changes.
+"""Soak: 8 clients hit every route while the logdir changes.
 
     .venv/bin/python benchmarks/soak.py [--seconds 60] [--clients 8]
 

@@ -1,4 +1,4 @@
-"""Pipeline statistics in the explanation (issue 12): runs recorded here with
+"""Pipeline statistics in the explanation: runs recorded here with
 a trace (torch.profiler) and pipeline statistics (the Recorder, an SPDL
 pipeline feeding the loop) in one run directory; a pair whose loading stage
 is slowed must get a significant data-wait clause, a pair without recorded

@@ -1,4 +1,4 @@
-"""Issue 9: hostile files never hang, never blow memory, lose only what is
+"""Hostile files never hang, never blow memory, lose only what is
 damaged. Each test is the minimal input of one hole, served through the real
 TensorBoard app or loaded from a real trace with the damage put in."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""diff/modules with backward moved to the modules (issue 12, scope 3), on a
+"""diff/modules with backward moved to the modules on a
 recorded pair whose Block_1 is 4x wider (its forward and its backward slow
 down), through the real TensorBoard app; the backward of Block_1 against
 the JSON oracle of tests/test_explain.py (fwdbwd flows read by hand)."""

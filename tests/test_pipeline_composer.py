@@ -1,5 +1,4 @@
-"""Composer profiler traces read straight from a logdir (issue 10,
-acceptance d): the file is written here the way Composer's JSONTraceHandler
+"""Composer profiler traces read straight from a logdir: the file is written here the way Composer's JSONTraceHandler
 writes it, and every expected number is computed from the written events."""
 from __future__ import annotations
 

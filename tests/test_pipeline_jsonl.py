@@ -1,4 +1,4 @@
-"""Statistics files read while they are written (issue 10, acceptance e),
+"""Statistics files read while they are written,
 and damaged ones: torn last line skipped, malformed lines reported with
 their line numbers, unknown types and fields ignored with a warning."""
 from __future__ import annotations

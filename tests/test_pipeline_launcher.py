@@ -1,6 +1,5 @@
-"""`tb-pipeline record` runs unmodified scripts with the recording hooks
-(issue 10, acceptance b and c): a DataLoader script gets the same kind of
-statistics as the in-loop recorder, `--headspace` gives its upper bound, and
+"""`tb-pipeline record` runs unmodified scripts with the recording hooks: a
+DataLoader script gets the same kind of statistics as the in-loop recorder, `--headspace` gives its upper bound, and
 a real SPDL pipeline's stage table agrees with SPDL's own log lines."""
 from __future__ import annotations
 

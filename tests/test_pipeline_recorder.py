@@ -1,6 +1,6 @@
 """Recorder in a real training loop (torch, DataLoader with num_workers=0):
 a slow Dataset is input-bound, the same data cached is not, and the data-wait
-delta between them is the injected delay (issue 10, acceptance a)."""
+delta between them is the injected delay."""
 from __future__ import annotations
 
 import time

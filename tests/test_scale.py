@@ -1,4 +1,4 @@
-"""Issue 13: parsed-trace cache, worker-process parsing, memory guard.
+"""Parsed-trace cache, worker-process parsing, memory guard.
 
 Every load here is a real parse of a real trace (recorded with torch.profiler
 or HTA's sample set) in a real worker process, compared with the in-process

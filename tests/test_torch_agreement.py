@@ -1,4 +1,4 @@
-"""Numbers that agree with torch and torch-tb-profiler (issue 8).
+"""Numbers that agree with torch and torch-tb-profiler.
 
 Small traces written here in Kineto's shape (one case each), read through
 the real TensorBoard app; kineto's own 2021 resnet50 samples checked against
@@ -332,7 +332,7 @@ def test_kineto_2021_resnet50_samples(kineto_samples, rel, tmp_path, make_tb_cli
     raw_div = sum(1 for e in events if e.get("ph") == "X" and e.get("name") == "aten::div")
     assert ops["aten::div"]["calls"] == expected["aten::div"]["calls"] < raw_div
     if rel.startswith("resnet50_num_workers_0/"):
-        # The figures issue 8 quotes (204 calls / 288 µs before folding).
+        # What torch-tb-profiler shows for it (204 calls / 288 µs before folding).
         assert (ops["aten::div"]["calls"], ops["aten::div"]["device_total_us"]) == (198, 144) and raw_div == 204
 
     # Memory: `[memory]` events without `cat` or totals, rebuilt from `Bytes`.

@@ -1,1 +1,1 @@
-"""Baseline vs experimental: pieces, alignment, delta tables (issue 3)."""
+"""Baseline vs experimental: pieces, alignment, delta tables."""

@@ -1,6 +1,5 @@
 """The explanation's pipeline part: what the pipeline statistics of both runs
-say about the step-time delta (issue 12: "pipeline statistics join the
-explanation when the runs have them").
+say about the step-time delta, when both runs have them.
 
 * data wait per step: each run's recorded steps (analysis/pipeline.py's
   `main_steps`: the main loader, replayed steps of a headspace run) are the

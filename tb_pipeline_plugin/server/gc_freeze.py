@@ -4,9 +4,9 @@ A full (generation 2) collection walks every container object the process
 holds, and at TensorBoard's start that is ~90,000 of them (TensorBoard,
 werkzeug, pandas, numpy and our own modules: classes, functions, module
 dicts), all alive until exit. Such a pass runs in whichever thread happens
-to allocate when the thresholds trip: measured by `benchmarks/bench_scale.py`
-(other routes while a big trace parses), it was the slowest request, 70-90 ms
-of CPU on an idle machine and several times that on a busy one.
+to allocate when the thresholds trip, and `benchmarks/bench_scale.py` (other
+routes while a big trace parses) found it the slowest request
+(benchmarks/README.md, "Figures behind constants").
 
 `gc.freeze()` moves the objects alive now to a permanent generation that no
 collection walks; objects made later are collected as before. It runs once

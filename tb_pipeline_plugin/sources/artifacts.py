@@ -59,7 +59,7 @@ class TraceLoader:
     def concurrency(self) -> int:
         """Loads worth running at once: two per worker process, so that a
         worker starts its next parse while the server maps the last one's
-        result (64 small ranks on 2 cores: 10-15 % sooner than one per worker)."""
+        result (benchmarks/README.md, "Figures behind constants")."""
         return max(1, 2 * self.pool.processes)
 
     def __call__(self, path: str) -> TraceProcessor:

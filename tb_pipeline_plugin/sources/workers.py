@@ -40,10 +40,9 @@ from .logdir import _is_remote, open_binary, stat_file
 from .view_file import save_views
 
 MIB = 1 << 20
-# Peak resident memory of a parse per byte of decoded JSON: bench_scale.py
-# measured worker peak RSS / file of 2.14 (GPU, 209 MB) and 2.07 (CPU, 204 MB),
-# 2.34 (GPU) once the worker also built the first views;
-# 3 leaves room for traces with more distinct strings.
+# Peak resident memory of a parse per byte of decoded JSON, above the
+# worker peaks bench_scale.py measures (benchmarks/README.md, "Figures behind
+# constants"): room for traces with more distinct strings.
 PEAK_BYTES_PER_JSON_BYTE = 3.0
 # Fixed cost of a worker (interpreter, numpy, pandas, msgspec).
 WORKER_BASE_BYTES = 200 * MIB
@@ -248,9 +247,10 @@ def rank_summary_in_worker(path: str, size: int, mtime: float, cache_root: str |
         _release_memory(path, size)
 
 
-# Below this file size a parse's peak is small and trimming (~5 ms a call,
-# and the next parse faulting the pages back in) costs more than it frees:
-# with hundreds of small ranks it was a tenth of each one's worker time.
+# Below this file size a parse's peak is small and trimming (a call, then the
+# next parse faulting the pages back in) costs more than it frees; with many
+# small ranks it is a visible share of each one's worker time
+# (benchmarks/README.md, "Figures behind constants").
 _TRIM_MIN_BYTES = 32 * MIB
 
 

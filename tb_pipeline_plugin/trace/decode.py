@@ -18,7 +18,7 @@ from .coerce import coerce_events
 from .table import EventTable
 
 # Small enough that one chunk's event objects stay in the CPU's cache while
-# their columns are read out (2 MiB decoded 8 % faster than 8 MiB).
+# their columns are read out (benchmarks/README.md, "Figures behind constants").
 CHUNK_BYTES = 2 << 20
 _ERROR_BYTE = re.compile(r"\(byte (\d+)\)")
 _NON_FINITE_WARNING = "non-standard NaN / Infinity values were read as missing"
