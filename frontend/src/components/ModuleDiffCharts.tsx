@@ -10,7 +10,7 @@ import type { DiffModulesResponse, DiffPiece } from "../api";
 import { formatMsWithUnit, formatPct, formatSignedMsWithUnit } from "../model/format";
 import { accumulated, BAND_TEXT, bandOf, CLOCK_HEADING, clockTimes, moduleDiffSeries, passesOf, pieceName, pieceStep, renamedText, type Band, type Clock } from "../model/moduleDiff";
 import { BASELINE_COLOR, barsPath, BETTER_COLOR, EXPERIMENTAL_COLOR, indexAxis, msAxis, WORSE_COLOR } from "../views/chartKit";
-import { ChartCard } from "./UPlotChart";
+import { ChartCard, type LegendItem } from "./UPlotChart";
 
 const BAND_FILL: Record<Band, string> = {
   baseline_only: "rgba(25,118,210,0.10)",
@@ -23,6 +23,17 @@ const ACC_D = "#424242";
 /** Above this many pieces the two charts are stacked, each the full width. */
 const STACK_CHARTS_ABOVE = 12;
 const CLOCK_AXIS: Record<Clock, string> = { host: "host", device: "device", with_backward: "forward + backward" };
+const CMP_LEGEND: LegendItem[] = [
+  { label: "Baseline per piece", color: BASELINE_COLOR, kind: "bar" },
+  { label: "Experimental per piece", color: EXPERIMENTAL_COLOR, kind: "bar" },
+  { label: "Baseline accumulated", color: ACC_B, kind: "dashed" },
+  { label: "Experimental accumulated", color: ACC_E, kind: "dashed" },
+];
+const DIFF_LEGEND: LegendItem[] = [
+  { label: "Δ per piece, slower (experimental − baseline > 0)", color: WORSE_COLOR, kind: "bar" },
+  { label: "Δ per piece, faster", color: BETTER_COLOR, kind: "bar" },
+  { label: "Accumulated Δ", color: ACC_D, kind: "line" },
+];
 
 /** drawClear hook: tint the columns of one-sided and unknown pieces behind the bars. */
 function statusBands(pieces: DiffPiece[]): (u: uPlot) => void {
@@ -138,6 +149,7 @@ export function ModuleDiffCharts({ d, clock, onPick }: { d: DiffModulesResponse;
       </span>
     </span>
   );
+  const shared = { bandLegend, height: stacked ? 320 : 300, tooltip, onPick };
   return (
     <>
       {model.labelled < pieces.length && (
@@ -147,41 +159,10 @@ export function ModuleDiffCharts({ d, clock, onPick }: { d: DiffModulesResponse;
         </p>
       )}
       <div class={stacked ? "stack" : "grid2"}>
-        <ChartCard
-          id="md-cmp"
-          chart="execution-comparison"
-          title="Execution comparison"
-          legend={[
-            { label: "Baseline per piece", color: BASELINE_COLOR, kind: "bar" },
-            { label: "Experimental per piece", color: EXPERIMENTAL_COLOR, kind: "bar" },
-            { label: "Baseline accumulated", color: ACC_B, kind: "dashed" },
-            { label: "Experimental accumulated", color: ACC_E, kind: "dashed" },
-          ]}
-          bandLegend={bandLegend}
-          options={model.cmp}
-          data={model.cmpData}
-          height={stacked ? 320 : 300}
-          tooltip={tooltip}
-          onPick={onPick}
-          label={`${CLOCK_AXIS[clock]} time of each piece for baseline and experimental, with accumulated time, in milliseconds`}
-        />
-        <ChartCard
-          id="md-diff"
-          chart="execution-difference"
-          title="Execution difference"
-          legend={[
-            { label: "Δ per piece, slower (experimental − baseline > 0)", color: WORSE_COLOR, kind: "bar" },
-            { label: "Δ per piece, faster", color: BETTER_COLOR, kind: "bar" },
-            { label: "Accumulated Δ", color: ACC_D, kind: "line" },
-          ]}
-          bandLegend={bandLegend}
-          options={model.diff}
-          data={model.diffData}
-          height={stacked ? 320 : 300}
-          tooltip={tooltip}
-          onPick={onPick}
-          label={`Difference of ${CLOCK_AXIS[clock]} time per piece and accumulated difference, in milliseconds`}
-        />
+        <ChartCard id="md-cmp" chart="execution-comparison" title="Execution comparison" legend={CMP_LEGEND} options={model.cmp} data={model.cmpData} {...shared}
+          label={`${CLOCK_AXIS[clock]} time of each piece for baseline and experimental, with accumulated time, in milliseconds`} />
+        <ChartCard id="md-diff" chart="execution-difference" title="Execution difference" legend={DIFF_LEGEND} options={model.diff} data={model.diffData} {...shared}
+          label={`Difference of ${CLOCK_AXIS[clock]} time per piece and accumulated difference, in milliseconds`} />
       </div>
     </>
   );
