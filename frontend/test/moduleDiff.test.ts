@@ -1,5 +1,24 @@
 import { describe, expect, it } from "vitest";
-import { accumulated, bandOf, clockOf, clockTimes, hasBackward, MAX_BAR_LABELS, moduleDiffSeries, passesOf, pieceName, pieceStep } from "../src/model/moduleDiff";
+import type { Significance } from "../src/model/explain";
+import {
+  accumulated,
+  BAND_TEXT,
+  bandOf,
+  clockHasMarks,
+  clockOf,
+  clockTimes,
+  deltaSignificance,
+  hasBackward,
+  MAX_BAR_LABELS,
+  moduleDiffControls,
+  moduleDiffSeries,
+  passesOf,
+  pieceName,
+  pieceRow,
+  pieceStep,
+  renamedText,
+  selectedPiece,
+} from "../src/model/moduleDiff";
 import { modulesResponse, piece } from "./fixtures";
 
 const kids = [
@@ -109,5 +128,128 @@ describe("forward + backward per module", () => {
     expect(clockTimes(bwd, "with_backward")).toEqual({ baseline: 500, experimental: 600, delta: 100, pct: 20 });
     expect(pieceName(bwd, "with_backward")).toBe("backward (unattributed)");
     expect(pieceName(bwd, "host")).toBe("backward");
+  });
+});
+
+/** A verdict with distinct step counts, so a test can tell which of a piece's three it got. */
+function sig(verdict: Significance["verdict"], steps: number): Significance {
+  return { verdict, delta: 0, baseline_steps: steps, experimental_steps: steps, ci_low: null, ci_high: null };
+}
+
+describe("time and pass toggles", () => {
+  const withBwd = modulesResponse([piece({ name: "Block", path: "0.0", baseline_backward_us: 10, experimental_backward_us: 20, delta_backward_us: 10 }, [100, 200])], trend);
+  const forwardOnly = modulesResponse(kids, trend);
+
+  it("draws host time when neither trace has device activity, whatever was asked, and says why device is off", () => {
+    const c = moduleDiffControls(modulesResponse(kids, trend, { device_present: false }), "device", "both");
+    expect(c.time).toBe("host");
+    expect(c.clock).toBe("host");
+    expect(c.times.map((b) => [b.value, b.pressed, b.disabled])).toEqual([
+      ["host", true, false],
+      ["device", false, true],
+    ]);
+    expect(c.times[1]!.title).toMatch(/^Neither trace has device activity/);
+    expect(c.hint).toMatch(/^Host time: .* Device time is off: neither trace has kernels, memcpy or memset\.$/);
+  });
+  it("draws the asked device time when there is some, with the pass toggle off and forward pressed", () => {
+    const c = moduleDiffControls(withBwd, "device", "both");
+    expect(c.time).toBe("device");
+    expect(c.clock).toBe("device");
+    expect(c.times.map((b) => b.pressed)).toEqual([false, true]);
+    expect(c.times.every((b) => !b.disabled)).toBe(true);
+    expect(c.passes.map((b) => [b.value, b.pressed, b.disabled, b.title])).toEqual([
+      ["both", false, true, "Backward is attributed to modules on host time only."],
+      ["forward", true, true, "Backward is attributed to modules on host time only."],
+    ]);
+    expect(c.hint).toMatch(/^Device time: /);
+  });
+  it("turns the pass toggle off where no backward is linked to a module", () => {
+    const c = moduleDiffControls(forwardOnly, "host", "both");
+    expect(c.backward).toBe(false);
+    expect(c.clock).toBe("host");
+    expect(c.passes.map((b) => [b.pressed, b.disabled])).toEqual([
+      [false, true],
+      [true, true],
+    ]);
+    expect(c.passes[0]!.title).toMatch(/^No backward operator at this level is linked to a module call/);
+    expect(c.hint).not.toMatch(/Forward \+ backward/);
+  });
+  it("lets host time choose the passes where modules have backward, and explains both in the hint", () => {
+    const both = moduleDiffControls(withBwd, "host", "both");
+    expect(both.clock).toBe("with_backward");
+    expect(both.passes.map((b) => [b.value, b.label, b.pressed, b.disabled])).toEqual([
+      ["both", "Forward + backward", true, false],
+      ["forward", "Forward only", false, false],
+    ]);
+    expect(both.passes[1]!.title).toMatch(/^Forward only: /);
+    expect(both.hint).toMatch(/^Host time: .* Forward \+ backward: a module's cost/);
+    const fwd = moduleDiffControls(withBwd, "host", "forward");
+    expect(fwd.clock).toBe("host");
+    expect(fwd.passes.map((b) => b.pressed)).toEqual([false, true]);
+    expect(fwd.hint).not.toMatch(/Forward \+ backward/);
+  });
+});
+
+describe("piece rows", () => {
+  const significance = sig("significant", 3);
+  const forward_significance = sig("within_noise", 4);
+  const backward_significance = sig("too_few_steps", 5);
+  const block = piece(
+    { name: "Block_1", path: "0.1", baseline_backward_us: 3000, experimental_backward_us: 9000, delta_backward_us: 6000, baseline_with_backward_us: 4000, experimental_with_backward_us: 12_000, delta_with_backward_us: 8000, delta_with_backward_pct: 200, significance, forward_significance, backward_significance },
+    [1000, 3000],
+    [50, 70],
+  );
+  const bwd = piece({ name: "backward", path: "0.2", kind: "backward", baseline_with_backward_us: 500, experimental_with_backward_us: 600, delta_with_backward_us: 100, delta_with_backward_pct: 20, backward_significance }, [3500, 9600]);
+  const load = piece({ name: "enumerate(DataLoader)#x", path: "0.0", kind: "data_loading" }, [200, 200]);
+
+  it("gives each clock its own significance: with backward the total's, host the forward's, device none", () => {
+    expect(deltaSignificance(block, "with_backward")).toBe(significance);
+    expect(deltaSignificance(block, "host")).toBe(forward_significance);
+    expect(deltaSignificance(block, "device")).toBeNull();
+    expect([clockHasMarks("with_backward"), clockHasMarks("host"), clockHasMarks("device")]).toEqual([true, true, false]);
+    expect(pieceRow(block, "host").significance).toBe(forward_significance);
+  });
+  it("splits a module into forward and backward cells with their own marks, the total on the clock", () => {
+    const row = pieceRow(block, "with_backward");
+    expect(row.times).toEqual({ baseline: 4000, experimental: 12_000, delta: 8000, pct: 200 });
+    expect(row.significance).toBe(significance);
+    expect(row.split).toEqual({
+      forward: { baseline: 1000, experimental: 3000, delta: 2000, significance: forward_significance },
+      backward: { baseline: 3000, experimental: 9000, delta: 6000, significance: backward_significance },
+    });
+    expect(pieceRow(block, "host").split).toBeNull();
+    expect(pieceRow(block, "device").times).toEqual({ baseline: 50, experimental: 70, delta: 20, pct: 40 });
+  });
+  it("fills the backward piece's backward cells with its unattributed total, and leaves other pieces' passes empty", () => {
+    const rest = pieceRow(bwd, "with_backward");
+    expect(rest.name).toBe("backward (unattributed)");
+    expect(rest.split).toEqual({
+      forward: { baseline: null, experimental: null, delta: null, significance: null },
+      backward: { baseline: 500, experimental: 600, delta: 100, significance: backward_significance },
+    });
+    expect(pieceRow(load, "with_backward").split).toEqual({
+      forward: { baseline: null, experimental: null, delta: null, significance: null },
+      backward: { baseline: null, experimental: null, delta: null, significance: null },
+    });
+  });
+  it("marks a one-sided piece's missing side absent, and names a renamed piece once", () => {
+    const onlyB = pieceRow(kids[1]!, "host");
+    expect(onlyB.absent).toEqual({ baseline: false, experimental: true });
+    expect(onlyB.band).toBe("baseline_only");
+    expect(onlyB.renamed).toBeNull();
+    const onlyE = pieceRow(piece({ name: "C", path: "0.3", status: "experimental_only", baseline_name: null }), "host");
+    expect(onlyE.absent).toEqual({ baseline: true, experimental: false });
+    const renamed = piece({ name: "ProfilerStep#4", path: "0", kind: "step", baseline_name: "ProfilerStep#4", experimental_name: "ProfilerStep#9" });
+    expect(renamedText(renamed)).toBe("ProfilerStep#4 → ProfilerStep#9");
+    expect(pieceRow(renamed, "host").renamed).toBe("ProfilerStep#4 → ProfilerStep#9");
+    expect(pieceRow(kids[0]!, "host").absent).toEqual({ baseline: false, experimental: false });
+    expect(BAND_TEXT[bandOf(kids[2]!)!]).toBe("time outside any module");
+  });
+  it("selects a child by path, the level itself by its own path, and nothing otherwise", () => {
+    const d = modulesResponse(kids, trend, { path: "0", node: piece({ name: "ProfilerStep#4", path: "0", kind: "step", has_children: true }) });
+    expect(selectedPiece(d, "0.1")?.name).toBe("nn.Module: B_0");
+    expect(selectedPiece(d, "0")?.name).toBe("ProfilerStep#4");
+    expect(selectedPiece(d, "")).toBeNull();
+    expect(selectedPiece(d, "0.9")).toBeNull();
   });
 });

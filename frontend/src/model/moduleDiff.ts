@@ -1,11 +1,13 @@
 /**
- * The module diff's numbers as drawn: per-piece series for the two charts,
- * the server's accumulated trends, axis labels, status bands and step
- * labels. Pure, so what the charts show is unit-tested; the view only turns
- * these into uPlot options.
+ * The module diff's rules and numbers as drawn: which clock the toggles
+ * pick and why one is off, each piece's table cells with the significance
+ * that belongs to them, per-piece series for the two charts, the server's
+ * accumulated trends, axis labels, status bands and step labels. Pure, so
+ * what the tab shows is unit-tested; the components only render these.
  */
 import type { DiffModulesResponse, DiffPiece } from "../api";
 import { argMaxAbs, isUnknownPiece, labelIndexes, pairedStepLabel, pieceTimes, shortPieceLabel, stepLabel, zeroAlignedRanges } from "./charts";
+import type { Significance } from "./explain";
 import { usToMs } from "./format";
 
 export type TimeKind = "host" | "device";
@@ -24,8 +26,16 @@ export function hasBackward(d: Pick<DiffModulesResponse, "node" | "children">): 
   return [d.node, ...d.children].some((p) => (p.baseline_backward_us ?? 0) > 0 || (p.experimental_backward_us ?? 0) > 0);
 }
 
+/** A piece's times on one clock (µs). */
+export interface ClockTimes {
+  baseline: number;
+  experimental: number;
+  delta: number;
+  pct: number | null;
+}
+
 /** A piece's times on a clock (µs): the server's numbers, as sent. */
-export function clockTimes(p: DiffPiece, clock: Clock): { baseline: number; experimental: number; delta: number; pct: number | null } {
+export function clockTimes(p: DiffPiece, clock: Clock): ClockTimes {
   if (clock !== "with_backward") return pieceTimes(p, clock);
   return { baseline: p.baseline_with_backward_us, experimental: p.experimental_with_backward_us, delta: p.delta_with_backward_us, pct: p.delta_with_backward_pct };
 }
@@ -147,4 +157,164 @@ export function moduleDiffSeries(d: DiffModulesResponse, time: Clock): ModuleDif
     deltaRange,
     accDeltaRange,
   };
+}
+
+// ---------------------------------------------------------------- toggles
+
+const TIME_HINT: Record<TimeKind, string> = {
+  host: "Host time: each piece's wall time on the CPU side; a step is its CPU-side ProfilerStep window.",
+  device:
+    "Device time: the summed duration of the kernels, memcpy and memset launched in the piece. Overlapping streams add up, so it can exceed the wall time.",
+};
+const PASS_HINT: Record<Pass, string> = {
+  both:
+    "Forward + backward: a module's cost is its forward plus the backward operators its forward created (fwdbwd flows); the backward piece keeps what no module claims, shown as “backward (unattributed)”.",
+  forward: "Forward only: a module's own call (its forward); all backward stays in the backward piece.",
+};
+const TIME_LABEL: Record<TimeKind, string> = { host: "Host time", device: "Device time" };
+const PASS_LABEL: Record<Pass, string> = { both: "Forward + backward", forward: "Forward only" };
+
+/** One button of a segmented toggle; a disabled one says why in its title. */
+export interface Toggle<V extends string> {
+  value: V;
+  label: string;
+  pressed: boolean;
+  disabled: boolean;
+  title: string;
+}
+
+/** What the tab draws for the asked time and pass, and how its toggles show that. */
+export interface ModuleDiffControls {
+  /** The time drawn: host when neither trace has device activity, whatever was asked. */
+  time: TimeKind;
+  /** Whether the level has backward to attribute to its modules. */
+  backward: boolean;
+  clock: Clock;
+  times: Toggle<TimeKind>[];
+  passes: Toggle<Pass>[];
+  /** The sentence under the toolbar: what the drawn time measures. */
+  hint: string;
+}
+
+export function moduleDiffControls(d: Pick<DiffModulesResponse, "device_present" | "node" | "children">, asked: TimeKind, pass: Pass): ModuleDiffControls {
+  // Device presence is the server's answer for the whole pair, so it holds at every level.
+  const noDevice = !d.device_present;
+  const time: TimeKind = noDevice ? "host" : asked;
+  const backward = hasBackward(d);
+  const clock = clockOf(time, pass, backward);
+  const times = (["host", "device"] as const).map((t): Toggle<TimeKind> => {
+    const off = t === "device" && noDevice;
+    return {
+      value: t,
+      label: TIME_LABEL[t],
+      pressed: time === t,
+      disabled: off,
+      title: off ? "Neither trace has device activity (no kernels, memcpy or memset): there is no device time to compare." : TIME_HINT[t],
+    };
+  });
+  // With no choice to make, the pressed button is the pass drawn: forward only.
+  const passOff = time === "device" || !backward;
+  const passTitle = (p: Pass) =>
+    time === "device"
+      ? "Backward is attributed to modules on host time only."
+      : !backward
+        ? "No backward operator at this level is linked to a module call (no fwdbwd flows into these modules)."
+        : PASS_HINT[p];
+  const passes = (["both", "forward"] as const).map(
+    (p): Toggle<Pass> => ({ value: p, label: PASS_LABEL[p], pressed: passOff ? p === "forward" : pass === p, disabled: passOff, title: passTitle(p) }),
+  );
+  const timeHint = noDevice ? `${TIME_HINT.host} Device time is off: neither trace has kernels, memcpy or memset.` : TIME_HINT[time];
+  const hint = clock === "with_backward" ? `${timeHint} ${PASS_HINT.both}` : timeHint;
+  return { time, backward, clock, times, passes, hint };
+}
+
+// ---------------------------------------------------------------- pieces
+
+/** What a clock's times are, for headings and tooltips. */
+export const CLOCK_HEADING: Record<Clock, string> = {
+  host: "host time (CPU-side ProfilerStep window)",
+  device: "device time (Σ kernel/memcpy/memset durations)",
+  with_backward: "host time, forward + backward (each module's backward operators moved to it)",
+};
+
+/** A band in words; the table's badge names only one-sided pieces, as an unknown piece's name already says it. */
+export const BAND_TEXT: Record<Band, string> = {
+  baseline_only: "baseline only",
+  experimental_only: "experimental only",
+  unknown: "time outside any module",
+};
+
+/** "baseline name → experimental name" where the runs name an aligned piece differently; null otherwise. */
+export function renamedText(p: Pick<DiffPiece, "baseline_name" | "experimental_name">): string | null {
+  return p.baseline_name && p.experimental_name && p.baseline_name !== p.experimental_name ? `${p.baseline_name} → ${p.experimental_name}` : null;
+}
+
+/**
+ * The significance of a piece's Δ on a clock: the server judges a module
+ * across steps on host time only, forward alone or with its backward.
+ */
+export function deltaSignificance(p: Pick<DiffPiece, "significance" | "forward_significance">, clock: Clock): Significance | null {
+  if (clock === "with_backward") return p.significance;
+  return clock === "host" ? p.forward_significance : null;
+}
+
+/** Whether a clock's deltas can carry significance marks. */
+export function clockHasMarks(clock: Clock): boolean {
+  return clock !== "device";
+}
+
+/** A pass's three cells (µs); null reads "—". */
+export interface PassCells {
+  baseline: number | null;
+  experimental: number | null;
+  delta: number | null;
+  significance: Significance | null;
+}
+
+/** A piece's row of the Pieces table on one clock. */
+export interface PieceRow {
+  name: string;
+  renamed: string | null;
+  band: Band | null;
+  /** The piece's times on the clock (the total, with both passes). */
+  times: ClockTimes;
+  significance: Significance | null;
+  /** A one-sided piece has no time on its missing side: those cells read "—". */
+  absent: { baseline: boolean; experimental: boolean };
+  /** With both passes, the forward and backward columns; null otherwise. */
+  split: { forward: PassCells; backward: PassCells } | null;
+}
+
+const NO_CELLS: PassCells = { baseline: null, experimental: null, delta: null, significance: null };
+
+export function pieceRow(p: DiffPiece, clock: Clock): PieceRow {
+  const times = clockTimes(p, clock);
+  let split: PieceRow["split"] = null;
+  if (clock === "with_backward") {
+    const passes = passesOf(p);
+    // The backward piece is all backward: with both passes, the part no module claims.
+    const rest = p.kind === "backward";
+    split = {
+      forward: passes ? { ...passes.forward, significance: p.forward_significance } : NO_CELLS,
+      backward: passes
+        ? { ...passes.backward, significance: p.backward_significance }
+        : rest
+          ? { baseline: times.baseline, experimental: times.experimental, delta: times.delta, significance: p.backward_significance }
+          : NO_CELLS,
+    };
+  }
+  return {
+    name: pieceName(p, clock),
+    renamed: renamedText(p),
+    band: bandOf(p),
+    times,
+    significance: deltaSignificance(p, clock),
+    absent: { baseline: p.status === "experimental_only", experimental: p.status === "baseline_only" },
+    split,
+  };
+}
+
+/** The piece whose operators are listed: a child of the level, or the level itself; null when the path is neither. */
+export function selectedPiece(d: Pick<DiffModulesResponse, "path" | "node" | "children">, path: string): DiffPiece | null {
+  return d.children.find((p) => p.path === path) ?? (path === d.path ? d.node : null);
 }

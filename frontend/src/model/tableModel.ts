@@ -141,7 +141,7 @@ export function buildColumns(metrics: readonly string[], withShape: boolean, pri
 
 // ---------------------------------------------------------------- fields
 
-/** The significance of a diff-table row's primary delta (issue 12); null on other tables and inside a piece. */
+/** The significance of a diff-table row's primary delta; null on other tables and inside a piece. */
 export function rowSignificance(row: TableRow): Significance | null {
   const sig = (row as { significance?: Significance | null }).significance;
   return sig ?? null;
