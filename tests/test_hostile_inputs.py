@@ -344,3 +344,46 @@ def test_unpaired_kernel_begin_does_not_break_the_kernels_view(make_tb_client, t
     resp = client.get(f"{PLUGIN_PREFIX}/kernels?run=r")
     assert resp.status_code == 200, resp.get_data(as_text=True)
     assert resp.get_json()["rows"] == []
+
+
+# ---- long same-name chains ---------------------------------------------------------
+
+def _same_name_chain(n: int, nested: bool) -> dict:
+    """`n` operators of one name on one thread inside one step, each the only
+    child of the one before: strictly nested windows, or all at one start
+    and duration (identical events)."""
+    events = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0,
+               "dur": 4 * n + 10}]
+    for i in range(n):
+        ts, dur = (1 + i, 4 * n - 2 * i) if nested else (1, 4 * n)
+        events.append({"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": ts, "dur": dur})
+    return {"traceEvents": events}
+
+
+def test_same_name_chain_folds_like_torch(make_tb_client, tmp_path):
+    """A chain folds into its top operator, as torch's key_averages counts it."""
+    from json_oracle import torch_operator_events
+
+    doc = _same_name_chain(300, nested=True)
+    client, state = _serve(make_tb_client, tmp_path, doc)
+    assert state["status"] == "ready", state
+    rows = client.get(f"{PLUGIN_PREFIX}/operators?run=r").get_json()["rows"]
+    expected = torch_operator_events(doc["traceEvents"])
+    assert [(r["name"], r["calls"]) for r in rows] == [("aten::add", len(expected))] == [("aten::add", 1)]
+    assert rows[0]["host_total_us"] == expected[0]["dur"]
+
+
+@pytest.mark.parametrize("nested", [True, False], ids=["nested", "identical"])
+def test_long_same_name_chain_loads_in_bounded_time(nested, tmp_path):
+    """200,000 levels: folding climbs by pointer jumping (log n passes), not one level a pass."""
+    path = tmp_path / "w.1.pt.trace.json"
+    path.write_text(json.dumps(_same_name_chain(200_000, nested)))
+    from tb_pipeline_plugin.analysis.processor import TraceProcessor
+
+    cpu0 = time.process_time()
+    tp = TraceProcessor.load(str(path))
+    ops = tp.operators("name")
+    cpu_s = time.process_time() - cpu0
+    assert ops[["name", "calls"]].to_dict("records") == [{"name": "aten::add", "calls": 1}]
+    # One level a pass took minutes here; the bound guards the algorithm, not the box's load.
+    assert cpu_s < 10, cpu_s

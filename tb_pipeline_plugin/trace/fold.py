@@ -39,9 +39,13 @@ def fold_same_name(table: EventTable, parent: np.ndarray, host_rows: np.ndarray)
     folded, survivor = candidates[only], their_parent[only].copy()
     order = np.argsort(folded)
     folded, survivor = folded[order], survivor[order]
-    # Chains (A > A > A) fold into the top one.
-    pending = np.flatnonzero(np.isin(survivor, folded))
-    while len(pending):
-        survivor[pending] = parent[survivor[pending]]
-        pending = pending[np.isin(survivor[pending], folded)]
+    # Chains (A > A > A) fold into the top one: pointer jumping, each pass
+    # doubling how far a survivor has climbed, so a chain of n takes log n
+    # passes, not n.
+    while True:
+        pos = np.minimum(np.searchsorted(folded, survivor), len(folded) - 1)
+        up = folded[pos] == survivor
+        if not up.any():
+            break
+        survivor = np.where(up, survivor[pos], survivor)
     return folded.astype(np.int64), survivor.astype(np.int64)
