@@ -8,13 +8,14 @@ install() (called by the launcher's auto-hook, or by a sitecustomize) patches
 Either way the results go to {TB_PIPELINE_LOGDIR}/{TB_PIPELINE_RUN}/diagnostic/,
 the terminal says where and how to view them, and the process exits with
 status 1, as SPDL's diagnostic-mode RFC specifies. Modules not imported yet are
-patched when they are imported (a meta-path finder wraps their loader).
+patched when they are imported (import_hook.when_imported).
 """
 from __future__ import annotations
 
-import importlib.abc
 import os
 import sys
+
+from ..import_hook import when_imported
 
 ENV_SWITCH = "TB_PIPELINE_DIAGNOSTIC_MODE"
 EXIT_STATUS = 1
@@ -106,37 +107,6 @@ _PATCHERS = {
 }
 
 
-class _PatchingLoader(importlib.abc.Loader):
-    def __init__(self, inner, patch):
-        self._inner, self._patch = inner, patch
-
-    def create_module(self, spec):
-        return self._inner.create_module(spec)
-
-    def exec_module(self, module):
-        self._inner.exec_module(module)
-        self._patch(module)
-
-    def __getattr__(self, name):
-        return getattr(self._inner, name)
-
-
-class _PatchingFinder(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname, path, target=None):
-        patch = _PATCHERS.get(fullname)
-        if patch is None:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None:
-                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _PatchingLoader(spec.loader, patch)
-                return spec
-        return None
-
-
 def install(force: bool = False) -> bool:
     """Patch DataLoader and SPDL when TB_PIPELINE_DIAGNOSTIC_MODE=1 (or `force`).
     Idempotent; returns whether diagnostic mode is on."""
@@ -147,7 +117,5 @@ def install(force: bool = False) -> bool:
         return True
     _installed = True
     for name, patch in _PATCHERS.items():
-        if name in sys.modules:
-            patch(sys.modules[name])
-    sys.meta_path.insert(0, _PatchingFinder())
+        when_imported(name, patch)
     return True
