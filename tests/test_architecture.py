@@ -25,7 +25,7 @@ ALLOWED = {
     "pipeline": {"formats", "trace"},
     "analysis": {"trace", "pipeline", "formats"},
     "diff": {"analysis"},
-    "sources": {"analysis", "trace", "pipeline"},
+    "sources": {"analysis", "trace", "pipeline", "formats"},
     # The writing side shares only the formats (and the import_hook leaf);
     # the launcher's auto-hook hands over to diagnostic mode under
     # TB_PIPELINE_DIAGNOSTIC_MODE=1, and diagnose's end-of-run summary reuses
