@@ -2,9 +2,9 @@
 
 install() (called by the launcher's auto-hook, or by a sitecustomize) patches
 - torch.utils.data.DataLoader.__iter__: the first iteration profiles the
-  loader's stages (see _torch.py) instead of yielding batches;
+  loader's stages (see dataloader_chains.py) instead of yielding batches;
 - spdl.pipeline build_pipeline (behind PipelineBuilder.build): building a
-  pipeline profiles its stages (see _spdl.py) instead of building it.
+  pipeline profiles its stages (see spdl_chain.py) instead of building it.
 Either way the results go to {TB_PIPELINE_LOGDIR}/{TB_PIPELINE_RUN}/diagnostic/,
 the terminal says where and how to view them, and the process exits with
 status 1, as SPDL's diagnostic-mode RFC specifies. Modules not imported yet are
@@ -28,13 +28,13 @@ def enabled(environ=os.environ) -> bool:
 
 
 def _session_kwargs() -> dict:
-    from ._options import options_from_env
+    from .env_options import options_from_env
     return options_from_env()
 
 
 def _run_and_exit(chains, source_label: str, note: str = "") -> None:
-    from ._session import Session
-    from ._summary import print_summary
+    from .session import Session
+    from .terminal_summary import print_summary
 
     # Children forked by the sweep inherit the patches; only this process profiles.
     try:
@@ -68,8 +68,8 @@ def _patch_torch(module) -> None:
         return
 
     def __iter__(self):
-        from ._session import Session  # noqa: F401  (fail here, not mid-way, if broken)
-        from ._torch import chains_for_loader
+        from .session import Session  # noqa: F401  (fail here, not mid-way, if broken)
+        from .dataloader_chains import chains_for_loader
         num_inputs = _session_kwargs().get("num_inputs", 256)
         _run_and_exit(chains_for_loader(self, num_inputs), "dataloader")
 
@@ -86,7 +86,7 @@ def _patch_spdl_build(module) -> None:
         return
 
     def build_pipeline(pipeline_cfg, /, **_kwargs):
-        from ._spdl import chain_from_config
+        from .spdl_chain import chain_from_config
         num_inputs = _session_kwargs().get("num_inputs", 256)
         stages, source, note = chain_from_config(pipeline_cfg, num_inputs)
         _run_and_exit([(stages, source)], "spdl", note)
