@@ -11,9 +11,9 @@ from __future__ import annotations
 import sys
 from typing import Any, Iterable, TextIO
 
-from ._session import DEFAULT_LEVELS, Result, Session, default_out_dir
-from ._stages import Stage, batches_of, regroup
-from ._summary import print_summary
+from .session import DEFAULT_LEVELS, Result, Session, default_out_dir
+from .stages import Stage, batches_of, regroup
+from .terminal_summary import print_summary
 
 __all__ = ["diagnose", "Stage", "regroup", "batches_of", "Result", "Session", "DEFAULT_LEVELS",
            "default_out_dir", "print_summary"]

@@ -13,8 +13,8 @@ import sys
 import time
 
 from . import diagnose
-from ._options import options_from_env
-from ._session import DEFAULT_LEVELS
+from .env_options import options_from_env
+from .session import DEFAULT_LEVELS
 
 
 def _load(spec: str):

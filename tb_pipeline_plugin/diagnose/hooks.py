@@ -2,19 +2,20 @@
 
 install() (called by the launcher's auto-hook, or by a sitecustomize) patches
 - torch.utils.data.DataLoader.__iter__: the first iteration profiles the
-  loader's stages (see _torch.py) instead of yielding batches;
+  loader's stages (see dataloader_chains.py) instead of yielding batches;
 - spdl.pipeline build_pipeline (behind PipelineBuilder.build): building a
-  pipeline profiles its stages (see _spdl.py) instead of building it.
+  pipeline profiles its stages (see spdl_chain.py) instead of building it.
 Either way the results go to {TB_PIPELINE_LOGDIR}/{TB_PIPELINE_RUN}/diagnostic/,
 the terminal says where and how to view them, and the process exits with
 status 1, as SPDL's diagnostic-mode RFC specifies. Modules not imported yet are
-patched when they are imported (a meta-path finder wraps their loader).
+patched when they are imported (import_hook.when_imported).
 """
 from __future__ import annotations
 
-import importlib.abc
 import os
 import sys
+
+from ..import_hook import when_imported
 
 ENV_SWITCH = "TB_PIPELINE_DIAGNOSTIC_MODE"
 EXIT_STATUS = 1
@@ -27,13 +28,13 @@ def enabled(environ=os.environ) -> bool:
 
 
 def _session_kwargs() -> dict:
-    from ._options import options_from_env
+    from .env_options import options_from_env
     return options_from_env()
 
 
 def _run_and_exit(chains, source_label: str, note: str = "") -> None:
-    from ._session import Session
-    from ._summary import print_summary
+    from .session import Session
+    from .terminal_summary import print_summary
 
     # Children forked by the sweep inherit the patches; only this process profiles.
     try:
@@ -67,8 +68,8 @@ def _patch_torch(module) -> None:
         return
 
     def __iter__(self):
-        from ._session import Session  # noqa: F401  (fail here, not mid-way, if broken)
-        from ._torch import chains_for_loader
+        from .session import Session  # noqa: F401  (fail here, not mid-way, if broken)
+        from .dataloader_chains import chains_for_loader
         num_inputs = _session_kwargs().get("num_inputs", 256)
         _run_and_exit(chains_for_loader(self, num_inputs), "dataloader")
 
@@ -85,7 +86,7 @@ def _patch_spdl_build(module) -> None:
         return
 
     def build_pipeline(pipeline_cfg, /, **_kwargs):
-        from ._spdl import chain_from_config
+        from .spdl_chain import chain_from_config
         num_inputs = _session_kwargs().get("num_inputs", 256)
         stages, source, note = chain_from_config(pipeline_cfg, num_inputs)
         _run_and_exit([(stages, source)], "spdl", note)
@@ -106,37 +107,6 @@ _PATCHERS = {
 }
 
 
-class _PatchingLoader(importlib.abc.Loader):
-    def __init__(self, inner, patch):
-        self._inner, self._patch = inner, patch
-
-    def create_module(self, spec):
-        return self._inner.create_module(spec)
-
-    def exec_module(self, module):
-        self._inner.exec_module(module)
-        self._patch(module)
-
-    def __getattr__(self, name):
-        return getattr(self._inner, name)
-
-
-class _PatchingFinder(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname, path, target=None):
-        patch = _PATCHERS.get(fullname)
-        if patch is None:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None:
-                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _PatchingLoader(spec.loader, patch)
-                return spec
-        return None
-
-
 def install(force: bool = False) -> bool:
     """Patch DataLoader and SPDL when TB_PIPELINE_DIAGNOSTIC_MODE=1 (or `force`).
     Idempotent; returns whether diagnostic mode is on."""
@@ -147,7 +117,5 @@ def install(force: bool = False) -> bool:
         return True
     _installed = True
     for name, patch in _PATCHERS.items():
-        if name in sys.modules:
-            patch(sys.modules[name])
-    sys.meta_path.insert(0, _PatchingFinder())
+        when_imported(name, patch)
     return True

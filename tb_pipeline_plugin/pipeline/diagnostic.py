@@ -31,10 +31,6 @@ def results_path(run_dir: str | os.PathLike) -> Path:
     return Path(run_dir) / fmt.DIAGNOSTIC_DIR / fmt.RESULTS_FILE
 
 
-def has_diagnostic(run_dir: str | os.PathLike) -> bool:
-    return results_path(run_dir).is_file()
-
-
 def read_diagnostic(path: str | os.PathLike) -> DiagnosticRun:
     """`path`: the results file, a run directory holding diagnostic/, or that
     diagnostic/ directory itself.

@@ -8,7 +8,8 @@
                 log(loss)
 
 No code change: `tb-pipeline record --logdir runs/exp -- python train.py`.
-Imports only `formats`.
+Imports `formats` and the `import_hook` leaf (and `diagnose`, under
+TB_PIPELINE_DIAGNOSTIC_MODE=1).
 """
 from .recorder import Recorder
 

@@ -17,7 +17,7 @@ import json
 import os
 import sys
 
-from .imports import when_imported
+from ..import_hook import when_imported
 
 ENV_LOGDIR = "TB_PIPELINE_LOGDIR"
 ENV_RUN = "TB_PIPELINE_RUN"

@@ -204,8 +204,9 @@ class Recorder:
             self._close_step(t)
             if self.profiler is not None:
                 self.profiler.step()
-                # prof.step() may export a trace (0.2 s measured): the
-                # profiler's cost, in neither step nor its data wait.
+                # prof.step() may export a trace: the profiler's cost, in
+                # neither step nor its data wait (its measured cost:
+                # benchmarks/README.md, `bench_record.py`).
                 t = _perf()
         start = self._pending_start
         self._pending_start = -1.0

@@ -2,11 +2,12 @@
 
 Records are handed to the OS by a background flusher every
 `flush_interval_s` (default 50 ms) in one write, so the training loop pays
-for building a record, not for encoding it or a system call (about 1.5 µs
-each on a busy VM; the recorder's budget is 2 µs per event). Readers see a
-record at most one interval after it happened; a process killed outright
-loses at most that interval. `flush_interval_s=0` writes every record
-synchronously, one write() per record, as it is produced.
+for building a record, not for encoding it or a system call: the recorder's
+budget is 2 µs per event, and their measured cost is in benchmarks/README.md
+(`bench_record.py`). Readers see a record at most one interval after it
+happened; a process killed outright loses at most that interval.
+`flush_interval_s=0` writes every record synchronously, one write() per
+record, as it is produced.
 """
 from __future__ import annotations
 

@@ -21,17 +21,14 @@ from dataclasses import dataclass, field
 from tensorboard.compat import tf
 
 from ..errors import BadRequest, NotFound
+from ..formats.diagnostic import DIAGNOSTIC_DIR, RESULTS_FILE
+from ..formats.pipeline import PIPELINE_DIR
 from ..pipeline.composer import looks_like_composer
 
 logger = logging.getLogger(__name__)
 
 KINETO_RE = re.compile(r"^(.*?)(\.\d+)?\.pt\.trace\.json(\.gz)?$")
 GENERIC_JSON_RE = re.compile(r"^(.+?)\.json(\.gz)?$")
-PIPELINE_DIR = "pipeline"
-# Diagnostic mode writes {run}/diagnostic/diagnostic.jsonl (formats/diagnostic.py;
-# not imported: sources/ reads formats only through pipeline/).
-DIAGNOSTIC_DIR = "diagnostic"
-DIAGNOSTIC_FILE = "diagnostic.jsonl"
 KINDS_ORDER = ("trace", "pipeline", "diagnostic")
 
 # Enough to get past a Kineto header with many deviceProperties entries.
@@ -153,7 +150,7 @@ def resolve_diagnostic(runs: dict[str, RunInfo], run: str | None) -> str:
     if info is None:
         raise NotFound(f"unknown run {run!r}")
     if not info.diagnostic_files:
-        raise NotFound(f"run {run!r} has no diagnostic results ({DIAGNOSTIC_DIR}/{DIAGNOSTIC_FILE}); "
+        raise NotFound(f"run {run!r} has no diagnostic results ({DIAGNOSTIC_DIR}/{RESULTS_FILE}); "
                        f"record them with TB_PIPELINE_DIAGNOSTIC_MODE=1 or python -m tb_pipeline_plugin.diagnose")
     return info.diagnostic_files[0]
 
@@ -381,8 +378,8 @@ def _walk(logdir: str):
             if _isdir(full):
                 if name == PIPELINE_DIR:
                     pipeline_dir = full
-                elif name == DIAGNOSTIC_DIR and stat_file(_join(full, DIAGNOSTIC_FILE))[0] is not None:
-                    diagnostic_file = _join(full, DIAGNOSTIC_FILE)
+                elif name == DIAGNOSTIC_DIR and stat_file(_join(full, RESULTS_FILE))[0] is not None:
+                    diagnostic_file = _join(full, RESULTS_FILE)
                 else:
                     subdirs.append(name)
             else:

@@ -12,7 +12,7 @@ import asyncio
 import itertools
 from typing import Any
 
-from ._stages import Stage, regroup
+from .stages import Stage, regroup
 
 
 def _aggregate(op, drop_last: bool):

@@ -23,8 +23,8 @@ from typing import Any, Iterable, TextIO
 import msgspec
 
 from ..formats import diagnostic as fmt
-from . import _gil, _levels
-from ._stages import MAP, Stage, as_stage, flattens
+from . import gil_sampler, run_levels
+from .stages import MAP, Stage, as_stage, flattens
 
 DEFAULT_LEVELS = (1, 2, 4, 8, 16, 32)
 MAX_THREADS = 32  # more threads than this only measure the scheduler
@@ -85,8 +85,8 @@ class Session:
         self.warmup_s, self.duration_s, self.max_items = warmup_s, duration_s, max_items
         self.num_inputs, self.gil, self.gil_duration_s = num_inputs, gil, gil_duration_s
         self.progress = progress
-        self.cores = _levels.cpu_count()
-        self.start_method = _levels.start_method(start_method)
+        self.cores = run_levels.cpu_count()
+        self.start_method = run_levels.start_method(start_method)
         self.t0 = time.monotonic()
         self.hard_end = self.t0 + time_limit_s if time_limit_s else math.inf
         self.time_limit_s = time_limit_s
@@ -221,17 +221,17 @@ class Session:
     def _why_no_processes(self, fn, inputs) -> str:
         if self.start_method == "fork":
             return ""
-        return _levels.why_not_picklable(fn, inputs, self.start_method)
+        return run_levels.why_not_picklable(fn, inputs, self.start_method)
 
-    def _plan(self) -> _levels.LevelPlan:
-        return _levels.LevelPlan(warmup_s=self.warmup_s, duration_s=self.duration_s, max_items=self.max_items,
-                                 hard_end=self.hard_end)
+    def _plan(self) -> run_levels.LevelPlan:
+        return run_levels.LevelPlan(warmup_s=self.warmup_s, duration_s=self.duration_s,
+                                    max_items=self.max_items, hard_end=self.hard_end)
 
     def _sweep_point(self, name, executor, level, fn, inputs) -> fmt.SweepPoint | None:
         if executor == "thread":
-            r = _levels.run_threads(fn, inputs, level, self._plan(), self.stop)
+            r = run_levels.run_threads(fn, inputs, level, self._plan(), self.stop)
         else:
-            r = _levels.run_processes(fn, inputs, level, self._plan(), self.stop, self.start_method)
+            r = run_levels.run_processes(fn, inputs, level, self._plan(), self.stop, self.start_method)
         if r.interrupted:
             self._mark_cut("Ctrl-C")
         elif r.cut_short:
@@ -256,15 +256,16 @@ class Session:
     def _sample_gil(self, name, fn, inputs, level) -> None:
         self.say(f"stage {name}: sampling the GIL holder with {level} threads")
         holder: dict = {}
-        reason = _gil.why_no_gil_sampling()
+        reason = gil_sampler.why_no_gil_sampling()
         if reason:
-            sample = _gil.GilSample(skipped=reason)
+            sample = gil_sampler.GilSample(skipped=reason)
         else:
-            run = _levels.run_threads(fn, inputs, level, self._plan(), self.stop,
-                                      during=lambda: holder.setdefault("s", _gil.sample_gil(self.gil_duration_s)))
+            run = run_levels.run_threads(
+                fn, inputs, level, self._plan(), self.stop,
+                during=lambda: holder.setdefault("s", gil_sampler.sample_gil(self.gil_duration_s)))
             if run.interrupted:
                 self._mark_cut("Ctrl-C")
-            sample = holder.get("s") or _gil.GilSample(skipped="cut short before sampling")
+            sample = holder.get("s") or gil_sampler.GilSample(skipped="cut short before sampling")
         top = [fmt.GilFrame(**row) for row in sample.top]
         self._write(fmt.GilRecord(stage=name, concurrency=level, sampler=sample.command,
                                   total_samples=sample.total_samples, held_share=sample.held_share,

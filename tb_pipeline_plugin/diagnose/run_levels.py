@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ._tree import CpuWindow, PeakRss
+from .process_tree import CpuWindow, PeakRss
 
 _WARM, _MEASURE, _STOP = 0, 1, 2
 ABANDON_AFTER_S = 5.0  # past the time limit, stop waiting for calls still running

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from ._session import DEFAULT_LEVELS
+from .session import DEFAULT_LEVELS
 
 # env var -> (diagnose() keyword, parser)
 ENV_OPTIONS = {

@@ -1,5 +1,10 @@
 """Run a function when a module is first imported, without importing it
-ourselves (importing torch up front would cost seconds for every script)."""
+ourselves (importing torch up front would cost seconds for every script).
+
+A leaf both writing-side packages share: the recorder's auto-hook
+(record/autohook.py) and diagnostic mode (diagnose/hooks.py) patch
+DataLoader and SPDL through it. It imports nothing of ours.
+"""
 from __future__ import annotations
 
 import importlib.abc
@@ -19,8 +24,9 @@ class _Finder(importlib.abc.MetaPathFinder):
             if finder is self or not hasattr(finder, "find_spec"):
                 continue
             spec = finder.find_spec(fullname, path, target)
-            if spec is not None and spec.loader is not None:
-                spec.loader = _Loader(spec.loader, fullname)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _Loader(spec.loader, fullname)
                 return spec
         return None
 

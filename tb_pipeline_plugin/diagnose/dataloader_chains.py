@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from ._stages import Stage, batches_of, regroup
+from .stages import Stage, batches_of, regroup
 
 
 class GetItem:
