@@ -311,7 +311,7 @@ def _print_pipeline(part: dict, out) -> None:
                  ["metric", "baseline", "experimental", "delta", "delta_pct", "verdict", "steps"]), file=out)
     if st is not None:
         print(f"stage changed most: {st['stage']} (qps {_cell(st['baseline_qps'])} -> {_cell(st['experimental_qps'])}, "
-              f"{_cell(st['qps_change_pct'])} %)", file=out)
+              f"{_cell(st['delta_qps_pct'])} %)", file=out)
 
 
 def _verdict(row: dict) -> str | None:

@@ -202,6 +202,17 @@ def test_join_is_pure_and_keeps_both_sides():
     assert out.loc["c", "baseline_total_us"] == 0 and math.isnan(out.loc["c", "delta_calls_pct"])
 
 
+def test_delta_pct_names_drop_the_unit_and_mark_a_percentage_relative():
+    from tb_pipeline_plugin.diff.delta import pct_name
+
+    assert pct_name("host_self_us") == "delta_host_self_pct"
+    assert pct_name("per_step_s") == "delta_per_step_pct"
+    assert pct_name("calls") == "delta_calls_pct"
+    assert pct_name("qps") == "delta_qps_pct"
+    # `delta_busy_pct` is the difference in percentage points.
+    assert pct_name("busy_pct") == "delta_busy_rel_pct"
+
+
 # ------------------------------------------------------------ overview
 
 

@@ -21,6 +21,7 @@ import explain_runs as R
 from conftest import PLUGIN_PREFIX
 from tb_pipeline_plugin.cli import build_parser, run_diff
 from tb_pipeline_plugin.compare import compare
+from tb_pipeline_plugin.diff.delta import delta_pct
 from tb_pipeline_plugin.record import Recorder
 
 STEPS = 16  # recorded by the Recorder; the profiler traces all but the first 3
@@ -120,7 +121,11 @@ def test_slowed_loader_gives_a_significant_data_wait_clause(logdir, make_tb_clie
     # The slowed stage, not its neighbours whose throughput follows it.
     assert stage is not None and stage["stage"] == "load"
     assert stage["experimental_task_mean_s"] - stage["baseline_task_mean_s"] > 0.02
-    assert stage["qps_change_pct"] < -10  # slower loading: fewer items per second
+    assert stage["delta_qps_pct"] < -10  # slower loading: fewer items per second
+    # The delta % of every other table (diff/delta.py), with its 2 decimals.
+    for field, b, e in (("delta_task_mean_pct", stage["baseline_task_mean_s"], stage["experimental_task_mean_s"]),
+                        ("delta_qps_pct", stage["baseline_qps"], stage["experimental_qps"])):
+        assert stage[field] == delta_pct(b, e - b)
     assert "the pipeline's data wait grew from" in body["sentence"]
     assert "(significant) and the run became input-bound" in body["sentence"]
     assert part["clause"] in body["sentence"] and body["sentence"].endswith(part["clause"] + ".")

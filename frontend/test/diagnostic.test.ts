@@ -162,7 +162,7 @@ describe("words", () => {
     expect(formatRatio(null)).toBe("—");
   });
   it("environment and partial results in words", () => {
-    const env = {
+    const env: NonNullable<DiagnosticResponse["environment"]> = {
       cores: 2,
       python: "3.11.7 (main, May  9 2026) [GCC 12.2.0]",
       implementation: "cpython",

@@ -60,8 +60,8 @@ describe("pipeline part", () => {
   });
   it("words the stage that changed most: task time and throughput", () => {
     const st = {
-      stage: "load", pipeline_index: 0, baseline_task_mean_s: 0.0011, experimental_task_mean_s: 0.0302, task_mean_change_pct: 2645.5,
-      baseline_qps: 80.1, experimental_qps: 30.2, qps_change_pct: -62.3, baseline_busy_pct: 39.7, experimental_busy_pct: 95.5,
+      stage: "load", pipeline_index: 0, baseline_task_mean_s: 0.0011, experimental_task_mean_s: 0.0302, delta_task_mean_pct: 2645.5,
+      baseline_qps: 80.1, experimental_qps: 30.2, delta_qps_pct: -62.3, baseline_busy_pct: 39.7, experimental_busy_pct: 95.5,
       baseline_get_wait_s: null, experimental_get_wait_s: null, baseline_put_wait_s: null, experimental_put_wait_s: null,
     };
     expect(stageText(st)).toBe("load: task 1.10 ms → 30.2 ms, 80.1 → 30.2 items/s (-62 %)");

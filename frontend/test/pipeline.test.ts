@@ -15,7 +15,7 @@ import {
   throughputMetric,
   throughputTrend,
 } from "../src/model/pipeline";
-import { cellText, defaultSort, sortRows } from "../src/model/tableModel";
+import { cellText, defaultSort, pctKey, sortRows } from "../src/model/tableModel";
 
 function report(over: Partial<PipelineReport> = {}): PipelineReport {
   return {
@@ -127,7 +127,7 @@ describe("stage and callback tables", () => {
       r[`baseline_${m}`] = 0;
       r[`experimental_${m}`] = 0;
       r[`delta_${m}`] = 0;
-      r[`delta_${m}_pct`] = null;
+      r[pctKey(m)] = null;
     }
     r.delta_task_mean_s = delta;
     return r as unknown as DiffPipelineStageRow;
@@ -146,15 +146,15 @@ describe("stage and callback tables", () => {
     const row = {
       name: "log", kind: "callback",
       baseline_calls: 12, experimental_calls: 6, delta_calls: -6, delta_calls_pct: -50,
-      baseline_per_step_s: 0.0015, experimental_per_step_s: 0.001, delta_per_step_s: -0.0005, delta_per_step_s_pct: -33.3,
-      baseline_mean_s: 0, experimental_mean_s: 0, delta_mean_s: 0, delta_mean_s_pct: null,
-      baseline_total_s: 0, experimental_total_s: 0, delta_total_s: 0, delta_total_s_pct: null,
+      baseline_per_step_s: 0.0015, experimental_per_step_s: 0.001, delta_per_step_s: -0.0005, delta_per_step_pct: -33.3,
+      baseline_mean_s: 0, experimental_mean_s: 0, delta_mean_s: 0, delta_mean_pct: null,
+      baseline_total_s: 0, experimental_total_s: 0, delta_total_s: 0, delta_total_pct: null,
     };
     const col = (key: string) => cols.find((c) => c.key === key)!;
     expect(cellText(row, col("baseline_per_step_s"))).toBe("1.500");
     expect(cellText(row, col("delta_per_step_s"))).toBe("−0.500");
     expect(cellText(row, col("delta_calls"))).toBe("−6");
-    expect(cellText(row, col("delta_per_step_s_pct"))).toBe("−33.3 %");
+    expect(cellText(row, col("delta_per_step_pct"))).toBe("−33.3 %");
   });
 });
 

@@ -10,7 +10,6 @@ import {
   filterRows,
   informativeMetrics,
   inputShape,
-  metricOfKey,
   needsServerFilter,
   nextSort,
   pctKey,
@@ -55,12 +54,12 @@ describe("server deltas", () => {
     expect(field(k, "delta_total_pct")).toBeCloseTo(-10, 9);
     expect(names(filterRows([k], "GEMM"))).toEqual(["gemm"]);
   });
-  it("maps metric names to percentage keys and back", () => {
+  it("names a metric's delta % as the server does", () => {
     expect(pctKey("host_self_us")).toBe("delta_host_self_pct");
     expect(pctKey("calls")).toBe("delta_calls_pct");
-    expect(metricOfKey("delta_host_self_pct")).toBe("host_self_us");
-    expect(metricOfKey("baseline_total_us")).toBe("total_us");
-    expect(metricOfKey("name")).toBeNull();
+    expect(pctKey("per_step_s")).toBe("delta_per_step_pct");
+    expect(pctKey("qps")).toBe("delta_qps_pct");
+    expect(pctKey("busy_pct")).toBe("delta_busy_rel_pct");
   });
 });
 

@@ -1,9 +1,17 @@
 """The one definition of a delta: experimental - baseline, and its percentage.
 
 Every comparison the plugin shows (tables, overview, piece tree, pipeline
-statistics) builds its delta fields here, so "delta %" means the same thing
-everywhere: 100 * delta / baseline, rounded to 2 decimals, and null when the
-baseline is 0 or either side is not a number.
+statistics, the explanation) builds its delta fields here, so "delta %"
+means the same thing everywhere: 100 * delta / baseline, rounded to 2
+decimals, and null when the baseline is 0 or either side is not a number.
+
+Field names, for a quantity `c`: `delta_<c>` is the difference in `c`'s own
+unit (percentage points when `c` is a percentage, `_pct`), and the relative
+change is `delta_<c without its unit>_pct`: `host_self_us` ->
+`delta_host_self_pct`, `mean_s` -> `delta_mean_pct`, `calls` ->
+`delta_calls_pct`. A percentage's relative change would then be named as
+its difference, so it is `delta_<c without _pct>_rel_pct`:
+`busy_pct` -> `delta_busy_rel_pct`.
 """
 from __future__ import annotations
 
@@ -15,9 +23,18 @@ US_DECIMALS = 3
 PCT_DECIMALS = 2
 
 
+# Unit suffixes a relative change drops: a % of µs or of seconds is a %.
+_UNITS = ("_us", "_s")
+
+
 def pct_name(column: str) -> str:
-    """`host_self_us` -> `delta_host_self_pct`, `calls` -> `delta_calls_pct`."""
-    return f"delta_{column.removesuffix('_us')}_pct"
+    """The relative change's field of `column` (module docstring)."""
+    if column.endswith("_pct"):
+        return f"delta_{column.removesuffix('_pct')}_rel_pct"
+    for unit in _UNITS:
+        if column.endswith(unit):
+            return f"delta_{column.removesuffix(unit)}_pct"
+    return f"delta_{column}_pct"
 
 
 def is_number(v) -> bool:
@@ -32,7 +49,7 @@ def delta_pct(baseline, delta) -> float | None:
 
 
 def delta_fields(column: str, baseline: float, experimental: float, decimals: int = US_DECIMALS) -> dict:
-    """`baseline_<c>`, `experimental_<c>`, `delta_<c>`, `delta_<c w/o _us>_pct` of one quantity."""
+    """`baseline_<c>`, `experimental_<c>`, `delta_<c>` and `pct_name(c)` of one quantity."""
     delta = experimental - baseline
     return {
         f"baseline_{column}": _round(baseline, decimals),

@@ -9,7 +9,9 @@ far above their usual time, analysis/ledger.py) leave their part and make
 one `stall` contributor: waiting for the GIL inside backward is waiting,
 not backward getting slower. A part's per-step samples give its delta and
 significance (diff/significance.py); the parts of a step add up to the
-step time, so the deltas add up to the step-time delta.
+step time, so the deltas add up to the step-time delta. A contributor is
+a finding only from `CONTRIBUTOR_MIN_EFFECT_PCT` % of the step (the
+policy and its reason: diff/significance.py).
 
 Modules start at the top level (`Net_0`) and are opened while one child
 holds most of the change (`CHILD_SHARE`): a slower
@@ -28,12 +30,6 @@ from .delta import delta_pct
 # Open a module when one child holds this share of its delta: a block whose
 # two layers both slowed down (about half each) stays the block.
 CHILD_SHARE = 0.7
-# A contributor is named when it moves the step by at least this much: small
-# parts swing by up to 1.5 % of the step between two recordings of one
-# configuration (measured on one machine: a 220 µs layer and the 230 µs
-# optimizer step moved by 90-150 µs of a 10 ms step, on steady levels that
-# no noise band of one pair can see).
-CONTRIBUTOR_MIN_EFFECT_PCT = 2.0
 MAX_DEPTH = 16
 WATERFALL_BARS = 8
 SENTENCE_CONTRIBUTORS = 3
@@ -49,43 +45,6 @@ LABELS = {
 }
 STALL = "stall:stall"
 OWN = " (own operators)"
-
-
-LAUNCH_METRICS = (
-    ("launch_delay_mean_us", "Launch to kernel start, mean (per step)", "us"),
-    ("launch_delay_p90_us", "Launch to kernel start, 90th percentile (per step)", "us"),
-    ("idle_us", "Device idle between kernels (per step)", "us"),
-    ("host_bound_idle_us", "Device waiting for the host (per step)", "us"),
-    ("host_bound_gaps", "Gaps the host caused (per step)", "count"),
-    ("gaps", "Idle gaps between kernels (per step)", "count"),
-    ("kernels", "Kernels (per step)", "count"),
-)
-
-
-def launch_rows(b: pd.DataFrame, e: pd.DataFrame) -> list[dict]:
-    """Launch health (analysis/launch.py) of both runs: per-step means, delta
-    and significance, the metrics judged as one family; each metric against
-    its own baseline mean. Empty when neither run launched a kernel."""
-    if b["kernels"].sum() == 0 and e["kernels"].sum() == 0:
-        return []
-    rows, bs, es = [], [], []
-    for metric, label, unit in LAUNCH_METRICS:
-        # Steps without kernels have no delay: leave them out of the delays.
-        bv, ev = b[metric].dropna().to_numpy(np.float64), e[metric].dropna().to_numpy(np.float64)
-        bs.append(bv)
-        es.append(ev)
-        rows.append({"metric": metric, "label": label, "unit": unit,
-                     "baseline": round(float(bv.mean()), 3) if len(bv) else None,
-                     "experimental": round(float(ev.mean()), 3) if len(ev) else None})
-    k = len(rows)
-    for i, row in enumerate(rows):
-        # One family: each metric's interval at the family's confidence.
-        sig = S.compare(bs[i][None, :], es[i][None, :], family=k)[0]
-        both = row["baseline"] is not None and row["experimental"] is not None
-        row["delta"] = round(row["experimental"] - row["baseline"], 3) if both else None
-        row["delta_pct"] = delta_pct(row["baseline"], row["delta"]) if both else None
-        row["significance"] = sig
-    return rows
 
 
 def explain(b: StepLedger, e: StepLedger) -> dict:
@@ -196,7 +155,7 @@ def _contributors(b: StepLedger, e: StepLedger, reference_us: float) -> list[dic
     ids = bm.index.union(em.index)
     bm, em = bm.reindex(ids, fill_value=0.0), em.reindex(ids, fill_value=0.0)
     sig = S.compare(bm.to_numpy(), em.to_numpy(), np.full(len(ids), reference_us),
-                    min_effect_pct=CONTRIBUTOR_MIN_EFFECT_PCT)
+                    min_effect_pct=S.CONTRIBUTOR_MIN_EFFECT_PCT)
     phases = {p: (_matrix(b, depth_of, p).reindex(ids, fill_value=0.0),
                   _matrix(e, depth_of, p).reindex(ids, fill_value=0.0)) for p in (FORWARD, BACKWARD_PHASE)}
     b_mean = bm.mean(axis=1) if bm.shape[1] else pd.Series(0.0, index=ids)
@@ -324,8 +283,9 @@ def sentence(step: dict, contributors: list[dict]) -> str:
 def _share(pct: float | None) -> str:
     if pct is None:
         return "part"
-    # A significant contributor is at least 1 % of the step, but may be a
-    # sliver of a large delta: never "0 %".
+    # A significant contributor moves the step by at least
+    # S.CONTRIBUTOR_MIN_EFFECT_PCT %, but may be a sliver of a large delta:
+    # never "0 %".
     return "under 1 %" if abs(pct) < 0.5 else f"{abs(pct):.0f} %"
 
 

@@ -71,11 +71,10 @@ def _finite(v) -> float | None:
     return float(v) if isinstance(v, (int, float, np.floating)) and math.isfinite(float(v)) else None
 
 
-def _change_pct(b, e) -> float | None:
+def _delta_pct(b, e) -> float | None:
+    """delta.py's delta % of two statistics, None where either is not finite."""
     b, e = _finite(b), _finite(e)
-    if b is None or e is None or b == 0:
-        return None
-    return round(100.0 * (e - b) / b, 1)
+    return None if b is None or e is None else delta_pct(b, e - b)
 
 
 def stage_change(b_tables, e_tables) -> dict | None:
@@ -91,15 +90,15 @@ def stage_change(b_tables, e_tables) -> dict | None:
     best, best_key = None, (-1, -1.0)
     for r in both.to_dict("records"):
         tb, te = _finite(r["task_mean_s_b"]), _finite(r["task_mean_s_e"])
-        qps = _change_pct(r["qps_b"], r["qps_e"])
+        qps = _delta_pct(r["qps_b"], r["qps_e"])
         key = (1, abs(te - tb)) if tb is not None and te is not None else (0, abs(qps) if qps is not None else -1.0)
         if key > best_key:
             best_key = key
             best = {"stage": str(r["stage_name"]), "pipeline_index": int(r["pipeline_index"]),
                     "baseline_task_mean_s": tb, "experimental_task_mean_s": te,
-                    "task_mean_change_pct": _change_pct(tb, te),
+                    "delta_task_mean_pct": _delta_pct(tb, te),
                     "baseline_qps": _finite(r["qps_b"]), "experimental_qps": _finite(r["qps_e"]),
-                    "qps_change_pct": qps,
+                    "delta_qps_pct": qps,
                     "baseline_busy_pct": _finite(r["busy_pct_b"]), "experimental_busy_pct": _finite(r["busy_pct_e"]),
                     "baseline_get_wait_s": _finite(r["get_wait_mean_s_b"]),
                     "experimental_get_wait_s": _finite(r["get_wait_mean_s_e"]),
@@ -146,11 +145,11 @@ def clause(part: dict) -> str:
         text += f"; both runs are {VERDICT_WORDS[b]}"
     if st is not None:
         moved = []
-        task = st["task_mean_change_pct"]
+        task = st["delta_task_mean_pct"]
         if task is not None and abs(task) >= STAGE_NOTABLE_PCT:
             moved.append(f"task time {'grew' if task > 0 else 'fell'} from {duration(st['baseline_task_mean_s'] * 1e6)} "
                          f"to {duration(st['experimental_task_mean_s'] * 1e6)}")
-        qps = st["qps_change_pct"]
+        qps = st["delta_qps_pct"]
         if qps is not None and abs(qps) >= STAGE_NOTABLE_PCT:
             moved.append(f"throughput {'rose' if qps > 0 else 'fell'} {abs(qps):.0f} %")
         if moved:

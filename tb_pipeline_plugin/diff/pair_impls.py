@@ -15,11 +15,12 @@ from ..analysis.operators import GROUP_BY, operators, primary_column
 from ..analysis.pieces import Piece, PieceIndex, device_rows, op_rows
 from ..analysis.processor import TraceProcessor
 from ..errors import BadRequest
-from . import piece_significance, row_significance, tables
+from . import significance_marks, tables
 from . import tree as T
 from .delta import delta_fields
-from .explain import explain, launch_rows
+from .explain import explain
 from .explain_pipeline import pipeline_part, with_clause
+from .launch_health import launch_rows
 from .overview import overview_rows
 from .tables import TableQuery
 
@@ -106,8 +107,8 @@ def diff_modules_impl(b: TraceProcessor, e: TraceProcessor, path: str = "", offs
         _add_backward(child, *fields)
     trend.update({k: v[page] for k, v in with_backward[2].items()})
     level = [node] + list(kids)
-    _attach_significance(b, e, chain, [(row, node)] + list(zip(children, kids[page])),
-                         family=sum(1 for n in level if n.any.kind == "module"))
+    significance_marks.mark_pieces(b, e, chain, [(row, node)] + list(zip(children, kids[page])),
+                                   family=sum(1 for n in level if n.any.kind == "module"))
     return {
         "path": node.path,
         "breadcrumb": [{"name": n.any.name, "path": n.path} for n in chain],
@@ -120,35 +121,6 @@ def diff_modules_impl(b: TraceProcessor, e: TraceProcessor, path: str = "", offs
         "trend": trend,
         "device_present": device_present(b, e),
     }
-
-
-# Above this many module pieces on one page, no marks: one level of a
-# huge flat model would cost a ledger scan per piece.
-SIGNIFICANCE_MAX_PIECES = 500
-
-
-def _attach_significance(b: TraceProcessor, e: TraceProcessor, chain: list[T.Node], pairs, family: int) -> None:
-    """`significance`, `forward_significance`, `backward_significance` of
-    module pieces (diff/piece_significance.py): the module across steps;
-    null on other pieces, and when only one run has steps. `family`: the
-    module pieces of the whole level, judged together whichever page is
-    asked for (a page's marks are those of the full level)."""
-    modules = [(r, n) for r, n in pairs if n.any.kind == "module"]
-    for r, _ in pairs:
-        r.update(dict.fromkeys(piece_significance.FIELDS))
-    if not modules or b.has_steps != e.has_steps or len(modules) > SIGNIFICANCE_MAX_PIECES:
-        return
-    # Module names from the root down to this level (the node's own name
-    # last when it is a module); each side by its own names.
-    above = [n for n in chain if n.any.kind == "module"]
-
-    def path(n: T.Node, side: str) -> str:
-        line = above if n is chain[-1] else above + [n]
-        return "/".join((getattr(a, side) or a.any).name for a in line)
-
-    paths = [(path(n, "b"), path(n, "e")) for _, n in modules]
-    for (r, _), marks in zip(modules, piece_significance.judge(b.ledger(), e.ledger(), paths, family)):
-        r.update(marks)
 
 
 def _with_backward(b: TraceProcessor, e: TraceProcessor, node: T.Node, kids: list[T.Node]):
@@ -213,29 +185,17 @@ def diff_operators_impl(b: TraceProcessor, e: TraceProcessor, query: TableQuery 
     table = operator_table(b, e, group_by, path)
     primary = operator_primary(b, e)
     out = tables.query(table, OPERATOR_KEYS, tables.OPERATOR_COLUMNS, primary, query)
-    _significance(b, e, out["rows"], OPERATOR_KEYS, len(table), path,
-                  lambda tp: tp.operator_steps(group_by, primary), primary)
+    significance_marks.mark_rows(b, e, out["rows"], OPERATOR_KEYS, len(table), path,
+                                 lambda tp: tp.operator_steps(group_by, primary), primary)
     return {"table": "operators", "group_by": group_by, "path": path, "device_present": device_present(b, e), **out}
 
 
 def diff_kernels_impl(b: TraceProcessor, e: TraceProcessor, query: TableQuery = TableQuery(), path: str = "") -> dict:
     table = kernel_table(b, e, path)
     out = tables.query(table, KERNEL_KEYS, tables.KERNEL_COLUMNS, KERNEL_PRIMARY, query)
-    _significance(b, e, out["rows"], KERNEL_KEYS, len(table), path, lambda tp: tp.kernel_steps(), KERNEL_PRIMARY)
+    significance_marks.mark_rows(b, e, out["rows"], KERNEL_KEYS, len(table), path, lambda tp: tp.kernel_steps(),
+                                 KERNEL_PRIMARY)
     return {"table": "kernels", "group_by": None, "path": path, "device_present": device_present(b, e), **out}
-
-
-def _significance(b: TraceProcessor, e: TraceProcessor, rows: list[dict], keys: list[str], family: int, path: str,
-                  samples, column: str) -> None:
-    """`significance` of each row's primary delta, from per-step samples;
-    null inside a piece (one step's part: no spread to judge by) and when
-    exactly one run has steps (a whole trace against steps)."""
-    if path or b.has_steps != e.has_steps:
-        for r in rows:
-            r["significance"] = None
-        return
-    row_significance.attach(rows, keys, samples(b), samples(e), column, len(b.linked.steps.name),
-                            len(e.linked.steps.name), family)
 
 
 def operator_primary(b: TraceProcessor, e: TraceProcessor) -> str:

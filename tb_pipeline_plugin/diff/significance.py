@@ -1,29 +1,39 @@
-"""Is a delta more than noise? One method for every per-step quantity.
+"""Is a delta more than noise? One method and one policy for every per-step
+quantity: the overview's per-step rows, the explanation's contributors and
+launch health, the module pieces and table rows (diff/significance_marks.py),
+the pipeline's data wait.
 
 Method (docs/http_api.md, "Significance"): a percentile bootstrap of the
 difference of means. Each run's per-step samples are resampled with
 replacement, independently (steps of two runs are not paired), B = 4000
 times with a fixed seed, so an answer never changes between requests; the
 interval of mean(experimental) - mean(baseline) over the resamples is the
-noise band: 95 % for one quantity, and 1 - 0.05 / k for each of a family
-of k quantities judged together (the contributors of one explanation, the
-rows of one table: Bonferroni), so that a family of unchanged quantities
-shows no `significant` mark 95 % of the time, however many rows it has. A delta is `significant` when that interval excludes 0 and
-the delta is at least `MIN_EFFECT_PCT` % of the reference (the baseline's
-mean of the quantity, or of the step time for a part of a step): a
-profile is one machine at one time, and a 0.1 % shift that the bootstrap
-can resolve is not a finding. Fewer than `MIN_STEPS` steps on either side
-is `too_few_steps`: the spread of one or two samples says nothing.
+noise band.
+
+Policy, declared here and nowhere else:
+
+* family: 95 % for one quantity, and 1 - 0.05 / k for each of a family of k
+  quantities judged together (Bonferroni), so that a family of unchanged
+  quantities shows no `significant` mark 95 % of the time, however many rows
+  it has. A family is never smaller than the quantities of one `compare`
+  call; a page of a larger table or level passes the whole one's size, so a
+  row's mark does not depend on the page it is on;
+* least effect: a delta is `significant` when the interval excludes 0 and
+  the delta is at least `MIN_EFFECT_PCT` % of its reference (the baseline's
+  mean of the quantity, or of the step time for a part of a step), and
+  `CONTRIBUTOR_MIN_EFFECT_PCT` % of the step for the explanation's
+  contributors (the reasons are beside the two constants);
+* fewer than `MIN_STEPS` steps on either side is `too_few_steps`: the spread
+  of one or two samples says nothing.
 
 Between-run noise: steps are not independent draws, and two recordings of
 one configuration do not land on one level. The machine's speed wanders
 (clocks, co-tenants, the allocator's state, memory layout), so a run's
 steps sit on levels that shift over seconds, and the next recording sits
-elsewhere again: on the shared 2-core box back-to-back recordings of one
-model averaged 9.7-12.3 ms per step, its largest module moved by up to
-17 % between two of them, while the spread of steps inside each run was
-0.2-1.8 ms. The bootstrap of steps sees only that inner spread, so two
-more terms join its interval, in quadrature and at its confidence:
+elsewhere again, further apart than the spread of steps inside each run
+(benchmarks/README.md, "Significance: noise between recordings"). The
+bootstrap of steps sees only that inner spread, so two more terms join its
+interval, in quadrature and at its confidence:
 
 * each run's own level drift, measured: its steps are cut into
   `DRIFT_BLOCKS` contiguous blocks, and the variance of the block means
@@ -52,7 +62,16 @@ VERDICTS = (SIGNIFICANT, WITHIN_NOISE, TOO_FEW_STEPS)
 MIN_STEPS = 3
 RESAMPLES = 4000
 CONFIDENCE = 0.95
+# The least |delta| that is a finding, in % of its reference: a profile is one
+# machine at one time, and a shift the bootstrap resolves but smaller than
+# this changes nothing a reader would act on.
 MIN_EFFECT_PCT = 1.0
+# The explanation's contributors, in % of the step: small parts of a step
+# swing by more than `MIN_EFFECT_PCT` of it between two recordings of one
+# configuration, on steady levels that no noise band of one pair can see
+# (benchmarks/README.md, "Significance: noise between recordings"), so a
+# contributor is named only from twice that.
+CONTRIBUTOR_MIN_EFFECT_PCT = 2.0
 SEED = 12345
 DRIFT_BLOCKS = 3
 MIN_DRIFT_STEPS = 6
@@ -115,9 +134,10 @@ def compare(baseline: np.ndarray, experimental: np.ndarray, reference: np.ndarra
     `experimental` (k x ne) are per-step samples of k quantities;
     `reference` (k), the magnitude a delta is judged against (default: each
     quantity's baseline mean); `family`, how many quantities are judged
-    together (default k; more when rows with different step counts are
-    compared one call each); `min_effect_pct`, the least |delta| that is a
-    finding, in % of the reference."""
+    together (at least k: more when these are one page of a larger family,
+    or rows with different step counts compared one call each);
+    `min_effect_pct`, the least |delta| that is a finding, in % of the
+    reference."""
     b = np.atleast_2d(np.asarray(baseline, dtype=np.float64))
     e = np.atleast_2d(np.asarray(experimental, dtype=np.float64))
     k, nb, ne = b.shape[0], b.shape[1], e.shape[1]
@@ -129,7 +149,7 @@ def compare(baseline: np.ndarray, experimental: np.ndarray, reference: np.ndarra
         return [_result(TOO_FEW_STEPS, d, None, None, nb, ne) for d in delta]
     # Different seeds per side: the two runs' resamples are independent.
     diffs = resample_means(e, seed=SEED + 1) - resample_means(b, seed=SEED)
-    alpha = (1.0 - CONFIDENCE) / (family or k) / 2.0
+    alpha = (1.0 - CONFIDENCE) / max(family or 0, k) / 2.0
     low = np.quantile(diffs, alpha, axis=1)
     high = np.quantile(diffs, 1.0 - alpha, axis=1)
     run_sd = between_run_pct() / 100.0

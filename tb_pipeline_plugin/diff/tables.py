@@ -2,8 +2,8 @@
 
 Column naming follows the HTTP API: for a statistic `X` (`calls`,
 `host_self_us`, ...) a joined table has `baseline_X`, `experimental_X`,
-`delta_X` (experimental - baseline) and `delta_<X without _us>_pct`
-(100 * delta / baseline, null when the baseline is 0).
+`delta_X` (experimental - baseline) and the delta % as `delta.pct_name(X)`
+(`delta_host_self_pct`: 100 * delta / baseline, null when the baseline is 0).
 """
 from __future__ import annotations
 

@@ -7,15 +7,18 @@ the schema and TypeScript cannot drift apart: `make test` fails when a
 generated file is stale, and the route tests decode every response body with
 these types (`forbid_unknown_fields`: an undeclared field fails too).
 
-Units are in the field names (`_us`, `_bytes`, `_pct`); `None` is JSON
+Units are in the field names (`_us`, `_s`, `_bytes`, `_pct`); `None` is JSON
 `null`: a percentage whose baseline is 0, a value the trace does not record.
+A delta % is named as diff/delta.py says (`pct_name`): `delta_<c without its
+unit>_pct`, and `delta_<c without _pct>_rel_pct` for a percentage `c`.
 """
 from __future__ import annotations
 
 from typing import Literal, Union
 
-import msgspec
 from msgspec import Struct
+
+from ..analysis.operators import GroupBy
 
 Number = Union[int, float]
 
@@ -128,9 +131,6 @@ class OverviewResponse(_Shape):
 
 # ---------------------------------------------------------------- per-run tables
 
-GroupBy = Literal["name", "name_and_shape"]
-
-
 class OperatorRow(_Shape):
     name: str
     input_shape: str | None
@@ -195,6 +195,7 @@ class TraceRef(_Shape):
 
 
 DiffUnit = Literal["us", "bytes", "pct", "count"]
+InputBoundVerdict = Literal["yes", "partly", "no", "unknown"]
 SignificanceVerdict = Literal["significant", "within_noise", "too_few_steps"]
 
 
@@ -253,13 +254,15 @@ class ExplainStep(_Shape):
 
 ContributorKind = Literal["data_loading", "module", "backward", "optimizer", "communication", "annotation",
                           "unknown", "host", "device", "stall"]
+# Which runs have it: a piece of the module diff, a contributor of the explanation.
+PieceStatus = Literal["matched", "baseline_only", "experimental_only"]
 
 
 class Contributor(_Shape):
     kind: ContributorKind
     key: str
     name: str
-    status: Literal["matched", "baseline_only", "experimental_only"]
+    status: PieceStatus
     baseline_us: Number
     experimental_us: Number
     delta_us: Number
@@ -271,9 +274,13 @@ class Contributor(_Shape):
     significance: Significance
 
 
+# A contributor's bar, the rest of them as one (`other`), or a step (`total`).
+WaterfallKind = Literal[ContributorKind, Literal["total", "other"]]
+
+
 class WaterfallBar(_Shape):
     label: str
-    kind: str
+    kind: WaterfallKind
     start_us: Number
     end_us: Number
     verdict: SignificanceVerdict | None
@@ -304,8 +311,8 @@ class ExplainDataWait(_Shape):
 
 
 class ExplainInputBound(_Shape):
-    baseline: Literal["yes", "partly", "no", "unknown"]
-    experimental: Literal["yes", "partly", "no", "unknown"]
+    baseline: InputBoundVerdict
+    experimental: InputBoundVerdict
     changed: bool
     baseline_data_wait_pct: float | None
     experimental_data_wait_pct: float | None
@@ -319,10 +326,10 @@ class ExplainStageChange(_Shape):
     pipeline_index: int
     baseline_task_mean_s: float | None
     experimental_task_mean_s: float | None
-    task_mean_change_pct: float | None
+    delta_task_mean_pct: float | None
     baseline_qps: float | None
     experimental_qps: float | None
-    qps_change_pct: float | None
+    delta_qps_pct: float | None
     baseline_busy_pct: float | None
     experimental_busy_pct: float | None
     baseline_get_wait_s: float | None
@@ -361,7 +368,6 @@ class DiffExplainResponse(_Shape):
 
 
 PieceKind = Literal["root", "step", "data_loading", "module", "backward", "optimizer", "annotation", "unknown"]
-PieceStatus = Literal["matched", "baseline_only", "experimental_only"]
 
 
 class DiffPiece(_Shape, kw_only=True):
@@ -402,7 +408,7 @@ class DiffPiece(_Shape, kw_only=True):
     delta_with_backward_us: float
     delta_with_backward_pct: float | None
     # Module pieces: the module across steps (its per-step time in every
-    # step of each run, diff/piece_significance.py), judged as one family per
+    # step of each run, diff/significance_marks.py), judged as one family per
     # level; forward + backward, forward, backward. Null on other pieces.
     significance: Significance | None = None
     forward_significance: Significance | None = None
@@ -509,7 +515,8 @@ class _DiffTable(_Shape):
     order: Literal["desc", "asc"]
     # The statistic the default order ranks by (its delta, largest |delta| first).
     primary: str
-    # The statistics each row compares (baseline_X, experimental_X, delta_X, delta_X_pct).
+    # The statistics each row compares: baseline_X, experimental_X, delta_X and
+    # its delta % (`delta_host_self_pct` for `host_self_us`: diff/delta.py, pct_name).
     columns: list[str]
 
 
@@ -542,7 +549,7 @@ class DiagnosticEnvironment(_Shape):
     gil_enabled: bool
     process_start_method: str
     levels: list[int]
-    executors: list[str]
+    executors: list[Executor]
     warmup_s: float
     duration_s: float
     source: str
@@ -660,7 +667,6 @@ class DiffDiagnosticResponse(_Shape):
 # the records are written in seconds (docs/pipeline_format.md).
 
 PipelineSource = Literal["recorder", "launcher", "composer", "trace"]
-InputBoundVerdict = Literal["yes", "partly", "no", "unknown"]
 
 
 class PipelineSplit(_Shape):
@@ -840,23 +846,24 @@ class DiffPipelineStageRow(_Shape):
     baseline_task_mean_s: float
     experimental_task_mean_s: float
     delta_task_mean_s: float
-    delta_task_mean_s_pct: float | None
+    delta_task_mean_pct: float | None
     baseline_put_wait_mean_s: float
     experimental_put_wait_mean_s: float
     delta_put_wait_mean_s: float
-    delta_put_wait_mean_s_pct: float | None
+    delta_put_wait_mean_pct: float | None
     baseline_get_wait_mean_s: float
     experimental_get_wait_mean_s: float
     delta_get_wait_mean_s: float
-    delta_get_wait_mean_s_pct: float | None
+    delta_get_wait_mean_pct: float | None
+    # Percentages: `delta_*_pct` in percentage points, `delta_*_rel_pct` the relative change in %.
     baseline_occupancy_pct: float
     experimental_occupancy_pct: float
     delta_occupancy_pct: float
-    delta_occupancy_pct_pct: float | None
+    delta_occupancy_rel_pct: float | None
     baseline_busy_pct: float
     experimental_busy_pct: float
     delta_busy_pct: float
-    delta_busy_pct_pct: float | None
+    delta_busy_rel_pct: float | None
 
 
 class DiffPipelineCallbackRow(_Shape):
@@ -869,15 +876,15 @@ class DiffPipelineCallbackRow(_Shape):
     baseline_per_step_s: float
     experimental_per_step_s: float
     delta_per_step_s: float
-    delta_per_step_s_pct: float | None
+    delta_per_step_pct: float | None
     baseline_mean_s: float
     experimental_mean_s: float
     delta_mean_s: float
-    delta_mean_s_pct: float | None
+    delta_mean_pct: float | None
     baseline_total_s: float
     experimental_total_s: float
     delta_total_s: float
-    delta_total_s_pct: float | None
+    delta_total_pct: float | None
 
 
 class DiffPipelineResponse(_Shape):
@@ -898,11 +905,6 @@ class TimelineResponse(_Shape):
     trace: TraceRef
     # The same file under torch-tb-profiler's names (its routes take these).
     profiler: TraceRef
-
-
-def validate(body: bytes, response_type: type) -> None:
-    """Decode `body` as `response_type`; raises msgspec.ValidationError on drift."""
-    msgspec.json.decode(body, type=response_type)
 
 
 # ---------------------------------------------------------------- distributed

@@ -12,6 +12,7 @@ from typing import Annotated, Literal, TypeVar
 
 import msgspec
 
+from ..analysis.operators import GroupBy
 from ..diff.tables import DEFAULT_LIMIT, MAX_LIMIT, TableQuery
 from ..diff.pair_impls import MODULES_DEFAULT_LIMIT, MODULES_MAX_LIMIT
 from ..errors import BadRequest
@@ -35,7 +36,7 @@ class RunParams(_Params):
 
 
 class OperatorsParams(RunParams):
-    group_by: Literal["name", "name_and_shape"] = "name"
+    group_by: GroupBy = "name"
 
 
 class DistributedParams(_Params):
@@ -84,7 +85,7 @@ class _TableParams(PairParams):
 
 
 class DiffOperatorsParams(_TableParams):
-    group_by: Literal["name", "name_and_shape"] = "name"
+    group_by: GroupBy = "name"
 
 
 class DiffKernelsParams(_TableParams):

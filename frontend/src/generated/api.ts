@@ -352,7 +352,7 @@ export interface components {
             gil_enabled: boolean;
             process_start_method: string;
             levels: number[];
-            executors: string[];
+            executors: ("process" | "thread")[];
             warmup_s: number;
             duration_s: number;
             source: string;
@@ -631,15 +631,15 @@ export interface components {
             baseline_per_step_s: number;
             experimental_per_step_s: number;
             delta_per_step_s: number;
-            delta_per_step_s_pct: number | null;
+            delta_per_step_pct: number | null;
             baseline_mean_s: number;
             experimental_mean_s: number;
             delta_mean_s: number;
-            delta_mean_s_pct: number | null;
+            delta_mean_pct: number | null;
             baseline_total_s: number;
             experimental_total_s: number;
             delta_total_s: number;
-            delta_total_s_pct: number | null;
+            delta_total_pct: number | null;
         };
         /** DiffPipelineResponse */
         DiffPipelineResponse: {
@@ -666,23 +666,23 @@ export interface components {
             baseline_task_mean_s: number;
             experimental_task_mean_s: number;
             delta_task_mean_s: number;
-            delta_task_mean_s_pct: number | null;
+            delta_task_mean_pct: number | null;
             baseline_put_wait_mean_s: number;
             experimental_put_wait_mean_s: number;
             delta_put_wait_mean_s: number;
-            delta_put_wait_mean_s_pct: number | null;
+            delta_put_wait_mean_pct: number | null;
             baseline_get_wait_mean_s: number;
             experimental_get_wait_mean_s: number;
             delta_get_wait_mean_s: number;
-            delta_get_wait_mean_s_pct: number | null;
+            delta_get_wait_mean_pct: number | null;
             baseline_occupancy_pct: number;
             experimental_occupancy_pct: number;
             delta_occupancy_pct: number;
-            delta_occupancy_pct_pct: number | null;
+            delta_occupancy_rel_pct: number | null;
             baseline_busy_pct: number;
             experimental_busy_pct: number;
             delta_busy_pct: number;
-            delta_busy_pct_pct: number | null;
+            delta_busy_rel_pct: number | null;
         };
         /**
          * DiffTrend
@@ -764,10 +764,10 @@ export interface components {
             pipeline_index: number;
             baseline_task_mean_s: number | null;
             experimental_task_mean_s: number | null;
-            task_mean_change_pct: number | null;
+            delta_task_mean_pct: number | null;
             baseline_qps: number | null;
             experimental_qps: number | null;
-            qps_change_pct: number | null;
+            delta_qps_pct: number | null;
             baseline_busy_pct: number | null;
             experimental_busy_pct: number | null;
             baseline_get_wait_s: number | null;
@@ -1186,7 +1186,8 @@ export interface components {
         /** WaterfallBar */
         WaterfallBar: {
             label: string;
-            kind: string;
+            /** @enum {unknown} */
+            kind: "annotation" | "backward" | "communication" | "data_loading" | "device" | "host" | "module" | "optimizer" | "other" | "stall" | "total" | "unknown";
             start_us: number;
             end_us: number;
             verdict: ("significant" | "too_few_steps" | "within_noise") | null;

@@ -30,7 +30,7 @@ export function stageText(st: NonNullable<ExplainPipeline["stage"]>): string {
   if (st.baseline_task_mean_s !== null && st.experimental_task_mean_s !== null)
     parts.push(`task ${fmtUs(st.baseline_task_mean_s * 1e6)} → ${fmtUs(st.experimental_task_mean_s * 1e6)}`);
   if (st.baseline_qps !== null && st.experimental_qps !== null) {
-    const change = st.qps_change_pct === null ? "" : ` (${st.qps_change_pct > 0 ? "+" : ""}${st.qps_change_pct.toFixed(0)} %)`;
+    const change = st.delta_qps_pct === null ? "" : ` (${st.delta_qps_pct > 0 ? "+" : ""}${st.delta_qps_pct.toFixed(0)} %)`;
     parts.push(`${st.baseline_qps.toPrecision(3)} → ${st.experimental_qps.toPrecision(3)} items/s${change}`);
   }
   return `${st.stage}: ${parts.join(", ") || "no timings"}`;

@@ -6,8 +6,8 @@
  *
  * Row fields follow the contract (DiffOperatorRow, DiffKernelRow): for a
  * metric `m` (`calls`, `host_self_us`, ...) a row has `baseline_m`,
- * `experimental_m`, `delta_m` and `delta_<m without _us>_pct`, all computed
- * by the server; nothing here derives a delta.
+ * `experimental_m`, `delta_m` and its delta % under `pctKey(m)`, all
+ * computed by the server; nothing here derives a delta.
  */
 import type { DiffPipelineCallbackRow, DiffPipelineStageRow, DiffTableRow, RankDeltaRow, RankRow } from "../api";
 import type { Significance } from "./explain";
@@ -101,20 +101,16 @@ function isCount(metric: string): boolean {
   return metric === "calls" || metric === "tasks" || metric === "items" || metric === "steps";
 }
 
-/** `host_self_us` -> `delta_host_self_pct`; `calls` -> `delta_calls_pct`. */
+/**
+ * The delta % field of a metric, named as the server names it (diff/delta.py,
+ * `pct_name`): without the unit (`host_self_us` -> `delta_host_self_pct`,
+ * `mean_s` -> `delta_mean_pct`, `calls` -> `delta_calls_pct`); a percentage's
+ * relative change is `_rel_pct` (`busy_pct` -> `delta_busy_rel_pct`), since
+ * `delta_busy_pct` is its difference in percentage points.
+ */
 export function pctKey(metric: string): string {
-  return `delta_${metric.replace(/_us$/, "")}_pct`;
-}
-
-export function metricOfKey(key: string): string | null {
-  const m = /^(?:baseline|experimental|delta)_(.+)$/.exec(key);
-  if (!m || m[1] === undefined) return null;
-  const rest = m[1];
-  if (key.startsWith("delta_") && rest.endsWith("_pct")) {
-    const base = rest.slice(0, -4);
-    return base === "calls" ? "calls" : `${base}_us`;
-  }
-  return rest;
+  if (metric.endsWith("_pct")) return `delta_${metric.slice(0, -"_pct".length)}_rel_pct`;
+  return `delta_${metric.replace(/_(us|s)$/, "")}_pct`;
 }
 
 /**

@@ -1,0 +1,135 @@
+"""Significance marks of the rows of the diff routes: the module pieces of
+`diff/modules` and the rows of `diff/operators` and `diff/kernels`.
+
+Both judge what a row stands for across the steps of each run
+(diff/significance.py), and both judge one page as a family with every row
+of its level or table, so a row's mark does not depend on the page asked
+for. No marks (null) when exactly one run has steps: a whole trace against
+steps has no spread to judge by.
+
+* A module piece is one call in one step: it has no spread of its own. What
+  can be judged is the module across steps: the per-step time of the module
+  at that path (analysis/ledger.py: its operators, submodules included,
+  forward and the backward its forward created) in every step of each run,
+  against the baseline's mean step time. Three marks: forward + backward,
+  forward, backward; null on other pieces.
+* A table row: the per-step sums of its primary column
+  (analysis/per_step.py), against its own baseline mean; a step without the
+  row counts 0. Only the returned page is judged (a table can hold tens of
+  thousands of rows); null inside a piece (one step's part).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..analysis.ledger import BACKWARD_PHASE, FORWARD, StepLedger
+from ..analysis.processor import TraceProcessor
+from . import significance as S
+from . import tree as T
+
+PIECE_PHASES = {"significance": None, "forward_significance": FORWARD, "backward_significance": BACKWARD_PHASE}
+PIECE_FIELDS = tuple(PIECE_PHASES)
+# Above this many module pieces on one page, no marks: one level of a
+# huge flat model would cost a ledger scan per piece.
+MAX_PIECES = 500
+
+
+def per_step(b: TraceProcessor, e: TraceProcessor) -> bool:
+    """Whether the runs' rows can be judged step by step: not when exactly one has steps."""
+    return b.has_steps == e.has_steps
+
+
+# ------------------------------------------------------------ module pieces
+
+
+def mark_pieces(b: TraceProcessor, e: TraceProcessor, chain: list[T.Node], pairs, family: int) -> None:
+    """Set `PIECE_FIELDS` on each (row, node) of `pairs` (in place): the
+    level's node and children at the end of `chain`. `family`: the module
+    pieces of the whole level."""
+    modules = [(r, n) for r, n in pairs if n.any.kind == "module"]
+    for r, _ in pairs:
+        r.update(dict.fromkeys(PIECE_FIELDS))
+    if not modules or not per_step(b, e) or len(modules) > MAX_PIECES:
+        return
+    # Module names from the root down to this level (the node's own name
+    # last when it is a module); each side by its own names.
+    above = [n for n in chain if n.any.kind == "module"]
+
+    def path(n: T.Node, side: str) -> str:
+        line = above if n is chain[-1] else above + [n]
+        return "/".join((getattr(a, side) or a.any).name for a in line)
+
+    paths = [(path(n, "b"), path(n, "e")) for _, n in modules]
+    for (r, _), marks in zip(modules, judge_modules(b.ledger(), e.ledger(), paths, family)):
+        r.update(marks)
+
+
+def judge_modules(b: StepLedger, e: StepLedger, paths: list[tuple[str, str]], family: int | None = None) -> list[dict]:
+    """For each (baseline path, experimental path) of a level's modules:
+    {significance, forward_significance, backward_significance}."""
+    if not paths:
+        return []
+    b_step = b.steps["step_us"].to_numpy(np.float64)
+    reference = np.full(len(paths), float(b_step.mean()) if len(b_step) else 0.0)
+    out = [{} for _ in paths]
+    for field, phase in PIECE_PHASES.items():
+        bm = _module_samples(b, [p for p, _ in paths], phase)
+        em = _module_samples(e, [p for _, p in paths], phase)
+        for i, sig in enumerate(S.compare(bm, em, reference, family=family)):
+            out[i][field] = sig
+    return out
+
+
+def _module_samples(ledger: StepLedger, paths: list[str], phase: str | None) -> np.ndarray:
+    """paths x steps matrix of µs: each path's module and its submodules."""
+    steps = ledger.steps["step"].to_numpy()
+    out = np.zeros((len(paths), len(steps)))
+    parts = ledger.parts[ledger.parts["kind"] == "module"]
+    if phase is not None:
+        parts = parts[parts["phase"] == phase]
+    if not len(parts) or not len(steps):
+        return out
+    per = parts.groupby(["key", "step"])["us"].sum()
+    keys = per.index.get_level_values(0).to_numpy(dtype=object)
+    col = pd.Index(steps).get_indexer(per.index.get_level_values(1))
+    values = per.to_numpy(np.float64)
+    for i, path in enumerate(paths):
+        mine = np.array([k == path or k.startswith(path + "/") for k in keys], dtype=bool) & (col >= 0)
+        np.add.at(out[i], col[mine], values[mine])
+    return out
+
+
+# ------------------------------------------------------------ table rows
+
+
+def mark_rows(b: TraceProcessor, e: TraceProcessor, rows: list[dict], keys: list[str], family: int, path: str,
+              samples, column: str) -> None:
+    """Set `significance` on each row of a table page (in place): `column`'s
+    per-step sums, `samples(run)` giving them in long form (keys, step,
+    column). `family`: the rows of the whole table; `path`: the piece the
+    table is restricted to ("" for none)."""
+    if path or not per_step(b, e):
+        for r in rows:
+            r["significance"] = None
+        return
+    if not rows:
+        return
+    page = pd.DataFrame({k: [r[k] for r in rows] for k in keys})
+    page["_i"] = np.arange(len(rows))
+    bm = _row_samples(page, keys, samples(b), column, len(b.linked.steps.name))
+    em = _row_samples(page, keys, samples(e), column, len(e.linked.steps.name))
+    for row, sig in zip(rows, S.compare(bm, em, family=family)):
+        row["significance"] = sig
+
+
+def _row_samples(page: pd.DataFrame, keys: list[str], long: pd.DataFrame, column: str, n_steps: int) -> np.ndarray:
+    out = np.zeros((len(page), n_steps))
+    if len(long) == 0 or n_steps == 0:
+        return out
+    # None input shapes (grouped by name) must join: compare as text.
+    left = page.assign(**{k: page[k].astype("string").fillna("") for k in keys})
+    right = long.assign(**{k: long[k].astype("string").fillna("") for k in keys})
+    hit = left.merge(right, on=keys, how="inner")
+    np.add.at(out, (hit["_i"].to_numpy(np.int64), hit["step"].to_numpy(np.int64)), hit[column].to_numpy(np.float64))
+    return out
