@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..analysis.attribution import Attribution
 from ..analysis.kernels import kernels
+from ..analysis.labels import BACKWARD, MODULE
 from ..analysis.ledger import merged
 from ..analysis.operators import GROUP_BY, operators, primary_column
 from ..analysis.pieces import Piece, PieceIndex, device_rows, op_rows
@@ -107,7 +109,7 @@ def diff_modules_impl(b: TraceProcessor, e: TraceProcessor, path: str = "", offs
     trend.update({k: v[page] for k, v in with_backward[2].items()})
     level = [node] + list(kids)
     _attach_significance(b, e, chain, [(row, node)] + list(zip(children, kids[page])),
-                         family=sum(1 for n in level if n.any.kind == "module"))
+                         family=sum(1 for n in level if n.any.kind == MODULE))
     return {
         "path": node.path,
         "breadcrumb": [{"name": n.any.name, "path": n.path} for n in chain],
@@ -133,22 +135,38 @@ def _attach_significance(b: TraceProcessor, e: TraceProcessor, chain: list[T.Nod
     null on other pieces, and when only one run has steps. `family`: the
     module pieces of the whole level, judged together whichever page is
     asked for (a page's marks are those of the full level)."""
-    modules = [(r, n) for r, n in pairs if n.any.kind == "module"]
+    modules = [(r, n) for r, n in pairs if n.any.kind == MODULE]
     for r, _ in pairs:
         r.update(dict.fromkeys(piece_significance.FIELDS))
     if not modules or b.has_steps != e.has_steps or len(modules) > SIGNIFICANCE_MAX_PIECES:
         return
-    # Module names from the root down to this level (the node's own name
-    # last when it is a module); each side by its own names.
-    above = [n for n in chain if n.any.kind == "module"]
+    # The module nodes from the root down to this level (the node itself
+    # last when it is a module).
+    above = [n for n in chain if n.any.kind == MODULE]
+    b_attr, e_attr = b.attribution(), e.attribution()
 
-    def path(n: T.Node, side: str) -> str:
-        line = above if n is chain[-1] else above + [n]
-        return "/".join((getattr(a, side) or a.any).name for a in line)
+    def lineage(n: T.Node) -> list[T.Node]:
+        return above if n is chain[-1] else above + [n]
 
-    paths = [(path(n, "b"), path(n, "e")) for _, n in modules]
+    paths = [(_ledger_path(lineage(n), "b", b_attr), _ledger_path(lineage(n), "e", e_attr)) for _, n in modules]
     for (r, _), marks in zip(modules, piece_significance.judge(b.ledger(), e.ledger(), paths, family)):
         r.update(marks)
+
+
+def _ledger_path(lineage: list[T.Node], side: str, attribution: Attribution) -> str:
+    """The ledger key of the last module node of `lineage` (module nodes
+    from the top down) on one side: its call's path (analysis/attribution.py),
+    the identity the ledger's module parts carry. A node that side lacks is
+    judged by the path it would have there (its nearest module above on
+    that side, then the other side's names): the module at that path in
+    the other run's steps, if it ran elsewhere."""
+    present = [i for i, n in enumerate(lineage) if getattr(n, side) is not None]
+    # Children of a node one side lacks are lacking too: the present ones lead.
+    head = present[-1] if present else -1
+    names = [n.any.name for n in lineage[head + 1:]]
+    if head >= 0:
+        names.insert(0, attribution.module_path([getattr(lineage[head], side).row])[0])
+    return "/".join(names)
 
 
 def _with_backward(b: TraceProcessor, e: TraceProcessor, node: T.Node, kids: list[T.Node]):
@@ -165,7 +183,7 @@ def _with_backward(b: TraceProcessor, e: TraceProcessor, node: T.Node, kids: lis
     bix, eix = b.backward_index(), e.backward_index()
 
     def bwd(n: T.Node) -> tuple[float | None, float | None]:
-        if n.any.kind != "module":
+        if n.any.kind != MODULE:
             return None, None
         return (bix.within(n.b.intervals) if n.b is not None else 0.0,
                 eix.within(n.e.intervals) if n.e is not None else 0.0)
@@ -181,7 +199,7 @@ def _with_backward(b: TraceProcessor, e: TraceProcessor, node: T.Node, kids: lis
         bh, eh = host(k.b), host(k.e)
         if bv is not None:
             bw, ew = bh + bv, eh + ev
-        elif k.any.kind == "backward":
+        elif k.any.kind == BACKWARD:
             # Clipped at 0: a sibling's backward ran outside this piece (another thread's window).
             bw, ew = (max(bh - claimed_b, 0.0) if k.b is not None else 0.0,
                       max(eh - claimed_e, 0.0) if k.e is not None else 0.0)
