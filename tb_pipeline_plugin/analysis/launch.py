@@ -22,8 +22,7 @@ import pandas as pd
 
 from ..trace.link import LinkedTrace
 from ..trace.table import Kind, Phase
-from .pieces import step_of
-from .per_step import step_windows
+from .step_windows import step_of, step_windows
 
 COLUMNS = ("kernels", "launch_delay_mean_us", "launch_delay_p50_us", "launch_delay_p90_us", "idle_us", "gaps",
            "host_bound_gaps", "host_bound_idle_us")

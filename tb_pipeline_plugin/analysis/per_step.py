@@ -13,19 +13,8 @@ import pandas as pd
 
 from ..trace.link import LinkedTrace
 from ..trace.table import Kind, Phase
-from .pieces import step_of
 from .operators import label_groups, operator_rows
-
-
-def step_windows(linked: LinkedTrace) -> tuple[np.ndarray, np.ndarray]:
-    """(start, end) of each step's host window: the annotation's own
-    interval (`steps.start_us` may be clipped to the previous step's device
-    end); the synthetic `all` step keeps its window."""
-    st = linked.steps
-    start = np.asarray(st.start_us, np.float64).copy()
-    real = np.asarray(st.row) >= 0
-    start[real] = linked.table.ts_us[np.asarray(st.row)[real]]
-    return start, np.asarray(st.host_end_us, np.float64)
+from .step_windows import step_of, step_windows
 
 
 def operator_steps(linked: LinkedTrace, group_by: str, column: str) -> pd.DataFrame:

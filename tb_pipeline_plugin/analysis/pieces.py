@@ -8,11 +8,9 @@ submodule calls (plus its own unknown time), a step's children are the
 top-level pieces of that step.
 
 Where the time is measured. Each trace has one *step thread* (the thread of
-the `ProfilerStep#N` annotations) and zero or more *autograd threads* (other
-threads running backward nodes: on GPU the autograd engine runs the backward
-on its own thread while the step thread waits). Together they are the
-*region threads*. A piece is a time interval; its numbers are read from the
-region threads inside that interval:
+the `ProfilerStep#N` annotations) and zero or more *autograd threads*
+(analysis/attribution.py): together the *region threads*. A piece is a time
+interval; its numbers are read from the region threads inside that interval:
 
 * `host_us`: the interval's length (wall time on the host);
 * `device_us`: summed duration of kernels / memcpy / memset whose launching
@@ -22,28 +20,26 @@ region threads inside that interval:
 Children never overlap on the step thread, so a parent's numbers are exactly
 the sum of its children's plus its unknown piece's.
 
-Backward detection (the scope asks for both sources):
-* rows at the receiving end of a `fwdbwd` flow (`LinkedTrace.backward_of`);
-* every `autograd::engine::evaluate_function: ...` operator: the autograd
-  engine wraps each node it runs in this record function (engine.cpp), which
-  also covers nodes that get no flow (`AccumulateGrad` has no sequence
-  number);
-* on an autograd thread, every top-level host event (DDP's `nccl:all_reduce`
-  hooks run there too and are backward work).
+Backward work (detected once, in analysis/attribution.py, with the threads):
+the backward markers on the step thread (`fwdbwd` flow ends and
+`autograd::engine::evaluate_function: ...` operators), and every top-level
+host event of an autograd thread (DDP's `nccl:all_reduce` hooks run there
+too and are backward work).
 Consecutive backward events of one parent form one `backward` piece spanning
 from the first one's start to the last one's end, so the engine's own time
 between nodes is counted as backward rather than unknown.
 
 Step windows are the `ProfilerStep#N` annotations' own host intervals
-(`LinkedTrace.steps` clips a step's start to the previous step's end so the
-overview never counts time twice; the annotation still holds its pieces).
+(analysis/step_windows.py).
 When one run has step annotations and the other has none, `whole_window`
 merges the steps of the first into one `all` step, comparable with the
 other's whole-trace `all` step.
 
 Everything here is computed once per trace with sorts and binary searches
 (`piece_index`, cache it with `TraceProcessor.memo`); children are cut on
-demand, which costs a few binary searches per piece.
+demand, which costs a few binary searches per piece. A piece cut from one
+event keeps its row (`Piece.row`): a module piece's identity in the ledger
+is its call's path (`Attribution.module_path`).
 """
 from __future__ import annotations
 
@@ -54,24 +50,20 @@ import numpy as np
 
 from ..trace.link import LinkedTrace, has_step_annotations
 from ..trace.names import (
-    DATA_LOADING_RE, EVALUATE_PREFIX, MODULE_PREFIX, OPTIMIZER_RE, is_data_loading, is_module, is_optimizer, is_step,
-    module_class, name_mask,
+    DATA_LOADING_RE, MODULE_PREFIX, OPTIMIZER_RE, is_data_loading, is_module, is_optimizer, is_step, module_class,
+    name_mask,
 )
 from ..trace.nesting import nest
 from ..trace.table import DEVICE_ACTIVITY_KINDS, Kind, Phase
+from .attribution import Attribution
+from .labels import (
+    ANNOTATION, BACKWARD, BACKWARD_NAME, DATA_LOADING, MODULE, OPTIMIZER, STEP, UNKNOWN, UNKNOWN_NAME,
+    WHOLE_TRACE_STEP,
+)
+from .step_windows import step_of
 
-STEP = "step"
-DATA_LOADING = "data_loading"
-MODULE = "module"
-BACKWARD = "backward"
-OPTIMIZER = "optimizer"
-ANNOTATION = "annotation"
-UNKNOWN = "unknown"
 ATOM_KINDS = (STEP, DATA_LOADING, MODULE, BACKWARD, OPTIMIZER, ANNOTATION)
 _CODE = {k: i for i, k in enumerate(ATOM_KINDS)}
-
-UNKNOWN_NAME = "unknown (not in any module)"
-WHOLE_TRACE_STEP = "all"  # LinkedTrace's step of a trace without ProfilerStep annotations
 
 
 @dataclass(frozen=True)
@@ -86,6 +78,7 @@ class Piece:
     device_us: float
     calls: int
     atom: int = -1  # index into PieceIndex atoms; -1 for backward groups and unknown
+    row: int = -1  # EventTable row of the atom's event; -1 for the synthetic `all` step, groups and unknown
     gaps: tuple = ()  # unknown pieces: the ((start, end), ...) intervals they cover
     merged: tuple = ()  # `whole_window`: the step atoms it merges
 
@@ -139,6 +132,7 @@ class PieceIndex:
     start_us: np.ndarray
     end_us: np.ndarray
     step: np.ndarray  # int64 step index, -1 outside the profiled steps
+    row: np.ndarray  # int64 EventTable row of each atom's event, -1 for the synthetic `all` step
     child_ptr: np.ndarray  # children of atom a: child_idx[child_ptr[a]:child_ptr[a + 1]], by start
     child_idx: np.ndarray
     step_atoms: np.ndarray  # atom index of each step, in step order
@@ -156,8 +150,9 @@ class PieceIndex:
             Piece(
                 kind=ATOM_KINDS[self.kind[a]], name=self.name[a], key=self.key[a], step=int(self.step[a]),
                 start_us=float(s), end_us=float(e), host_us=float(e - s), device_us=float(d), calls=int(c), atom=int(a),
+                row=int(r),
             )
-            for a, s, e, d, c in zip(atoms.tolist(), starts, ends, device, calls)
+            for a, r, s, e, d, c in zip(atoms.tolist(), self.row[atoms].tolist(), starts, ends, device, calls)
         ]
 
     def has_children(self, piece: Piece) -> bool:
@@ -251,7 +246,7 @@ def _backward_runs(index: PieceIndex, kids: np.ndarray, run_starts: np.ndarray, 
     ends = np.clip(ends, parent.start_us, parent.end_us)
     device, calls = index.region.stats(starts, ends)
     return [
-        Piece(kind=BACKWARD, name="backward", key="backward", step=parent.step, start_us=float(s), end_us=float(e),
+        Piece(kind=BACKWARD, name=BACKWARD_NAME, key=BACKWARD, step=parent.step, start_us=float(s), end_us=float(e),
               host_us=float(e - s), device_us=float(d), calls=int(c))
         for s, e, d, c in zip(starts, ends, device, calls)
     ]
@@ -280,20 +275,13 @@ def unknown_piece(index: PieceIndex, parent: Piece, kids: list[Piece]) -> Piece:
 # ---------------------------------------------------------------- building
 
 
-def piece_index(linked: LinkedTrace) -> PieceIndex:
+def piece_index(linked: LinkedTrace, attribution: Attribution) -> PieceIndex:
     t = linked.table
     host = linked.is_host
-
-    # Backward markers (see module docstring).
-    ops = np.flatnonzero(host & (t.kind == Kind.CPU_OP))
-    evaluate = ops[name_mask(t, ops, lambda name: name.startswith(EVALUATE_PREFIX))]
-    markers = np.union1d(np.flatnonzero(linked.backward_of >= 0), evaluate)
-
-    step_thread = _step_thread(linked, markers)
+    markers = attribution.backward_markers
+    step_thread, autograd_threads = attribution.step_thread, attribution.autograd_threads
     if step_thread < 0:
-        return _empty_index(linked)
-    marker_threads = np.unique(t.thread_id[markers])
-    autograd_threads = marker_threads[marker_threads != step_thread]
+        return _empty_index(linked, attribution)
     on_step = host & (t.thread_id == step_thread)
 
     kind_of_row = np.full(len(t), -1, dtype=np.int8)
@@ -312,7 +300,7 @@ def piece_index(linked: LinkedTrace) -> PieceIndex:
     atom_rows = np.flatnonzero(kind_of_row >= 0)
     st = linked.steps
     n_steps = len(st.name)
-    step_start, step_end = _step_windows(linked)
+    step_start, step_end = attribution.step_start_us, attribution.step_end_us
     # Steps are the top level. An atom belongs to the step its start falls
     # in and is clipped to that step's window; atoms starting outside every
     # step (an `epoch` annotation around the loop, the gap between steps)
@@ -327,6 +315,7 @@ def piece_index(linked: LinkedTrace) -> PieceIndex:
     n = n_steps + len(atom_rows)
     kind = np.concatenate((np.full(n_steps, _CODE[STEP], np.int8), kind_of_row[atom_rows]))
     start = np.concatenate((step_start, a_start))
+    row = np.concatenate((np.asarray(st.row, np.int64), atom_rows))
     name = np.empty(n, dtype=object)
     key = np.empty(n, dtype=object)
     name[:n_steps] = st.name
@@ -353,34 +342,11 @@ def piece_index(linked: LinkedTrace) -> PieceIndex:
     child_ptr, child_idx = _children_csr(parent, start, n)
     region = _region(linked, np.concatenate(([step_thread], autograd_threads)))
     return PieceIndex(
-        kind=kind, name=name, key=key, start_us=start, end_us=end, step=atom_step,
+        kind=kind, name=name, key=key, start_us=start, end_us=end, step=atom_step, row=row,
         child_ptr=child_ptr, child_idx=child_idx, step_atoms=np.arange(n_steps, dtype=np.int64),
         region=region, step_thread=int(step_thread), autograd_threads=autograd_threads,
         has_steps=has_step_annotations(linked.steps),
     )
-
-
-def _step_windows(linked: LinkedTrace) -> tuple[np.ndarray, np.ndarray]:
-    """(start, end) of each step's host window: its annotation's own
-    interval (`steps.start_us` may be clipped to the previous step's device
-    end); the synthetic `all` step keeps `steps.start_us`."""
-    st = linked.steps
-    real = np.asarray(st.row) >= 0
-    start = np.asarray(st.start_us, dtype=np.float64).copy()
-    start[real] = linked.table.ts_us[np.asarray(st.row)[real]]  # no gather at all when the table is empty
-    return start, np.asarray(st.host_end_us, dtype=np.float64).copy()
-
-
-def step_of(step_start: np.ndarray, step_end: np.ndarray, ts: np.ndarray) -> np.ndarray:
-    """Index of the step whose window [start, end) holds each of `ts`, -1 for
-    none (the latest-starting one where windows overlap)."""
-    if len(step_start) == 0:
-        return np.full(len(ts), -1, dtype=np.int64)
-    order = np.argsort(step_start, kind="stable")
-    k = np.searchsorted(step_start[order], ts, side="right") - 1
-    found = order[np.maximum(k, 0)]
-    ok = (k >= 0) & (ts < step_end[found])
-    return np.where(ok, found, -1).astype(np.int64)
 
 
 def _annotation_kinds(t, rows: np.ndarray) -> np.ndarray:
@@ -421,38 +387,13 @@ def _labels(t, kinds: np.ndarray, name_ids: np.ndarray) -> tuple[np.ndarray, np.
 
 def _label(kind: str, text: str) -> tuple[str, str]:
     if kind == BACKWARD:
-        return "backward", BACKWARD
+        return BACKWARD_NAME, BACKWARD
     if kind == MODULE:
         name = text[len(MODULE_PREFIX):]
         return name, module_class(name)
     family = {DATA_LOADING: DATA_LOADING_RE, OPTIMIZER: OPTIMIZER_RE}.get(kind)
     m = family.match(text) if family else None
     return text, m.group(1) if m else text
-
-
-def _step_thread(linked: LinkedTrace, markers: np.ndarray) -> int:
-    """The thread of the step annotations; without them, the thread that
-    holds the module calls / annotations (not an autograd thread)."""
-    t = linked.table
-    st = linked.steps
-    if len(st.row) and st.row[0] >= 0:
-        return int(t.thread_id[st.row[0]])
-    host = np.flatnonzero(linked.is_host)
-    if len(host) == 0:
-        return -1
-    threads = t.thread_id[host]
-    n_threads = max(len(t.threads), int(threads.max()) + 1)
-    marked = np.zeros(n_threads, dtype=bool)
-    marked[t.thread_id[markers]] = True
-    mine = np.bincount(threads, weights=np.isin(t.kind[host], (Kind.PYTHON_FUNCTION, Kind.USER_ANNOTATION)),
-                       minlength=n_threads)
-    top_time = np.bincount(threads, weights=np.where(linked.parent[host] < 0, t.dur_us[host], 0.0),
-                           minlength=n_threads)
-    present = np.bincount(threads, minlength=n_threads) > 0
-    # Lexicographic: annotations/python first, then time at the top level;
-    # a thread only running backward nodes loses ties against one that does not.
-    order = np.lexsort((top_time, ~marked, mine, present))
-    return int(order[-1])
 
 
 def _children_csr(parent: np.ndarray, start: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -483,17 +424,17 @@ def _region(linked: LinkedTrace, threads: np.ndarray) -> Region:
     )
 
 
-def _empty_index(linked: LinkedTrace) -> PieceIndex:
+def _empty_index(linked: LinkedTrace, attribution: Attribution) -> PieceIndex:
     st = linked.steps
     n = len(st.name)
     name = np.empty(n, dtype=object)
     name[:] = st.name
     key = np.full(n, STEP, dtype=object)
     empty_f, empty_i = np.empty(0), np.empty(0, np.int64)
-    start, end = _step_windows(linked)
+    start, end = attribution.step_start_us.copy(), attribution.step_end_us.copy()
     return PieceIndex(
         kind=np.full(n, _CODE[STEP], np.int8), name=name, key=key, start_us=start,
-        end_us=end, step=np.arange(n, dtype=np.int64), child_ptr=np.zeros(n + 1, np.int64),
+        end_us=end, step=np.arange(n, dtype=np.int64), row=np.asarray(st.row, np.int64), child_ptr=np.zeros(n + 1, np.int64),
         child_idx=empty_i, step_atoms=np.arange(n, dtype=np.int64),
         region=Region(empty_f, empty_i, empty_f, empty_i, np.zeros(1)), step_thread=-1, autograd_threads=empty_i,
         has_steps=has_step_annotations(linked.steps),

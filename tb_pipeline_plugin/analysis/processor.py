@@ -14,10 +14,12 @@ from typing import Any, Callable
 
 from ..trace import EventTable, load_trace
 from ..trace.link import LinkedTrace, has_step_annotations, link
+from .attribution import Attribution, attribute
+from .backward_index import BackwardIndex, backward_index
 from .kernels import kernels
 from .launch import launch_health
 from .per_step import kernel_steps, operator_steps
-from .ledger import BackwardIndex, StepLedger, backward_index, step_ledger
+from .ledger import StepLedger, step_ledger
 from .modules import module_tree
 from .operators import operators, primary_column
 from .overview import overview
@@ -95,16 +97,22 @@ class TraceProcessor:
     def modules(self) -> list[dict]:
         return self.memo("modules", lambda: module_tree(self.linked))
 
+    def attribution(self) -> Attribution:
+        """Each operator's step, part (module path, forward or backward) and
+        the forward operator that created it, decided once: what the pieces,
+        the ledger and the backward index read (analysis/attribution.py)."""
+        return self.memo("attribution", lambda: attribute(self.linked))
+
     def pieces(self) -> PieceIndex:
         """The run cut into comparable pieces (steps, data loading, modules,
         backward, optimizer, unknown): what the module diff aligns."""
-        return self.memo("pieces", lambda: piece_index(self.linked))
+        return self.memo("pieces", lambda: piece_index(self.linked, self.attribution()))
 
     def ledger(self) -> StepLedger:
         """Per step, where its time went (data loading, each module's forward
         and backward, optimizer, host time outside operators, ...): the
         samples behind the explanation and its significance."""
-        return self.memo("ledger", lambda: step_ledger(self.linked, self.pieces()))
+        return self.memo("ledger", lambda: step_ledger(self.linked, self.attribution()))
 
     def launch_health(self):
         """Per step: launch-to-kernel-start delays, device idle gaps, and the
@@ -122,4 +130,4 @@ class TraceProcessor:
     def backward_index(self) -> BackwardIndex:
         """Backward operators by the start of the forward operator that
         created them: a module call's backward time (diff/modules)."""
-        return self.memo("backward_index", lambda: backward_index(self.linked, self.pieces()))
+        return self.memo("backward_index", lambda: backward_index(self.linked, self.attribution()))

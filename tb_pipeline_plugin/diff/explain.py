@@ -23,7 +23,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..analysis.ledger import BACKWARD_PHASE, FORWARD, StepLedger, spikiness
+from ..analysis.labels import (
+    BACKWARD, BACKWARD_PHASE, COMMUNICATION, DATA_LOADING, DATA_LOADING_NAME, DEVICE, FORWARD, HOST, OPTIMIZER,
+    UNATTRIBUTED_BACKWARD_NAME, UNKNOWN,
+)
+from ..analysis.ledger import StepLedger, spikiness
 from . import significance as S
 from .delta import delta_pct
 
@@ -34,13 +38,13 @@ MAX_DEPTH = 16
 WATERFALL_BARS = 8
 SENTENCE_CONTRIBUTORS = 3
 LABELS = {
-    "data_loading": "data loading",
-    "backward": "backward (unattributed)",
-    "optimizer": "optimizer",
-    "communication": "communication",
-    "unknown": "operators outside any module",
-    "host": "host time outside operators (Python, framework, waiting for the GIL)",
-    "device": "GPU work after the host step",
+    DATA_LOADING: DATA_LOADING_NAME,
+    BACKWARD: UNATTRIBUTED_BACKWARD_NAME,
+    OPTIMIZER: "optimizer",
+    COMMUNICATION: "communication",
+    UNKNOWN: "operators outside any module",
+    HOST: "host time outside operators (Python, framework, waiting for the GIL)",
+    DEVICE: "GPU work after the host step",
     "stall": "operators stalled (waiting inside an operator: the GIL, a device sync, preemption)",
 }
 STALL = "stall:stall"

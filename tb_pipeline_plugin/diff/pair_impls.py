@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis.kernels import kernels
+from ..analysis.labels import BACKWARD, MODULE
 from ..analysis.ledger import merged
 from ..analysis.operators import GROUP_BY, operators, primary_column
 from ..analysis.pieces import Piece, PieceIndex, device_rows, op_rows
@@ -108,7 +109,7 @@ def diff_modules_impl(b: TraceProcessor, e: TraceProcessor, path: str = "", offs
     trend.update({k: v[page] for k, v in with_backward[2].items()})
     level = [node] + list(kids)
     significance_marks.mark_pieces(b, e, chain, [(row, node)] + list(zip(children, kids[page])),
-                                   family=sum(1 for n in level if n.any.kind == "module"))
+                                   family=sum(1 for n in level if n.any.kind == MODULE))
     return {
         "path": node.path,
         "breadcrumb": [{"name": n.any.name, "path": n.path} for n in chain],
@@ -137,7 +138,7 @@ def _with_backward(b: TraceProcessor, e: TraceProcessor, node: T.Node, kids: lis
     bix, eix = b.backward_index(), e.backward_index()
 
     def bwd(n: T.Node) -> tuple[float | None, float | None]:
-        if n.any.kind != "module":
+        if n.any.kind != MODULE:
             return None, None
         return (bix.within(n.b.intervals) if n.b is not None else 0.0,
                 eix.within(n.e.intervals) if n.e is not None else 0.0)
@@ -153,7 +154,7 @@ def _with_backward(b: TraceProcessor, e: TraceProcessor, node: T.Node, kids: lis
         bh, eh = host(k.b), host(k.e)
         if bv is not None:
             bw, ew = bh + bv, eh + ev
-        elif k.any.kind == "backward":
+        elif k.any.kind == BACKWARD:
             # Clipped at 0: a sibling's backward ran outside this piece (another thread's window).
             bw, ew = (max(bh - claimed_b, 0.0) if k.b is not None else 0.0,
                       max(eh - claimed_e, 0.0) if k.e is not None else 0.0)

@@ -23,7 +23,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..analysis.ledger import BACKWARD_PHASE, FORWARD, StepLedger
+from ..analysis.attribution import Attribution
+from ..analysis.labels import BACKWARD_PHASE, FORWARD, MODULE
+from ..analysis.ledger import StepLedger
 from ..analysis.processor import TraceProcessor
 from . import significance as S
 from . import tree as T
@@ -47,22 +49,38 @@ def mark_pieces(b: TraceProcessor, e: TraceProcessor, chain: list[T.Node], pairs
     """Set `PIECE_FIELDS` on each (row, node) of `pairs` (in place): the
     level's node and children at the end of `chain`. `family`: the module
     pieces of the whole level."""
-    modules = [(r, n) for r, n in pairs if n.any.kind == "module"]
+    modules = [(r, n) for r, n in pairs if n.any.kind == MODULE]
     for r, _ in pairs:
         r.update(dict.fromkeys(PIECE_FIELDS))
     if not modules or not per_step(b, e) or len(modules) > MAX_PIECES:
         return
-    # Module names from the root down to this level (the node's own name
-    # last when it is a module); each side by its own names.
-    above = [n for n in chain if n.any.kind == "module"]
+    # The module nodes from the root down to this level (the node itself
+    # last when it is a module).
+    above = [n for n in chain if n.any.kind == MODULE]
+    b_attr, e_attr = b.attribution(), e.attribution()
 
-    def path(n: T.Node, side: str) -> str:
-        line = above if n is chain[-1] else above + [n]
-        return "/".join((getattr(a, side) or a.any).name for a in line)
+    def lineage(n: T.Node) -> list[T.Node]:
+        return above if n is chain[-1] else above + [n]
 
-    paths = [(path(n, "b"), path(n, "e")) for _, n in modules]
+    paths = [(_ledger_path(lineage(n), "b", b_attr), _ledger_path(lineage(n), "e", e_attr)) for _, n in modules]
     for (r, _), marks in zip(modules, judge_modules(b.ledger(), e.ledger(), paths, family)):
         r.update(marks)
+
+
+def _ledger_path(lineage: list[T.Node], side: str, attribution: Attribution) -> str:
+    """The ledger key of the last module node of `lineage` (module nodes
+    from the top down) on one side: its call's path (analysis/attribution.py),
+    the identity the ledger's module parts carry. A node that side lacks is
+    judged by the path it would have there (its nearest module above on
+    that side, then the other side's names): the module at that path in
+    the other run's steps, if it ran elsewhere."""
+    present = [i for i, n in enumerate(lineage) if getattr(n, side) is not None]
+    # Children of a node one side lacks are lacking too: the present ones lead.
+    head = present[-1] if present else -1
+    names = [n.any.name for n in lineage[head + 1:]]
+    if head >= 0:
+        names.insert(0, attribution.module_path([getattr(lineage[head], side).row])[0])
+    return "/".join(names)
 
 
 def judge_modules(b: StepLedger, e: StepLedger, paths: list[tuple[str, str]], family: int | None = None) -> list[dict]:
@@ -85,7 +103,7 @@ def _module_samples(ledger: StepLedger, paths: list[str], phase: str | None) -> 
     """paths x steps matrix of µs: each path's module and its submodules."""
     steps = ledger.steps["step"].to_numpy()
     out = np.zeros((len(paths), len(steps)))
-    parts = ledger.parts[ledger.parts["kind"] == "module"]
+    parts = ledger.parts[ledger.parts["kind"] == MODULE]
     if phase is not None:
         parts = parts[parts["phase"] == phase]
     if not len(parts) or not len(steps):
