@@ -407,7 +407,7 @@ def worker_main(limit_bytes: int, work: Path, seed: int) -> None:
             tf = TraceFile("r", "w", "1", str(path), 0, 0.0)
             out = []
             if level >= 1:
-                out += [views.overview_impl(tp, tf), views.operators_impl(tp, "name"),
+                out += [views.overview_impl(tp, tf.selection()), views.operators_impl(tp, "name"),
                         views.operators_impl(tp, "name_and_shape"), views.kernels_impl(tp), views.modules_impl(tp)]
             if level >= 2:
                 out += [pair_impls.diff_overview_impl(tp, tp),

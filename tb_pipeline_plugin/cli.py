@@ -235,8 +235,13 @@ def _diff(args, out) -> int:
     print(f"baseline:     {args.baseline}\nexperimental: {args.experimental}\n", file=out)
     explanation = c.explanation
     print(explanation["sentence"], file=out)
-    print(f"(Noise bands assume recordings of one configuration land within ±{explanation['between_run_pct']:g} % "
-          "of each other: --between-run-pct; `tb-pipeline noise` measures it.)", file=out)
+    noise = explanation["noise"]
+    if noise["source"] == "measured":
+        print(f"({noise['note']}.)", file=out)
+    else:
+        print(f"(Noise bands assume recordings of one configuration land within ±{explanation['between_run_pct']:g} % "
+              "of each other: --between-run-pct; `tb-pipeline record --repeat 3` records groups whose noise is "
+              "measured.)", file=out)
     if explanation["note"]:
         print(f"({explanation['note']})", file=out)
     if explanation.get("pipeline"):

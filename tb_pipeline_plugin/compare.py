@@ -23,6 +23,7 @@ from functools import cached_property
 
 import pandas as pd
 
+from .analysis.group import RecordingGroup
 from .analysis.processor import TraceProcessor
 from .diff import pair_impls, tables
 from .diff import tree as T
@@ -30,21 +31,29 @@ from .sources.artifacts import load_statistics
 from .sources.logdir import discover_runs, resolve
 
 def _run(path: str) -> tuple[dict, str]:
-    """The runs with traces under a run directory and the one it means."""
-    runs = {name: info for name, info in discover_runs(path).items() if info.traces}
+    """The runs with traces under a run directory and the one it means (a
+    group of recordings: the directory itself)."""
+    found = discover_runs(path)
+    group = found.get(".")
+    if group is not None and group.recordings and not group.traces:
+        return found, "."
+    runs = {name: info for name, info in found.items() if info.traces}
     if not runs:
         raise FileNotFoundError(f"no trace files (*.pt.trace.json[.gz], *.json[.gz]) in {path}")
     if "." in runs:
         return runs, "."
     if len(runs) == 1:
         return runs, next(iter(runs))
-    raise ValueError(f"{path} holds several runs ({', '.join(runs)}); pass one of them")
+    raise ValueError(f"{path} holds several runs ({', '.join(runs)}); pass one of them, or record a group "
+                     "of recordings with `tb-pipeline record --repeat N`")
 
 
-def load(source, worker: str | None = None, span: str | None = None) -> TraceProcessor:
+def load(source, worker: str | None = None, span: str | None = None) -> TraceProcessor | RecordingGroup:
     """A trace file, a run directory (its traces directly inside; the first
-    worker and its last span unless given) or an already loaded trace."""
-    if isinstance(source, TraceProcessor):
+    worker and its last span unless given), a group of recordings (each
+    recording's default trace, as one `RecordingGroup`) or an already
+    loaded trace."""
+    if isinstance(source, (TraceProcessor, RecordingGroup)):
         return source
     path = os.fspath(source)
     if os.path.isfile(path):
@@ -54,6 +63,9 @@ def load(source, worker: str | None = None, span: str | None = None) -> TracePro
     if not os.path.isdir(path):
         raise FileNotFoundError(f"no trace file or run directory at {path}")
     runs, run = _run(path)
+    members = runs[run].recordings
+    if members and not (worker or span):
+        return RecordingGroup([TraceProcessor.load(resolve(runs, m).path) for m in members], members)
     return TraceProcessor.load(resolve(runs, run, worker, span).path)
 
 
@@ -61,7 +73,7 @@ def statistics(source):
     """The recorded pipeline statistics (pipeline.PipelineTables) of the run
     a source belongs to (a trace file: the run directory holding it), or
     None without any, or for an already loaded trace."""
-    if isinstance(source, TraceProcessor):
+    if isinstance(source, (TraceProcessor, RecordingGroup)):
         return None
     path = os.fspath(source)
     if os.path.isfile(path):
@@ -71,13 +83,14 @@ def statistics(source):
     else:
         runs, run = _run(path)
     info = runs.get(run)
+    # A group's recordings each have their own statistics: not joined here.
     return load_statistics(info.path) if info is not None and info.pipeline_files else None
 
 
 @dataclass
 class Comparison:
-    baseline: TraceProcessor
-    experimental: TraceProcessor
+    baseline: TraceProcessor | RecordingGroup
+    experimental: TraceProcessor | RecordingGroup
     group_by: str = "name"
     # Both runs' recorded pipeline statistics (PipelineTables), when both have them.
     pipelines: tuple | None = None

@@ -8,6 +8,9 @@ const sig = (verdict: Significance["verdict"], low: number | null = 10, high: nu
   ci_high: verdict === "too_few_steps" ? null : high,
   baseline_steps: verdict === "too_few_steps" ? 2 : 8,
   experimental_steps: 8,
+  baseline_recordings: 1,
+  experimental_recordings: 1,
+  noise: "assumed",
 });
 
 describe("significance marks", () => {
@@ -19,6 +22,10 @@ describe("significance marks", () => {
     });
     expect(significanceMark(sig("within_noise"))?.label).toBe("within noise (8 vs 8 steps)");
     expect(significanceMark(sig("too_few_steps"))?.label).toBe("too few steps to judge (2 vs 8 steps; 3 per run needed)");
+  });
+  it("names the recordings a group's verdict rests on", () => {
+    const grouped = { ...sig("significant", 1500, 2500), baseline_recordings: 3, experimental_recordings: 3, noise: "measured" as const };
+    expect(significanceMark(grouped)?.label).toBe("significant (8 vs 8 steps in 3 vs 3 recordings, 95 % interval 1.50 ms to 2.50 ms)");
   });
   it("has no mark for a delta without samples", () => {
     expect(significanceMark(null)).toBeNull();

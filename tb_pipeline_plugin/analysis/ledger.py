@@ -193,9 +193,19 @@ def spikiness(step_us: np.ndarray) -> dict:
 
 def merged(ledger: StepLedger) -> StepLedger:
     """All steps as one `all` step (sums): the counterpart of a trace without
-    step annotations, whose one step is the whole trace."""
-    steps = pd.DataFrame({"step": [0], "name": [WHOLE_TRACE_STEP], "step_us": [float(ledger.steps["step_us"].sum())],
-                          "host_us": [float(ledger.steps["host_us"].sum())]})
-    parts = ledger.parts.assign(step=0).groupby(["step", "kind", "key", "phase"], as_index=False,
-                                                sort=False)[["us", "stall_us"]].sum()
+    step annotations, whose one step is the whole trace. A group's pooled
+    ledger (a `recording` column) keeps one such step per recording."""
+    if "recording" not in ledger.steps:
+        steps = pd.DataFrame({"step": [0], "name": [WHOLE_TRACE_STEP],
+                              "step_us": [float(ledger.steps["step_us"].sum())],
+                              "host_us": [float(ledger.steps["host_us"].sum())]})
+        parts = ledger.parts.assign(step=0).groupby(["step", "kind", "key", "phase"], as_index=False,
+                                                    sort=False)[["us", "stall_us"]].sum()
+        return StepLedger(steps=steps, parts=parts)
+    recording = ledger.steps.set_index("step")["recording"]
+    steps = ledger.steps.groupby("recording", as_index=False, sort=True)[["step_us", "host_us"]].sum()
+    steps = steps.assign(step=steps["recording"], name=WHOLE_TRACE_STEP)[["step", "name", "step_us", "host_us",
+                                                                          "recording"]]
+    parts = ledger.parts.assign(step=ledger.parts["step"].map(recording).to_numpy()).groupby(
+        ["step", "kind", "key", "phase"], as_index=False, sort=False)[["us", "stall_us"]].sum()
     return StepLedger(steps=steps, parts=parts)

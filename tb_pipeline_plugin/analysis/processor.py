@@ -63,6 +63,15 @@ class TraceProcessor:
         return has_step_annotations(self.linked.steps)
 
     @property
+    def step_count(self) -> int:
+        """Steps of the trace (one for a trace without ProfilerStep annotations)."""
+        return len(self.linked.steps.name)
+
+    # A single recording; analysis/group.py's RecordingGroup pools several.
+    recordings = 1
+    recording_of_step = None
+
+    @property
     def operator_primary(self) -> str:
         """The column operators are ranked by in this trace alone."""
         return primary_column(self.has_device)

@@ -56,8 +56,9 @@ def explain(b: StepLedger, e: StepLedger) -> dict:
     e_step = e.steps["step_us"].to_numpy(np.float64)
     b_mean = float(b_step.mean()) if len(b_step) else 0.0
     e_mean = float(e_step.mean()) if len(e_step) else 0.0
-    total = S.compare_one(b_step, e_step, reference=b_mean)
-    contributors = _contributors(b, e, b_mean)
+    recordings = (S.ledger_recordings(b), S.ledger_recordings(e))
+    total = S.step_time(b_step, e_step, recordings)
+    contributors = _contributors(b, e, b_mean, recordings)
     step = {
         "baseline_us": round(b_mean, 3), "experimental_us": round(e_mean, 3),
         "delta_us": round(e_mean - b_mean, 3), "delta_pct": delta_pct(b_mean, e_mean - b_mean),
@@ -70,6 +71,9 @@ def explain(b: StepLedger, e: StepLedger) -> dict:
         "contributors": contributors,
         "waterfall": waterfall(b_mean, e_mean, contributors),
         "between_run_pct": S.between_run_pct(),
+        "noise": {"source": total["noise"], "baseline_recordings": total["baseline_recordings"],
+                  "experimental_recordings": total["experimental_recordings"],
+                  "note": S.noise_note(total["baseline_recordings"], total["experimental_recordings"])},
     }
 
 
@@ -153,13 +157,13 @@ def _open_modules(b: StepLedger, e: StepLedger) -> dict:
     return depth_of
 
 
-def _contributors(b: StepLedger, e: StepLedger, reference_us: float) -> list[dict]:
+def _contributors(b: StepLedger, e: StepLedger, reference_us: float, recordings: tuple) -> list[dict]:
     depth_of = _open_modules(b, e)
     bm, em = _matrix(b, depth_of), _matrix(e, depth_of)
     ids = bm.index.union(em.index)
     bm, em = bm.reindex(ids, fill_value=0.0), em.reindex(ids, fill_value=0.0)
     sig = S.compare(bm.to_numpy(), em.to_numpy(), np.full(len(ids), reference_us),
-                    min_effect_pct=S.CONTRIBUTOR_MIN_EFFECT_PCT)
+                    min_effect_pct=S.CONTRIBUTOR_MIN_EFFECT_PCT, recordings=recordings)
     phases = {p: (_matrix(b, depth_of, p).reindex(ids, fill_value=0.0),
                   _matrix(e, depth_of, p).reindex(ids, fill_value=0.0)) for p in (FORWARD, BACKWARD_PHASE)}
     b_mean = bm.mean(axis=1) if bm.shape[1] else pd.Series(0.0, index=ids)

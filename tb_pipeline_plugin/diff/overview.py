@@ -70,24 +70,34 @@ def step_samples(overview: dict, metric: str) -> np.ndarray | None:
     return np.array(values, dtype=np.float64)
 
 
-def _significance(baseline: dict, experimental: dict) -> dict[str, dict]:
-    """The per-step metrics, judged as one family against the baseline's
-    mean step time (a category is a part of the step)."""
-    metrics = [m for m, _, _ in OVERVIEW_METRICS
-               if step_samples(baseline, m) is not None and step_samples(experimental, m) is not None]
+STEP_TIME = "avg_step_time_us"
+
+
+def _significance(baseline: dict, experimental: dict, recordings: tuple) -> dict[str, dict]:
+    """The step time judged on its own (`significance.step_time`, the
+    verdict the explanation shows too), the breakdown categories as one
+    family against the baseline's mean step time (a category is a part of
+    the step)."""
+    out = {}
+    b_step, e_step = step_samples(baseline, STEP_TIME), step_samples(experimental, STEP_TIME)
+    if b_step is not None and e_step is not None:
+        out[STEP_TIME] = S.step_time(b_step, e_step, recordings)
+    metrics = [m for m, _, _ in OVERVIEW_METRICS if m != STEP_TIME
+               and step_samples(baseline, m) is not None and step_samples(experimental, m) is not None]
     if not metrics:
-        return {}
+        return out
     b = np.array([step_samples(baseline, m) for m in metrics]).reshape(len(metrics), -1)
     e = np.array([step_samples(experimental, m) for m in metrics]).reshape(len(metrics), -1)
-    step_time = step_samples(baseline, "avg_step_time_us")
-    ref = float(step_time.mean()) if step_time is not None and len(step_time) else 0.0
-    return dict(zip(metrics, S.compare(b, e, np.full(len(metrics), ref))))
+    ref = float(b_step.mean()) if b_step is not None and len(b_step) else 0.0
+    out.update(zip(metrics, S.compare(b, e, np.full(len(metrics), ref), recordings=recordings)))
+    return out
 
 
-def overview_rows(baseline: dict, experimental: dict) -> list[dict]:
+def overview_rows(baseline: dict, experimental: dict, recordings: tuple = (None, None)) -> list[dict]:
     """Every overview metric: both values, delta, delta % (None where
-    undefined), and the significance of the per-step ones."""
-    significance = _significance(baseline, experimental)
+    undefined), and the significance of the per-step ones. `recordings`:
+    each side's recording of every step of its overview (None for one)."""
+    significance = _significance(baseline, experimental, recordings)
     rows = []
     for metric, label, unit in OVERVIEW_METRICS:
         b, e = overview_value(baseline, metric), overview_value(experimental, metric)

@@ -49,13 +49,16 @@ def device_present(b: TraceProcessor, e: TraceProcessor) -> bool:
 def diff_overview_impl(b: TraceProcessor, e: TraceProcessor) -> dict:
     present = device_present(b, e)
     if b.has_steps == e.has_steps:
-        return {"device_present": present, "rows": overview_rows(b.overview(), e.overview()), "note": None}
+        rows = overview_rows(b.overview(), e.overview(), (b.recording_of_step, e.recording_of_step))
+        return {"device_present": present, "rows": rows, "note": None}
     # Per-step averages of a 3-step trace against one whole-trace "step"
     # would show a regression that is not there: compare whole windows.
     without = "baseline" if not b.has_steps else "experimental"
     note = (f"The {without} trace has no ProfilerStep annotations, so both runs are compared over their "
             "whole profiled window (all steps taken as one).")
-    rows = overview_rows(b.overview(whole_window=True), e.overview(whole_window=True))
+    # Whole windows: one step per recording.
+    rows = overview_rows(b.overview(whole_window=True), e.overview(whole_window=True),
+                         tuple(None if tp.recordings == 1 else np.arange(tp.recordings) for tp in (b, e)))
     return {"device_present": present, "rows": rows, "note": note}
 
 
@@ -76,7 +79,8 @@ def diff_explain_impl(b: TraceProcessor, e: TraceProcessor, pipelines: tuple | N
     elif present:
         note = ("Step time is the Overview's (a step lasts until its GPU work ends); the contributors are measured "
                 "on the host, and `GPU work after the host step` is the difference.")
-    launch = launch_rows(b.launch_health(), e.launch_health()) if present else []
+    launch = (launch_rows(b.launch_health(), e.launch_health(), (b.recording_of_step, e.recording_of_step))
+              if present else [])
     out = {"device_present": present, **explain(bl, el), "launch": launch, "note": note, "pipeline": None}
     if pipelines is not None:
         out["pipeline"] = pipeline_part(*pipelines)

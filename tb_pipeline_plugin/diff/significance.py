@@ -48,6 +48,23 @@ interval, in quadrature and at its confidence:
   a shared or throttling machine set `TB_PIPELINE_BETWEEN_RUN_PCT` (or
   `tb-pipeline diff --between-run-pct`) to what two recordings of one
   configuration there differ by.
+
+Groups of recordings (`tb-pipeline record --repeat N`): the spread between
+recordings is measured, not assumed. With two or more recordings on each
+side the interval is a Welch t interval of the difference of the
+recordings' means (each recording one sample, as benchstat and pyperf
+compare benchmark processes): it holds every source of noise at once (the
+steps' spread, level drift, the machine between recordings) without a
+model of any. With several recordings on one side only, that side's
+measured spread of recording means replaces the assumed between-run
+spread of the step bootstrap above.
+
+No verdict rests on one step: before judging, the step furthest from its
+recording's median is pulled in to the next furthest on its side (in
+recordings of at least `MIN_ROBUST_STEPS` steps), so one preempted or
+stalled step cannot make a delta significant, nor hide one, while an
+effect that recurs across steps (a thread holding the GIL every few steps)
+still counts. The reported delta stays the plain difference of means.
 """
 from __future__ import annotations
 
@@ -56,6 +73,7 @@ import os
 from statistics import NormalDist
 
 import numpy as np
+from scipy import stats
 
 SIGNIFICANT, WITHIN_NOISE, TOO_FEW_STEPS = "significant", "within_noise", "too_few_steps"
 VERDICTS = (SIGNIFICANT, WITHIN_NOISE, TOO_FEW_STEPS)
@@ -80,6 +98,10 @@ DRIFT_TEST_P = 0.05
 DRIFT_CHUNK_FLOATS = 4_000_000
 BETWEEN_RUN_PCT = 2.0
 BETWEEN_RUN_ENV = "TB_PIPELINE_BETWEEN_RUN_PCT"
+MIN_ROBUST_STEPS = 5
+MIN_RECORDINGS = 2
+# Where a band's between-recording noise came from.
+MEASURED, ASSUMED = "measured", "assumed"
 
 _log = logging.getLogger(__name__)
 
@@ -129,7 +151,8 @@ def resample_means(samples: np.ndarray, resamples: int = RESAMPLES, seed: int = 
 
 
 def compare(baseline: np.ndarray, experimental: np.ndarray, reference: np.ndarray | None = None,
-            family: int | None = None, min_effect_pct: float = MIN_EFFECT_PCT) -> list[dict]:
+            family: int | None = None, min_effect_pct: float = MIN_EFFECT_PCT,
+            recordings: tuple[np.ndarray | None, np.ndarray | None] = (None, None)) -> list[dict]:
     """Significance of each row's delta. `baseline` (k x nb) and
     `experimental` (k x ne) are per-step samples of k quantities;
     `reference` (k), the magnitude a delta is judged against (default: each
@@ -137,33 +160,103 @@ def compare(baseline: np.ndarray, experimental: np.ndarray, reference: np.ndarra
     together (at least k: more when these are one page of a larger family,
     or rows with different step counts compared one call each);
     `min_effect_pct`, the least |delta| that is a finding, in % of the
-    reference."""
+    reference; `recordings`, each side's recording of every step (column),
+    None for one recording."""
     b = np.atleast_2d(np.asarray(baseline, dtype=np.float64))
     e = np.atleast_2d(np.asarray(experimental, dtype=np.float64))
     k, nb, ne = b.shape[0], b.shape[1], e.shape[1]
+    b_rec, e_rec = (_labels(r, n) for r, n in zip(recordings, (nb, ne)))
+    counts = (len(np.unique(b_rec)), len(np.unique(e_rec)))
     delta = (e.mean(axis=1) if ne else np.zeros(k)) - (b.mean(axis=1) if nb else np.zeros(k))
     if reference is None:
         reference = np.abs(b.mean(axis=1)) if nb else np.zeros(k)
     reference = np.asarray(reference, dtype=np.float64)
+    noise = MEASURED if max(counts) >= MIN_RECORDINGS else ASSUMED
     if nb < MIN_STEPS or ne < MIN_STEPS:
-        return [_result(TOO_FEW_STEPS, d, None, None, nb, ne) for d in delta]
-    # Different seeds per side: the two runs' resamples are independent.
-    diffs = resample_means(e, seed=SEED + 1) - resample_means(b, seed=SEED)
+        return [_result(TOO_FEW_STEPS, d, None, None, nb, ne, counts, noise) for d in delta]
     alpha = (1.0 - CONFIDENCE) / max(family or 0, k) / 2.0
-    low = np.quantile(diffs, alpha, axis=1)
-    high = np.quantile(diffs, 1.0 - alpha, axis=1)
-    run_sd = between_run_pct() / 100.0
-    run_var = (run_sd * b.mean(axis=1)) ** 2 + (run_sd * e.mean(axis=1)) ** 2
-    drift = NormalDist().inv_cdf(1.0 - alpha) * np.sqrt(level_variance(b) + level_variance(e) + run_var)
-    low = delta - np.hypot(delta - low, drift)
-    high = delta + np.hypot(high - delta, drift)
-    material = np.abs(delta) >= min_effect_pct / 100.0 * reference
+    bt, et = _without_one_step(b, b_rec), _without_one_step(e, e_rec)
+    center = et.mean(axis=1) - bt.mean(axis=1)
+    if min(counts) >= MIN_RECORDINGS:
+        low, high = _recordings_interval(bt, b_rec, et, e_rec, alpha)
+    else:
+        diffs = resample_means(et, seed=SEED + 1) - resample_means(bt, seed=SEED)
+        low = np.quantile(diffs, alpha, axis=1)
+        high = np.quantile(diffs, 1.0 - alpha, axis=1)
+        if max(counts) >= MIN_RECORDINGS:  # one side's recordings measure the spread for both
+            rec, labels = (bt, b_rec) if counts[0] >= MIN_RECORDINGS else (et, e_rec)
+            run_sd = _recording_spread(rec, labels)
+        else:
+            run_sd = between_run_pct() / 100.0
+        run_var = (run_sd * bt.mean(axis=1)) ** 2 + (run_sd * et.mean(axis=1)) ** 2
+        drift = NormalDist().inv_cdf(1.0 - alpha) * np.sqrt(level_variance(bt) + level_variance(et) + run_var)
+        low = center - np.hypot(center - low, drift)
+        high = center + np.hypot(high - center, drift)
+    material = np.abs(center) >= min_effect_pct / 100.0 * reference
     out = []
     for i in range(k):
         excludes_zero = low[i] > 0 or high[i] < 0
         verdict = SIGNIFICANT if excludes_zero and material[i] else WITHIN_NOISE
-        out.append(_result(verdict, delta[i], low[i], high[i], nb, ne))
+        out.append(_result(verdict, delta[i], low[i], high[i], nb, ne, counts, noise))
     return out
+
+
+def _labels(recording: np.ndarray | None, n: int) -> np.ndarray:
+    return np.zeros(n, dtype=np.int64) if recording is None else np.asarray(recording)
+
+
+def _segments(labels: np.ndarray) -> list[np.ndarray]:
+    """Column indices of each recording, in first-seen order."""
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    return [np.flatnonzero(inverse == i) for i in np.argsort(first)]
+
+
+def _without_one_step(samples: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """`samples` with, in each row and recording of at least
+    `MIN_ROBUST_STEPS` steps, the step furthest from the median pulled in to
+    the next furthest on its side (module docstring)."""
+    out = samples.copy()
+    for cols in _segments(labels):
+        if len(cols) < MIN_ROBUST_STEPS:
+            continue
+        x = out[:, cols]
+        ordered = np.sort(x, axis=1)
+        far = np.argmax(np.abs(x - np.median(x, axis=1, keepdims=True)), axis=1)
+        rows = np.arange(len(x))
+        high = x[rows, far] >= np.median(x, axis=1)
+        x[rows, far] = np.where(high, ordered[:, -2], ordered[:, 1])
+        out[:, cols] = x
+    return out
+
+
+def _recording_means(samples: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """k x recordings: each row's mean over each recording's steps."""
+    return np.stack([samples[:, cols].mean(axis=1) for cols in _segments(labels)], axis=1)
+
+
+def _recordings_interval(b: np.ndarray, b_rec: np.ndarray, e: np.ndarray, e_rec: np.ndarray,
+                         alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Welch t interval of mean(experimental recordings) - mean(baseline
+    recordings), at 1 - 2 alpha."""
+    mb, me = _recording_means(b, b_rec), _recording_means(e, e_rec)
+    rb, re_ = mb.shape[1], me.shape[1]
+    vb, ve = mb.var(axis=1, ddof=1) / rb, me.var(axis=1, ddof=1) / re_
+    se = np.sqrt(vb + ve)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = (vb + ve) ** 2 / (vb ** 2 / (rb - 1) + ve ** 2 / (re_ - 1))
+    df = np.where(np.isfinite(df) & (df > 0), df, rb + re_ - 2)
+    center = me.mean(axis=1) - mb.mean(axis=1)
+    half = stats.t.ppf(1.0 - alpha, df) * se
+    return center - half, center + half
+
+
+def _recording_spread(samples: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Each row's spread of recording means, relative to their mean (one
+    standard deviation): the between-run spread, measured."""
+    m = _recording_means(samples, labels)
+    mean = np.abs(m.mean(axis=1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(mean > 0, m.std(axis=1, ddof=1) / np.where(mean > 0, mean, 1.0), 0.0)
 
 
 def level_variance(samples: np.ndarray) -> np.ndarray:
@@ -209,12 +302,29 @@ def _block_means_var(samples: np.ndarray, blocks: list[np.ndarray]) -> np.ndarra
     return means.var(axis=-1, ddof=1)
 
 
-def compare_one(baseline, experimental, reference: float | None = None) -> dict:
+def compare_one(baseline, experimental, reference: float | None = None,
+                recordings: tuple[np.ndarray | None, np.ndarray | None] = (None, None)) -> dict:
     ref = None if reference is None else np.array([reference])
-    return compare(np.asarray(baseline, np.float64)[None, :], np.asarray(experimental, np.float64)[None, :], ref)[0]
+    return compare(np.asarray(baseline, np.float64)[None, :], np.asarray(experimental, np.float64)[None, :], ref,
+                   recordings=recordings)[0]
 
 
-def _result(verdict: str, delta: float, low, high, nb: int, ne: int) -> dict:
+def step_time(baseline_us, experimental_us, recordings: tuple = (None, None)) -> dict:
+    """The verdict on the step-time delta: one quantity, against the
+    baseline's mean step. The one definition the explanation's headline, the
+    overview's step-time row and the CLI's gate all show."""
+    b = np.asarray(baseline_us, np.float64)
+    return compare_one(b, experimental_us, reference=float(b.mean()) if len(b) else 0.0, recordings=recordings)
+
+
+def ledger_recordings(ledger) -> np.ndarray | None:
+    """The recording of each step of a step ledger (a group's pooled ledger
+    has a `recording` column), None for one recording."""
+    return ledger.steps["recording"].to_numpy() if "recording" in ledger.steps else None
+
+
+def _result(verdict: str, delta: float, low, high, nb: int, ne: int, recordings: tuple[int, int],
+            noise: str) -> dict:
     return {
         "verdict": verdict,
         "delta": round(float(delta), 3),
@@ -222,7 +332,20 @@ def _result(verdict: str, delta: float, low, high, nb: int, ne: int) -> dict:
         "ci_high": None if high is None else round(float(high), 3),
         "baseline_steps": int(nb),
         "experimental_steps": int(ne),
+        "baseline_recordings": int(recordings[0]),
+        "experimental_recordings": int(recordings[1]),
+        "noise": noise,
     }
+
+
+def noise_note(b_recordings: int, e_recordings: int) -> str:
+    """Where the noise bands of a comparison came from, in words."""
+    if max(b_recordings, e_recordings) >= MIN_RECORDINGS:
+        return (f"Noise measured across {b_recordings} + {e_recordings} recordings"
+                + (" (a test on the recordings' means)" if min(b_recordings, e_recordings) >= MIN_RECORDINGS
+                   else " (one side's spread between recordings taken for both)"))
+    return (f"Noise assumed: recordings of one configuration land within ±{between_run_pct():g} % of each "
+            "other (record groups with `tb-pipeline record --repeat 3` to measure it)")
 
 
 def half_width(sig: dict) -> float | None:

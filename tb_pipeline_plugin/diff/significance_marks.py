@@ -94,7 +94,8 @@ def judge_modules(b: StepLedger, e: StepLedger, paths: list[tuple[str, str]], fa
     for field, phase in PIECE_PHASES.items():
         bm = _module_samples(b, [p for p, _ in paths], phase)
         em = _module_samples(e, [p for _, p in paths], phase)
-        for i, sig in enumerate(S.compare(bm, em, reference, family=family)):
+        recordings = (S.ledger_recordings(b), S.ledger_recordings(e))
+        for i, sig in enumerate(S.compare(bm, em, reference, family=family, recordings=recordings)):
             out[i][field] = sig
     return out
 
@@ -135,9 +136,10 @@ def mark_rows(b: TraceProcessor, e: TraceProcessor, rows: list[dict], keys: list
         return
     page = pd.DataFrame({k: [r[k] for r in rows] for k in keys})
     page["_i"] = np.arange(len(rows))
-    bm = _row_samples(page, keys, samples(b), column, len(b.linked.steps.name))
-    em = _row_samples(page, keys, samples(e), column, len(e.linked.steps.name))
-    for row, sig in zip(rows, S.compare(bm, em, family=family)):
+    bm = _row_samples(page, keys, samples(b), column, b.step_count)
+    em = _row_samples(page, keys, samples(e), column, e.step_count)
+    recordings = (b.recording_of_step, e.recording_of_step)
+    for row, sig in zip(rows, S.compare(bm, em, family=family, recordings=recordings)):
         row["significance"] = sig
 
 

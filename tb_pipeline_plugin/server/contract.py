@@ -199,10 +199,15 @@ InputBoundVerdict = Literal["yes", "partly", "no", "unknown"]
 SignificanceVerdict = Literal["significant", "within_noise", "too_few_steps"]
 
 
+NoiseSource = Literal["measured", "assumed"]
+
+
 class Significance(_Shape):
-    """Is a delta more than the runs' step-to-step noise (docs/http_api.md,
-    "Significance")? `ci_low` / `ci_high`: the bootstrap interval of the
-    delta (null with too few steps); the steps each side's samples come from."""
+    """Is a delta more than the runs' noise (docs/http_api.md,
+    "Significance")? `ci_low` / `ci_high`: the interval of the delta (null
+    with too few steps); the steps and recordings each side's samples come
+    from; `noise`: whether the spread between recordings was measured (a
+    side with two or more recordings) or assumed (`between_run_pct`)."""
 
     verdict: SignificanceVerdict
     delta: Number
@@ -210,6 +215,18 @@ class Significance(_Shape):
     ci_high: Number | None
     baseline_steps: int
     experimental_steps: int
+    baseline_recordings: int
+    experimental_recordings: int
+    noise: NoiseSource
+
+
+class ExplainNoise(_Shape):
+    """Where the explanation's noise bands came from, for the sentence's reader."""
+
+    source: NoiseSource
+    baseline_recordings: int
+    experimental_recordings: int
+    note: str
 
 
 class DiffOverviewRow(_Shape):
@@ -362,9 +379,11 @@ class DiffExplainResponse(_Shape):
     note: str | None
     # Both runs have recorded pipeline statistics; null otherwise.
     pipeline: ExplainPipeline | None
-    # The spread between recordings of one configuration that every noise
-    # band assumed, % (TB_PIPELINE_BETWEEN_RUN_PCT; docs/http_api.md, Significance).
+    # The spread between recordings of one configuration that a noise band
+    # assumes where it cannot measure it, % (TB_PIPELINE_BETWEEN_RUN_PCT;
+    # docs/http_api.md, Significance).
     between_run_pct: float
+    noise: ExplainNoise
 
 
 PieceKind = Literal["root", "step", "data_loading", "module", "backward", "optimizer", "annotation", "unknown"]
@@ -390,9 +409,9 @@ class DiffPiece(_Shape, kw_only=True):
     experimental_device_us: float
     delta_device_us: float
     delta_device_pct: float | None
-    baseline_calls: int
-    experimental_calls: int
-    delta_calls: int
+    baseline_calls: Number
+    experimental_calls: Number
+    delta_calls: Number
     # The node only: its children were aligned by an approximate fallback.
     approximate: bool | None = None
     # Module pieces (diff/modules only): backward operators whose forward
@@ -453,9 +472,9 @@ class DiffModulesResponse(_Shape):
 class DiffOperatorRow(_Shape):
     name: str
     input_shape: str | None
-    baseline_calls: int
-    experimental_calls: int
-    delta_calls: int
+    baseline_calls: Number
+    experimental_calls: Number
+    delta_calls: Number
     delta_calls_pct: float | None
     baseline_host_self_us: float
     experimental_host_self_us: float
@@ -479,9 +498,9 @@ class DiffOperatorRow(_Shape):
 
 class DiffKernelRow(_Shape):
     name: str
-    baseline_calls: int
-    experimental_calls: int
-    delta_calls: int
+    baseline_calls: Number
+    experimental_calls: Number
+    delta_calls: Number
     delta_calls_pct: float | None
     baseline_total_us: float
     experimental_total_us: float
@@ -869,9 +888,9 @@ class DiffPipelineStageRow(_Shape):
 class DiffPipelineCallbackRow(_Shape):
     name: str
     kind: str
-    baseline_calls: int
-    experimental_calls: int
-    delta_calls: int
+    baseline_calls: Number
+    experimental_calls: Number
+    delta_calls: Number
     delta_calls_pct: float | None
     baseline_per_step_s: float
     experimental_per_step_s: float

@@ -20,6 +20,7 @@ from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
 from ..analysis.diagnostic import report as diagnostic_report
+from ..analysis.group import RecordingGroup
 from ..analysis.pipeline import report as pipeline_report
 from ..analysis.pipeline_trace import steps_from_trace
 from ..analysis.processor import TraceProcessor
@@ -35,7 +36,7 @@ from . import params as Q
 from . import run_impls
 from .gc_freeze import freeze_startup_objects
 from .http import json_response, json_routes, static_response
-from .store import LoadStore, Pending
+from .store import LoadState, LoadStore, Pending, PendingAll
 
 T = TypeVar("T")
 
@@ -46,6 +47,18 @@ _RESCAN_INTERVAL_S = 2.0
 _FORCED_RESCAN_INTERVAL_S = 0.5
 _MAX_RANK_SUMMARIES = 8192
 _MAX_STATISTICS = 64
+_MAX_GROUPS = 8
+
+
+def _group_state(members: list[LoadState | None]) -> LoadState:
+    """A group's load state: failed if a recording failed, loading while one
+    loads, unloaded while one is; ready when all are."""
+    known = [m for m in members if m is not None]
+    for status in ("failed", "loading", "unloaded"):
+        hit = next((m for m in known if m.status == status), None)
+        if hit is not None:
+            return LoadState(status, error=hit.error)
+    return LoadState("ready", warnings=[w for m in known for w in m.warnings])
 
 
 class PipelinePlugin(base_plugin.TBPlugin):
@@ -74,6 +87,8 @@ class PipelinePlugin(base_plugin.TBPlugin):
         self._scanned: dict[str, RunInfo] = {}
         self._scanned_at = -1e9
         self._scan_lock = threading.Lock()
+        self._groups: dict[tuple, RecordingGroup] = {}
+        self._groups_lock = threading.Lock()
         # Last: every module is imported by now; a full GC pass over them
         # would otherwise land on a request (server/gc_freeze.py).
         freeze_startup_objects()
@@ -162,17 +177,41 @@ class PipelinePlugin(base_plugin.TBPlugin):
         return self._ask(store or self._store, Source(kind, tf.path), stat_file(tf.path), who,
                          f"the trace file of {who} is gone")
 
-    def _ask_selection(self, p: Q.RunParams) -> tuple[Pending, TraceFile]:
-        tf = self._resolve(p.run, p.worker, p.span)
-        return self._ask_trace(tf), tf
+    def _ask_selection(self, p: Q.RunParams) -> tuple[Pending | PendingAll, dict]:
+        return self._ask_side(p.run, p.worker, p.span)
+
+    def _ask_side(self, run: str, worker: str = "", span: str = "") -> tuple[Pending | PendingAll, dict]:
+        """One side of a comparison and its reference: a run's trace, or for
+        a group of recordings (no worker or span asked) every recording's
+        default trace, read as one `RecordingGroup`."""
+        members = [] if worker or span else self._lookup(lambda runs: run_info(runs, run)).recordings
+        if not members:
+            tf = self._resolve(run, worker, span)
+            return self._ask_trace(tf), tf.selection()
+        files = [self._resolve(m) for m in members]
+        pending = PendingAll(tuple(self._ask_trace(tf) for tf in files),
+                             lambda tps: self._group(tps, [tf.run for tf in files]))
+        return pending, {"run": run, "worker": "", "span": ""}
+
+    def _group(self, members: list[TraceProcessor], names: list[str]) -> RecordingGroup:
+        """The group of these loaded recordings, made once while they stay loaded."""
+        key = tuple(id(m) for m in members)
+        with self._groups_lock:
+            group = self._groups.get(key)
+            if group is None or group.members != members:
+                group = RecordingGroup(members, names)
+                self._groups[key] = group
+                while len(self._groups) > _MAX_GROUPS:
+                    self._groups.pop(next(iter(self._groups)))
+            return group
 
     def _pair(self, p: Q.PairParams) -> tuple[TraceProcessor, TraceProcessor, dict]:
-        """Both traces and the references a pair answer carries. Both sides
+        """Both sides and the references a pair answer carries. Both sides
         are asked for before either answers 409, so a diff's first request
-        queues both traces ahead of the prefetches."""
-        b_tf, e_tf = self._resolve(p.baseline, p.b_worker, p.b_span), self._resolve(p.experimental, p.e_worker, p.e_span)
-        b, e = self._ask_trace(b_tf), self._ask_trace(e_tf)
-        return b.value(), e.value(), {"baseline": b_tf.selection(), "experimental": e_tf.selection()}
+        queues both ahead of the prefetches."""
+        b, b_ref = self._ask_side(p.baseline, p.b_worker, p.b_span)
+        e, e_ref = self._ask_side(p.experimental, p.e_worker, p.e_span)
+        return b.value(), e.value(), {"baseline": b_ref, "experimental": e_ref}
 
     def _ask_diagnostic(self, run: str) -> Pending:
         path = self._lookup(lambda runs: resolve_diagnostic(runs, run))
@@ -247,11 +286,14 @@ class PipelinePlugin(base_plugin.TBPlugin):
                 # opens the first two runs by default) while the store has room
                 # for them; the others stay `unloaded` until a data route asks.
                 states[name] = self._store.summary(Source("trace", tf.path), tf.size, tf.mtime, prefetch=True)
+        for name, info in runs.items():
+            if info.recordings and not info.traces:
+                states[name] = _group_state([states.get(m) for m in info.recordings])
         return run_impls.runs_impl(runs, states)
 
     def _overview(self, p: Q.RunParams) -> dict:
-        trace, tf = self._ask_selection(p)
-        return run_impls.overview_impl(trace.value(), tf)
+        trace, ref = self._ask_selection(p)
+        return run_impls.overview_impl(trace.value(), ref)
 
     def _operators(self, p: Q.OperatorsParams) -> dict:
         return run_impls.operators_impl(self._ask_selection(p)[0].value(), p.group_by)

@@ -33,8 +33,9 @@ def runs_impl(runs: dict[str, RunInfo], states: dict[str, LoadState]) -> dict:
     return {"runs": out, "loading": any(r["status"] == "loading" for r in out)}
 
 
-def overview_impl(tp: TraceProcessor, tf: TraceFile) -> dict:
-    return {**tf.selection(), **tp.overview(), "device_present": tp.has_device}
+def overview_impl(tp: TraceProcessor, selection: dict) -> dict:
+    """`selection`: the run, worker and span the overview is of."""
+    return {**selection, **tp.overview(), "device_present": tp.has_device}
 
 
 def operators_impl(tp: TraceProcessor, group_by: str) -> dict:

@@ -77,6 +77,18 @@ class Pending:
         return Pending(self.state, self.subject, self.plural, derive)
 
 
+@dataclass(frozen=True)
+class PendingAll:
+    """Several artifacts read as one (a group's recordings): their values,
+    or the first 409 / 422 among them, combined by `combine`."""
+
+    parts: tuple[Pending, ...]
+    combine: Callable[[list], Any]
+
+    def value(self) -> Any:
+        return self.combine([p.value() for p in self.parts])
+
+
 class _Entry:
     __slots__ = ("key", "token", "status", "value", "error", "warnings", "evicted", "done", "priority", "started")
 

@@ -64,6 +64,8 @@ class RunInfo:
     diagnostic_files: list[str] = field(default_factory=list)
     # What discovery left out of this run, and why (a name clash, say).
     notes: list[str] = field(default_factory=list)
+    # A group of recordings of one configuration: its member runs' names.
+    recordings: list[str] = field(default_factory=list)
 
     def statistics_identity(self) -> tuple[int, float] | None:
         """(total bytes, newest mtime) of the statistics files, stat'ed now:

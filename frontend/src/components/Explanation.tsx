@@ -50,10 +50,16 @@ export function Explanation({ client, sel, reloadToken }: { client: ApiClient; s
           <NoteText text={ex.note} />
         </p>
       )}
-      <p class="note" data-testid="explanation-noise">
-        Noise bands: each run's step-to-step spread and level drift, and ±{ex.between_run_pct} % between two recordings
-        of one configuration (<code>TB_PIPELINE_BETWEEN_RUN_PCT</code>; measure your machine's with{" "}
-        <code>tb-pipeline noise</code>).
+      <p class="note" data-testid="explanation-noise" data-noise={ex.noise.source}>
+        {ex.noise.source === "measured" ? (
+          <>Noise bands: {ex.noise.note}.</>
+        ) : (
+          <>
+            Noise bands: each run's step-to-step spread and level drift, and ±{ex.between_run_pct} % assumed between
+            two recordings of one configuration (<code>TB_PIPELINE_BETWEEN_RUN_PCT</code>; record groups with{" "}
+            <code>tb-pipeline record --repeat 3</code> to measure it).
+          </>
+        )}
       </p>
       <div class="grid2">
         <Waterfall ex={ex} />

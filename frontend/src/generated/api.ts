@@ -454,6 +454,7 @@ export interface components {
             note: string | null;
             pipeline: components["schemas"]["ExplainPipeline"] | null;
             between_run_pct: number;
+            noise: components["schemas"]["ExplainNoise"];
         };
         /** DiffKernelRow */
         DiffKernelRow: {
@@ -742,6 +743,17 @@ export interface components {
             changed: boolean;
             baseline_data_wait_pct: number | null;
             experimental_data_wait_pct: number | null;
+        };
+        /**
+         * ExplainNoise
+         * @description Where the explanation's noise bands came from, for the sentence's reader.
+         */
+        ExplainNoise: {
+            /** @enum {unknown} */
+            source: "assumed" | "measured";
+            baseline_recordings: number;
+            experimental_recordings: number;
+            note: string;
         };
         /**
          * ExplainPipeline
@@ -1115,9 +1127,11 @@ export interface components {
         };
         /**
          * Significance
-         * @description Is a delta more than the runs' step-to-step noise (docs/http_api.md,
-         *         "Significance")? `ci_low` / `ci_high`: the bootstrap interval of the
-         *         delta (null with too few steps); the steps each side's samples come from.
+         * @description Is a delta more than the runs' noise (docs/http_api.md,
+         *         "Significance")? `ci_low` / `ci_high`: the interval of the delta (null
+         *         with too few steps); the steps and recordings each side's samples come
+         *         from; `noise`: whether the spread between recordings was measured (a
+         *         side with two or more recordings) or assumed (`between_run_pct`).
          */
         Significance: {
             /** @enum {unknown} */
@@ -1127,6 +1141,10 @@ export interface components {
             ci_high: number | null;
             baseline_steps: number;
             experimental_steps: number;
+            baseline_recordings: number;
+            experimental_recordings: number;
+            /** @enum {unknown} */
+            noise: "assumed" | "measured";
         };
         /** Spikiness */
         Spikiness: {

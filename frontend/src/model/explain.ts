@@ -47,7 +47,11 @@ export interface Mark {
 /** The mark of a delta's significance; null when the delta has none (not per step). */
 export function significanceMark(sig: Significance | null | undefined): Mark | null {
   if (!sig) return null;
-  const steps = `${sig.baseline_steps} vs ${sig.experimental_steps} steps`;
+  const recordings =
+    sig.baseline_recordings > 1 || sig.experimental_recordings > 1
+      ? ` in ${sig.baseline_recordings} vs ${sig.experimental_recordings} recordings`
+      : "";
+  const steps = `${sig.baseline_steps} vs ${sig.experimental_steps} steps${recordings}`;
   if (sig.verdict === "significant") {
     const band = sig.ci_low !== null && sig.ci_high !== null ? `, 95 % interval ${fmtUs(sig.ci_low)} to ${fmtUs(sig.ci_high)}` : "";
     return { symbol: "●", label: `significant (${steps}${band})`, cls: "sig" };
