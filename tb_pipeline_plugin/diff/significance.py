@@ -51,9 +51,9 @@ interval, in quadrature and at its confidence:
 
 Groups of recordings (`tb-pipeline record --repeat N`): the spread between
 recordings is measured, not assumed. With two or more recordings on each
-side the interval is a Welch t interval of the difference of the
-recordings' means (each recording one sample, as benchstat and pyperf
-compare benchmark processes): it holds every source of noise at once (the
+side the interval is a Student t interval of the difference of the
+recordings' means, their variance pooled over both sides (each recording
+one sample, as benchstat and pyperf compare benchmark processes): it holds every source of noise at once (the
 steps' spread, level drift, the machine between recordings) without a
 model of any. With several recordings on one side only, that side's
 measured spread of recording means replaces the assumed between-run
@@ -236,15 +236,16 @@ def _recording_means(samples: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 def _recordings_interval(b: np.ndarray, b_rec: np.ndarray, e: np.ndarray, e_rec: np.ndarray,
                          alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """Welch t interval of mean(experimental recordings) - mean(baseline
-    recordings), at 1 - 2 alpha."""
+    """Student t interval of mean(experimental recordings) - mean(baseline
+    recordings), at 1 - 2 alpha, the recordings' spread pooled over both
+    sides: the machine that scatters one side's recordings scatters the
+    other's, and pooling doubles the degrees of freedom a handful of
+    recordings give."""
     mb, me = _recording_means(b, b_rec), _recording_means(e, e_rec)
     rb, re_ = mb.shape[1], me.shape[1]
-    vb, ve = mb.var(axis=1, ddof=1) / rb, me.var(axis=1, ddof=1) / re_
-    se = np.sqrt(vb + ve)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        df = (vb + ve) ** 2 / (vb ** 2 / (rb - 1) + ve ** 2 / (re_ - 1))
-    df = np.where(np.isfinite(df) & (df > 0), df, rb + re_ - 2)
+    df = rb + re_ - 2
+    pooled = ((rb - 1) * mb.var(axis=1, ddof=1) + (re_ - 1) * me.var(axis=1, ddof=1)) / df
+    se = np.sqrt(pooled * (1.0 / rb + 1.0 / re_))
     center = me.mean(axis=1) - mb.mean(axis=1)
     half = stats.t.ppf(1.0 - alpha, df) * se
     return center - half, center + half

@@ -1,0 +1,122 @@
+"""Groups of recordings: each recording its own process (tests/group_runs.py),
+compared as groups with the noise between recordings measured.
+
+Null groups (one configuration, 3 + 3 recordings) must show no significant
+change, also while another process keeps a core busy; a group whose second
+block is 4x wider must name that block first, significant. The step verdict
+is one number wherever it is shown.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from group_runs import busy_core, load_group, record_interleaved
+from json_oracle import load_events
+from tb_pipeline_plugin.compare import compare
+from tb_pipeline_plugin.diff import significance as S
+
+N = 3
+WIDE = {"wide_block": 1}
+
+
+@pytest.fixture(scope="module")
+def groups(tmp_path_factory):
+    root = tmp_path_factory.mktemp("groups")
+    quiet = record_interleaved({"base": (root / "base", {}), "same": (root / "same", {}),
+                                "wide": (root / "wide", WIDE)}, N)
+    with busy_core():
+        busy = record_interleaved({"base_busy": (root / "base_busy", {}), "same_busy": (root / "same_busy", {})}, N)
+    return {**quiet, **busy}
+
+
+def _significant(explanation: dict) -> list[str]:
+    return [c["name"] for c in explanation["contributors"] if c["significance"]["verdict"] == S.SIGNIFICANT]
+
+
+@pytest.mark.parametrize("pair", [("base", "same"), ("base_busy", "same_busy")], ids=["quiet", "busy_core"])
+def test_null_groups_show_no_significant_change(groups, pair):
+    c = compare(load_group(groups[pair[0]]), load_group(groups[pair[1]]))
+    ex = c.explanation
+    assert ex["step"]["significance"]["verdict"] != S.SIGNIFICANT, ex["sentence"]
+    assert _significant(ex) == [], ex["sentence"]
+    assert ex["noise"] == {"source": "measured", "baseline_recordings": N, "experimental_recordings": N,
+                           "note": S.noise_note(N, N)}
+    assert "measured across 3 + 3 recordings" in ex["noise"]["note"]
+
+
+def test_wider_block_group_is_named_first_and_significant(groups):
+    c = compare(load_group(groups["base"]), load_group(groups["wide"]))
+    ex = c.explanation
+    first = ex["contributors"][0]
+    assert first["name"] == "Block_1", ex["sentence"]
+    assert first["significance"]["verdict"] == S.SIGNIFICANT
+    assert first["significance"]["baseline_recordings"] == N and first["significance"]["noise"] == "measured"
+    assert ex["step"]["significance"]["verdict"] == S.SIGNIFICANT
+    assert ex["sentence"].startswith("Experimental is")
+
+
+@pytest.mark.parametrize("pair", [("base", "same"), ("base", "wide"), ("base_busy", "same_busy")])
+def test_the_step_verdict_is_one_number(groups, pair):
+    c = compare(load_group(groups[pair[0]]), load_group(groups[pair[1]]))
+    from tb_pipeline_plugin.diff.pair_impls import diff_overview_impl
+
+    rows = diff_overview_impl(c.baseline, c.experimental)["rows"]
+    row = next(r for r in rows if r["metric"] == "avg_step_time_us")
+    assert row["significance"] == c.explanation["step"]["significance"]
+
+
+def test_pooled_step_time_matches_the_json(groups):
+    """The group's mean step: every ProfilerStep of every recording, from the trace JSON."""
+    paths = groups["base"]
+    durations = [e["dur"] for p in paths for e in load_events(p)[1]
+                 if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")]
+    group = load_group(paths)
+    assert len(group.ledger().steps) == len(durations) == N * len(group.members[0].ledger().steps)
+    assert group.overview()["avg_step_time_us"] == pytest.approx(np.mean(durations), rel=1e-6)
+    assert list(group.recording_of_step) == [i for i in range(N) for _ in range(len(durations) // N)]
+
+
+def test_group_tables_are_the_mean_recording(groups):
+    group = load_group(groups["base"])
+    ops = group.operators().set_index("name")
+    each = [m.operators().set_index("name") for m in group.members]
+    for name in ("aten::addmm", "aten::relu"):
+        assert ops.loc[name, "calls"] == pytest.approx(np.mean([t.loc[name, "calls"] for t in each]))
+        assert ops.loc[name, "host_self_us"] == pytest.approx(np.mean([t.loc[name, "host_self_us"] for t in each]))
+
+
+def test_one_bad_step_does_not_decide_a_verdict():
+    """A preempted step (10x) among steady ones neither makes nor hides a
+    change; the same excess recurring in a third of the steps is one."""
+    rng = np.random.default_rng(0)
+    b = 1000 + rng.normal(0, 5, 12)
+    e = 1000 + rng.normal(0, 5, 12)
+    spiked = e.copy()
+    spiked[5] = 10_000
+    assert S.compare_one(b, spiked)["verdict"] == S.WITHIN_NOISE
+    recurring = e.copy()
+    recurring[::3] += 1000
+    assert S.compare_one(b, recurring)["verdict"] == S.SIGNIFICANT
+    # A real shift with one bad baseline step is still found.
+    shifted, bad_b = e + 100, b.copy()
+    bad_b[2] = 20_000
+    assert S.compare_one(bad_b, shifted)["verdict"] == S.SIGNIFICANT
+
+
+def test_recordings_interval_is_a_pooled_t_on_recording_means():
+    """With 3 + 3 recordings the band is a Student t interval of the
+    recordings' means, their variance pooled over both sides."""
+    from scipy import stats
+
+    rng = np.random.default_rng(1)
+    b_means, e_means = np.array([100.0, 104.0, 98.0]), np.array([120.0, 126.0, 119.0])
+    b = np.concatenate([m + rng.normal(0, 0.01, 6) for m in b_means])
+    e = np.concatenate([m + rng.normal(0, 0.01, 6) for m in e_means])
+    labels = np.repeat(np.arange(3), 6)
+    sig = S.compare_one(b, e, recordings=(labels, labels))
+    pooled = (2 * b_means.var(ddof=1) + 2 * e_means.var(ddof=1)) / 4
+    half = stats.t.ppf(0.975, 4) * np.sqrt(pooled * (1 / 3 + 1 / 3))
+    assert sig["ci_high"] - sig["ci_low"] == pytest.approx(2 * half, rel=1e-3)
+    assert sig["noise"] == "measured" and sig["baseline_recordings"] == 3
+    assert sig["verdict"] == S.SIGNIFICANT
