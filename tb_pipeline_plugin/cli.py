@@ -2,7 +2,7 @@
 
     tb-pipeline diff BASELINE EXPERIMENTAL [--top N] [--fail-if METRIC>PCT ...] [--require-significance]
                          [--between-run-pct PCT]
-    tb-pipeline record --logdir DIR [--run NAME] [--headspace N] -- python train.py ...
+    tb-pipeline record --logdir DIR [--run NAME] [--headspace N] [--repeat N] -- python train.py ...
     tb-pipeline summarize LOGDIR [--scheduler tcp://HOST:8786] [--processes N] [--cache-dir DIR]
     tb-pipeline noise RUN RUN [RUN ...]
 
@@ -21,7 +21,9 @@ how far two recordings of one configuration land apart on this machine
 (default 2 %, a dedicated machine's), which widens every noise band. Gates on other metrics
 (memory, GPU utilisation) have no per-step samples and are unaffected.
 `record` runs a training command with the pipeline-statistics hooks
-installed and exits with the command's status.
+installed and exits with the command's status; with `--repeat N` it runs it
+N times into RUN/r1 ... RUN/rN, a group of recordings (RUN/recordings.json),
+and exits non-zero if any recording failed.
 `noise` measures, from recordings of one configuration, how far runs land
 apart on this machine, and prints the `--between-run-pct` that covers it.
 `summarize` parses every trace of a logdir into the plugin's cache (on a
@@ -136,6 +138,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="host metrics sampling period (default 1; 0 disables)")
     r.add_argument("--spdl-interval", type=float, default=1.0, metavar="SECONDS",
                    help="SPDL stage statistics period (default 1)")
+    r.add_argument("--repeat", type=int, metavar="N",
+                   help="record CMD N times, one process after the other, into RUN/r1 ... RUN/rN: a group "
+                        "of recordings (RUN/recordings.json); torch.profiler's tensorboard_trace_handler "
+                        "traces go into each recording's directory")
     r.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the training command")
     r.set_defaults(run=run_record)
     s = sub.add_parser("summarize", help="parse every trace of a logdir into the plugin's cache",
@@ -201,7 +207,8 @@ def run_record(args) -> int:
     from .record.launcher import run_recorded
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
-    return run_recorded(cmd, args.logdir, args.run_name, args.headspace, args.host_interval, args.spdl_interval)
+    return run_recorded(cmd, args.logdir, args.run_name, args.headspace, args.host_interval, args.spdl_interval,
+                        args.repeat)
 
 
 def run_diff(args, out=None) -> int:

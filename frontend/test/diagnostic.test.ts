@@ -19,7 +19,7 @@ import {
   verdictTone,
 } from "../src/model/diagnostic";
 
-const run = (name: string, kinds: RunInfo["kinds"]): RunInfo => ({ name, workers: [], kinds, status: "ready", error: null, warnings: [] });
+const run = (name: string, kinds: RunInfo["kinds"]): RunInfo => ({ name, workers: [], kinds, status: "ready", error: null, warnings: [], recordings: [] });
 
 function point(concurrency: number, qps: number, cpu_pct: number, peak_memory_bytes = 1 << 20): DiagnosticPoint {
   return {

@@ -27,6 +27,7 @@ const run = (name: string, workers: number, kinds: RunInfo["kinds"] = ["trace"])
   status: "ready",
   error: null,
   warnings: [],
+  recordings: [],
 });
 
 /** A rank whose step is split [computation, communication, idle] µs. */

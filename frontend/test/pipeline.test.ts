@@ -114,7 +114,7 @@ describe("trends over several runs", () => {
     expect(hostTrend(runs, "cpu_pct").ys).toEqual([[40, 60]]);
   });
   it("offers runs with statistics or a trace that are not plotted yet", () => {
-    const run = (name: string, kinds: RunInfo["kinds"]): RunInfo => ({ name, workers: [], kinds, status: "ready", error: null, warnings: [] });
+    const run = (name: string, kinds: RunInfo["kinds"]): RunInfo => ({ name, workers: [], kinds, status: "ready", error: null, warnings: [], recordings: [] });
     const runs = [run("b", ["pipeline"]), run("e", ["pipeline"]), run("headspace", ["pipeline"]), run("diag", ["diagnostic"]), run("t", ["trace"])];
     expect(extraRunChoices(runs, ["b", "e"])).toEqual(["headspace", "t"]);
   });

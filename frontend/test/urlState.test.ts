@@ -14,9 +14,9 @@ import {
 } from "../src/model/urlState";
 
 const RUNS: RunInfo[] = [
-  { name: "baseline", workers: [{ name: "w0", spans: ["1", "2"] }, { name: "w1", spans: ["5"] }], kinds: ["trace"], status: "ready", error: null, warnings: [] },
-  { name: "experimental", workers: [{ name: "w0", spans: ["7"] }], kinds: ["trace"], status: "ready", error: null, warnings: [] },
-  { name: "slow loader", workers: [{ name: "host", spans: ["3"] }], kinds: ["trace"], status: "loading", error: null, warnings: [] },
+  { name: "baseline", workers: [{ name: "w0", spans: ["1", "2"] }, { name: "w1", spans: ["5"] }], kinds: ["trace"], status: "ready", error: null, warnings: [], recordings: [] },
+  { name: "experimental", workers: [{ name: "w0", spans: ["7"] }], kinds: ["trace"], status: "ready", error: null, warnings: [], recordings: [] },
+  { name: "slow loader", workers: [{ name: "host", spans: ["3"] }], kinds: ["trace"], status: "loading", error: null, warnings: [], recordings: [] },
 ];
 
 const FULL: UrlState = {

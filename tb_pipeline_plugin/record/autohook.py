@@ -9,6 +9,8 @@ The launcher puts `record/boot/` on PYTHONPATH; its sitecustomize.py calls
     TB_PIPELINE_HOST_INTERVAL_S   host sampling period (default 1; 0 disables)
     TB_PIPELINE_SPDL_INTERVAL_S   SPDL interval stats period (default 1)
     TB_PIPELINE_COMMAND      the launched command line (JSON list), for the run record
+    TB_PIPELINE_TRACE_DIR    where torch.profiler's tensorboard_trace_handler writes
+                             instead of the script's directory (record --repeat; trace_dir.py)
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import os
 import sys
 
 from ..import_hook import when_imported
+from . import trace_dir
 
 ENV_LOGDIR = "TB_PIPELINE_LOGDIR"
 ENV_RUN = "TB_PIPELINE_RUN"
@@ -42,6 +45,9 @@ def _float_env(name: str, default: float) -> float:
 
 
 def install():
+    # Before the checks below: every process of the recording redirects its
+    # traces, not only the one that records statistics.
+    trace_dir.install()
     if os.environ.get("TB_PIPELINE_DIAGNOSTIC_MODE") == "1":
         from tb_pipeline_plugin.diagnose.hooks import install as install_diagnostic
         install_diagnostic()

@@ -1,5 +1,6 @@
-"""`tb-pipeline record --logdir DIR [--run NAME] [--headspace N] -- CMD ...`:
-run CMD with the recording hooks installed, no change to the script."""
+"""`tb-pipeline record --logdir DIR [--run NAME] [--headspace N] [--repeat N] -- CMD ...`:
+run CMD with the recording hooks installed, no change to the script
+(`--repeat`: N times, a group of recordings; record/repeat.py)."""
 from __future__ import annotations
 
 import json
@@ -8,6 +9,8 @@ import subprocess
 import sys
 
 from . import autohook
+from .repeat import run_repeated
+from .trace_dir import ENV_TRACE_DIR
 from .writer import run_name_default
 
 BOOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "boot")
@@ -28,12 +31,16 @@ def record_env(logdir: str, run: str, headspace: int = 0, host_interval_s: float
     env[autohook.ENV_SPDL_INTERVAL] = str(spdl_interval_s)
     env[autohook.ENV_COMMAND] = json.dumps(list(command or []))
     env.pop(autohook.ENV_OWNER, None)
+    # Set per recording by --repeat only: one inherited from an enclosing
+    # recording must not redirect this one's traces.
+    env.pop(ENV_TRACE_DIR, None)
     return env
 
 
 def run_recorded(command: list[str], logdir: str, run: str | None = None, headspace: int = 0,
-                 host_interval_s: float = 1.0, spdl_interval_s: float = 1.0) -> int:
-    """Runs `command` recording into {logdir}/{run}; returns its exit status."""
+                 host_interval_s: float = 1.0, spdl_interval_s: float = 1.0, repeat: int | None = None) -> int:
+    """Runs `command` recording into {logdir}/{run}; returns its exit status.
+    With `repeat`: N recordings into {logdir}/{run}/r1 ... rN, a group."""
     if not command:
         raise ValueError("no command to run: tb-pipeline record --logdir DIR -- python train.py ...")
     if headspace < 0:
@@ -41,6 +48,9 @@ def run_recorded(command: list[str], logdir: str, run: str | None = None, headsp
     if host_interval_s < 0 or spdl_interval_s <= 0:
         raise ValueError("intervals must be > 0 seconds (host interval 0 disables host sampling)")
     run = run or run_name_default()
+    if repeat is not None:
+        return run_repeated(command, logdir, run, repeat, lambda member: record_env(
+            logdir, member, headspace, host_interval_s, spdl_interval_s, command))
     env = record_env(logdir, run, headspace, host_interval_s, spdl_interval_s, command)
     print(f"tb-pipeline: recording into {os.path.join(logdir, run)}", file=sys.stderr)
     try:

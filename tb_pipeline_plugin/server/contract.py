@@ -39,7 +39,7 @@ class ErrorResponse(_Shape, kw_only=True):
 # ---------------------------------------------------------------- runs
 
 RunStatus = Literal["ready", "loading", "failed", "unloaded"]
-RunKind = Literal["trace", "pipeline", "diagnostic"]
+RunKind = Literal["trace", "pipeline", "diagnostic", "group"]
 
 
 class WorkerInfo(_Shape):
@@ -54,6 +54,8 @@ class RunInfo(_Shape):
     status: RunStatus
     error: str | None
     warnings: list[str]
+    # A group (kind "group"): its member runs, in recording order; empty for a plain run.
+    recordings: list[str]
 
 
 class RunsResponse(_Shape):

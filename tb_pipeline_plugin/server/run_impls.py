@@ -29,6 +29,7 @@ def runs_impl(runs: dict[str, RunInfo], states: dict[str, LoadState]) -> dict:
             "error": state.error if state and status == "failed" else None,
             # What discovery left out (a name clash), then what the load lost.
             "warnings": list(info.notes) + (list(state.warnings) if state else []),
+            "recordings": list(info.recordings),
         })
     return {"runs": out, "loading": any(r["status"] == "loading" for r in out)}
 

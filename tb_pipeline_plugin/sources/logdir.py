@@ -22,14 +22,16 @@ from tensorboard.compat import tf
 
 from ..errors import BadRequest, NotFound
 from ..formats.diagnostic import DIAGNOSTIC_DIR, RESULTS_FILE
+from ..formats.group import MANIFEST_FILE
 from ..formats.pipeline import PIPELINE_DIR
 from ..pipeline.composer import looks_like_composer
+from . import groups
 
 logger = logging.getLogger(__name__)
 
 KINETO_RE = re.compile(r"^(.*?)(\.\d+)?\.pt\.trace\.json(\.gz)?$")
 GENERIC_JSON_RE = re.compile(r"^(.+?)\.json(\.gz)?$")
-KINDS_ORDER = ("trace", "pipeline", "diagnostic")
+KINDS_ORDER = ("trace", "pipeline", "diagnostic", "group")
 
 # Enough to get past a Kineto header with many deviceProperties entries.
 SNIFF_BYTES = 64 * 1024
@@ -64,7 +66,8 @@ class RunInfo:
     diagnostic_files: list[str] = field(default_factory=list)
     # What discovery left out of this run, and why (a name clash, say).
     notes: list[str] = field(default_factory=list)
-    # A group of recordings of one configuration: its member runs' names.
+    # A group (a valid recordings.json): its member runs' full names, in the
+    # manifest's order; the members stay runs of their own.
     recordings: list[str] = field(default_factory=list)
 
     def statistics_identity(self) -> tuple[int, float] | None:
@@ -94,6 +97,7 @@ def discover_runs(logdir: str) -> dict[str, RunInfo]:
         # Absolute paths keep store keys stable if the process changes directory.
         logdir = os.path.abspath(logdir)
     found: dict[str, _RunBuilder] = {}
+    manifests: dict[str, _RunBuilder] = {}
     for parts, dirpath, files, pipeline_dir, diagnostic_file in _walk(logdir):
         name = "/".join(display_name(p) for p in parts) if parts else "."
         if name in found:
@@ -111,7 +115,40 @@ def discover_runs(logdir: str) -> dict[str, RunInfo]:
             builder.diagnostic_files.append(diagnostic_file)
         if builder.has_data():
             found[name] = builder
-    return {name: found[name].build() for name in sorted(found)}
+        if builder.manifest_file is not None:
+            manifests[name] = builder
+    runs = {name: found[name].build() for name in found}
+    for name, builder in manifests.items():
+        _apply_group(runs, name, builder)
+    return {name: runs[name] for name in sorted(runs)}
+
+
+def _apply_group(runs: dict[str, RunInfo], name: str, builder: _RunBuilder) -> None:
+    """Makes `name` a group when its manifest is valid and names a run;
+    otherwise says why on the directory's run, or, when the directory holds
+    no data of its own, on the runs right below it (the ones a reader sees)."""
+    path = builder.manifest_file
+    size, mtime = stat_file(path)
+    manifest = (groups.load_manifest(path, size, mtime, _read_head) if size is not None
+                else f"{MANIFEST_FILE} cannot be read (a broken link, or removed meanwhile)")
+    if isinstance(manifest, str):
+        notes = [f"not a group of recordings: {manifest}"]
+    else:
+        found = groups.membership(name, manifest, runs)
+        if found.recordings:
+            info = runs.get(name) or RunInfo(name=name, path=builder.path)
+            info.recordings = found.recordings
+            info.kinds = [k for k in KINDS_ORDER if k in info.kinds or k == "group"]
+            info.notes.extend(found.notes)
+            runs[name] = info
+            return
+        notes = found.notes
+    if name in runs:
+        runs[name].notes.extend(notes)
+        return
+    whose = "the logdir" if name == "." else repr(name)
+    for child in groups.children(name, runs):
+        runs[child].notes.extend(f"{whose}: {note}" for note in notes)
 
 
 def resolve(
@@ -194,9 +231,13 @@ class _RunBuilder:
         self.pipeline_files: list[str] = []
         self.diagnostic_files: list[str] = []
         self.notes: list[str] = []
+        self.manifest_file: str | None = None
 
     def add_file(self, fname: str) -> None:
         full = _join(self.path, fname)
+        if fname == MANIFEST_FILE:
+            self.manifest_file = full
+            return
         m = KINETO_RE.match(fname)
         if m:
             worker, span = m.group(1), (m.group(2) or ".0")[1:]
@@ -244,6 +285,7 @@ class _RunBuilder:
             "trace": bool(traces),
             "pipeline": bool(self.pipeline_files),
             "diagnostic": bool(self.diagnostic_files),
+            "group": False,  # known once every run is: discover_runs' _apply_group
         }
         return RunInfo(
             name=self.name,
@@ -330,6 +372,11 @@ def open_binary(path: str):
     if _is_remote(path):
         return tf.io.gfile.GFile(path, "rb")
     return open(path, "rb")
+
+
+def _read_head(path: str, limit: int) -> bytes:
+    with open_binary(path) as f:
+        return f.read(limit)
 
 
 def stat_file(path: str) -> tuple[int | None, float]:

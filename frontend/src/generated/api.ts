@@ -1107,11 +1107,12 @@ export interface components {
         RunInfo: {
             name: string;
             workers: components["schemas"]["WorkerInfo"][];
-            kinds: ("diagnostic" | "pipeline" | "trace")[];
+            kinds: ("diagnostic" | "group" | "pipeline" | "trace")[];
             /** @enum {unknown} */
             status: "failed" | "loading" | "ready" | "unloaded";
             error: string | null;
             warnings: string[];
+            recordings: string[];
         };
         /** RunRanks */
         RunRanks: {

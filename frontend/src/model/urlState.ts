@@ -6,6 +6,7 @@
  */
 import type { RunInfo } from "../api";
 import { DIFF_TABLE_KINDS } from "./diffTables";
+import { isGroup } from "./runPicker";
 
 /** Tabs in order: the two fixed views, one per diff table of the registry, then the pipeline, diagnostic and distributed views. */
 export const VIEWS = ["overview", "modules", ...DIFF_TABLE_KINDS, "pipeline", "diagnostic", "distributed"] as const;
@@ -128,6 +129,8 @@ export function parseHash(hash: string): UrlState {
 export function resolveChoice(choice: TraceChoice, runs: readonly RunInfo[]): TraceChoice {
   const run = runs.find((r) => r.name === choice.run);
   if (!run) return EMPTY_CHOICE;
+  // A group is picked whole: worker and span belong to its recordings.
+  if (isGroup(run)) return { run: run.name, worker: "", span: "" };
   const worker = run.workers.find((w) => w.name === choice.worker) ?? run.workers[0];
   if (!worker) return { run: run.name, worker: "", span: "" };
   const span = worker.spans.includes(choice.span) ? choice.span : (worker.spans[worker.spans.length - 1] ?? "");

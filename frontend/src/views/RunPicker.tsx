@@ -1,8 +1,10 @@
 /**
  * Baseline and experimental choice: run, worker and span each as a native
- * <select> (keyboard and screen-reader friendly for free).
+ * <select> (keyboard and screen-reader friendly for free). Labels and what
+ * can be chosen come from model/runPicker.ts.
  */
 import type { RunInfo } from "../api";
+import { canPickSpan, canPickWorker, isGroup, runLabel } from "../model/runPicker";
 import type { TraceChoice } from "../model/urlState";
 import { TimelineLink } from "../components/TimelineLink";
 
@@ -12,13 +14,6 @@ interface Props {
   experimental: TraceChoice;
   onChange: (side: "baseline" | "experimental", choice: TraceChoice) => void;
   onSwap: () => void;
-}
-
-function runLabel(r: RunInfo): string {
-  // An `unloaded` run loads when picked: nothing worth a label.
-  if (r.status === "loading") return `${r.name} (loading…)`;
-  if (r.status === "failed") return `${r.name} (failed)`;
-  return r.name;
 }
 
 function Side({ side, runs, choice, onChange }: { side: "baseline" | "experimental"; runs: RunInfo[]; choice: TraceChoice; onChange: Props["onChange"] }) {
@@ -48,7 +43,7 @@ function Side({ side, runs, choice, onChange }: { side: "baseline" | "experiment
           id={`${id}-worker`}
           name={`${side}-worker`}
           value={choice.worker}
-          disabled={!run || run.workers.length < 2}
+          disabled={!canPickWorker(run)}
           onChange={(e) => onChange(side, { ...choice, worker: e.currentTarget.value, span: "" })}
         >
           {(run?.workers ?? []).map((w) => (
@@ -64,7 +59,7 @@ function Side({ side, runs, choice, onChange }: { side: "baseline" | "experiment
           id={`${id}-span`}
           name={`${side}-span`}
           value={choice.span}
-          disabled={!worker || worker.spans.length < 2}
+          disabled={!canPickSpan(run, worker?.spans)}
           onChange={(e) => onChange(side, { ...choice, span: e.currentTarget.value })}
         >
           {(worker?.spans ?? []).map((s, i) => (
@@ -74,7 +69,8 @@ function Side({ side, runs, choice, onChange }: { side: "baseline" | "experiment
           ))}
         </select>
       </label>
-      <TimelineLink sel={choice} what={side} />
+      {/* A group is several recordings: no one trace to open. */}
+      {!(run && isGroup(run)) && <TimelineLink sel={choice} what={side} />}
     </fieldset>
   );
 }

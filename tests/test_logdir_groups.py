@@ -1,0 +1,134 @@
+"""Groups of recordings in discovery: a run directory with a valid
+`recordings.json` is a group of the runs it names; a damaged manifest makes
+no group and says why in `notes` (and the `runs` route's warnings), never
+raises."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import PLUGIN_PREFIX
+from tb_pipeline_plugin.formats.group import MAX_MANIFEST_BYTES
+from tb_pipeline_plugin.sources.logdir import discover_runs
+
+
+def _statistics_run(path: Path) -> None:
+    """The smallest run: a statistics file (no trace to parse)."""
+    (path / "pipeline").mkdir(parents=True)
+    (path / "pipeline" / "host_1.jsonl").write_text("")
+
+
+def _group(root: Path, name: str, members: list[str], manifest) -> Path:
+    group = root / name
+    for m in members:
+        _statistics_run(group / m)
+    group.mkdir(parents=True, exist_ok=True)
+    text = manifest if isinstance(manifest, (str, bytes)) else json.dumps(manifest)
+    (group / "recordings.json").write_bytes(text if isinstance(text, bytes) else text.encode())
+    return group
+
+
+def test_a_hand_written_manifest_makes_a_group(tmp_path):
+    _group(tmp_path, "baseline", ["r1", "r2", "r3"], {"version": 1, "recordings": ["r2", "r1"]})
+    runs = discover_runs(str(tmp_path))
+    assert sorted(runs) == ["baseline", "baseline/r1", "baseline/r2", "baseline/r3"]
+    group = runs["baseline"]
+    assert group.kinds == ["group"] and group.workers() == [] and group.notes == []
+    assert group.recordings == ["baseline/r2", "baseline/r1"]  # the manifest's order
+    assert runs["baseline/r3"].kinds == ["pipeline"] and runs["baseline/r3"].recordings == []
+
+
+def test_listed_recordings_that_hold_no_run_are_left_out(tmp_path):
+    group = _group(tmp_path, "g", ["r1"], {"version": 1, "recordings": ["r1", "r2", "gone"], "extra": "ignored"})
+    (group / "r2").mkdir()  # a directory, but no data in it
+    runs = discover_runs(str(tmp_path))
+    assert runs["g"].recordings == ["g/r1"]
+    assert [n.split(",")[0] for n in runs["g"].notes] == ["recordings.json lists 'r2'", "recordings.json lists 'gone'"]
+
+
+def test_a_group_directory_with_data_of_its_own(tmp_path):
+    group = _group(tmp_path, "g", ["r1"], {"version": 1, "recordings": ["r1"]})
+    _statistics_run(group)
+    runs = discover_runs(str(tmp_path))
+    assert runs["g"].kinds == ["pipeline", "group"] and runs["g"].recordings == ["g/r1"]
+
+
+def test_the_logdir_itself_as_a_group(tmp_path):
+    _group(tmp_path, ".", ["r1", "r2"], {"version": 1, "recordings": ["r1", "r2"]})
+    runs = discover_runs(str(tmp_path))
+    assert runs["."].kinds == ["group"] and runs["."].recordings == ["r1", "r2"]
+
+
+def test_a_manifest_that_names_no_run_yet_makes_no_group(tmp_path):
+    """`record --repeat` writes an empty list before its first recording ends."""
+    _group(tmp_path, "g", ["r1"], {"version": 1, "recordings": []})
+    runs = discover_runs(str(tmp_path))
+    assert sorted(runs) == ["g/r1"] and runs["g/r1"].notes == []
+
+
+@pytest.mark.parametrize("manifest, reason", [
+    ("{\"version\": 1, \"recordings\": [\"r1\"", "not a group manifest"),
+    ("", "not a group manifest"),
+    ("[1, 2]", "not a group manifest"),
+    ({"recordings": ["r1"]}, "missing required field `version`"),
+    ({"version": 2, "recordings": ["r1"]}, "has version 2; this version reads 1"),
+    ({"version": 1, "recordings": "r1"}, "not a group manifest"),
+    ({"version": 1, "recordings": ["r1", "../elsewhere"]}, "names '../elsewhere', which is not a directory name"),
+    ({"version": 1, "recordings": ["r1", "r1"]}, "names 'r1' twice"),
+    ({"version": 1, "recordings": ["r1"], "exit_status": {"r1": "ok"}}, "not a group manifest"),
+    (b"\xff\xfe{", "not a group manifest"),
+    (b" " * (MAX_MANIFEST_BYTES + 1), "larger than"),
+])
+def test_a_damaged_manifest_gives_a_note_not_a_group(tmp_path, manifest, reason):
+    _group(tmp_path, "g", ["r1", "r2"], manifest)
+    runs = discover_runs(str(tmp_path))
+    assert sorted(runs) == ["g/r1", "g/r2"]  # the directory holds no data: not listed
+    for member in ("g/r1", "g/r2"):
+        assert runs[member].recordings == [] and "group" not in runs[member].kinds
+        [note] = runs[member].notes
+        assert note.startswith("'g': not a group of recordings: recordings.json") and reason in note, note
+
+
+def test_a_damaged_manifest_beside_data_notes_the_run_itself(tmp_path):
+    group = _group(tmp_path, "g", ["r1"], "not json")
+    _statistics_run(group)
+    runs = discover_runs(str(tmp_path))
+    assert runs["g"].kinds == ["pipeline"] and runs["g"].recordings == []
+    assert runs["g"].notes[0].startswith("not a group of recordings:") and runs["g/r1"].notes == []
+
+
+def test_an_unreadable_manifest_gives_a_note(tmp_path):
+    group = _group(tmp_path, "g", ["r1"], {"version": 1, "recordings": ["r1"]})
+    (group / "recordings.json").unlink()
+    (group / "recordings.json").symlink_to(group / "missing.json")
+    runs = discover_runs(str(tmp_path))
+    assert "g" not in runs
+    assert runs["g/r1"].notes == ["'g': not a group of recordings: recordings.json cannot be read "
+                                  "(a broken link, or removed meanwhile)"]
+
+
+def test_a_directory_named_like_the_manifest_is_no_manifest(tmp_path):
+    group = _group(tmp_path, "g", ["r1"], {"version": 1, "recordings": ["r1"]})
+    (group / "recordings.json").unlink()
+    _statistics_run(group / "recordings.json")
+    runs = discover_runs(str(tmp_path))
+    assert sorted(runs) == ["g/r1", "g/recordings.json"] and runs["g/r1"].notes == []
+
+
+def test_runs_route_carries_recordings_and_the_damage(tmp_path, make_tb_client):
+    _group(tmp_path, "good", ["r1", "r2"], {"version": 1, "recordings": ["r1", "r2", "r9"]})
+    _group(tmp_path, "bad", ["r1"], "{")
+    _statistics_run(tmp_path / "plain")
+    client = make_tb_client(tmp_path)
+    resp = client.get(f"{PLUGIN_PREFIX}/runs")
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    runs = {r["name"]: r for r in resp.get_json()["runs"]}
+    assert sorted(runs) == ["bad/r1", "good", "good/r1", "good/r2", "plain"]
+    good = runs["good"]
+    assert good["recordings"] == ["good/r1", "good/r2"] and good["kinds"] == ["group"]
+    assert good["status"] == "ready" and good["workers"] == []
+    assert len(good["warnings"]) == 1 and "'r9'" in good["warnings"][0]
+    assert runs["plain"]["recordings"] == [] and runs["plain"]["warnings"] == []
+    assert runs["bad/r1"]["recordings"] == [] and "not a group of recordings" in runs["bad/r1"]["warnings"][0]
