@@ -8,12 +8,17 @@ is one number wherever it is shown.
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
 from group_runs import busy_core, load_group, record_interleaved
 from json_oracle import load_events
+from conftest import PLUGIN_PREFIX, wait_ready
+from tb_pipeline_plugin.cli import main as cli_main
 from tb_pipeline_plugin.compare import compare
+from tb_pipeline_plugin.formats.group import GROUP_VERSION, MANIFEST_FILE, GroupManifest, encode_manifest
 from tb_pipeline_plugin.diff import significance as S
 
 N = 3
@@ -27,7 +32,12 @@ def groups(tmp_path_factory):
                                 "wide": (root / "wide", WIDE)}, N)
     with busy_core():
         busy = record_interleaved({"base_busy": (root / "base_busy", {}), "same_busy": (root / "same_busy", {})}, N)
-    return {**quiet, **busy}
+    out = {**quiet, **busy}
+    for name, paths in out.items():  # as `tb-pipeline record --repeat` leaves them
+        manifest = GroupManifest(version=GROUP_VERSION, recordings=[p.parent.name for p in paths])
+        (root / name / MANIFEST_FILE).write_bytes(encode_manifest(manifest))
+    out["_logdir"] = root
+    return out
 
 
 def _significant(explanation: dict) -> list[str]:
@@ -120,3 +130,51 @@ def test_recordings_interval_is_a_pooled_t_on_recording_means():
     assert sig["ci_high"] - sig["ci_low"] == pytest.approx(2 * half, rel=1e-3)
     assert sig["noise"] == "measured" and sig["baseline_recordings"] == 3
     assert sig["verdict"] == S.SIGNIFICANT
+
+
+def test_routes_and_cli_compare_groups_with_one_step_verdict(groups, make_tb_client):
+    """Through the real TensorBoard app and `tb-pipeline diff`: a group's name
+    is a run; every route and the CLI gate show the one step verdict."""
+    import contextlib
+    import io
+
+    client = make_tb_client(groups["_logdir"])
+    listed = {r["name"]: r for r in client.get(f"{PLUGIN_PREFIX}/runs").get_json()["runs"]}
+    assert listed["wide"]["recordings"] == ["wide/r1", "wide/r2", "wide/r3"] and "group" in listed["wide"]["kinds"]
+    for member in listed["base"]["recordings"] + listed["wide"]["recordings"]:
+        wait_ready(client, member)
+    assert wait_ready(client, "base")["status"] == "ready"
+
+    def get(route: str, **args) -> dict:
+        from urllib.parse import urlencode
+        deadline = time.monotonic() + 120
+        while True:  # a recording the store evicted for another is loaded again
+            resp = client.get(f"{PLUGIN_PREFIX}/{route}?{urlencode(args)}")
+            if resp.status_code != 409 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert resp.status_code == 200, resp.get_data(as_text=True)
+        return resp.get_json()
+
+    pair = {"baseline": "base", "experimental": "wide"}
+    ex = get("diff/explain", **pair)
+    assert ex["baseline"] == {"run": "base", "worker": "", "span": ""}
+    assert ex["contributors"][0]["name"] == "Block_1"
+    assert ex["contributors"][0]["significance"]["verdict"] == S.SIGNIFICANT
+    assert ex["noise"]["source"] == "measured"
+    step = ex["step"]["significance"]
+    row = next(r for r in get("diff/overview", **pair)["rows"] if r["metric"] == "avg_step_time_us")
+    assert row["significance"] == step
+    marks = [c["significance"] for c in get("diff/modules", **pair, path="0")["children"] if c["significance"]]
+    assert all(m["experimental_recordings"] == N for m in marks)
+    ops = get("diff/operators", **pair)["rows"]
+    assert ops and ops[0]["significance"]["baseline_recordings"] == N
+
+    out = io.StringIO()
+    root = groups["_logdir"]
+    with contextlib.redirect_stdout(out):
+        status = cli_main(["diff", str(root / "base"), str(root / "wide"), "--fail-if", "avg_step_time_us>5",
+                           "--require-significance"])
+    text = out.getvalue()
+    assert ("REGRESSION" in text) == (step["verdict"] == S.SIGNIFICANT) and status == (1 if "REGRESSION" in text else 0)
+    assert ex["sentence"] in text and "measured across 3 + 3 recordings" in text

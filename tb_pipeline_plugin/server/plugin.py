@@ -47,7 +47,10 @@ _RESCAN_INTERVAL_S = 2.0
 _FORCED_RESCAN_INTERVAL_S = 0.5
 _MAX_RANK_SUMMARIES = 8192
 _MAX_STATISTICS = 64
-_MAX_GROUPS = 8
+# The groups of the last pair compared stay built (their recordings held
+# beyond TB_PIPELINE_MAX_LOADED_TRACES): a pair of two groups of N needs 2N
+# recordings at once, which the store alone would evict in turn.
+_MAX_GROUPS = 2
 
 
 def _group_state(members: list[LoadState | None]) -> LoadState:
@@ -189,16 +192,24 @@ class PipelinePlugin(base_plugin.TBPlugin):
             tf = self._resolve(run, worker, span)
             return self._ask_trace(tf), tf.selection()
         files = [self._resolve(m) for m in members]
-        pending = PendingAll(tuple(self._ask_trace(tf) for tf in files),
-                             lambda tps: self._group(tps, [tf.run for tf in files]))
-        return pending, {"run": run, "worker": "", "span": ""}
-
-    def _group(self, members: list[TraceProcessor], names: list[str]) -> RecordingGroup:
-        """The group of these loaded recordings, made once while they stay loaded."""
-        key = tuple(id(m) for m in members)
+        ref = {"run": run, "worker": "", "span": ""}
+        key = tuple((tf.path, *stat_file(tf.path)) for tf in files)
         with self._groups_lock:
             group = self._groups.get(key)
-            if group is None or group.members != members:
+        if group is not None:
+            # Built from these very file versions: its recordings stay with
+            # it even when the store has evicted them for other runs.
+            return PendingAll((), lambda _: group), ref
+        pending = PendingAll(tuple(self._ask_trace(tf) for tf in files),
+                             lambda tps: self._group(key, tps, [tf.run for tf in files]))
+        return pending, ref
+
+    def _group(self, key: tuple, members: list[TraceProcessor], names: list[str]) -> RecordingGroup:
+        """The group of these loaded recordings, kept for the last `_MAX_GROUPS`
+        groups (its recordings with it)."""
+        with self._groups_lock:
+            group = self._groups.get(key)
+            if group is None:
                 group = RecordingGroup(members, names)
                 self._groups[key] = group
                 while len(self._groups) > _MAX_GROUPS:
