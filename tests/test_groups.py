@@ -67,8 +67,14 @@ def test_wider_block_group_is_named_first_and_significant(groups):
 
 
 @pytest.mark.parametrize("pair", [("base", "same"), ("base", "wide"), ("base_busy", "same_busy")])
-def test_the_step_verdict_is_one_number(groups, pair):
-    c = compare(load_group(groups[pair[0]]), load_group(groups[pair[1]]))
+@pytest.mark.parametrize("as_groups", [True, False], ids=["groups", "single_recordings"])
+def test_the_step_verdict_is_one_number(groups, pair, as_groups):
+    from tb_pipeline_plugin.analysis.processor import TraceProcessor
+
+    if as_groups:
+        c = compare(load_group(groups[pair[0]]), load_group(groups[pair[1]]))
+    else:
+        c = compare(TraceProcessor.load(str(groups[pair[0]][0])), TraceProcessor.load(str(groups[pair[1]][0])))
     from tb_pipeline_plugin.diff.pair_impls import diff_overview_impl
 
     rows = diff_overview_impl(c.baseline, c.experimental)["rows"]

@@ -258,7 +258,9 @@ def sentence(step: dict, contributors: list[dict]) -> str:
                 f"{ne} experimental step{'s' if ne != 1 else ''} the noise cannot be measured "
                 f"(at least {S.MIN_STEPS} per run are needed); profile more steps to tell change from noise.")
     pm = S.half_width(sig)
-    band = f"{_signed(delta)} ± {duration(pm)}, {nb} vs {ne} steps"
+    rb, re_ = sig["baseline_recordings"], sig["experimental_recordings"]
+    recordings = f" in {rb} + {re_} recordings" if max(rb, re_) > 1 else ""
+    band = f"{_signed(delta)} ± {duration(pm)}, {nb} vs {ne} steps{recordings}"
     significant = [c for c in contributors if c["significance"]["verdict"] == S.SIGNIFICANT]
     if sig["verdict"] != S.SIGNIFICANT:
         head = f"Experimental and baseline take the same time per step within noise ({band})"
