@@ -38,6 +38,7 @@ setup(
         "msgspec>=0.18,<1",
         "numpy>=1.24,<3",
         "pandas>=2.0,<4",
+        "scipy>=1.10",
         "psutil>=5.9,<8",
         "werkzeug>=2.2,<4",
     ],
