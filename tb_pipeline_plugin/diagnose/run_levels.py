@@ -188,8 +188,10 @@ def run_threads(fn: Callable, inputs: list, level: int, plan: LevelPlan, stop: t
     except KeyboardInterrupt:
         stop.set()
         result.interrupted = True
+        # Ctrl-C may land before every worker started (inside `with rss:`).
         for t in threads:
-            t.join()
+            if t.ident is not None:
+                t.join()
         result.cpu_pct, result.machine_cpu_pct = cpu.stop(time.monotonic())
     result.peak_memory_bytes = rss.peak_bytes
     _summarise(parts, result)
