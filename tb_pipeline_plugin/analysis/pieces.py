@@ -50,7 +50,7 @@ import numpy as np
 
 from ..trace.link import LinkedTrace, has_step_annotations
 from ..trace.names import (
-    DATA_LOADING_RE, MODULE_PREFIX, OPTIMIZER_RE, is_data_loading, is_module, is_optimizer, is_step, module_class,
+    MODULE_PREFIX, OPTIMIZER_RE, data_loading_family, is_data_loading, is_module, is_optimizer, is_step, module_class,
     name_mask,
 )
 from ..trace.nesting import nest
@@ -391,8 +391,9 @@ def _label(kind: str, text: str) -> tuple[str, str]:
     if kind == MODULE:
         name = text[len(MODULE_PREFIX):]
         return name, module_class(name)
-    family = {DATA_LOADING: DATA_LOADING_RE, OPTIMIZER: OPTIMIZER_RE}.get(kind)
-    m = family.match(text) if family else None
+    if kind == DATA_LOADING:
+        return text, data_loading_family(text) or text
+    m = OPTIMIZER_RE.match(text) if kind == OPTIMIZER else None
     return text, m.group(1) if m else text
 
 

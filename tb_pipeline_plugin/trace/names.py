@@ -20,6 +20,17 @@ STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 # DataPipes (what DataLoader2 iterates) record `enumerate(DataPipe)#ShufflerIterDataPipe`
 # (torch 1.11 to 2.0) -> family `enumerate(DataPipe)`.
 DATA_LOADING_RE = re.compile(r"^(enumerate\((?:DataLoader|DataPipe)\))#")
+# From torch 2.1 a DataPipe iterated without a DataLoader records its
+# `__next__` as the pipe and its arguments, the class name without
+# `IterDataPipe`: `Mapper(datapipe=Shuffler, fn=<lambda>, input_col=None, ...)`
+# -> family `Mapper`. torch's own pipes are known by name; any other pipe
+# (torchdata's, a user's) by the upstream pipe among its arguments
+# (`datapipe=` / `source_datapipe=`). A source pipe of another library,
+# which has no upstream, cannot be told from a user annotation.
+TORCH_DATAPIPES = ("Batcher", "Collator", "Concater", "Demultiplexer", "FileLister", "FileOpener", "Filter",
+                   "Forker", "Grouper", "IterableWrapper", "Mapper", "Multiplexer", "RoutedDecoder", "Sampler",
+                   "ShardingFilter", "Shuffler", "StreamReader", "UnBatcher", "Zipper")
+DATAPIPE_RE = re.compile(r"^(?:(" + "|".join(TORCH_DATAPIPES) + r")\(|([A-Z]\w*)\((?=.*\b(?:source_)?datapipe=))")
 # `Optimizer.step#SGD.step`, `Optimizer.zero_grad#SGD.zero_grad` -> `Optimizer.step`, ...
 OPTIMIZER_RE = re.compile(r"^(Optimizer\.\w+)#")
 MODULE_PREFIX = "nn.Module: "
@@ -50,7 +61,17 @@ def step_number(name: str) -> int | None:
 
 
 def is_data_loading(name: str) -> bool:
-    return DATA_LOADING_RE.match(name) is not None
+    return DATA_LOADING_RE.match(name) is not None or DATAPIPE_RE.match(name) is not None
+
+
+def data_loading_family(name: str) -> str | None:
+    """What a data-loading annotation is aligned by across runs: `enumerate(DataLoader)`,
+    `enumerate(DataPipe)`, or a DataPipe's class (`Mapper`); None for other names."""
+    m = DATA_LOADING_RE.match(name)
+    if m is not None:
+        return m.group(1)
+    m = DATAPIPE_RE.match(name)
+    return None if m is None else m.group(1) or m.group(2)
 
 
 def is_optimizer(name: str) -> bool:
