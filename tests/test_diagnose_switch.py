@@ -4,9 +4,12 @@ reader and judged by the same verdict functions the UI uses."""
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 
 import pytest
+
+import tb_pipeline_plugin
 
 from tb_pipeline_plugin.analysis.diagnostic import best_concurrency, gil_holders, sweep_frame, verdicts
 from tb_pipeline_plugin.formats import diagnostic as fmt
@@ -62,6 +65,10 @@ def test_three_stages_gil_sleep_numpy(tmp_path):
     assert loop.gil_function == "pure_python_loop" and loop.gil_file.endswith("three_stages.py")
     assert first < loop.gil_line < first + len(lines)
     assert loop.gil_held_share > 0.8 and loop.gil_share > 0.8
+    # Holders are the user's code, never the diagnose loop's own frames.
+    holders = gil_holders(data.records)
+    package = os.path.dirname(os.path.abspath(tb_pipeline_plugin.__file__))
+    assert not holders.empty and not holders["file"].str.startswith(package).any(), holders[["function", "file"]]
     assert "pure_python_loop" in out and "GIL-BOUND" in out  # terminal summary agrees with the verdicts
 
     # Oracle for the sleep stage: no call is shorter than the sleep, so QPS <= concurrency / sleep;

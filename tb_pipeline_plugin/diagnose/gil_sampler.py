@@ -3,7 +3,10 @@
 py-spy (a separate binary) reads the interpreter's memory with ptrace-like
 access; `--gil` keeps only samples of the thread holding the GIL, and
 `--nonblocking` does not pause us, so the stage keeps running at full speed
-while sampled. Samples are grouped by their innermost Python frame's function.
+while sampled. Samples are grouped by the innermost frame of the user's
+code: frames of this package (the loop that calls the stage) are never a
+holder; a sample with no frame inside the user's code (the loop between two
+calls) counts as `HARNESS`.
 """
 from __future__ import annotations
 
@@ -19,6 +22,8 @@ from dataclasses import dataclass, field
 
 _FRAME = re.compile(r"^(?P<function>.*) \((?P<file>.*):(?P<line>\d+)\)$")
 RATE_HZ = 200
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HARNESS = "(the diagnose loop between calls)"
 
 
 @dataclass
@@ -48,19 +53,28 @@ def why_no_gil_sampling() -> str:
     return ""
 
 
-def parse_raw(text: str, top_n: int = 10) -> tuple[int, list[dict]]:
+def parse_raw(text: str, top_n: int = 10, own_dir: str = PACKAGE_DIR) -> tuple[int, list[dict]]:
     """py-spy's raw format: `frame;frame;...;innermost count` per line,
-    each frame `function (file:line)`."""
+    each frame `function (file:line)`, outermost first. Each sample goes to
+    the innermost frame called from this package's frames (`own_dir`): the
+    user's code the stage runs, or `HARNESS` when none is on the stack."""
     per_function: dict = defaultdict(lambda: defaultdict(int))
     total = 0
+    own = os.path.join(own_dir, "")
     for line in text.splitlines():
         stack, _, count = line.rpartition(" ")
         if not stack or not count.isdigit():
             continue
-        match = _FRAME.match(stack.split(";")[-1])
-        if match is None:
+        frames = [m for m in (_FRAME.match(f) for f in stack.split(";")) if m is not None]
+        if not frames:
             continue
+        ours = [i for i, m in enumerate(frames) if m["file"].startswith(own)]
+        inner = frames[ours[-1] + 1:] if ours else frames
         total += int(count)
+        if not inner:
+            per_function[(HARNESS, "")][0] += int(count)
+            continue
+        match = inner[-1]
         per_function[(match["function"], match["file"])][int(match["line"])] += int(count)
     rows = []
     for (function, file), lines in per_function.items():
