@@ -177,6 +177,12 @@ def test_routes_and_cli_compare_groups_with_one_step_verdict(groups, make_tb_cli
     ops = get("diff/operators", **pair)["rows"]
     assert ops and ops[0]["significance"]["baseline_recordings"] == N
 
+    # Pipeline statistics and diagnostic results are per recording: said, not pooled.
+    for route, args in (("diff/pipeline", pair), ("pipeline", {"run": "base"}), ("diagnostic", {"run": "base"})):
+        from urllib.parse import urlencode
+        resp = client.get(f"{PLUGIN_PREFIX}/{route}?{urlencode(args)}")
+        assert resp.status_code == 404 and "group of 3 recordings" in resp.get_json()["error"], resp.get_json()
+
     out = io.StringIO()
     root = groups["_logdir"]
     with contextlib.redirect_stdout(out):

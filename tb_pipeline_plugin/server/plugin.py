@@ -64,6 +64,12 @@ def _group_state(members: list[LoadState | None]) -> LoadState:
     return LoadState("ready", warnings=[w for m in known for w in m.warnings])
 
 
+def _per_recording(run: str, info: RunInfo, what: str) -> str:
+    """Why a group answers no pooled `what`: each recording has its own."""
+    return (f"run {run!r} is a group of {len(info.recordings)} recordings; its {what} are not pooled: "
+            f"pick one recording ({', '.join(info.recordings[:3])}{', ...' if len(info.recordings) > 3 else ''})")
+
+
 class PipelinePlugin(base_plugin.TBPlugin):
     plugin_name = PLUGIN_NAME
 
@@ -225,6 +231,9 @@ class PipelinePlugin(base_plugin.TBPlugin):
         return b.value(), e.value(), {"baseline": b_ref, "experimental": e_ref}
 
     def _ask_diagnostic(self, run: str) -> Pending:
+        info = self._lookup(lambda runs: run_info(runs, run))
+        if info.recordings and not info.diagnostic_files:
+            raise NotFound(_per_recording(run, info, "diagnostic results"))
         path = self._lookup(lambda runs: resolve_diagnostic(runs, run))
         # Stat'ed on every request: results being appended to are read again when they grow.
         return self._ask(self._store, Source("diagnostic", path), stat_file(path),
@@ -247,6 +256,8 @@ class PipelinePlugin(base_plugin.TBPlugin):
         if statistics is not None:
             return statistics
         info = self._lookup(lambda runs: run_info(runs, run))
+        if info.recordings and not info.traces:
+            raise NotFound(_per_recording(run, info, "pipeline statistics"))
         if not info.traces:
             raise NotFound(f"run {run!r} has neither pipeline statistics nor a trace")
         return self._ask_trace(self._resolve(run)).then(lambda tp: tp.memo("pipeline_tables", lambda: PipelineTables(
