@@ -34,7 +34,7 @@ function report(over: Partial<PipelineReport> = {}): PipelineReport {
       ],
     },
     stages: [],
-    bottleneck: { slowest_stage: null, slowest_busy_pct: null, starving_queue: null, starving_occupancy_pct: null, summary: "" },
+    bottleneck: { slowest_stage: null, slowest_busy_pct: null, starving_queue: null, starving_occupancy_pct: null, gil_bound: false, gil_cpu_cores: null, summary: "" },
     callbacks: [],
     host: {
       summary: {

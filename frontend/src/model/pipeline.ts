@@ -212,7 +212,7 @@ export function extraRunColor(i: number): string {
 
 // ---------------------------------------------------------------- delta tables
 
-export const STAGE_METRICS = ["task_mean_s", "qps", "busy_pct", "occupancy_pct", "get_wait_mean_s", "put_wait_mean_s", "concurrency"] as const;
+export const STAGE_METRICS = ["task_mean_s", "task_cpu_mean_s", "qps", "busy_pct", "occupancy_pct", "get_wait_mean_s", "put_wait_mean_s", "concurrency"] as const;
 export const STAGE_PRIMARY = "task_mean_s";
 export const CALLBACK_METRICS = ["per_step_s", "calls", "mean_s", "total_s"] as const;
 export const CALLBACK_PRIMARY = "per_step_s";
