@@ -15,6 +15,7 @@ import pandas as pd
 from .pipeline_gil import gil_limit, gil_summary
 
 KEY = ["pipeline_id", "stage_id", "stage_name"]
+LOADER_PIPELINE_ID = -1  # record/loader_cpu.py's DataLoader parts
 STARVING_PCT = 50.0  # a queue holding an item less often than this starves its consumer
 STAGE_COLUMNS = [*KEY, "pipeline_index", "stage", "concurrency", "items", "interval_s", "qps", "tasks", "failures", "task_mean_s",
                  "task_p90_s", "task_p99_s", "task_cpu_mean_s", "task_call_mean_s", "cpu_cores", "put_wait_mean_s", "get_wait_mean_s", "occupancy_pct", "busy_pct",
@@ -90,7 +91,12 @@ def stage_table(stage_tasks: pd.DataFrame, stage_queues: pd.DataFrame) -> pd.Dat
                                                      "is_starving")])
     # SPDL numbers pipelines per process (0, 1, ...): the n-th pipeline a run
     # builds is what lines up across runs, not the id.
-    frame["pipeline_index"] = pd.factorize(frame["pipeline_id"], sort=True)[0]
+    # DataLoader parts (pipeline_id -1, record/loader_cpu.py) keep -1: a run
+    # with a DataLoader and one without still line up their SPDL pipelines.
+    ids = pd.to_numeric(frame["pipeline_id"], errors="coerce")
+    loader = ids == LOADER_PIPELINE_ID
+    frame["pipeline_index"] = -1
+    frame.loc[~loader, "pipeline_index"] = pd.factorize(frame.loc[~loader, "pipeline_id"], sort=True)[0]
     conc = pd.to_numeric(frame["concurrency"], errors="coerce").fillna(1.0).clip(lower=1.0)
     interval = pd.to_numeric(frame["interval_s"], errors="coerce")
     rate = pd.to_numeric(frame["tasks"], errors="coerce") / interval.where(interval > 0)
