@@ -11,15 +11,14 @@ computing and a worker waiting for the GIL look the same. SPDL 0.8 has no
 hook that runs in the worker thread, so the stage builder's `_pipe` /
 `_ordered_pipe` (looked up by name in `spdl.pipeline._components._node` at
 build time) get the stage's op wrapped with task_cpu.timed when the op is a
-plain function run in a thread (async ops run on the event loop, generators
-step per item, process pools measure nothing of ours).
+plain function run in a thread pool (async ops run on the event loop,
+generators step per item, other executors get the user's function as is).
 """
 from __future__ import annotations
 
 import dataclasses
 import inspect
 import time
-from concurrent.futures import ProcessPoolExecutor
 
 from ..formats.pipeline import StageQueue, StageTasks
 from .task_cpu import TaskClock, timed
@@ -88,10 +87,25 @@ def install(write, interval_s: float) -> None:
     _time_stage_ops()
 
 
+def _thread_pool(executor) -> bool:
+    """Whether the stage's function runs in a thread of this interpreter.
+    Anything else (process pools, sub-interpreters, executors we do not
+    know) must get the user's function itself: our wrapper cannot be
+    pickled across to them."""
+    if executor is None:
+        return True
+    owner = getattr(executor, "_owner", None)  # SPDL's PriorityExecutorEntrypoint
+    if owner is not None and owner is not executor:
+        return _thread_pool(owner)
+    names = {c.__name__ for c in type(executor).__mro__}
+    return bool(names & {"ThreadPoolExecutor", "PriorityThreadPoolExecutor"}) and not any(
+        "Interpreter" in n or "Process" in n for n in names)
+
+
 def _threaded_function(args) -> bool:
     op = args.op
-    call = getattr(op, "__call__", None) if not inspect.isroutine(op) else op
-    if call is None or isinstance(args.executor, ProcessPoolExecutor):
+    call = op if inspect.isroutine(op) else getattr(op, "__call__", None)
+    if call is None or not _thread_pool(args.executor):
         return False
     return not (inspect.iscoroutinefunction(call) or inspect.isasyncgenfunction(call)
                 or inspect.isgeneratorfunction(call))
