@@ -4,6 +4,7 @@ worker threads' CPU time per task names the stage that limits the pipeline
 the verdict stays the wall-time one when the GIL is free."""
 from __future__ import annotations
 
+import io
 import textwrap
 import time
 
@@ -13,6 +14,7 @@ from test_pipeline_launcher import launch
 
 from tb_pipeline_plugin.analysis.pipeline import report
 from tb_pipeline_plugin.analysis.pipeline_gil import GIL_MAX_CORES, gil_limit
+from tb_pipeline_plugin.cli import _print_pipeline
 from tb_pipeline_plugin.diff.explain_pipeline import pipeline_part
 from tb_pipeline_plugin.diff.pipeline import compare_pipeline
 from tb_pipeline_plugin.pipeline import load_pipeline_run
@@ -116,6 +118,9 @@ def test_explanation_and_diff_carry_the_gil_verdict(mixes):
     assert part["gil"] == {"run": "experimental", "stage": stage(report(mixes["gil"]), "pure_python")["stage"],
                            "cpu_cores": report(mixes["gil"])["bottleneck"]["gil_cpu_cores"]}
     assert "take turns at the GIL" in part["clause"] and "processes, not threads" in part["clause"]
+    printed = io.StringIO()
+    _print_pipeline(part, printed)  # the CLI's explanation
+    assert f"GIL-bound (experimental): stage {part['gil']['stage']} limits the pipeline" in printed.getvalue()
     assert pipeline_part(mixes["io"], mixes["numpy"])["gil"] is None
     rows = {r["stage_name"]: r for r in compare_pipeline(mixes["io"], mixes["gil"])["stages"]}
     py = rows["pure_python"]
