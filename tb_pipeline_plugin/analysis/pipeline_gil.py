@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-CPU_BOUND_SHARE = 0.8
+CPU_BOUND_SHARE = 0.6
 WAITING_SHARE = 0.5
 GIL_MIN_CORES = 0.4
 GIL_MAX_CORES = 1.2
