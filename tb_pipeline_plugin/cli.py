@@ -324,6 +324,10 @@ def _print_pipeline(part: dict, out) -> None:
     if st is not None:
         print(f"stage changed most: {st['stage']} (qps {_cell(st['baseline_qps'])} -> {_cell(st['experimental_qps'])}, "
               f"{_cell(st['delta_qps_pct'])} %)", file=out)
+    gil = part.get("gil")
+    if gil is not None:
+        print(f"GIL-bound ({gil['run']}): stage {gil['stage']} limits the pipeline; more threads will not help, "
+              "processes or a GIL-releasing implementation would", file=out)
 
 
 def _verdict(row: dict) -> str | None:

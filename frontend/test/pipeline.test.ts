@@ -34,7 +34,7 @@ function report(over: Partial<PipelineReport> = {}): PipelineReport {
       ],
     },
     stages: [],
-    bottleneck: { slowest_stage: null, slowest_busy_pct: null, starving_queue: null, starving_occupancy_pct: null, summary: "" },
+    bottleneck: { slowest_stage: null, slowest_busy_pct: null, starving_queue: null, starving_occupancy_pct: null, gil_bound: false, gil_cpu_cores: null, summary: "" },
     callbacks: [],
     host: {
       summary: {
@@ -123,7 +123,7 @@ describe("trends over several runs", () => {
 describe("stage and callback tables", () => {
   const stage = (pipeline_index: number, stage_name: string, delta: number): DiffPipelineStageRow => {
     const r: Record<string, number | string | null> = { pipeline_index, stage_name };
-    for (const m of ["concurrency", "qps", "task_mean_s", "put_wait_mean_s", "get_wait_mean_s", "occupancy_pct", "busy_pct"]) {
+    for (const m of ["concurrency", "qps", "task_mean_s", "task_cpu_mean_s", "put_wait_mean_s", "get_wait_mean_s", "occupancy_pct", "busy_pct"]) {
       r[`baseline_${m}`] = 0;
       r[`experimental_${m}`] = 0;
       r[`delta_${m}`] = 0;
@@ -135,6 +135,7 @@ describe("stage and callback tables", () => {
   it("names stages, with the pipeline only when there are several", () => {
     expect(namedStageRows([stage(0, "load", 1)]).map((r) => r.name)).toEqual(["load"]);
     expect(namedStageRows([stage(0, "load", 1), stage(1, "load", 2)]).map((r) => r.name)).toEqual(["pipeline 1 · load", "pipeline 2 · load"]);
+    expect(namedStageRows([stage(-1, "fetch", 1), stage(0, "load", 2)]).map((r) => r.name)).toEqual(["DataLoader · fetch", "load"]);
   });
   it("sorts by |delta| of the primary statistic by default", () => {
     const rows = namedStageRows([stage(0, "a", 0.001), stage(0, "b", -0.02), stage(0, "c", 0.005)]);

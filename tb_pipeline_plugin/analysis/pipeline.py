@@ -195,7 +195,10 @@ def report(tables) -> dict:
     neck = bottleneck(stages, verdict["verdict"])
     cores = max((m.get("cpu_count") or 1 for m in tables.meta), default=1)
     cpu = host["cpu_pct_mean"]
-    if neck["slowest_stage"] and cpu is not None and cores > 1 and ONE_CORE_PCT[0] <= cpu <= ONE_CORE_PCT[1]:
+    # With CPU time per task recorded, pipeline_gil.py has decided from it;
+    # the process-wide hint is for recordings without it.
+    measured = bool(pd.to_numeric(stages["task_cpu_mean_s"], errors="coerce").notna().any())
+    if neck["slowest_stage"] and not measured and cpu is not None and cores > 1 and ONE_CORE_PCT[0] <= cpu <= ONE_CORE_PCT[1]:
         # Threads that hold the GIL take turns: the process tops out near one
         # core however many there are, and stage task times include GIL waits.
         neck["summary"] += (f" The process uses about one core ({cpu:.0f}% of {cores}): stages holding the GIL "

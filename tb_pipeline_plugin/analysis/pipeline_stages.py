@@ -12,10 +12,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .pipeline_gil import gil_limit, gil_summary
+
 KEY = ["pipeline_id", "stage_id", "stage_name"]
+LOADER_PIPELINE_ID = -1  # record/loader_cpu.py's DataLoader parts
 STARVING_PCT = 50.0  # a queue holding an item less often than this starves its consumer
 STAGE_COLUMNS = [*KEY, "pipeline_index", "stage", "concurrency", "items", "interval_s", "qps", "tasks", "failures", "task_mean_s",
-                 "task_p90_s", "task_p99_s", "put_wait_mean_s", "get_wait_mean_s", "occupancy_pct", "busy_pct",
+                 "task_p90_s", "task_p99_s", "task_cpu_mean_s", "task_call_mean_s", "cpu_cores", "put_wait_mean_s", "get_wait_mean_s", "occupancy_pct", "busy_pct",
                  "is_slowest", "is_starving"]
 
 
@@ -65,6 +68,8 @@ def _task_rows(tasks: pd.DataFrame) -> dict:
             "tasks": float(src["tasks"].sum()), "failures": float(src["failures"].sum()),
             "task_mean_s": _weighted(src, "task_mean_s", "tasks"), "task_p90_s": _weighted(src, "task_p90_s", "tasks"),
             "task_p99_s": _weighted(src, "task_p99_s", "tasks"),
+            "task_cpu_mean_s": _weighted(src, "task_cpu_mean_s", "tasks"),
+            "task_call_mean_s": _weighted(src, "task_call_mean_s", "tasks"),
             "stage": str(g["stage"].iloc[-1]), "concurrency": g["concurrency"].iloc[-1],
         }
     return out
@@ -82,14 +87,22 @@ def stage_table(stage_tasks: pd.DataFrame, stage_queues: pd.DataFrame) -> pd.Dat
         row.update({k: v for k, v in tasks.get(key, {}).items() if k not in row or k not in ("stage", "concurrency")})
         rows.append(row)
     frame = pd.DataFrame(rows, columns=[c for c in STAGE_COLUMNS
-                                        if c not in ("pipeline_index", "busy_pct", "is_slowest", "is_starving")])
+                                        if c not in ("pipeline_index", "busy_pct", "cpu_cores", "is_slowest",
+                                                     "is_starving")])
     # SPDL numbers pipelines per process (0, 1, ...): the n-th pipeline a run
     # builds is what lines up across runs, not the id.
-    frame["pipeline_index"] = pd.factorize(frame["pipeline_id"], sort=True)[0]
+    # DataLoader parts (pipeline_id -1, record/loader_cpu.py) keep -1: a run
+    # with a DataLoader and one without still line up their SPDL pipelines.
+    ids = pd.to_numeric(frame["pipeline_id"], errors="coerce")
+    loader = ids == LOADER_PIPELINE_ID
+    frame["pipeline_index"] = -1
+    frame.loc[~loader, "pipeline_index"] = pd.factorize(frame.loc[~loader, "pipeline_id"], sort=True)[0]
     conc = pd.to_numeric(frame["concurrency"], errors="coerce").fillna(1.0).clip(lower=1.0)
     interval = pd.to_numeric(frame["interval_s"], errors="coerce")
     rate = pd.to_numeric(frame["tasks"], errors="coerce") / interval.where(interval > 0)
     frame["busy_pct"] = 100.0 * rate * pd.to_numeric(frame["task_mean_s"], errors="coerce") / conc
+    # CPU seconds the stage's workers spend per second: 1.0 = one core.
+    frame["cpu_cores"] = rate * pd.to_numeric(frame["task_cpu_mean_s"], errors="coerce")
     frame["is_slowest"] = False
     frame["is_starving"] = False
     verdict = bottleneck(frame)  # flags only; the wording needs the run's verdict
@@ -102,15 +115,22 @@ def stage_table(stage_tasks: pd.DataFrame, stage_queues: pd.DataFrame) -> pd.Dat
 
 def bottleneck(stages: pd.DataFrame, input_bound: str | None = None) -> dict:
     """{slowest_stage, slowest_busy_pct, starving_queue, starving_occupancy_pct,
-    summary}; names are SPDL's stage labels ("0:1:decode[4]"). `input_bound`
-    (the run's verdict, yes|partly|no) words the summary: a pipeline that
-    keeps up with the loop has a busiest stage, not a bottleneck."""
+    gil_bound, gil_cpu_cores, summary}; names are SPDL's stage labels
+    ("0:1:decode[4]"). `input_bound` (the run's verdict, yes|partly|no) words
+    the summary: a pipeline that keeps up with the loop has a busiest stage,
+    not a bottleneck. A GIL-bound pipeline (pipeline_gil.py) names the stage
+    that computes most under the GIL, not the one busiest by wall time."""
     out = {"slowest_stage": None, "slowest_busy_pct": None, "starving_queue": None,
-           "starving_occupancy_pct": None, "summary": "no SPDL stage statistics in this run"}
+           "starving_occupancy_pct": None, "gil_bound": False, "gil_cpu_cores": None,
+           "summary": "no SPDL stage statistics in this run"}
     if not len(stages):
         return out
     busy = pd.to_numeric(stages["busy_pct"], errors="coerce")
-    if busy.notna().any():
+    gil = gil_limit(stages)
+    if gil is not None:
+        out.update(slowest_stage=gil["stage"], slowest_busy_pct=gil["busy_pct"], gil_bound=True,
+                   gil_cpu_cores=gil["cores"])
+    elif busy.notna().any():
         i = int(busy.idxmax())
         out["slowest_stage"] = str(stages.at[i, "stage"])
         out["slowest_busy_pct"] = float(busy[i])
@@ -125,14 +145,26 @@ def bottleneck(stages: pd.DataFrame, input_bound: str | None = None) -> dict:
                 out["starving_queue"] = f"{g['stage'].iloc[j]}_queue"
                 out["starving_occupancy_pct"] = float(occ[j])
     parts = []
-    if out["slowest_stage"] and input_bound == "no":
+    if gil is not None and input_bound == "no":
+        parts.append(f"The pipeline keeps up with the training loop; its threads take turns at the GIL and "
+                     f"{gil['stage']} computes most under it ({gil['cpu_s'] * 1e3:.1f} ms of CPU a task).")
+    elif gil is not None:
+        parts.append(gil_summary(gil))
+    elif out["slowest_stage"] and input_bound == "no":
         parts.append(f"The pipeline keeps up with the training loop; its busiest stage is {out['slowest_stage']} "
                      f"(workers busy {out['slowest_busy_pct']:.0f}% of the time).")
     elif out["slowest_stage"]:
-        parts.append(f"Stage {out['slowest_stage']} is the slowest: its workers are busy "
-                     f"{out['slowest_busy_pct']:.0f}% of the time while the others wait. Raise its concurrency, "
-                     "or if that does not help (a stage holding the GIL does not scale with threads), "
-                     "move it to processes or make it cheaper.")
+        row = stages[stages["stage"] == out["slowest_stage"]].iloc[0]
+        cpu_s = pd.to_numeric(pd.Series([row.get("task_cpu_mean_s")]), errors="coerce")[0]
+        head = (f"Stage {out['slowest_stage']} is the slowest: its workers are busy "
+                f"{out['slowest_busy_pct']:.0f}% of the time while the others wait.")
+        if np.isfinite(cpu_s):
+            # CPU time measured: the pipeline is not GIL-bound (pipeline_gil.py), so no hedge.
+            parts.append(f"{head} Its tasks take {float(row['task_mean_s']) * 1e3:.1f} ms, "
+                         f"{cpu_s * 1e3:.2f} ms of it on CPU. Raise its concurrency, or make it cheaper.")
+        else:
+            parts.append(f"{head} Raise its concurrency, or if that does not help (a stage holding the GIL "
+                         "does not scale with threads), move it to processes or make it cheaper.")
     if out["starving_queue"]:
         parts.append(f"Queue {out['starving_queue']} starves (holds an item {out['starving_occupancy_pct']:.0f}% "
                      "of the time): the stages after it wait for data.")

@@ -7,7 +7,9 @@ say about the step-time delta, when both runs have them.
   (diff/significance.py), against the baseline's mean step time, like a part
   of the step;
 * the input-bound verdict of each run and whether it changed;
-* the stage whose throughput changed most (relative), with its queue waits.
+* the stage whose throughput changed most (relative), with its queue waits;
+* the stage limiting a GIL-bound pipeline (analysis/pipeline_gil.py), the
+  experimental run's first: more threads will not help there.
 
 The statistics cover every recorded step, the trace only the profiled ones:
 the step counts in `significance` say which samples the verdict rests on.
@@ -107,12 +109,21 @@ def stage_change(b_tables, e_tables) -> dict | None:
     return best
 
 
+def gil_limit(b_report: dict, e_report: dict) -> dict | None:
+    """{run, stage, cpu_cores} of the GIL-bound run, experimental first."""
+    for run, rep in (("experimental", e_report), ("baseline", b_report)):
+        neck = rep["bottleneck"]
+        if neck["gil_bound"]:
+            return {"run": run, "stage": neck["slowest_stage"], "cpu_cores": neck["gil_cpu_cores"]}
+    return None
+
+
 def pipeline_part(b_tables, e_tables) -> dict:
     """The `pipeline` part of the explanation for two runs' recorded
     statistics (pipeline.PipelineTables)."""
     b_report, e_report = ap.report(b_tables), ap.report(e_tables)
     part = {"data_wait": data_wait(b_tables, e_tables), "input_bound": input_bound(b_report, e_report),
-            "stage": stage_change(b_tables, e_tables)}
+            "stage": stage_change(b_tables, e_tables), "gil": gil_limit(b_report, e_report)}
     part["clause"] = clause(part)
     return part
 
@@ -154,6 +165,10 @@ def clause(part: dict) -> str:
             moved.append(f"throughput {'rose' if qps > 0 else 'fell'} {abs(qps):.0f} %")
         if moved:
             text += f"; stage {st['stage']}'s " + " and its ".join(moved)
+    gil = part.get("gil")
+    if gil is not None:
+        text += (f"; the {gil['run']} pipeline's threads take turns at the GIL and stage {gil['stage']} limits it "
+                 "(processes, not threads, would help)")
     return text
 
 

@@ -25,8 +25,8 @@ SUMMARY_METRICS = [
     ("host.summary.gpu_util_pct_mean", "GPU utilisation (mean)", "pct"),
 ]
 STAGE_KEYS = ["pipeline_index", "stage_name"]
-STAGE_DIFF_COLUMNS = ["concurrency", "qps", "task_mean_s", "put_wait_mean_s", "get_wait_mean_s", "occupancy_pct",
-                      "busy_pct"]
+STAGE_DIFF_COLUMNS = ["concurrency", "qps", "task_mean_s", "task_cpu_mean_s", "put_wait_mean_s", "get_wait_mean_s",
+                      "occupancy_pct", "busy_pct"]
 STAGE_PRIMARY = "task_mean_s"
 CALLBACK_KEYS = ["name", "kind"]
 CALLBACK_DIFF_COLUMNS = ["calls", "per_step_s", "mean_s", "total_s"]

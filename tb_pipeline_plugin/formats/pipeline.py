@@ -68,9 +68,14 @@ class StageTasks(msgspec.Struct, tag="stage_tasks", tag_field="type", omit_defau
     tasks: int
     failures: int
     task_mean_s: float
-    task_p90_s: float
-    task_p99_s: float
     schema: int = SCHEMA_VERSION
+    task_p90_s: float | None = None  # None: not measured (DataLoader parts keep sums only)
+    task_p99_s: float | None = None
+    # Measured in the worker thread around the user's function (None: not
+    # measured: async ops, generators, process pools, older recordings).
+    # CPU far below the call's wall time is waiting: I/O, or the GIL.
+    task_cpu_mean_s: float | None = None
+    task_call_mean_s: float | None = None
     pipeline_id: int = 0
     stage_id: str = ""
     concurrency: int | None = None

@@ -112,6 +112,7 @@ class Recorder:
         self._loaders: dict[tuple, int] = {}
         self.caches: dict[tuple, list] = {}
         self._timers: dict[str, _Timed] = {}
+        self._loader_cpu = False
         self.writer.write(RunMeta(
             wall_time_s=time.time(), command=list(command if command is not None else sys.argv), pid=os.getpid(),
             python=sys.version.split()[0], cpu_count=os.cpu_count() or 1, hostname=socket.gethostname(),
@@ -127,6 +128,8 @@ class Recorder:
         first N batches are cached and replayed for the rest of every epoch.
         `make_iter` creates the real iterator (default `iter(iterable)`)."""
         n = self.headspace if headspace is None else headspace
+        if not self._loader_cpu and type(iterable).__module__.startswith("torch.utils.data"):
+            self.record_loader_cpu()
         key = _loader_key(iterable)
         loader = self._loaders.setdefault(key, len(self._loaders))
         if n > 0:
@@ -161,6 +164,13 @@ class Recorder:
 
         spdl_hooks.install(self.writer.write, interval_s)
 
+    def record_loader_cpu(self) -> None:
+        """CPU and wall time of DataLoader fetches and collate_fn calls in
+        this process (record/loader_cpu.py), written when the recorder closes."""
+        from . import loader_cpu
+
+        self._loader_cpu = loader_cpu.install()
+
     def trace_handler(self):
         """`on_trace_ready` for torch.profiler writing into this run's directory."""
         import torch.profiler
@@ -175,6 +185,11 @@ class Recorder:
         if self.sampler is not None:
             self.sampler.stop()
             self.sampler = None
+        if self._loader_cpu:
+            from . import loader_cpu
+
+            for record in loader_cpu.final_records():
+                self.writer.write(record)
         self.writer.close()
 
     def __enter__(self) -> "Recorder":

@@ -5,12 +5,23 @@ explicit hook or queue gets these, with no change to the script.
 
 Both subclasses keep SPDL's behaviour (its log lines included) and add one
 record per interval report and one for the whole run (`final`).
+
+CPU time per task: SPDL times a task from its event loop, where a worker
+computing and a worker waiting for the GIL look the same. SPDL 0.8 has no
+hook that runs in the worker thread, so the stage builder's `_pipe` /
+`_ordered_pipe` (looked up by name in `spdl.pipeline._components._node` at
+build time) get the stage's op wrapped with task_cpu.timed when the op is a
+plain function run in a thread pool (async ops run on the event loop,
+generators step per item, other executors get the user's function as is).
 """
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import time
 
 from ..formats.pipeline import StageQueue, StageTasks
+from .task_cpu import TaskClock, timed
 
 
 class _IntervalLap:
@@ -42,15 +53,18 @@ def install(write, interval_s: float) -> None:
     class RecordingTaskStatsHook(_IntervalLap, TaskStatsHook):
         def __init__(self, info, interval: float = -1) -> None:
             super().__init__(info, interval=interval if interval > 0 else interval_s)
+            self.tb_clock = TaskClock()
 
         def _log_stats(self, stats) -> None:
             # Called for interval reports (through the callback above) and
             # once at the end of the stage with the whole run's numbers.
             super()._log_stats(stats)
+            cpu_s, call_s = self.tb_clock.means_s(lap=self._tb_lap)
             write(StageTasks(
                 wall_time_s=time.time(), tasks=int(stats.num_tasks), failures=int(stats.num_failures),
                 task_mean_s=float(stats.ave_time), task_p90_s=float(stats.p90_time),
-                task_p99_s=float(stats.p99_time), final=not self._tb_lap, **_identity(self.info),
+                task_p99_s=float(stats.p99_time), task_cpu_mean_s=cpu_s, task_call_mean_s=call_s,
+                final=not self._tb_lap, **_identity(self.info),
             ))
 
     class RecordingStatsQueue(_IntervalLap, StatsQueue):
@@ -70,3 +84,50 @@ def install(write, interval_s: float) -> None:
 
     spdl_config.set_default_hook_class(RecordingTaskStatsHook)
     spdl_config.set_default_queue_class(RecordingStatsQueue)
+    _time_stage_ops()
+
+
+def _thread_pool(executor) -> bool:
+    """Whether the stage's function runs in a thread of this interpreter.
+    Anything else (process pools, sub-interpreters, executors we do not
+    know) must get the user's function itself: our wrapper cannot be
+    pickled across to them."""
+    if executor is None:
+        return True
+    owner = getattr(executor, "_owner", None)  # SPDL's PriorityExecutorEntrypoint
+    if owner is not None and owner is not executor:
+        return _thread_pool(owner)
+    names = {c.__name__ for c in type(executor).__mro__}
+    return bool(names & {"ThreadPoolExecutor", "PriorityThreadPoolExecutor"}) and not any(
+        "Interpreter" in n or "Process" in n for n in names)
+
+
+def _threaded_function(args) -> bool:
+    op = args.op
+    call = op if inspect.isroutine(op) else getattr(op, "__call__", None)
+    if call is None or not _thread_pool(args.executor):
+        return False
+    return not (inspect.iscoroutinefunction(call) or inspect.isasyncgenfunction(call)
+                or inspect.isgeneratorfunction(call))
+
+
+def _with_clock(build):
+    def stage(info, in_q, out_q, args, fc, hooks, *rest):
+        clock = next((getattr(h, "tb_clock", None) for h in hooks if hasattr(h, "tb_clock")), None)
+        if clock is not None and _threaded_function(args):
+            args = dataclasses.replace(args, op=timed(args.op, clock))
+        return build(info, in_q, out_q, args, fc, hooks, *rest)
+
+    stage._tb_pipeline = True
+    return stage
+
+
+def _time_stage_ops() -> None:
+    try:
+        from spdl.pipeline._components import _node
+    except ImportError:  # another SPDL layout: wall times only
+        return
+    for name in ("_pipe", "_ordered_pipe"):
+        build = getattr(_node, name, None)
+        if build is not None and not getattr(build, "_tb_pipeline", False):
+            setattr(_node, name, _with_clock(build))

@@ -357,6 +357,12 @@ class ExplainStageChange(_Shape):
     experimental_put_wait_s: float | None
 
 
+class ExplainGilLimit(_Shape):
+    run: str  # baseline | experimental
+    stage: str
+    cpu_cores: float | None
+
+
 class ExplainPipeline(_Shape):
     """What both runs' recorded pipeline statistics add (diff/explain_pipeline.py);
     `clause` is the sentence's last clause."""
@@ -364,6 +370,8 @@ class ExplainPipeline(_Shape):
     data_wait: ExplainDataWait
     input_bound: ExplainInputBound
     stage: ExplainStageChange | None
+    # The GIL-bound run's limiting stage, experimental first (None: neither run is GIL-bound).
+    gil: ExplainGilLimit | None
     clause: str
 
 
@@ -746,6 +754,10 @@ class PipelineStage(_Shape):
     task_mean_s: float | None
     task_p90_s: float | None
     task_p99_s: float | None
+    # In the worker thread, around the user's function (None: not measured).
+    task_cpu_mean_s: float | None
+    task_call_mean_s: float | None
+    cpu_cores: float | None  # CPU seconds the stage's workers spend per second
     put_wait_mean_s: float | None
     get_wait_mean_s: float | None
     occupancy_pct: float | None
@@ -759,6 +771,10 @@ class Bottleneck(_Shape):
     slowest_busy_pct: float | None
     starving_queue: str | None
     starving_occupancy_pct: float | None
+    # The stage threads take turns at the GIL (analysis/pipeline_gil.py):
+    # slowest_stage is the one computing most under it.
+    gil_bound: bool
+    gil_cpu_cores: float | None
     summary: str
 
 
@@ -868,6 +884,11 @@ class DiffPipelineStageRow(_Shape):
     experimental_task_mean_s: float
     delta_task_mean_s: float
     delta_task_mean_pct: float | None
+    # 0 where a side did not measure CPU time (as every joined column's missing side).
+    baseline_task_cpu_mean_s: float
+    experimental_task_cpu_mean_s: float
+    delta_task_cpu_mean_s: float
+    delta_task_cpu_mean_pct: float | None
     baseline_put_wait_mean_s: float
     experimental_put_wait_mean_s: float
     delta_put_wait_mean_s: float

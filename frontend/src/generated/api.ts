@@ -286,6 +286,8 @@ export interface components {
             slowest_busy_pct: number | null;
             starving_queue: string | null;
             starving_occupancy_pct: number | null;
+            gil_bound: boolean;
+            gil_cpu_cores: number | null;
             summary: string;
         };
         /**
@@ -668,6 +670,10 @@ export interface components {
             experimental_task_mean_s: number;
             delta_task_mean_s: number;
             delta_task_mean_pct: number | null;
+            baseline_task_cpu_mean_s: number;
+            experimental_task_cpu_mean_s: number;
+            delta_task_cpu_mean_s: number;
+            delta_task_cpu_mean_pct: number | null;
             baseline_put_wait_mean_s: number;
             experimental_put_wait_mean_s: number;
             delta_put_wait_mean_s: number;
@@ -734,6 +740,12 @@ export interface components {
             experimental_step_us: number | null;
             significance: components["schemas"]["Significance"];
         };
+        /** ExplainGilLimit */
+        ExplainGilLimit: {
+            run: string;
+            stage: string;
+            cpu_cores: number | null;
+        };
         /** ExplainInputBound */
         ExplainInputBound: {
             /** @enum {unknown} */
@@ -764,6 +776,7 @@ export interface components {
             data_wait: components["schemas"]["ExplainDataWait"];
             input_bound: components["schemas"]["ExplainInputBound"];
             stage: components["schemas"]["ExplainStageChange"] | null;
+            gil: components["schemas"]["ExplainGilLimit"] | null;
             clause: string;
         };
         /**
@@ -1048,6 +1061,9 @@ export interface components {
             task_mean_s: number | null;
             task_p90_s: number | null;
             task_p99_s: number | null;
+            task_cpu_mean_s: number | null;
+            task_call_mean_s: number | null;
+            cpu_cores: number | null;
             put_wait_mean_s: number | null;
             get_wait_mean_s: number | null;
             occupancy_pct: number | null;

@@ -212,22 +212,27 @@ export function extraRunColor(i: number): string {
 
 // ---------------------------------------------------------------- delta tables
 
-export const STAGE_METRICS = ["task_mean_s", "qps", "busy_pct", "occupancy_pct", "get_wait_mean_s", "put_wait_mean_s", "concurrency"] as const;
+export const STAGE_METRICS = ["task_mean_s", "task_cpu_mean_s", "qps", "busy_pct", "occupancy_pct", "get_wait_mean_s", "put_wait_mean_s", "concurrency"] as const;
 export const STAGE_PRIMARY = "task_mean_s";
 export const CALLBACK_METRICS = ["per_step_s", "calls", "mean_s", "total_s"] as const;
 export const CALLBACK_PRIMARY = "per_step_s";
 
 export type NamedStageRow = DiffPipelineStageRow & { name: string };
 
+/** pipeline_index of a DataLoader's parts (fetch, collate_fn), recorded beside SPDL stages. */
+export const LOADER_PIPELINE_INDEX = -1;
+
 /**
  * Stage rows with a display name: SPDL's stage name, prefixed with the
- * pipeline's position when the runs hold several pipelines.
+ * pipeline's position when the runs hold several pipelines; a DataLoader's
+ * parts always say so.
  */
 export function namedStageRows(rows: readonly DiffPipelineStageRow[]): NamedStageRow[] {
-  const several = new Set(rows.map((r) => r.pipeline_index)).size > 1;
+  const pipelines = new Set(rows.map((r) => r.pipeline_index).filter((i) => i !== LOADER_PIPELINE_INDEX));
   return rows.map((r) => {
     const stage = r.stage_name ?? "(unnamed stage)";
-    return { ...r, name: several ? `pipeline ${r.pipeline_index + 1} · ${stage}` : stage };
+    if (r.pipeline_index === LOADER_PIPELINE_INDEX) return { ...r, name: `DataLoader · ${stage}` };
+    return { ...r, name: pipelines.size > 1 ? `pipeline ${r.pipeline_index + 1} · ${stage}` : stage };
   });
 }
 

@@ -1,0 +1,160 @@
+"""GIL-bound SPDL pipelines, unmodified, through `tb-pipeline record`: the
+worker threads' CPU time per task names the stage that limits the pipeline
+(a pure-Python stage, not the sleeping stage that waits for the GIL), and
+the verdict stays the wall-time one when the GIL is free."""
+from __future__ import annotations
+
+import io
+import textwrap
+import time
+
+import pandas as pd
+import pytest
+from test_pipeline_launcher import launch
+
+from tb_pipeline_plugin.analysis.pipeline import report
+from tb_pipeline_plugin.analysis.pipeline_gil import CPU_BOUND_SHARE, GIL_MAX_CORES, gil_limit
+from tb_pipeline_plugin.cli import _print_pipeline
+from tb_pipeline_plugin.diff.explain_pipeline import pipeline_part
+from tb_pipeline_plugin.diff.pipeline import compare_pipeline
+from tb_pipeline_plugin.pipeline import load_pipeline_run
+from tb_pipeline_plugin.record.task_cpu import TaskClock, timed
+
+# argv: first stage (pure_python | numpy_heavy), loop iterations, sleep seconds.
+MIX_SCRIPT = textwrap.dedent("""
+    import sys, time
+    from spdl.pipeline import PipelineBuilder
+
+    LOOPS, SLEEP_S = int(sys.argv[2]), float(sys.argv[3])
+
+    def pure_python(x):  # holds the GIL throughout
+        s = 0
+        for i in range(LOOPS):
+            s += i * i
+        return x
+
+    def numpy_heavy(x):  # NumPy's ufunc loops release the GIL
+        import numpy as np
+        a = np.full(2_000_000, 1.5)
+        np.sqrt(a, out=a)
+        np.multiply(a, a, out=a)
+        return x
+
+    def sleep_io(x):  # releases the GIL, like I/O
+        time.sleep(SLEEP_S)
+        return x
+
+    first = {"pure_python": pure_python, "numpy_heavy": numpy_heavy}[sys.argv[1]]
+    pipeline = (PipelineBuilder().add_source(range(300))
+                .pipe(first, concurrency=4, name=first.__name__)
+                .pipe(sleep_io, concurrency=4, name="sleep_io")
+                .add_sink(8).build(num_threads=8))
+    with pipeline.auto_stop():
+        n = sum(1 for _ in pipeline)
+    print("consumed", n)
+""")
+
+
+MIXES = {
+    # The user's report: ~3 ms of pure Python and a 5 ms sleep, both at concurrency 4.
+    "gil": ("pure_python", "60_000", "0.005"),
+    # The sleeping stage truly slower, the CPU stage light: the GIL mostly free.
+    "io": ("pure_python", "5_000", "0.03"),
+    "numpy": ("numpy_heavy", "0", "0.005"),
+}
+
+
+@pytest.fixture(scope="module")
+def mixes(tmp_path_factory) -> dict:
+    """Each mix's PipelineTables, recorded once for the module."""
+    tmp = tmp_path_factory.mktemp("gil")
+    out = {}
+    for run, (first, loops, sleep_s) in MIXES.items():
+        script = MIX_SCRIPT.replace("sys.argv[1]", repr(first)).replace("sys.argv[2]", loops).replace(
+            "sys.argv[3]", sleep_s)
+        done = launch(tmp, script, run, "--spdl-interval", "0.5")
+        assert "consumed 300" in done.stdout
+        out[run] = load_pipeline_run(str(tmp / "logs" / run))
+    return out
+
+
+def stage(rep: dict, name: str) -> dict:
+    return next(s for s in rep["stages"] if s["stage_name"] == name)
+
+
+def test_pure_python_stage_limits_not_the_sleeping_one(mixes):
+    rep = report(mixes["gil"])
+    py, io = stage(rep, "pure_python"), stage(rep, "sleep_io")
+    assert py["task_cpu_mean_s"] >= CPU_BOUND_SHARE * py["task_call_mean_s"], py  # it computes while it runs
+    assert io["task_cpu_mean_s"] < 0.1 * io["task_mean_s"], io  # it waits
+    assert io["task_mean_s"] > 0.005  # a 5 ms sleep that takes longer: the GIL wait
+    neck = rep["bottleneck"]
+    assert neck["gil_bound"] and neck["slowest_stage"] == py["stage"], neck
+    assert py["is_slowest"] and not io["is_slowest"]
+    for words in ("limits the pipeline", "not the bottleneck", "will not help", "processes", "free-threaded"):
+        assert words in neck["summary"], neck["summary"]
+
+
+def test_sleeping_stage_limits_when_the_gil_is_free(mixes):
+    rep = report(mixes["io"])
+    io = stage(rep, "sleep_io")
+    neck = rep["bottleneck"]
+    assert not neck["gil_bound"] and neck["slowest_stage"] == io["stage"], neck
+    assert "GIL" not in neck["summary"] and "Raise its concurrency" in neck["summary"], neck["summary"]
+    assert io["task_mean_s"] == pytest.approx(0.03, rel=0.5)
+
+
+def test_gil_releasing_stage_gets_no_gil_advice(mixes):
+    rep = report(mixes["numpy"])
+    heavy = stage(rep, "numpy_heavy")
+    neck = rep["bottleneck"]
+    assert heavy["task_cpu_mean_s"] > 0.0005, heavy  # measured, in the worker thread
+    assert not neck["gil_bound"], (neck, heavy)
+    assert "GIL" not in neck["summary"], neck["summary"]
+
+
+def test_explanation_and_diff_carry_the_gil_verdict(mixes):
+    part = pipeline_part(mixes["io"], mixes["gil"])
+    assert part["gil"] == {"run": "experimental", "stage": stage(report(mixes["gil"]), "pure_python")["stage"],
+                           "cpu_cores": report(mixes["gil"])["bottleneck"]["gil_cpu_cores"]}
+    assert "take turns at the GIL" in part["clause"] and "processes, not threads" in part["clause"]
+    printed = io.StringIO()
+    _print_pipeline(part, printed)  # the CLI's explanation
+    assert f"GIL-bound (experimental): stage {part['gil']['stage']} limits the pipeline" in printed.getvalue()
+    assert pipeline_part(mixes["io"], mixes["numpy"])["gil"] is None
+    rows = {r["stage_name"]: r for r in compare_pipeline(mixes["io"], mixes["gil"])["stages"]}
+    py = rows["pure_python"]
+    # ~0.25 ms of CPU a task against ~3 ms: the CPU column moves with the loop count.
+    assert py["experimental_task_cpu_mean_s"] > 4 * py["baseline_task_cpu_mean_s"] > 0, py
+
+
+def test_task_clock_tells_computing_from_waiting():
+    clock = TaskClock()
+    sleep = timed(time.sleep, clock)
+    sleep(0.02)
+    cpu_s, wall_s = clock.means_s(lap=True)
+    assert cpu_s < 0.005 and wall_s >= 0.02
+
+    def spin(n):
+        return sum(i * i for i in range(n))
+
+    assert timed(spin, clock)(200_000) == spin(200_000)
+    lap_cpu_s, lap_wall_s = clock.means_s(lap=True)  # the lap holds the spin only
+    assert lap_cpu_s >= 0.5 * lap_wall_s > 0
+    assert clock.means_s(lap=True) == (None, None)
+    run_cpu_s, _ = clock.means_s(lap=False)  # the run holds both calls
+    assert run_cpu_s == pytest.approx((cpu_s + lap_cpu_s) / 2, rel=0.01)
+
+
+def test_threads_on_more_cores_than_the_gil_allows_are_not_gil_bound():
+    # Work that releases the GIL on an idle many-core machine: on CPU like
+    # pure Python, but more CPU per second than one lock allows.
+    stages = pd.DataFrame([
+        {"stage": "0:1:decode[8]", "task_mean_s": 0.01, "task_call_mean_s": 0.01, "task_cpu_mean_s": 0.0095,
+         "cpu_cores": GIL_MAX_CORES + 2.0, "busy_pct": 90.0},
+        {"stage": "0:2:fetch[8]", "task_mean_s": 0.02, "task_call_mean_s": 0.012, "task_cpu_mean_s": 0.0001,
+         "cpu_cores": 0.01, "busy_pct": 95.0},
+    ])
+    assert gil_limit(stages) is None
+    stages.loc[0, "cpu_cores"] = 0.9  # the same pipeline held to one core: taking turns at the GIL
+    assert gil_limit(stages)["stage"] == "0:1:decode[8]"
