@@ -1,5 +1,6 @@
 """Intervals on a diagnostic sweep's figures, from the slices each level's
-measured window was cut into (docs/diagnostic_format.md, "Spread").
+measured window was cut into (docs/diagnostic_format.md, "Spread and
+comparisons").
 
 A level's QPS is the mean of its slices' QPS, so its relative standard
 error is their standard deviation over (mean x sqrt(slices)). Two
@@ -22,9 +23,9 @@ Two things no interval covers, said apart:
   from one recording to the next by far more than any slice shows (half
   the QPS, twice the QPS). `others_cpu_pct` says, per stage, how much CPU
   other processes took while the machine was full; the QPS figures of a
-  stage they `crowded` are not comparable with another recording's. A
-  stage that never kept half a core busy waits rather than computes, and
-  waiting is not slowed by neighbours: never crowded;
+  stage they `crowded` are not comparable with another recording's. That
+  holds for a stage that sleeps too: one that neighbours starve of CPU
+  uses as little of it as one that waits, so the two cannot be told apart;
 * the GIL: the share of samples in which some thread held it is a
   proportion of `n` samples (binomial spread), plus a between-recordings
   term, `GIL_BETWEEN_RECORDINGS`; other processes do not move it (a
@@ -39,8 +40,9 @@ import numpy as np
 import pandas as pd
 
 # Every interval of the Diagnostic view and its comparisons: 99 % two-sided. A stage's change verdict
-# rests on up to five comparisons (two best-QPS ratios, up to three speed-ups), so the chance that
-# noise alone moves any of them past its interval stays under 5 % (Bonferroni).
+# rests on up to six comparisons (two best-QPS ratios, speed-ups at one to three levels, the GIL share),
+# so the chance that noise alone moves any of them past its interval stays under 6 % (Bonferroni), and
+# the two verdicts must differ as well.
 CONFIDENCE = 0.99
 Z = NormalDist().inv_cdf(0.5 + CONFIDENCE / 2)
 BETWEEN_RECORDINGS_PCT = 6.0
@@ -50,7 +52,6 @@ GIL_BETWEEN_RECORDINGS = 0.08  # one standard deviation of the GIL-held share be
 # >= 75 % of all cores busy) and they had half a core or more of it.
 CROWDED_OTHERS_PCT = 50.0
 FULL_MACHINE = 0.75
-HUNGRY_PCT = 50.0  # a stage computes when it keeps at least half a core busy at one of its levels
 
 SPREAD_COLUMNS = ["stage", "executor", "concurrency", "qps", "qps_log_sd", "qps_low", "qps_high",
                   "cpu_pct_low", "cpu_pct_high"]
@@ -110,11 +111,8 @@ def others_cpu_pct(sweep: pd.DataFrame, cores: int) -> dict[str, float]:
 
 def crowded(sweep: pd.DataFrame, cores: int) -> set[str]:
     """Stages other processes crowded: they took CROWDED_OTHERS_PCT of a full
-    machine at one of the stage's levels, and the stage computes."""
-    others = others_cpu_pct(sweep, cores)
-    busiest = sweep.groupby("stage")["cpu_pct"].max() if len(sweep) else pd.Series(dtype=float)
-    return {stage for stage, pct in others.items()
-            if pct >= CROWDED_OTHERS_PCT and float(busiest.get(stage, 0.0)) >= HUNGRY_PCT}
+    machine at one of the stage's levels."""
+    return {stage for stage, pct in others_cpu_pct(sweep, cores).items() if pct >= CROWDED_OTHERS_PCT}
 
 
 def gil_share_sd(record: dict | None) -> tuple[float, float] | None:

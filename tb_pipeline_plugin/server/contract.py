@@ -641,8 +641,7 @@ class DiagnosticStage(_Shape):
     curves: list[DiagnosticCurve]
     gil: DiagnosticGil | None
     # The most CPU % other processes took at a level of this stage where the machine was full (0: never);
-    # crowded from 50, when the stage computes (>= 50 % of a core at a level): its QPS then says as much
-    # about them as about the stage.
+    # crowded from 50: its QPS then says as much about them as about the stage.
     others_cpu_pct: float
     crowded: bool
 

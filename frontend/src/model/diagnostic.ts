@@ -150,7 +150,7 @@ export function bestLevelChangeText(diff: DiagnosticStageDiff): string | null {
 /** Why a stage's QPS may not be its own, or null: other processes crowded the machine while it was measured. */
 export function crowdedText(stage: DiagnosticStage): string | null {
   if (!stage.crowded) return null;
-  return `Other processes took up to ${formatInt(stage.others_cpu_pct)} % CPU while this stage was measured on a full machine: its QPS says as much about them as about the stage.`;
+  return `Other processes took up to ${formatInt(stage.others_cpu_pct)} % CPU while this stage was measured on a full machine: if it computes, it got what they left, and its QPS says as much about them as about the stage.`;
 }
 
 /** A point's QPS interval, "24,458–30,108"; a dash for results written before levels were sliced. */
