@@ -3,7 +3,10 @@
 `baseline`: `decode` is a pure-Python loop (holds the GIL), `fetch` sleeps
 (waits like I/O), `augment` reduces a numpy array (releases the GIL).
 `experimental`: `decode` hashes bytes with hashlib instead (which releases the
-GIL on large buffers) and `fetch` waits twice as long. `record_diagnostic`
+GIL on large buffers) and `fetch` waits twice as long; `augment` is the same
+in both, so its comparison is noise only. `gil_augment`: the baseline with
+`augment` rewritten as a Python loop (holds the GIL), a pair in which one
+stage really changed. `record_diagnostic`
 runs the real diagnose engine on them with small levels and short levels, so
 the demo logdir and the tests get a real results pair in seconds.
 """
@@ -46,9 +49,17 @@ def augment(x: int) -> int:
     return x
 
 
+def augment_python(x: int) -> int:
+    s = 0.0
+    for i in range(5_000):
+        s += i * 0.5
+    return x
+
+
 VARIANTS = {
     "baseline": [("decode", decode_python), ("fetch", fetch), ("augment", augment)],
     "experimental": [("decode", decode_hashlib), ("fetch", fetch_slower), ("augment", augment)],
+    "gil_augment": [("decode", decode_python), ("fetch", fetch), ("augment", augment_python)],
 }
 
 

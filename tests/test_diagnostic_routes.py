@@ -85,6 +85,8 @@ def test_diagnostic_matches_the_records(client, diagnostic_logdir, run):
             for p, r in zip(curve["points"], expected):
                 for key in ("qps", "p50_latency_s", "p90_latency_s", "cpu_pct", "machine_cpu_pct", "duration_s"):
                     assert p[key] == pytest.approx(r[key]), (name, curve["executor"], key)
+                assert len(r["slice_qps"]) == 8 and sum(r["slice_qps"]) / 8 == pytest.approx(r["qps"])
+                assert p["qps_low"] < p["qps"] < p["qps_high"]
                 assert (p["items"], p["errors"], p["peak_memory_bytes"]) == (
                     r["items"], r.get("errors", 0), r["peak_memory_bytes"])
                 assert p["speedup"] == pytest.approx(r["qps"] / expected[0]["qps"])
@@ -131,13 +133,19 @@ def test_diff_diagnostic_matches_both_files(client, diagnostic_logdir):
     for row, b, e in zip(body["stages"], body["baseline"]["stages"], body["experimental"]["stages"]):
         assert row["in_baseline"] and row["in_experimental"]
         assert (row["verdict_baseline"], row["verdict_experimental"]) == (b["verdict"], e["verdict"])
-        assert row["verdict_changed"] == (b["verdict"] != e["verdict"])
+        # Verdicts that differ are a change only beyond noise (docs/diagnostic_format.md, "Spread and comparisons").
+        assert (row["change"] == "same") == (b["verdict"] == e["verdict"]), row
+        assert row["verdict_changed"] == (row["change"] == "changed") and row["change_reason"]
         for executor in ("thread", "process"):
             ratio = best_qps("diag_experimental", row["stage"], executor) / best_qps("diag_baseline", row["stage"], executor)
             assert row[f"best_{executor}_qps_ratio"] == pytest.approx(ratio)
+            # Both runs were sliced: every ratio has its interval, around it.
+            assert row[f"best_{executor}_qps_ratio_low"] < ratio < row[f"best_{executor}_qps_ratio_high"]
     # The experimental fetch sleeps 8 ms instead of 4: its best thread QPS must drop (a 2x effect, far above noise).
     fetch = body["stages"][1]
-    assert fetch["best_thread_qps_ratio"] < 0.85
+    assert fetch["best_thread_qps_ratio"] < 0.85 and fetch["best_thread_qps_ratio_high"] < 1
+    # augment is the same function in both variants: whatever its two verdicts, it never reads changed.
+    assert body["stages"][2]["change"] != "changed", body["stages"][2]["change_reason"]
 
 
 def test_results_being_written_are_read_as_far_as_they_go(diagnostic_logdir, make_tb_client, tmp_path):

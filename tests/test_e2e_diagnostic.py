@@ -79,6 +79,9 @@ def test_diagnostic_tab_shows_the_api_numbers(tensorboard, page):
         tr = frame.locator(f"[data-testid=diagnostic-summary] tr[data-stage='{row['stage']}']")
         raws = tr.locator("td[data-raw]").evaluate_all("tds => tds.map(td => td.getAttribute('data-raw'))")
         assert [float(r) for r in raws] == pytest.approx([row["best_thread_qps_ratio"], row["best_process_qps_ratio"]])
+        # The change against noise, as the API judged it, with its reason in words.
+        assert tr.locator("td.diag-change").get_attribute("data-change") == row["change"]
+        assert tr.locator("[data-testid=change-reason]").inner_text() == row["change_reason"]
     # The baseline decode stage is a pure-Python loop: its GIL holder is named on screen.
     decode = next(s for s in api["baseline"]["stages"] if s["stage"] == "decode")
     if decode["gil"] and decode["gil"]["top"]:

@@ -77,6 +77,7 @@ export type DiagnosticEnvironment = Schemas["DiagnosticEnvironment"];
 export type DiagnosticStageDiff = Schemas["DiagnosticStageDiff"];
 export type DiffDiagnosticResponse = Schemas["DiffDiagnosticResponse"];
 export type Verdict = DiagnosticStage["verdict"];
+export type StageChange = DiagnosticStageDiff["change"];
 export type PipelineReport = Schemas["PipelineReport"];
 export type PipelineResponse = Schemas["PipelineResponse"];
 export type DiffPipelineResponse = Schemas["DiffPipelineResponse"];

@@ -1,12 +1,16 @@
 import { describe, expect, it } from "vitest";
-import type { DiagnosticCurve, DiagnosticPoint, DiagnosticResponse, DiagnosticStage, DiffDiagnosticResponse, RunInfo } from "../src/api";
+import type { DiagnosticCurve, DiagnosticPoint, DiagnosticResponse, DiagnosticStage, DiagnosticStageDiff, DiffDiagnosticResponse, RunInfo } from "../src/api";
 import {
+  bestLevelChangeText,
   bestText,
+  CHANGE_LABELS,
+  crowdedText,
   curveSeries,
   diagnosticPlan,
   environmentText,
   formatQps,
   formatRatio,
+  formatRatioInterval,
   gilRows,
   gilSummary,
   levelRange,
@@ -36,6 +40,10 @@ function point(concurrency: number, qps: number, cpu_pct: number, peak_memory_by
     duration_s: 0.3,
     cut_short: false,
     first_error: null,
+    qps_low: qps * 0.9,
+    qps_high: qps * 1.1,
+    cpu_pct_low: null,
+    cpu_pct_high: null,
   };
 }
 
@@ -78,6 +86,8 @@ function stage(name: string, over: Partial<DiagnosticStage> = {}): DiagnosticSta
       skipped: null,
       top: [{ function: "decode_python", file: "/x/samples/diagnostic_sample.py", line: 25, samples: 81, share: 0.9 }],
     },
+    others_cpu_pct: 0,
+    crowded: false,
     ...over,
   };
 }
@@ -188,14 +198,59 @@ describe("words", () => {
   });
 });
 
+function diffRow(over: Partial<DiagnosticStageDiff>): DiagnosticStageDiff {
+  return {
+    stage: "s",
+    in_baseline: true,
+    in_experimental: true,
+    verdict_baseline: null,
+    verdict_experimental: null,
+    verdict_changed: false,
+    change: "same",
+    change_reason: "same verdict (scales)",
+    best_thread_qps_ratio: null,
+    best_thread_qps_ratio_low: null,
+    best_thread_qps_ratio_high: null,
+    best_process_qps_ratio: null,
+    best_process_qps_ratio_low: null,
+    best_process_qps_ratio_high: null,
+    best_thread_concurrency_change: null,
+    best_process_concurrency_change: null,
+    ...over,
+  };
+}
+
+describe("noise", () => {
+  it("a ratio with half its interval, bare without one", () => {
+    expect(formatRatioInterval(1.03, 0.95, 1.11)).toBe("×1.03 ± 0.08");
+    expect(formatRatioInterval(1.03, null, null)).toBe("×1.03");
+    expect(formatRatioInterval(null, 0.9, 1.1)).toBe("—");
+  });
+  it("names every change verdict and the best levels that moved", () => {
+    expect(CHANGE_LABELS.within_noise).toBe("within noise");
+    expect(bestLevelChangeText(diffRow({ best_thread_concurrency_change: "same", best_process_concurrency_change: null }))).toBeNull();
+    expect(bestLevelChangeText(diffRow({ best_thread_concurrency_change: "changed", best_process_concurrency_change: "within_noise" }))).toBe(
+      "Best level differs (threads: changed · processes: within noise)",
+    );
+  });
+  it("says when other processes crowded a stage, and the QPS interval of a point", () => {
+    expect(crowdedText(stage("a"))).toBeNull();
+    expect(crowdedText(stage("a", { crowded: true, others_cpu_pct: 103.4 }))).toContain("up to 103 % CPU");
+    const rows = pointRows(stage("a"));
+    expect(rows[0]!.qpsInterval).toBe("132–161");
+    const bare = stage("a", { curves: [curve("thread", [{ ...point(1, 100, 50), qps_low: null, qps_high: null }], 1)] });
+    expect(pointRows(bare)[0]!.qpsInterval).toBe("—");
+  });
+});
+
 describe("pairs", () => {
   it("matches stages by name in the server's order, a one-sided stage keeps an empty side", () => {
     const diff: DiffDiagnosticResponse = {
       baseline: response("a", [stage("decode"), stage("old")]),
       experimental: response("b", [stage("decode", { verdict: "scales", label: "scales" })]),
       stages: [
-        { stage: "decode", in_baseline: true, in_experimental: true, verdict_baseline: "gil_bound", verdict_experimental: "scales", verdict_changed: true, best_thread_qps_ratio: 1.9, best_process_qps_ratio: 1 },
-        { stage: "old", in_baseline: true, in_experimental: false, verdict_baseline: "gil_bound", verdict_experimental: null, verdict_changed: false, best_thread_qps_ratio: null, best_process_qps_ratio: null },
+        diffRow({ stage: "decode", verdict_baseline: "gil_bound", verdict_experimental: "scales", verdict_changed: true, change: "changed", best_thread_qps_ratio: 1.9, best_process_qps_ratio: 1 }),
+        diffRow({ stage: "old", in_experimental: false, verdict_baseline: "gil_bound", change: "one_side" }),
       ],
     };
     const pairs = pairStages(diff);

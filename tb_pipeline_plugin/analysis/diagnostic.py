@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..pipeline.diagnostic import DiagnosticRun
+from .diagnostic_spread import crowded, level_spread, others_cpu_pct
 
 BEST_WITHIN = 0.95  # best concurrency: the smallest level within 5 % of the best QPS
 SCALE_EFFICIENCY = 0.7  # scales: QPS at min(cores, top level) >= 0.7 x level x QPS at level 1
@@ -45,7 +46,8 @@ VERDICT_LABELS = {
 
 SWEEP_COLUMNS = [
     "stage", "executor", "concurrency", "items", "errors", "qps", "p50_latency_s", "p90_latency_s",
-    "cpu_pct", "machine_cpu_pct", "peak_memory_bytes", "duration_s", "cut_short", "first_error", "speedup",
+    "cpu_pct", "machine_cpu_pct", "peak_memory_bytes", "duration_s", "cut_short", "first_error",
+    "slice_qps", "slice_cpu_pct", "slice_machine_cpu_pct", "speedup",
 ]
 BEST_COLUMNS = ["stage", "executor", "best_concurrency", "best_qps"]
 GIL_COLUMNS = ["stage", "concurrency", "rank", "function", "file", "line", "samples", "share", "total_samples",
@@ -80,7 +82,8 @@ def sweep_frame(records: Iterable[Any]) -> pd.DataFrame:
     same stage and executor's QPS at its lowest level."""
     # Fields left out because they held their default (omit_defaults) come back here.
     defaults = {"errors": 0, "cut_short": False, "first_error": "", "machine_cpu_pct": 0.0}
-    rows = [{**defaults, **r} for r in as_dicts(records) if r.get("type") == "sweep"]
+    no_slices = {"slice_qps": (), "slice_cpu_pct": (), "slice_machine_cpu_pct": ()}  # written before slices
+    rows = [{**defaults, **no_slices, **r} for r in as_dicts(records) if r.get("type") == "sweep"]
     frame = pd.DataFrame(rows, columns=[c for c in SWEEP_COLUMNS if c != "speedup"])
     if frame.empty:
         return pd.DataFrame(columns=SWEEP_COLUMNS)
@@ -137,6 +140,14 @@ def _gain(curve: pd.DataFrame) -> float:
     return float(curve["qps"].max() / curve["qps"].iloc[0])
 
 
+def scale_level(levels: Iterable[int], cores: int) -> int | None:
+    """The thread level the "scales" rule reads: the largest level from 2 up
+    to the core count, else the lowest level above 1 (None: no such level)."""
+    levels = sorted(int(c) for c in levels)
+    upto = [c for c in levels if 2 <= c <= cores] or [c for c in levels if c >= 2][:1]
+    return max(upto) if upto else None
+
+
 def _classify(threads: pd.DataFrame, procs: pd.DataFrame, cores: int, process_skipped: str,
               gil_name: str, gil_held: float | None) -> tuple[str, str]:
     t_best = _at_best(threads)
@@ -168,10 +179,8 @@ def _classify(threads: pd.DataFrame, procs: pd.DataFrame, cores: int, process_sk
 
     # Scales: near-linear up to the core count.
     if t_best is not None and cores >= 2:
-        upto = [c for c in threads["concurrency"] if 2 <= c <= cores] or \
-               [c for c in threads["concurrency"] if c >= 2][:1]
-        if upto:
-            c = int(max(upto))
+        c = scale_level(threads["concurrency"], cores)
+        if c is not None:
             q = float(threads.loc[threads["concurrency"] == c, "qps"].iloc[0])
             if q1 > 0 and q >= SCALE_EFFICIENCY * min(c, cores) * q1:
                 return "scales", (f"threads: QPS x{q / q1:.2f} at {c} (linear would be x{min(c, cores)}), "
@@ -275,6 +284,7 @@ def verdicts(records: Iterable[Any]) -> pd.DataFrame:
 
 _POINT_FIELDS = ("concurrency", "qps", "speedup", "p50_latency_s", "p90_latency_s", "cpu_pct", "machine_cpu_pct",
                  "peak_memory_bytes", "items", "errors", "duration_s", "cut_short", "first_error")
+_INTERVAL_FIELDS = ("qps_low", "qps_high", "cpu_pct_low", "cpu_pct_high")  # NaN (no slices) -> None
 _ENVIRONMENT_FIELDS = ("python", "implementation", "free_threaded", "gil_enabled", "process_start_method", "levels",
                        "executors", "warmup_s", "duration_s", "source", "hostname")
 _ENVIRONMENT_DEFAULTS = {"source": "function", "hostname": "", "free_threaded": False, "gil_enabled": True}
@@ -287,10 +297,16 @@ def report(run: DiagnosticRun) -> dict:
     ended and on what machine."""
     records = as_dicts(run.records)
     sweep = sweep_frame(records)
+    spread = level_spread(sweep)
+    for column in _INTERVAL_FIELDS:
+        sweep[column] = spread[column].to_numpy() if len(spread) else []
     best = best_concurrency(sweep).set_index(["stage", "executor"])
     summaries = {r["stage"]: r for r in records if r.get("type") == "stage"}
     gil = {r["stage"]: r for r in records if r.get("type") == "gil"}
     end = next((r for r in reversed(records) if r.get("type") == "end"), None)
+    env = environment(records)
+    cores = int(env.get("cpu_count") or 1)
+    others, crowded_stages = others_cpu_pct(sweep, cores), crowded(sweep, cores)
     stages = []
     for v in verdicts(records).to_dict("records"):
         name = v["stage"]
@@ -303,9 +319,9 @@ def report(run: DiagnosticRun) -> dict:
                                  "items", "errors", "cut_short", "first_error", "process_skipped")},
             "inputs": summary.get("inputs"), "input_errors": summary.get("input_errors", 0),
             "skipped": summary.get("skipped") or None, "curves": _curves(sweep, best, name),
-            "gil": _gil_report(gil.get(name)),
+            "gil": _gil_report(gil.get(name)), "others_cpu_pct": others.get(name, 0.0),
+            "crowded": name in crowded_stages,
         })
-    env = environment(records)
     return {"complete": run.complete, "cut_short": run.cut_short,
             "reason": (end.get("reason") or None) if end else None,
             "elapsed_s": end.get("elapsed_s") if end else None,
@@ -322,9 +338,10 @@ def _curves(sweep: pd.DataFrame, best: pd.DataFrame, stage: str) -> list[dict]:
         if points.empty:
             continue
         b = best.loc[(stage, executor)]
-        rows = [{k: p[k] for k in _POINT_FIELDS} for p in points.to_dict("records")]
+        rows = [{k: p[k] for k in _POINT_FIELDS + _INTERVAL_FIELDS} for p in points.to_dict("records")]
         for p in rows:
-            p["speedup"] = None if np.isnan(p["speedup"]) else p["speedup"]
+            for k in ("speedup", *_INTERVAL_FIELDS):
+                p[k] = None if np.isnan(p[k]) else p[k]
             p["first_error"] = p["first_error"] or None
         curves.append({"executor": executor, "best_concurrency": int(b["best_concurrency"]),
                        "best_qps": float(b["best_qps"]), "points": rows})

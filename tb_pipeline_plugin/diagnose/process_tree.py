@@ -13,7 +13,8 @@ import threading
 import psutil
 
 
-def _procs(pids) -> list[psutil.Process]:
+def processes(pids) -> list[psutil.Process]:
+    """The live processes among `pids` (one that has exited is left out)."""
     out = []
     for pid in pids:
         try:
@@ -58,7 +59,7 @@ class CpuWindow:
     """CPU % of the tree and of the machine between start() and stop()."""
 
     def __init__(self, pids=()):
-        self.children = _procs(pids)
+        self.children = processes(pids)
         self.started = False
 
     def start(self, now_s: float) -> None:
@@ -81,7 +82,7 @@ class PeakRss:
     """
 
     def __init__(self, pids=(), interval_s: float = 0.1):
-        self.children = _procs(pids)
+        self.children = processes(pids)
         self.interval_s = interval_s
         self.peak_bytes = 0
         self._stop = threading.Event()

@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..formats.diagnostic import SLICES
+from .level_spread import CpuSlices, slice_qps
 from .process_tree import CpuWindow, PeakRss
 
 _WARM, _MEASURE, _STOP = 0, 1, 2
@@ -50,6 +52,9 @@ class LevelResult:
     interrupted: bool = False  # Ctrl-C arrived during this level
     first_error: str = ""
     failure: str = ""  # the level could not run at all (e.g. a worker process died)
+    slice_qps: list = field(default_factory=list)  # level_spread.slice_qps: its mean is qps
+    slice_cpu_pct: list = field(default_factory=list)
+    slice_machine_cpu_pct: list = field(default_factory=list)
 
 
 @dataclass
@@ -122,6 +127,7 @@ def _summarise(parts: list[_Calls], result: LevelResult) -> LevelResult:
         result.duration_s = max(max(p.ends) for p in parts) - min(min(p.starts) for p in parts)
         result.qps = sum(len(p.ends) / (max(p.ends) - min(p.starts)) for p in parts
                          if max(p.ends) > min(p.starts))
+        result.slice_qps = slice_qps([(p.starts, p.ends) for p in parts], SLICES)
     result.p50_latency_s = _percentile(latencies, 0.5)
     result.p90_latency_s = _percentile(latencies, 0.9)
     return result
@@ -168,7 +174,7 @@ def run_threads(fn: Callable, inputs: list, level: int, plan: LevelPlan, stop: t
 
     threads = [threading.Thread(target=work, args=(i,), name=f"diagnose-{i}", daemon=True) for i in range(level)]
     result = LevelResult()
-    cpu = CpuWindow()
+    cpu, slices = CpuWindow(), CpuSlices()
     rss = PeakRss(interval_s=3600.0 if during is not None else 0.1)  # sampling: keep the GIL to the stage
     try:
         with rss:
@@ -176,7 +182,9 @@ def run_threads(fn: Callable, inputs: list, level: int, plan: LevelPlan, stop: t
                 t.start()
             _wait_until(t_measure, stop)
             cpu.start(time.monotonic())
-            if during is not None:
+            if during is None:
+                slices.start(time.monotonic(), plan.duration_s, SLICES)
+            else:
                 during()
                 own_stop.set()
             for t in threads:
@@ -193,6 +201,8 @@ def run_threads(fn: Callable, inputs: list, level: int, plan: LevelPlan, stop: t
             if t.ident is not None:
                 t.join()
         result.cpu_pct, result.machine_cpu_pct = cpu.stop(time.monotonic())
+    finally:
+        result.slice_cpu_pct, result.slice_machine_cpu_pct = slices.stop()
     result.peak_memory_bytes = rss.peak_bytes
     _summarise(parts, result)
     result.cut_short = result.interrupted or stop.is_set() or time.monotonic() >= plan.hard_end
@@ -290,14 +300,14 @@ def run_processes(fn: Callable, inputs: list, level: int, plan: LevelPlan, stop:
                          args=(payload, plan, t_measure_box, started, next_index, mp_stop, go, release, results, i))
              for i in range(level)]
     result = LevelResult()
-    cpu = CpuWindow()
+    cpu, slices = CpuWindow(), CpuSlices()
     done: dict = {}
     try:
         for p in procs:
             p.start()
         _FORK_PAYLOAD = None
         pids = [p.pid for p in procs]
-        cpu = CpuWindow(pids)
+        cpu, slices = CpuWindow(pids), CpuSlices(pids)
         # Worker start-up (fork, imports, unpickling) is excluded: the clock starts once all are ready.
         _, failure = _collect(results, procs, "ready", level, stop, timeout_s=120)
         if failure:
@@ -309,6 +319,7 @@ def run_processes(fn: Callable, inputs: list, level: int, plan: LevelPlan, stop:
             go.set()
             _wait_until(t_measure, stop)
             cpu.start(time.monotonic())
+            slices.start(time.monotonic(), plan.duration_s, SLICES)
             done, failure = _collect(results, procs, "done", level, stop,
                                      timeout_s=min(max(plan.duration_s * 20, 600),
                                                    plan.hard_end + ABANDON_AFTER_S - time.monotonic()))
@@ -322,6 +333,7 @@ def run_processes(fn: Callable, inputs: list, level: int, plan: LevelPlan, stop:
         done, _ = _collect(results, procs, "done", level, threading.Event(), timeout_s=30)
         result.cpu_pct, result.machine_cpu_pct = cpu.stop(time.monotonic())
     finally:
+        result.slice_cpu_pct, result.slice_machine_cpu_pct = slices.stop()
         _FORK_PAYLOAD = None
         mp_stop.set()
         release.set()

@@ -245,7 +245,8 @@ class Session:
             stage=name, executor=executor, concurrency=level, items=r.items, errors=r.errors, qps=r.qps,
             p50_latency_s=r.p50_latency_s, p90_latency_s=r.p90_latency_s, cpu_pct=r.cpu_pct,
             machine_cpu_pct=r.machine_cpu_pct, peak_memory_bytes=r.peak_memory_bytes,
-            duration_s=r.duration_s, cut_short=r.cut_short, first_error=r.first_error)
+            duration_s=r.duration_s, cut_short=r.cut_short, first_error=r.first_error, slice_qps=r.slice_qps,
+            slice_cpu_pct=r.slice_cpu_pct, slice_machine_cpu_pct=r.slice_machine_cpu_pct)
         self._write(point)
         errors = f"  errors {r.errors}/{r.items}" if r.errors else ""
         cut = "  (cut short)" if r.cut_short else ""

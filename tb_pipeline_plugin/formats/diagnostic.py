@@ -15,6 +15,7 @@ import msgspec
 SCHEMA_VERSION = 1
 DIAGNOSTIC_DIR = "diagnostic"
 RESULTS_FILE = "diagnostic.jsonl"
+SLICES = 8  # parts each level's measured window is cut into, for its spread
 
 
 class Environment(msgspec.Struct, tag="environment", tag_field="type", omit_defaults=True):
@@ -56,6 +57,12 @@ class SweepPoint(msgspec.Struct, tag="sweep", tag_field="type", omit_defaults=Tr
     duration_s: float  # measured window (warm-up excluded)
     cut_short: bool = False  # stopped by Ctrl-C or the time limit before its bound
     first_error: str = ""  # "TypeName: message" of the first error seen
+    # The level's spread: QPS of each of SLICES equal parts of every worker's measured span (their mean is
+    # `qps`), and CPU % of the tree and of the machine in each equal part of the planned measured window.
+    # Empty (omitted) in results written before slices were measured: that level has no interval.
+    slice_qps: list[float] = []
+    slice_cpu_pct: list[float] = []
+    slice_machine_cpu_pct: list[float] = []
     schema: int = SCHEMA_VERSION
 
 

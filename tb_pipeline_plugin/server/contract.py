@@ -566,6 +566,11 @@ class DiffKernelsResponse(_DiffTable):
 StageVerdict = Literal["scales", "gil_bound", "cpu_saturated", "io_bound", "contention", "inconclusive",
                   "not_swept", "failing"]
 Executor = Literal["thread", "process"]
+# Baseline vs experimental, judged against the noise (diff/diagnostic_change.py): "changed" beyond the intervals;
+# "within_noise"; "machine_busy": the curves differ, but other processes crowded the stage in a run;
+# "no_interval": a run has no slices to judge the noise by; "same": the same verdict (or level).
+LevelChange = Literal["same", "changed", "within_noise", "machine_busy", "no_interval"]
+StageChange = Literal["same", "changed", "within_noise", "machine_busy", "no_interval", "one_side"]
 
 
 class DiagnosticEnvironment(_Shape):
@@ -602,6 +607,12 @@ class DiagnosticPoint(_Shape):
     duration_s: float
     cut_short: bool
     first_error: str | None
+    # The level's 99 % intervals, from the slices of its measured window (QPS: with the between-recordings
+    # term); null: results written before levels were sliced.
+    qps_low: float | None
+    qps_high: float | None
+    cpu_pct_low: float | None
+    cpu_pct_high: float | None
 
 
 class DiagnosticCurve(_Shape):
@@ -658,6 +669,10 @@ class DiagnosticStage(_Shape):
     cut_short: bool
     curves: list[DiagnosticCurve]
     gil: DiagnosticGil | None
+    # The most CPU % other processes took at a level of this stage where the machine was full (0: never);
+    # crowded from 50: its QPS then says as much about them as about the stage.
+    others_cpu_pct: float
+    crowded: bool
 
 
 class DiagnosticResponse(_Shape):
@@ -678,10 +693,22 @@ class DiagnosticStageDiff(_Shape):
     in_experimental: bool
     verdict_baseline: StageVerdict | None
     verdict_experimental: StageVerdict | None
+    # The verdicts differ beyond noise: `change` is "changed".
     verdict_changed: bool
-    # Experimental / baseline best QPS; null where either side is missing or 0.
+    change: StageChange
+    # In words, with the evidence: "verdicts differ (scales vs CPU-saturated) but within noise: best thread QPS x1.03 ± 0.08, ...".
+    change_reason: str
+    # Experimental / baseline best QPS; null where either side is missing or 0; its 99 % interval, null
+    # where a run has no slices.
     best_thread_qps_ratio: float | None
+    best_thread_qps_ratio_low: float | None
+    best_thread_qps_ratio_high: float | None
     best_process_qps_ratio: float | None
+    best_process_qps_ratio_low: float | None
+    best_process_qps_ratio_high: float | None
+    # Did the best concurrency move beyond noise; null where a run has no such curve.
+    best_thread_concurrency_change: LevelChange | None
+    best_process_concurrency_change: LevelChange | None
 
 
 class DiffDiagnosticResponse(_Shape):

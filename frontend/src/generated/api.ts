@@ -386,6 +386,10 @@ export interface components {
             duration_s: number;
             cut_short: boolean;
             first_error: string | null;
+            qps_low: number | null;
+            qps_high: number | null;
+            cpu_pct_low: number | null;
+            cpu_pct_high: number | null;
         };
         /** DiagnosticResponse */
         DiagnosticResponse: {
@@ -424,6 +428,8 @@ export interface components {
             cut_short: boolean;
             curves: components["schemas"]["DiagnosticCurve"][];
             gil: components["schemas"]["DiagnosticGil"] | null;
+            others_cpu_pct: number;
+            crowded: boolean;
         };
         /** DiagnosticStageDiff */
         DiagnosticStageDiff: {
@@ -433,8 +439,17 @@ export interface components {
             verdict_baseline: ("contention" | "cpu_saturated" | "failing" | "gil_bound" | "inconclusive" | "io_bound" | "not_swept" | "scales") | null;
             verdict_experimental: ("contention" | "cpu_saturated" | "failing" | "gil_bound" | "inconclusive" | "io_bound" | "not_swept" | "scales") | null;
             verdict_changed: boolean;
+            /** @enum {unknown} */
+            change: "changed" | "machine_busy" | "no_interval" | "one_side" | "same" | "within_noise";
+            change_reason: string;
             best_thread_qps_ratio: number | null;
+            best_thread_qps_ratio_low: number | null;
+            best_thread_qps_ratio_high: number | null;
             best_process_qps_ratio: number | null;
+            best_process_qps_ratio_low: number | null;
+            best_process_qps_ratio_high: number | null;
+            best_thread_concurrency_change: ("changed" | "machine_busy" | "no_interval" | "same" | "within_noise") | null;
+            best_process_concurrency_change: ("changed" | "machine_busy" | "no_interval" | "same" | "within_noise") | null;
         };
         /** DiffDiagnosticResponse */
         DiffDiagnosticResponse: {

@@ -5,7 +5,17 @@
  * concurrency, ratios, speed-ups) comes from the server, this only aligns,
  * formats and picks.
  */
-import type { DiagnosticEnvironment, DiagnosticResponse, DiagnosticStage, DiagnosticStageDiff, DiffDiagnosticResponse, RunInfo, Verdict } from "../api";
+import type {
+  DiagnosticEnvironment,
+  DiagnosticPoint,
+  DiagnosticResponse,
+  DiagnosticStage,
+  DiagnosticStageDiff,
+  DiffDiagnosticResponse,
+  RunInfo,
+  StageChange,
+  Verdict,
+} from "../api";
 import { EM_DASH, formatBytes, formatInt } from "./format";
 
 export const EXECUTORS = ["thread", "process"] as const;
@@ -112,6 +122,43 @@ export function formatRatio(r: number | null | undefined): string {
   return `×${r.toFixed(2)}`;
 }
 
+/** "×0.58 ± 0.12": the ratio and half its interval's width (the server's words use the same); the bare ratio without an interval. */
+export function formatRatioInterval(r: number | null | undefined, low: number | null | undefined, high: number | null | undefined): string {
+  if (r === null || r === undefined || !Number.isFinite(r)) return EM_DASH;
+  if (low === null || low === undefined || high === null || high === undefined) return formatRatio(r);
+  return `${formatRatio(r)} ± ${((high - low) / 2).toFixed(2)}`;
+}
+
+export const CHANGE_LABELS: Record<StageChange, string> = {
+  same: "same verdict",
+  changed: "changed",
+  within_noise: "within noise",
+  machine_busy: "machine busy",
+  no_interval: "no interval",
+  one_side: "one run only",
+};
+
+/** The executors whose best level differs, judged against noise ("threads: changed · processes: within noise"); null when neither moved. */
+export function bestLevelChangeText(diff: DiagnosticStageDiff): string | null {
+  const parts = EXECUTORS.flatMap((ex) => {
+    const c = ex === "thread" ? diff.best_thread_concurrency_change : diff.best_process_concurrency_change;
+    return c === null || c === "same" ? [] : [`${EXECUTOR_LABELS[ex]}: ${CHANGE_LABELS[c]}`];
+  });
+  return parts.length ? `Best level differs (${parts.join(" · ")})` : null;
+}
+
+/** Why a stage's QPS may not be its own, or null: other processes crowded the machine while it was measured. */
+export function crowdedText(stage: DiagnosticStage): string | null {
+  if (!stage.crowded) return null;
+  return `Other processes took up to ${formatInt(stage.others_cpu_pct)} % CPU while this stage was measured on a full machine: if it computes, it got what they left, and its QPS says as much about them as about the stage.`;
+}
+
+/** A point's QPS interval, "24,458–30,108"; a dash for results written before levels were sliced. */
+export function qpsIntervalText(p: DiagnosticPoint): string {
+  if (p.qps_low === null || p.qps_high === null) return EM_DASH;
+  return `${formatQps(p.qps_low)}–${formatQps(p.qps_high)}`;
+}
+
 /** good: the stage uses what it is given; bad: something caps it; neutral: nothing to say either way. */
 export function verdictTone(v: Verdict): "good" | "bad" | "neutral" {
   if (v === "scales" || v === "io_bound") return "good";
@@ -180,6 +227,8 @@ export interface PointRow {
   executor: Executor;
   concurrency: number;
   qps: string;
+  /** The level's QPS interval, or a dash. */
+  qpsInterval: string;
   p50: string;
   p90: string;
   cpu: string;
@@ -197,6 +246,7 @@ export function pointRows(stage: DiagnosticStage): PointRow[] {
       executor: c.executor,
       concurrency: p.concurrency,
       qps: formatQps(p.qps),
+      qpsInterval: qpsIntervalText(p),
       p50: formatLatency(p.p50_latency_s),
       p90: formatLatency(p.p90_latency_s),
       cpu: formatCpu(p.cpu_pct),

@@ -12,7 +12,10 @@ import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
 import { Legend, UPlotChart } from "../components/UPlotChart";
 import {
+  bestLevelChangeText,
   bestText,
+  CHANGE_LABELS,
+  crowdedText,
   curveSeries,
   diagnosticPlan,
   environmentText,
@@ -20,7 +23,7 @@ import {
   EXECUTORS,
   formatCpu,
   formatQps,
-  formatRatio,
+  formatRatioInterval,
   gilRows,
   gilSummary,
   levelRange,
@@ -119,8 +122,11 @@ function PairView({ diff }: { diff: DiffDiagnosticResponse }) {
               <th scope="col">
                 <span class="swatch experimental" /> Experimental verdict
               </th>
-              <th scope="col" title="Best QPS with threads, experimental / baseline">Best thread QPS ratio</th>
-              <th scope="col" title="Best QPS with processes, experimental / baseline">Best process QPS ratio</th>
+              <th scope="col" class="text" title="Do the verdicts differ beyond the noise of the curves behind them?">
+                Change
+              </th>
+              <th scope="col" title="Best QPS with threads, experimental / baseline, ± half its 99 % interval">Best thread QPS ratio</th>
+              <th scope="col" title="Best QPS with processes, experimental / baseline, ± half its 99 % interval">Best process QPS ratio</th>
             </tr>
           </thead>
           <tbody>
@@ -134,8 +140,19 @@ function PairView({ diff }: { diff: DiffDiagnosticResponse }) {
                   {p.experimental ? <VerdictBadge stage={p.experimental} /> : "not in this run"}
                   {p.diff.verdict_changed && <span class="muted"> (changed)</span>}
                 </td>
-                <td data-raw={p.diff.best_thread_qps_ratio ?? ""}>{formatRatio(p.diff.best_thread_qps_ratio)}</td>
-                <td data-raw={p.diff.best_process_qps_ratio ?? ""}>{formatRatio(p.diff.best_process_qps_ratio)}</td>
+                <td class="text diag-change" data-change={p.diff.change}>
+                  <span class={`change ${p.diff.change}`}>{CHANGE_LABELS[p.diff.change]}</span>
+                  <div class="muted" data-testid="change-reason">
+                    {p.diff.change_reason}
+                  </div>
+                  {bestLevelChangeText(p.diff) && <div class="muted">{bestLevelChangeText(p.diff)}</div>}
+                </td>
+                <td data-raw={p.diff.best_thread_qps_ratio ?? ""} data-low={p.diff.best_thread_qps_ratio_low ?? ""} data-high={p.diff.best_thread_qps_ratio_high ?? ""}>
+                  {formatRatioInterval(p.diff.best_thread_qps_ratio, p.diff.best_thread_qps_ratio_low, p.diff.best_thread_qps_ratio_high)}
+                </td>
+                <td data-raw={p.diff.best_process_qps_ratio ?? ""} data-low={p.diff.best_process_qps_ratio_low ?? ""} data-high={p.diff.best_process_qps_ratio_high ?? ""}>
+                  {formatRatioInterval(p.diff.best_process_qps_ratio, p.diff.best_process_qps_ratio_low, p.diff.best_process_qps_ratio_high)}
+                </td>
               </tr>
             ))}
           </tbody>
@@ -209,6 +226,7 @@ function StageCard({ stage, side, xs, yMax }: { stage: DiagnosticStage; side: Si
   const color = side === "baseline" ? BASELINE_COLOR : EXPERIMENTAL_COLOR;
   const gil = gilRows(stage);
   const swept = stage.curves.length > 0;
+  const crowded = crowdedText(stage);
   return (
     <div class="card diag-stage" data-stage={stage.stage} data-side={side}>
       <p>
@@ -219,6 +237,7 @@ function StageCard({ stage, side, xs, yMax }: { stage: DiagnosticStage; side: Si
           Best concurrency: <b>{bestText(stage, "thread")}</b> with threads · <b>{bestText(stage, "process")}</b> with processes
         </p>
       )}
+      {crowded && <Message kind="warn" title={crowded} />}
       {stage.errors > 0 && (
         <Message kind="warn" title={`${formatInt(stage.errors)} of ${formatInt(stage.items)} calls raised`}>
           {stage.first_error}
@@ -275,6 +294,9 @@ function StageCard({ stage, side, xs, yMax }: { stage: DiagnosticStage; side: Si
                 <th scope="col">Executor</th>
                 <th scope="col">Workers</th>
                 <th scope="col">QPS</th>
+                <th scope="col" title="99 % interval of the level's QPS, from the slices of its measured window">
+                  QPS interval
+                </th>
                 <th scope="col">p50</th>
                 <th scope="col">p90</th>
                 <th scope="col">CPU</th>
@@ -288,6 +310,7 @@ function StageCard({ stage, side, xs, yMax }: { stage: DiagnosticStage; side: Si
                   <td>{EXECUTOR_LABELS[r.executor]}</td>
                   <td>{r.concurrency}</td>
                   <td data-raw={r.rawQps}>{r.qps}</td>
+                  <td>{r.qpsInterval}</td>
                   <td>{r.p50}</td>
                   <td>{r.p90}</td>
                   <td>{r.cpu}</td>
