@@ -307,6 +307,10 @@ def test_sentence_when_no_single_part_moved():
              "significance": {**step["significance"], "verdict": S.WITHIN_NOISE}}
     text = sentence(step, [quiet])
     assert text.startswith("Experimental is 50 % slower per step") and "no single part is significantly slower" in text
+    # A part within noise that holds most of the delta is named, not established.
+    most = {**quiet, "delta_us": 4500.0, "share_pct": 90.0}
+    text = sentence(step, [most])
+    assert "90 % of it is Block_0, though no part is significantly slower on its own" in text, text
     # A significant sliver of a large delta is "under 1 %", never "0 %".
     sliver = {**quiet, "delta_us": 20.0, "share_pct": 0.4, "significance": step["significance"]}
     assert "under 1 % of it is Block_0" in sentence(step, [sliver])

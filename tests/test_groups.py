@@ -8,12 +8,15 @@ is one number wherever it is shown.
 """
 from __future__ import annotations
 
+import shutil
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from group_runs import busy_core, load_group, record_interleaved
+from test_e2e_browser import browser, page  # noqa: F401 - fixtures
 from json_oracle import load_events
 from conftest import PLUGIN_PREFIX, wait_ready
 from tb_pipeline_plugin.cli import main as cli_main
@@ -191,3 +194,34 @@ def test_routes_and_cli_compare_groups_with_one_step_verdict(groups, make_tb_cli
     text = out.getvalue()
     assert ("REGRESSION" in text) == (step["verdict"] == S.SIGNIFICANT) and status == (1 if "REGRESSION" in text else 0)
     assert ex["sentence"] in text and "measured across 3 + 3 recordings" in text
+
+
+def test_groups_in_the_browser(groups, tmp_path, page):
+    """The picker offers each group beside its recordings; picked, the
+    explanation says its noise was measured across the recordings."""
+    from test_e2e_browser import BUNDLE, CHROMIUM, _open_tab, _pick, _shot
+    from tb_cli import get as tb_get, serve_tensorboard
+
+    if not Path(CHROMIUM).exists() or not BUNDLE.exists():
+        pytest.skip("Debian chromium or the frontend bundle is missing (make chromium; make setup)")
+    logdir = tmp_path / "logdir"
+    for name in ("base", "wide"):
+        shutil.copytree(groups["_logdir"] / name, logdir / name)
+
+    def loaded(runs: dict) -> bool:
+        listed = {r["name"]: r for r in runs["runs"]}
+        return {"base", "wide"} <= set(listed) and not runs["loading"]
+
+    with serve_tensorboard(logdir, tmp_path / "tensorboard.log", loaded) as port:
+        frame = _open_tab(page, port)
+        labels = frame.eval_on_selector_all("#pick-baseline-run option", "os => os.map(o => o.textContent)")
+        assert "base · 3 recordings" in labels and "base/r1" in labels, labels
+        _pick(frame, "base", "wide")
+        assert frame.is_disabled("#pick-baseline-worker") and frame.is_disabled("#pick-baseline-span")
+        frame.click("[data-tab=overview]")
+        frame.wait_for_selector("[data-testid=explanation-noise][data-noise=measured]", timeout=180_000)
+        api = tb_get(port, "diff/explain", baseline="base", experimental="wide")
+        assert frame.inner_text("[data-testid=explanation-sentence]").strip() == api["sentence"]
+        assert "3 + 3 recordings" in frame.inner_text("[data-testid=explanation-noise]")
+        _shot(page, "groups_explanation")
+    assert page.problems == []

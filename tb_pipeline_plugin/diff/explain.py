@@ -37,6 +37,9 @@ CHILD_SHARE = 0.7
 MAX_DEPTH = 16
 WATERFALL_BARS = 8
 SENTENCE_CONTRIBUTORS = 3
+# A part within noise is still named when it holds this much of a
+# significant step delta.
+MOST_PCT = 50.0
 LABELS = {
     DATA_LOADING: DATA_LOADING_NAME,
     BACKWARD: UNATTRIBUTED_BACKWARD_NAME,
@@ -272,10 +275,19 @@ def sentence(step: dict, contributors: list[dict]) -> str:
     same_way = [c for c in significant if c["delta_us"] * delta > 0]
     parts = [f"Experimental is {_direction(delta, pct)} per step ({band})"]
     if not same_way:
-        # Every part moved a little, none beyond its own noise: as when the
-        # whole machine is slower or busier, not one part of the step.
-        parts.append(f"no single part is significantly {'slower' if delta > 0 else 'faster'}: the change is spread "
-                     "over the whole step, as when the machine itself is slower or busier")
+        largest = max((c for c in contributors if c["delta_us"] * delta > 0), key=lambda c: abs(c["delta_us"]),
+                      default=None)
+        if largest is not None and largest["share_pct"] is not None and abs(largest["share_pct"]) >= MOST_PCT:
+            # One part holds most of the delta, but its own noise (a part
+            # swings more between recordings than the whole step) is wider:
+            # name it, and say it is not established on its own.
+            parts.append(f"{_share(largest['share_pct'])} of it is {_phrase(largest)}, though no part is "
+                         f"significantly {'slower' if delta > 0 else 'faster'} on its own")
+        else:
+            # Every part moved a little, none beyond its own noise: as when
+            # the whole machine is slower or busier, not one part of the step.
+            parts.append(f"no single part is significantly {'slower' if delta > 0 else 'faster'}: the change is "
+                         "spread over the whole step, as when the machine itself is slower or busier")
     shown = same_way[:SENTENCE_CONTRIBUTORS]
     for i, c in enumerate(shown):
         share = _share(c["share_pct"])
