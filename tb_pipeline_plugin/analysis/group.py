@@ -21,12 +21,12 @@ worker, last span).
 """
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
+from .memo import Memo
 from .processor import TraceProcessor
 
 # Kernel columns that are a property of the kernel, not a count: taken from
@@ -46,8 +46,7 @@ class RecordingGroup:
         self.members = members
         self.names = names
         self.representative = members[rep]
-        self._memo: dict[Any, Any] = {}
-        self._lock = threading.Lock()
+        self._memo = Memo()
 
     # ---- what a run is -----------------------------------------------------------
 
@@ -85,12 +84,7 @@ class RecordingGroup:
         return self.representative.operator_primary
 
     def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
-        with self._lock:
-            if key in self._memo:
-                return self._memo[key]
-        value = compute()
-        with self._lock:
-            return self._memo.setdefault(key, value)
+        return self._memo.get(key, compute)
 
     # ---- one structure per recording: the representative's -----------------------
 

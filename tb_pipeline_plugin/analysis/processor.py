@@ -9,7 +9,6 @@ same numbers.
 """
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable
 
 from ..trace import EventTable, load_trace
@@ -17,6 +16,7 @@ from ..trace.link import LinkedTrace, has_step_annotations, link
 from .attribution import Attribution, attribute
 from .backward_index import BackwardIndex, backward_index
 from .kernels import kernels
+from .memo import Memo
 from .launch import launch_health
 from .per_step import kernel_steps, operator_steps
 from .ledger import StepLedger, step_ledger
@@ -33,9 +33,7 @@ class TraceProcessor:
         self.source = source
         self.table = table
         self.linked: LinkedTrace = linked if linked is not None else link(table)
-        self._memo: dict[Any, Any] = {}
-        self._lock = threading.Lock()
-        self._key_locks: dict[Any, threading.Lock] = {}
+        self._memo = Memo()
 
     @classmethod
     def load(cls, path: str, opener: Callable[[str], Any] | None = None) -> "TraceProcessor":
@@ -79,19 +77,7 @@ class TraceProcessor:
     def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
         """compute() once per key for this trace (views, diff pieces), even
         when several requests ask for it at the same time."""
-        with self._lock:
-            if key in self._memo:
-                return self._memo[key]
-            key_lock = self._key_locks.setdefault(key, threading.Lock())
-        with key_lock:
-            with self._lock:
-                if key in self._memo:
-                    return self._memo[key]
-            value = compute()
-            with self._lock:
-                self._memo[key] = value
-                self._key_locks.pop(key, None)
-            return value
+        return self._memo.get(key, compute)
 
     def overview(self, whole_window: bool = False) -> dict:
         """`whole_window=True`: every step taken as one window."""
