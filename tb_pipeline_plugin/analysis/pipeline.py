@@ -24,7 +24,7 @@ STEPS_PER_WINDOW_MIN = 5
 CALLBACK_COLUMNS = ["name", "kind", "calls", "total_s", "mean_s", "max_s", "per_step_s", "share_pct"]
 HOST_METRIC_COLUMNS = ["t_s", "cpu_pct", "rss_bytes", "mem_used_bytes", "disk_read_bytes_per_s",
                        "disk_write_bytes_per_s", "net_sent_bytes_per_s", "net_recv_bytes_per_s", "gpu_util_pct",
-                       "gpu_mem_used_bytes"]
+                       "gpu_mem_used_bytes", "gil_contention_pct"]
 
 __all__ = ["STAGE_COLUMNS", "bottleneck", "stage_table", "main_steps", "step_split", "input_bound", "throughput",
            "throughput_summary", "slowest_callbacks", "host_metrics", "host_summary", "report"]
@@ -158,8 +158,8 @@ def host_metrics(host: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=HOST_METRIC_COLUMNS)
     h = host.sort_values("t_s").reset_index(drop=True)
     out = pd.DataFrame({"t_s": h["t_s"]})
-    for col in ("cpu_pct", "rss_bytes", "mem_used_bytes", "gpu_util_pct", "gpu_mem_used_bytes"):
-        out[col] = pd.to_numeric(h[col], errors="coerce")
+    for col in ("cpu_pct", "rss_bytes", "mem_used_bytes", "gpu_util_pct", "gpu_mem_used_bytes", "gil_contention_pct"):
+        out[col] = pd.to_numeric(h[col], errors="coerce") if col in h else np.nan
     dt = h["t_s"].diff()
     for col in ("disk_read_bytes", "disk_write_bytes", "net_sent_bytes", "net_recv_bytes"):
         d = pd.to_numeric(h[col], errors="coerce").diff()
@@ -168,7 +168,8 @@ def host_metrics(host: pd.DataFrame) -> pd.DataFrame:
 
 
 def host_summary(metrics: pd.DataFrame) -> dict:
-    """Means (CPU, GPU utilisation, byte rates) and peaks (memory) over the run."""
+    """Means (CPU, GPU utilisation, byte rates, GIL contention) and peaks
+    (memory, GIL contention) over the run."""
     def stat(col, how):
         s = pd.to_numeric(metrics[col], errors="coerce").dropna() if col in metrics else pd.Series(dtype=float)
         return None if not len(s) else float(s.mean() if how == "mean" else s.max())
@@ -180,6 +181,8 @@ def host_summary(metrics: pd.DataFrame) -> dict:
         "net_sent_bytes_per_s_mean": stat("net_sent_bytes_per_s", "mean"),
         "net_recv_bytes_per_s_mean": stat("net_recv_bytes_per_s", "mean"),
         "gpu_util_pct_mean": stat("gpu_util_pct", "mean"), "gpu_mem_used_bytes_max": stat("gpu_mem_used_bytes", "max"),
+        "gil_contention_pct_mean": stat("gil_contention_pct", "mean"),
+        "gil_contention_pct_max": stat("gil_contention_pct", "max"),
     }
 
 

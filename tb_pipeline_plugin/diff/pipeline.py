@@ -23,6 +23,8 @@ SUMMARY_METRICS = [
     ("host.summary.cpu_pct_mean", "CPU (process tree, mean)", "pct"),
     ("host.summary.rss_bytes_max", "Peak RSS", "bytes"),
     ("host.summary.gpu_util_pct_mean", "GPU utilisation (mean)", "pct"),
+    ("host.summary.gil_contention_pct_mean", "GIL contention (mean)", "pct"),
+    ("host.summary.gil_contention_pct_max", "GIL contention (peak)", "pct"),
 ]
 STAGE_KEYS = ["pipeline_index", "stage_name"]
 STAGE_DIFF_COLUMNS = ["concurrency", "qps", "task_mean_s", "task_cpu_mean_s", "put_wait_mean_s", "get_wait_mean_s",

@@ -125,6 +125,9 @@ class HostSample(msgspec.Struct, tag="host", tag_field="type", omit_defaults=Tru
     gpu_util_pct: float | None = None  # mean over visible GPUs (NVML)
     gpu_mem_used_bytes: int | None = None  # sum over visible GPUs
     gpu_count: int | None = None
+    # Share of the interval a thread asking for the GIL waited for it (gilknocker;
+    # record/gil_contention.py); None when not sampled.
+    gil_contention_pct: float | None = None
 
 
 Record = RunMeta | StepRecord | StageTasks | StageQueue | HostSample

@@ -21,7 +21,7 @@ QUEUE_COLUMNS = ["t_s", "wall_time_s", *STAGE_KEY, "final", "interval_s", "items
                  "occupancy"]
 HOST_COLUMNS = ["t_s", "wall_time_s", "cpu_pct", "rss_bytes", "mem_used_bytes", "num_processes",
                 "disk_read_bytes", "disk_write_bytes", "net_sent_bytes", "net_recv_bytes", "gpu_util_pct",
-                "gpu_mem_used_bytes"]
+                "gpu_mem_used_bytes", "gil_contention_pct"]
 
 
 def empty(columns: list[str]) -> pd.DataFrame:

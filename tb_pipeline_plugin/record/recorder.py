@@ -73,6 +73,8 @@ class Recorder:
 
     logdir / run: where (run defaults to a timestamp and the host name).
     host_interval_s: host sampler period; None or 0 disables the sampler.
+    gil_contention: the host sampler also samples this process's GIL
+        contention (record/gil_contention.py; needs the `gil` extra).
     headspace: > 0 makes `wrap` cache the loader's first N batches and replay
         them, so the run measures the step rate with data loading taken out.
     flush_interval_s: how often records reach the file (0: each at once;
@@ -84,7 +86,7 @@ class Recorder:
 
     def __init__(self, logdir: str, run: str | None = None, *, host_interval_s: float | None = 1.0,
                  headspace: int = 0, profiler=None, source: str = "recorder", command: list[str] | None = None,
-                 flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S):
+                 flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S, gil_contention: bool = True):
         if headspace < 0:
             raise ValueError("headspace must be >= 0 batches")
         self.logdir = logdir
@@ -119,7 +121,7 @@ class Recorder:
             torch=_version("torch"), spdl=_version("spdl") or _version("spdl_core"), source=source,
             headspace_batches=self.headspace, host_interval_s=host_interval_s or None,
         ))
-        self.sampler = HostSampler(self.writer.write, host_interval_s).start() if host_interval_s else None
+        self.sampler = HostSampler(self.writer.write, host_interval_s, gil=gil_contention).start() if host_interval_s else None
 
     # -- public API -------------------------------------------------------
     def wrap(self, iterable, headspace: int | None = None, make_iter=None):
@@ -166,10 +168,11 @@ class Recorder:
 
     def record_loader_cpu(self) -> None:
         """CPU and wall time of DataLoader fetches and collate_fn calls in
-        this process (record/loader_cpu.py), written when the recorder closes."""
+        this process and its loader workers (record/loader_cpu.py,
+        loader_workers.py), written when the recorder closes."""
         from . import loader_cpu
 
-        self._loader_cpu = loader_cpu.install()
+        self._loader_cpu = loader_cpu.install(workers=True)
 
     def trace_handler(self):
         """`on_trace_ready` for torch.profiler writing into this run's directory."""

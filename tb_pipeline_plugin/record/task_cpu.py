@@ -44,6 +44,17 @@ class TaskClock:
         self.cpu_ns += cpu_ns
         self.wall_ns += wall_ns
 
+    def totals(self) -> tuple[int, int, int]:
+        """(calls, CPU ns, wall ns) over the whole run."""
+        self._drain()
+        return self.calls, self.cpu_ns, self.wall_ns
+
+    def reset(self) -> None:
+        """Forget every call (a forked worker process starts from zero)."""
+        self._done.clear()
+        self.calls = self.cpu_ns = self.wall_ns = 0
+        self.lap_calls = self.lap_cpu_ns = self.lap_wall_ns = 0
+
     def means_s(self, lap: bool) -> tuple[float | None, float | None]:
         """(CPU s, wall s) per call over the lap (and starts a new lap) or
         over the whole run; (None, None) without calls."""

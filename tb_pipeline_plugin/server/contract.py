@@ -828,6 +828,8 @@ class HostSummary(_Shape):
     net_recv_bytes_per_s_mean: float | None
     gpu_util_pct_mean: float | None
     gpu_mem_used_bytes_max: float | None
+    gil_contention_pct_mean: float | None
+    gil_contention_pct_max: float | None
 
 
 class HostPoint(_Shape):
@@ -841,6 +843,7 @@ class HostPoint(_Shape):
     net_recv_bytes_per_s: float | None
     gpu_util_pct: float | None
     gpu_mem_used_bytes: float | None
+    gil_contention_pct: float | None
 
 
 class PipelineHost(_Shape):
