@@ -18,6 +18,7 @@ benchmarks/README.md ("GIL contention sampler").
 from __future__ import annotations
 
 import sys
+import time
 
 EXTRA = "gil"
 POLL_US = 1_000
@@ -39,8 +40,9 @@ class GilContention:
     stop(). `create` returns None, after one message on stderr, when
     gilknocker cannot be imported."""
 
-    def __init__(self, knocker) -> None:
+    def __init__(self, knocker, window_us: int) -> None:
         self._knocker = knocker
+        self._window_us = window_us
 
     @classmethod
     def create(cls, interval_s: float) -> "GilContention | None":
@@ -54,7 +56,7 @@ class GilContention:
             return None
         window_us = int(min(WINDOW_MAX_US, max(WINDOW_MIN_US, interval_s * 1e6 / 5)))
         return cls(KnockKnock(polling_interval_micros=POLL_US, sampling_interval_micros=window_us,
-                              sleeping_interval_micros=window_us))
+                              sleeping_interval_micros=window_us), window_us)
 
     def start(self) -> "GilContention":
         self._knocker.start()
@@ -69,3 +71,8 @@ class GilContention:
 
     def stop(self) -> None:
         self._knocker.stop()
+        # stop() ends gilknocker's monitor thread but not a sampling window in
+        # flight: that native thread still takes the GIL until its window
+        # ends, and doing so while the interpreter finalizes aborts the
+        # process ("FATAL: exception not rethrown"). Let it finish first.
+        time.sleep((self._window_us + 2 * POLL_US) * 1e-6 + 0.005)
