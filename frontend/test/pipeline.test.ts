@@ -5,6 +5,7 @@ import {
   callbackColumns,
   extraRunChoices,
   hostTrend,
+  hostValueText,
   namedStageRows,
   presentHostMetrics,
   segmentText,
@@ -34,18 +35,19 @@ function report(over: Partial<PipelineReport> = {}): PipelineReport {
       ],
     },
     stages: [],
-    bottleneck: { slowest_stage: null, slowest_busy_pct: null, starving_queue: null, starving_occupancy_pct: null, gil_bound: false, gil_cpu_cores: null, summary: "" },
+    bottleneck: { slowest_stage: null, slowest_busy_pct: null, starving_queue: null, starving_occupancy_pct: null, gil_bound: false, gil_cpu_cores: null, gil_contention_pct: null, loader_part: null, summary: "" },
     callbacks: [],
     host: {
       summary: {
         samples: 2, cpu_pct_mean: 50, cpu_pct_max: 60, rss_bytes_max: 1, mem_used_bytes_max: null,
         disk_read_bytes_per_s_mean: null, disk_write_bytes_per_s_mean: null, net_sent_bytes_per_s_mean: null,
         net_recv_bytes_per_s_mean: null, gpu_util_pct_mean: null, gpu_mem_used_bytes_max: null,
+        gil_contention_pct_mean: null, gil_contention_pct_median: null, gil_contention_pct_max: null,
       },
       series: [0.1, 0.3].map((t_s, i) => ({
         t_s, cpu_pct: 40 + 20 * i, rss_bytes: 1e6, mem_used_bytes: null, disk_read_bytes_per_s: null,
         disk_write_bytes_per_s: null, net_sent_bytes_per_s: null, net_recv_bytes_per_s: null, gpu_util_pct: null,
-        gpu_mem_used_bytes: null,
+        gpu_mem_used_bytes: null, gil_contention_pct: null,
       })),
     },
     meta: [],
@@ -112,6 +114,14 @@ describe("trends over several runs", () => {
     const runs = [{ name: "a", report: report() }];
     expect(presentHostMetrics(runs)).toEqual(["cpu_pct", "rss_bytes"]);
     expect(hostTrend(runs, "cpu_pct").ys).toEqual([[40, 60]]);
+  });
+  it("plots GIL contention when a run sampled it, as a percentage", () => {
+    const sampled = report();
+    sampled.host = { ...sampled.host, series: sampled.host.series.map((p, i) => ({ ...p, gil_contention_pct: [55.5, 1.25][i] ?? null })) };
+    const runs = [{ name: "a", report: sampled }, { name: "b", report: report() }];
+    expect(presentHostMetrics(runs)).toEqual(["cpu_pct", "gil_contention_pct", "rss_bytes"]);
+    expect(hostTrend(runs, "gil_contention_pct").ys).toEqual([[55.5, 1.25], [null, null]]);
+    expect(hostValueText("gil_contention_pct", 55.5)).toBe(hostValueText("cpu_pct", 55.5));
   });
   it("offers runs with statistics or a trace that are not plotted yet", () => {
     const run = (name: string, kinds: RunInfo["kinds"]): RunInfo => ({ name, workers: [], kinds, status: "ready", error: null, warnings: [], recordings: [] });

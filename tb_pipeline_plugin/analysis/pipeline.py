@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .pipeline_stages import STAGE_COLUMNS, bottleneck, stage_table
+from .pipeline_stages import STAGE_COLUMNS, bottleneck, flag, stage_table
 
 SPLIT_PARTS = ("data_wait_s", "compute_s", "callbacks_s", "other_s")
 PARTLY_PCT = 5.0  # data wait share from which the input is partly exposed
@@ -172,7 +172,7 @@ def host_summary(metrics: pd.DataFrame) -> dict:
     (memory, GIL contention) over the run."""
     def stat(col, how):
         s = pd.to_numeric(metrics[col], errors="coerce").dropna() if col in metrics else pd.Series(dtype=float)
-        return None if not len(s) else float(s.mean() if how == "mean" else s.max())
+        return None if not len(s) else float(getattr(s, how)())
     return {
         "samples": int(len(metrics)), "cpu_pct_mean": stat("cpu_pct", "mean"), "cpu_pct_max": stat("cpu_pct", "max"),
         "rss_bytes_max": stat("rss_bytes", "max"), "mem_used_bytes_max": stat("mem_used_bytes", "max"),
@@ -182,6 +182,7 @@ def host_summary(metrics: pd.DataFrame) -> dict:
         "net_recv_bytes_per_s_mean": stat("net_recv_bytes_per_s", "mean"),
         "gpu_util_pct_mean": stat("gpu_util_pct", "mean"), "gpu_mem_used_bytes_max": stat("gpu_mem_used_bytes", "max"),
         "gil_contention_pct_mean": stat("gil_contention_pct", "mean"),
+        "gil_contention_pct_median": stat("gil_contention_pct", "median"),
         "gil_contention_pct_max": stat("gil_contention_pct", "max"),
     }
 
@@ -195,8 +196,9 @@ def report(tables) -> dict:
     slowest_cb = str(callbacks["name"].iloc[0]) if len(callbacks) else None
     verdict = input_bound(split, slowest_cb)
     host = host_summary(metrics)
-    neck = bottleneck(stages, verdict["verdict"])
     cores = max((m.get("cpu_count") or 1 for m in tables.meta), default=1)
+    neck = bottleneck(stages, verdict["verdict"], host, cores)
+    stages = flag(stages, neck)  # the host's GIL contention may have changed the stage table's first guess
     cpu = host["cpu_pct_mean"]
     # With CPU time per task recorded, pipeline_gil.py has decided from it;
     # the process-wide hint is for recordings without it.

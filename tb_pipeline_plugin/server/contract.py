@@ -802,6 +802,11 @@ class Bottleneck(_Shape):
     # slowest_stage is the one computing most under it.
     gil_bound: bool
     gil_cpu_cores: float | None
+    # The run's mean sampled GIL contention behind the verdict (pct), when sampled.
+    gil_contention_pct: float | None
+    # Without SPDL stages: the DataLoader part named (__getitem__ | collate_fn;
+    # analysis/pipeline_loader.py); slowest_stage is its row.
+    loader_part: str | None
     summary: str
 
 
@@ -829,6 +834,7 @@ class HostSummary(_Shape):
     gpu_util_pct_mean: float | None
     gpu_mem_used_bytes_max: float | None
     gil_contention_pct_mean: float | None
+    gil_contention_pct_median: float | None
     gil_contention_pct_max: float | None
 
 

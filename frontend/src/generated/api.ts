@@ -288,6 +288,8 @@ export interface components {
             starving_occupancy_pct: number | null;
             gil_bound: boolean;
             gil_cpu_cores: number | null;
+            gil_contention_pct: number | null;
+            loader_part: string | null;
             summary: string;
         };
         /**
@@ -843,6 +845,7 @@ export interface components {
             net_recv_bytes_per_s: number | null;
             gpu_util_pct: number | null;
             gpu_mem_used_bytes: number | null;
+            gil_contention_pct: number | null;
         };
         /** HostSummary */
         HostSummary: {
@@ -857,6 +860,9 @@ export interface components {
             net_recv_bytes_per_s_mean: number | null;
             gpu_util_pct_mean: number | null;
             gpu_mem_used_bytes_max: number | null;
+            gil_contention_pct_mean: number | null;
+            gil_contention_pct_median: number | null;
+            gil_contention_pct_max: number | null;
         };
         /** InputBound */
         InputBound: {

@@ -167,6 +167,8 @@ export type HostMetric = Exclude<keyof HostPoint, "t_s">;
 
 export const HOST_METRICS: readonly { key: HostMetric; label: string; unit: "pct" | "bytes" | "bytes_per_s" }[] = [
   { key: "cpu_pct", label: "CPU (process tree, %)", unit: "pct" },
+  // Share of the interval a thread asking for the GIL waited for it (record/gil_contention.py).
+  { key: "gil_contention_pct", label: "GIL contention (%)", unit: "pct" },
   { key: "rss_bytes", label: "Resident memory", unit: "bytes" },
   { key: "mem_used_bytes", label: "System memory used", unit: "bytes" },
   { key: "gpu_util_pct", label: "GPU utilisation (%)", unit: "pct" },
