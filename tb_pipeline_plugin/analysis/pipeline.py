@@ -167,12 +167,21 @@ def host_metrics(host: pd.DataFrame) -> pd.DataFrame:
     return out[HOST_METRIC_COLUMNS]
 
 
-def host_summary(metrics: pd.DataFrame) -> dict:
+def host_summary(metrics: pd.DataFrame, loop_s: tuple[float, float] | None = None) -> dict:
     """Means (CPU, GPU utilisation, byte rates, GIL contention) and peaks
-    (memory, GIL contention) over the run."""
-    def stat(col, how):
-        s = pd.to_numeric(metrics[col], errors="coerce").dropna() if col in metrics else pd.Series(dtype=float)
+    (memory, GIL contention) over the run. GIL contention: over the samples
+    taken while the loop ran (`loop_s`: first step start, last step end, in
+    t_s), when some were: the imports before the loop hold the GIL for
+    seconds (torch's), which says nothing about the loading."""
+    def stat(col, how, frame=metrics):
+        s = pd.to_numeric(frame[col], errors="coerce").dropna() if col in frame else pd.Series(dtype=float)
         return None if not len(s) else float(getattr(s, how)())
+    gil = metrics
+    if loop_s is not None and "gil_contention_pct" in metrics:
+        t = pd.to_numeric(metrics["t_s"], errors="coerce")
+        inside = metrics[(t > loop_s[0]) & (t <= loop_s[1])]
+        if pd.to_numeric(inside["gil_contention_pct"], errors="coerce").notna().any():
+            gil = inside
     return {
         "samples": int(len(metrics)), "cpu_pct_mean": stat("cpu_pct", "mean"), "cpu_pct_max": stat("cpu_pct", "max"),
         "rss_bytes_max": stat("rss_bytes", "max"), "mem_used_bytes_max": stat("mem_used_bytes", "max"),
@@ -181,10 +190,19 @@ def host_summary(metrics: pd.DataFrame) -> dict:
         "net_sent_bytes_per_s_mean": stat("net_sent_bytes_per_s", "mean"),
         "net_recv_bytes_per_s_mean": stat("net_recv_bytes_per_s", "mean"),
         "gpu_util_pct_mean": stat("gpu_util_pct", "mean"), "gpu_mem_used_bytes_max": stat("gpu_mem_used_bytes", "max"),
-        "gil_contention_pct_mean": stat("gil_contention_pct", "mean"),
-        "gil_contention_pct_median": stat("gil_contention_pct", "median"),
-        "gil_contention_pct_max": stat("gil_contention_pct", "max"),
+        "gil_contention_pct_mean": stat("gil_contention_pct", "mean", gil),
+        "gil_contention_pct_median": stat("gil_contention_pct", "median", gil),
+        "gil_contention_pct_max": stat("gil_contention_pct", "max", gil),
     }
+
+
+def loop_span(steps: pd.DataFrame) -> tuple[float, float] | None:
+    """(first step's start, last step's end) in t_s; None without steps."""
+    if not len(steps):
+        return None
+    start = pd.to_numeric(steps["t_s"], errors="coerce")
+    end = start + pd.to_numeric(steps["duration_s"], errors="coerce")
+    return (float(start.min()), float(end.max())) if start.notna().any() and end.notna().any() else None
 
 
 def report(tables) -> dict:
@@ -195,7 +213,7 @@ def report(tables) -> dict:
     metrics = host_metrics(tables.host)
     slowest_cb = str(callbacks["name"].iloc[0]) if len(callbacks) else None
     verdict = input_bound(split, slowest_cb)
-    host = host_summary(metrics)
+    host = host_summary(metrics, loop_span(tables.steps))
     cores = max((m.get("cpu_count") or 1 for m in tables.meta), default=1)
     neck = bottleneck(stages, verdict["verdict"], host, cores)
     stages = flag(stages, neck)  # the host's GIL contention may have changed the stage table's first guess
