@@ -328,6 +328,9 @@ def _print_pipeline(part: dict, out) -> None:
     if gil is not None:
         print(f"GIL-bound ({gil['run']}): stage {gil['stage']} limits the pipeline; more threads will not help, "
               "processes or a GIL-releasing implementation would", file=out)
+    loader = part.get("loader")
+    if loader is not None:
+        print(f"DataLoader ({loader['run']}): {loader['part']} limits loading ({loader['stage']})", file=out)
 
 
 def _verdict(row: dict) -> str | None:

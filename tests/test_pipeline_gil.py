@@ -281,3 +281,13 @@ def test_loader_numpy_getitem_gets_no_gil_advice(loader_mixes, workers):
     if not workers:
         gil_w0 = report(loader_mixes["gil", 0])["host"]["summary"]["gil_contention_pct_median"]
         assert rep["host"]["summary"]["gil_contention_pct_median"] < gil_w0, rep["host"]["summary"]
+
+
+def test_explanation_and_cli_name_the_loader_part(loader_mixes):
+    part = pipeline_part(loader_mixes["io", 0], loader_mixes["gil", 0])
+    assert part["loader"] == {"run": "experimental", "part": "__getitem__", "stage": "DataLoader:fetch"}, part
+    assert "in the experimental run the DataLoader's __getitem__ limits loading" in part["clause"]
+    printed = io.StringIO()
+    _print_pipeline(part, printed)
+    assert "DataLoader (experimental): __getitem__ limits loading (DataLoader:fetch)" in printed.getvalue()
+    assert pipeline_part(loader_mixes["gil", 0], loader_mixes["io", 0])["loader"]["part"] == "collate_fn"

@@ -118,12 +118,23 @@ def gil_limit(b_report: dict, e_report: dict) -> dict | None:
     return None
 
 
+def loader_limit(b_report: dict, e_report: dict) -> dict | None:
+    """{run, part, stage} of the DataLoader part limiting an input-bound run,
+    experimental first."""
+    for run, rep in (("experimental", e_report), ("baseline", b_report)):
+        neck = rep["bottleneck"]
+        if neck.get("loader_part") and rep["input_bound"]["verdict"] in ("yes", "partly"):
+            return {"run": run, "part": neck["loader_part"], "stage": neck["slowest_stage"]}
+    return None
+
+
 def pipeline_part(b_tables, e_tables) -> dict:
     """The `pipeline` part of the explanation for two runs' recorded
     statistics (pipeline.PipelineTables)."""
     b_report, e_report = ap.report(b_tables), ap.report(e_tables)
     part = {"data_wait": data_wait(b_tables, e_tables), "input_bound": input_bound(b_report, e_report),
-            "stage": stage_change(b_tables, e_tables), "gil": gil_limit(b_report, e_report)}
+            "stage": stage_change(b_tables, e_tables), "gil": gil_limit(b_report, e_report),
+            "loader": loader_limit(b_report, e_report)}
     part["clause"] = clause(part)
     return part
 
@@ -169,6 +180,9 @@ def clause(part: dict) -> str:
     if gil is not None:
         text += (f"; the {gil['run']} pipeline's threads take turns at the GIL and stage {gil['stage']} limits it "
                  "(processes, not threads, would help)")
+    loader = part.get("loader")
+    if loader is not None:
+        text += f"; in the {loader['run']} run the DataLoader's {loader['part']} limits loading"
     return text
 
 

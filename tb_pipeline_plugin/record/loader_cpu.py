@@ -46,6 +46,7 @@ def _timed_fetch(original):
         return batch
 
     fetch._tb_pipeline = True
+    fetch.__wrapped__ = original
     return fetch
 
 

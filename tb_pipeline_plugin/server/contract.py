@@ -363,6 +363,12 @@ class ExplainGilLimit(_Shape):
     cpu_cores: float | None
 
 
+class ExplainLoaderLimit(_Shape):
+    run: str  # baseline | experimental
+    part: str  # __getitem__ | collate_fn
+    stage: str
+
+
 class ExplainPipeline(_Shape):
     """What both runs' recorded pipeline statistics add (diff/explain_pipeline.py);
     `clause` is the sentence's last clause."""
@@ -372,6 +378,9 @@ class ExplainPipeline(_Shape):
     stage: ExplainStageChange | None
     # The GIL-bound run's limiting stage, experimental first (None: neither run is GIL-bound).
     gil: ExplainGilLimit | None
+    # The input-bound run's DataLoader part that limits loading, experimental first
+    # (analysis/pipeline_loader.py; None: no input-bound run with DataLoader figures).
+    loader: ExplainLoaderLimit | None
     clause: str
 
 

@@ -773,6 +773,12 @@ export interface components {
             baseline_data_wait_pct: number | null;
             experimental_data_wait_pct: number | null;
         };
+        /** ExplainLoaderLimit */
+        ExplainLoaderLimit: {
+            run: string;
+            part: string;
+            stage: string;
+        };
         /**
          * ExplainNoise
          * @description Where the explanation's noise bands came from, for the sentence's reader.
@@ -794,6 +800,7 @@ export interface components {
             input_bound: components["schemas"]["ExplainInputBound"];
             stage: components["schemas"]["ExplainStageChange"] | null;
             gil: components["schemas"]["ExplainGilLimit"] | null;
+            loader: components["schemas"]["ExplainLoaderLimit"] | null;
             clause: string;
         };
         /**
