@@ -36,18 +36,20 @@ def _torch_worker_module():
 
 
 def install() -> str | None:
-    """Patches the worker loop (once); the directory the workers write to,
-    None without torch."""
+    """Patches the worker loop (once per process); the directory the workers
+    write to (a new one when a closed recorder removed the last), None
+    without torch."""
     try:
         worker = _torch_worker_module()
     except ImportError:
         return None
-    if getattr(worker._worker_loop, "_tb_pipeline", False):
-        return os.environ.get(ENV_DIR)
-    directory = tempfile.mkdtemp(prefix="tb-pipeline-loader-workers-")
-    os.environ[ENV_DIR] = directory
-    worker_loop.__wrapped__ = worker._worker_loop
-    worker._worker_loop = worker_loop
+    if not getattr(worker._worker_loop, "_tb_pipeline", False):
+        worker_loop.__wrapped__ = worker._worker_loop
+        worker._worker_loop = worker_loop
+    directory = os.environ.get(ENV_DIR)
+    if not directory or not os.path.isdir(directory):
+        directory = tempfile.mkdtemp(prefix="tb-pipeline-loader-workers-")
+        os.environ[ENV_DIR] = directory
     return directory
 
 
@@ -76,6 +78,9 @@ def worker_loop(*args, **kwargs):
         return original(*args, **kwargs)
     finally:
         flusher.stop()
+
+
+worker_loop._tb_pipeline = True
 
 
 class _Flusher(threading.Thread):
