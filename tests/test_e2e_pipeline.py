@@ -111,6 +111,13 @@ def test_pipeline_tab(tensorboard, page):
     frame.wait_for_function("() => document.querySelectorAll('[data-view=pipeline] #pl-trends ~ ul.legend li').length === 3",
                             timeout=30_000)
     assert THIRD in legend.nth(2).inner_text()
+    # ---- GIL contention: a host plot of its own, and the run's mean in the summary table.
+    assert any(p["gil_contention_pct"] is not None for p in api["baseline"]["host"]["series"])
+    frame.select_option("select[aria-label='Host metric']", "gil_contention_pct")
+    frame.wait_for_selector("[aria-label='Host metric gil_contention_pct over time of 3 runs']", timeout=30_000)
+    gil_row = frame.locator("tr[data-metric='host.summary.gil_contention_pct_mean'] td").nth(0)
+    row = next(r for r in api["summary"] if r["metric"] == "host.summary.gil_contention_pct_mean")
+    assert math.isclose(float(gil_row.get_attribute("data-raw")), row["baseline"], rel_tol=1e-9)
     _shot(page, "pipeline_trends")
     stages.scroll_into_view_if_needed()
     _shot(page, "pipeline_tables")
