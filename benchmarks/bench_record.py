@@ -155,7 +155,7 @@ def main(argv=None) -> int:
     p.add_argument("--flush-interval", type=float, default=DEFAULT_FLUSH_INTERVAL_S,
                    help="the writer's flush interval in seconds (0: one write() per record)")
     p.add_argument("--gil-threads", type=int, default=4)
-    p.add_argument("--gil-work", type=int, default=1_000_000, help="loop iterations per thread")
+    p.add_argument("--gil-work", type=int, default=3_000_000, help="loop iterations per thread")
     p.add_argument("--json", help="write the result row here")
     args = p.parse_args(argv)
     # A typical batch: a tuple of arrays (the recorder reads its batch size).

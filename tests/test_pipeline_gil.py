@@ -97,7 +97,7 @@ LOADER_SCRIPT = textwrap.dedent("""
         def __getitem__(self, i):
             if KIND == "numpy_heavy":  # ufunc loops release the GIL
                 a = np.linspace(0.0, 1.0, 200_000)
-                for _ in range(5):
+                for _ in range(2):
                     np.sin(a, out=a)
             else:  # holds the GIL throughout
                 s = 0
