@@ -147,6 +147,7 @@ def test_pure_python_stage_limits_not_the_sleeping_one(mixes):
     for words in ("limits the pipeline", "not the bottleneck", "will not help", "processes", "free-threaded",
                   "A thread asking for the GIL waited"):
         assert words in neck["summary"], neck["summary"]
+    assert neck["gil_contention_pct"] == rep["host"]["summary"]["gil_contention_pct_mean"] >= GIL_CONTENDED_PCT / 2
 
 
 def test_contention_is_high_when_pure_python_holds_the_gil_and_low_when_stages_sleep(mixes):
@@ -156,7 +157,6 @@ def test_contention_is_high_when_pure_python_holds_the_gil_and_low_when_stages_s
     assert gil["summary"]["gil_contention_pct_median"] >= GIL_CONTENDED_PCT, gil["summary"]
     assert io["summary"]["gil_contention_pct_median"] < gil["summary"]["gil_contention_pct_median"] / 2, (
         io["summary"], gil["summary"])
-    assert report(mixes["gil"])["bottleneck"]["gil_contention_pct"] == gil["summary"]["gil_contention_pct_mean"]
 
 
 def test_sleeping_stage_limits_when_the_gil_is_free(mixes):
