@@ -138,7 +138,8 @@ def stage(rep: dict, name: str) -> dict:
 def test_pure_python_stage_limits_not_the_sleeping_one(mixes):
     rep = report(mixes["gil"])
     py, io = stage(rep, "pure_python"), stage(rep, "sleep_io")
-    assert py["task_cpu_mean_s"] >= CPU_BOUND_SHARE * py["task_call_mean_s"], py  # it computes while it runs
+    # It computes while it runs (or waits runnable for a core: a busy box preempts it).
+    assert py["task_cpu_mean_s"] + (py["task_runq_mean_s"] or 0) >= CPU_BOUND_SHARE * py["task_call_mean_s"], py
     assert io["task_cpu_mean_s"] < 0.1 * io["task_mean_s"], io  # it waits
     assert io["task_mean_s"] > 0.005  # a 5 ms sleep that takes longer: the GIL wait
     neck = rep["bottleneck"]
@@ -237,7 +238,9 @@ def test_loader_pure_python_getitem_limits(loader_mixes, workers):
     assert fetch["concurrency"] == (workers or None)
     assert fetch["stage"] == ("DataLoader:fetch[2]" if workers else "DataLoader:fetch")
     getitem_cpu_s = fetch["task_cpu_mean_s"] - collate["task_cpu_mean_s"]
-    assert getitem_cpu_s >= CPU_BOUND_SHARE * (fetch["task_call_mean_s"] - collate["task_call_mean_s"]), rows
+    getitem_runq_s = (fetch["task_runq_mean_s"] or 0) - (collate["task_runq_mean_s"] or 0)
+    assert getitem_cpu_s + getitem_runq_s >= CPU_BOUND_SHARE * (
+        fetch["task_call_mean_s"] - collate["task_call_mean_s"]), rows
     assert collate["task_cpu_mean_s"] < 0.1 * collate["task_call_mean_s"], collate  # the sleep
     assert neck["loader_part"] == "__getitem__" and neck["slowest_stage"] == fetch["stage"] and fetch["is_slowest"]
     assert "limits loading" in neck["summary"] and "It computes" in neck["summary"], neck["summary"]

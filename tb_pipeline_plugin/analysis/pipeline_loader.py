@@ -7,7 +7,8 @@ or in the worker processes (the record's concurrency is `num_workers`).
 `__getitem__` is the fetch less the collate. The part with the most wall
 time per batch limits; its CPU share says why:
 
-- it *computes* (CPU >= CPU_BOUND_SHARE of its wall time): with
+- it *computes* (CPU, plus the sampled time it waited runnable for a core,
+  >= CPU_BOUND_SHARE of its wall time): with
   `num_workers=0` it runs in the loop's thread, sharing its GIL; when the
   process's GIL is contended (record/gil_contention.py) it holds the GIL and
   only processes help; when not, the work releases it (NumPy) and worker
@@ -48,21 +49,27 @@ def loader_limit(stages: pd.DataFrame, contention_pct: float | None = None) -> d
     if fetch is None or not math.isfinite(_f(fetch, "task_cpu_mean_s")):
         return None
     f_wall, f_cpu = _f(fetch, "task_call_mean_s"), _f(fetch, "task_cpu_mean_s")
-    c_wall = c_cpu = 0.0
+    f_runq = _f(fetch, "task_runq_mean_s")
+    f_runq = f_runq if math.isfinite(f_runq) else 0.0
+    c_wall = c_cpu = c_runq = 0.0
     if collate is not None and math.isfinite(_f(collate, "task_cpu_mean_s")):
         # collate_fn runs inside the fetch: per fetch, its calls' share.
         per_fetch = _f(collate, "tasks") / _f(fetch, "tasks") if _f(fetch, "tasks") > 0 else 1.0
         c_wall, c_cpu = _f(collate, "task_call_mean_s") * per_fetch, _f(collate, "task_cpu_mean_s") * per_fetch
-    parts = [("__getitem__", fetch, max(f_wall - c_wall, 0.0), max(f_cpu - c_cpu, 0.0))]
+        runq = _f(collate, "task_runq_mean_s")
+        c_runq = runq * per_fetch if math.isfinite(runq) else 0.0
+    parts = [("__getitem__", fetch, max(f_wall - c_wall, 0.0), max(f_cpu - c_cpu, 0.0), max(f_runq - c_runq, 0.0))]
     if collate is not None:
-        parts.append(("collate_fn", collate, c_wall, c_cpu))
-    part, row, wall, cpu = max(parts, key=lambda p: p[2])
+        parts.append(("collate_fn", collate, c_wall, c_cpu, c_runq))
+    part, row, wall, cpu, runq = max(parts, key=lambda p: p[2])
     if not wall > 0:
         return None
-    share = cpu / wall
+    # Time waiting runnable for a core counts as computing: an oversubscribed
+    # machine preempts a computing thread (pipeline_gil.py).
+    share = min((cpu + runq) / wall, 1.0)
     kind = "computes" if share >= CPU_BOUND_SHARE else "waits" if share < WAITING_SHARE else "mixed"
     workers = _f(fetch, "concurrency")
-    return {"stage": str(row["stage"]), "part": part, "wall_s": wall, "cpu_s": cpu,
+    return {"stage": str(row["stage"]), "part": part, "wall_s": wall, "cpu_s": cpu, "runq_s": runq, "share": share,
             "workers": int(workers) if math.isfinite(workers) and workers > 0 else 0, "kind": kind,
             "gil_contention_pct": contention_pct}
 
@@ -78,7 +85,8 @@ def loader_summary(limit: dict, cores: int, keeps_up: bool) -> str:
     contention = limit["gil_contention_pct"]
     if limit["kind"] == "waits":
         more = f"num_workers above {workers}" if workers else "num_workers > 0"
-        return (f"{head} It waits ({100 * cpu / wall:.0f}% of its time on CPU): I/O, sleeps or locks, not "
+        return (f"{head} It waits ({100 * limit['share']:.0f}% of its time on or waiting for a CPU): I/O, sleeps "
+                "or locks, not "
                 f"computing. Overlap the waits: more workers ({more}), a larger prefetch_factor, or "
                 "asynchronous reads; more CPU will not help.")
     if limit["kind"] == "mixed":

@@ -19,7 +19,7 @@ KEY = ["pipeline_id", "stage_id", "stage_name"]
 LOADER_PIPELINE_ID = -1  # record/loader_cpu.py's DataLoader parts
 STARVING_PCT = 50.0  # a queue holding an item less often than this starves its consumer
 STAGE_COLUMNS = [*KEY, "pipeline_index", "stage", "concurrency", "items", "interval_s", "qps", "tasks", "failures", "task_mean_s",
-                 "task_p90_s", "task_p99_s", "task_cpu_mean_s", "task_call_mean_s", "cpu_cores", "put_wait_mean_s", "get_wait_mean_s", "occupancy_pct", "busy_pct",
+                 "task_p90_s", "task_p99_s", "task_cpu_mean_s", "task_call_mean_s", "task_runq_mean_s", "cpu_cores", "put_wait_mean_s", "get_wait_mean_s", "occupancy_pct", "busy_pct",
                  "is_slowest", "is_starving"]
 
 
@@ -71,6 +71,7 @@ def _task_rows(tasks: pd.DataFrame) -> dict:
             "task_p99_s": _weighted(src, "task_p99_s", "tasks"),
             "task_cpu_mean_s": _weighted(src, "task_cpu_mean_s", "tasks"),
             "task_call_mean_s": _weighted(src, "task_call_mean_s", "tasks"),
+            "task_runq_mean_s": _weighted(src, "task_runq_mean_s", "tasks"),
             "stage": str(g["stage"].iloc[-1]), "concurrency": g["concurrency"].iloc[-1],
         }
     return out

@@ -76,6 +76,9 @@ class StageTasks(msgspec.Struct, tag="stage_tasks", tag_field="type", omit_defau
     # CPU far below the call's wall time is waiting: I/O, or the GIL.
     task_cpu_mean_s: float | None = None
     task_call_mean_s: float | None = None
+    # Of the same calls, time the thread waited runnable for a core (Linux
+    # schedstat, sampled: record/task_cpu.py); None: not measured.
+    task_runq_mean_s: float | None = None
     pipeline_id: int = 0
     stage_id: str = ""
     concurrency: int | None = None

@@ -15,7 +15,7 @@ STEP_COLUMNS = ["step", "loader", "t_s", "wall_start_s", "duration_s", "data_wai
 CALLBACK_COLUMNS = ["step", "name", "kind", "time_s"]
 STAGE_KEY = ["pipeline_id", "stage_id", "stage_name", "stage", "concurrency"]
 TASK_COLUMNS = ["t_s", "wall_time_s", *STAGE_KEY, "final", "tasks", "failures", "task_mean_s", "task_p90_s",
-                "task_p99_s", "task_cpu_mean_s", "task_call_mean_s"]
+                "task_p99_s", "task_cpu_mean_s", "task_call_mean_s", "task_runq_mean_s"]
 QUEUE_COLUMNS = ["t_s", "wall_time_s", *STAGE_KEY, "final", "interval_s", "items", "qps", "put_wait_mean_s",
                  "get_wait_mean_s", "put_wait_p90_s", "get_wait_p90_s", "put_wait_p99_s", "get_wait_p99_s",
                  "occupancy"]

@@ -19,7 +19,7 @@ import time
 
 from ..formats.pipeline import StageTasks
 from . import loader_workers
-from .task_cpu import TaskClock, timed
+from .task_cpu import _SAMPLE_MASK, TaskClock, runq_ns, timed
 
 LOADER_PIPELINE_ID = -1
 FETCH = TaskClock()
@@ -40,9 +40,14 @@ def _timed_fetch(original):
             self.collate_fn._tb_pipeline = True
         c0 = _cpu_ns()
         w0 = _wall_ns()
+        q0 = -1 if w0 & _SAMPLE_MASK else runq_ns()  # one fetch in 8 (task_cpu.py)
         batch = original(self, possibly_batched_index)
         # Successful fetches only: an iterable dataset ends with a StopIteration.
-        push((_cpu_ns() - c0, _wall_ns() - w0))
+        if q0 < 0:
+            push((_cpu_ns() - c0, _wall_ns() - w0))
+        else:
+            q1 = runq_ns()
+            push((_cpu_ns() - c0, _wall_ns() - w0, q1 - q0 if q1 >= 0 else -1))
         return batch
 
     fetch._tb_pipeline = True
@@ -77,16 +82,17 @@ def final_records() -> list[StageTasks]:
     _workers_dir = None
     out = []
     for name, clock in CLOCKS.items():
-        calls, cpu_ns, wall_ns = clock.totals()
-        w_calls, w_cpu_ns, w_wall_ns = in_workers[name]
-        calls, cpu_ns, wall_ns = calls + w_calls, cpu_ns + w_cpu_ns, wall_ns + w_wall_ns
+        here = clock.totals()
+        calls, cpu_ns, wall_ns, runq_calls, runq = (a + b for a, b in zip(here, in_workers[name]))
+        w_calls = in_workers[name][0]
         if not calls:
             continue
         cpu_s, call_s = cpu_ns / calls * 1e-9, wall_ns / calls * 1e-9
+        runq_s = runq / runq_calls * 1e-9 if runq_calls else None
         workers = num_workers if w_calls else None
         out.append(StageTasks(
             wall_time_s=time.time(), stage=f"DataLoader:{name}" + (f"[{workers}]" if workers else ""),
             stage_name=name, tasks=calls, failures=0, task_mean_s=call_s, task_cpu_mean_s=cpu_s,
-            task_call_mean_s=call_s, pipeline_id=LOADER_PIPELINE_ID, stage_id=name, concurrency=workers,
+            task_call_mean_s=call_s, task_runq_mean_s=runq_s, pipeline_id=LOADER_PIPELINE_ID, stage_id=name, concurrency=workers,
             final=True))
     return out

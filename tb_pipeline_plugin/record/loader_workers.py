@@ -111,19 +111,20 @@ class _Flusher(threading.Thread):
             pass  # the recording's figures miss this worker; training goes on
 
 
-def collect(directory: str | None) -> tuple[dict[str, tuple[int, int, int]], int | None]:
-    """({part: (calls, CPU ns, wall ns)} summed over the workers, the
-    largest num_workers seen); unreadable files are skipped."""
-    sums = {name: (0, 0, 0) for name in PARTS}
+def collect(directory: str | None) -> tuple[dict[str, tuple[int, ...]], int | None]:
+    """({part: TaskClock.totals()} summed over the workers, the largest
+    num_workers seen); unreadable files are skipped."""
+    sums = {name: (0, 0, 0, 0, 0) for name in PARTS}
     workers = None
     for path in glob.glob(os.path.join(directory or "", "*.json")) if directory else []:
         try:
             with open(path) as f:
                 data = json.load(f)
+            parts = {name: tuple(int(v) for v in data["parts"].get(name, (0,) * 5)) for name in PARTS}
+            if any(len(v) != 5 for v in parts.values()):
+                continue
             for name in PARTS:
-                calls, cpu_ns, wall_ns = (int(v) for v in data["parts"].get(name, (0, 0, 0)))
-                c, u, w = sums[name]
-                sums[name] = (c + calls, u + cpu_ns, w + wall_ns)
+                sums[name] = tuple(a + b for a, b in zip(sums[name], parts[name]))
             if isinstance(data.get("num_workers"), int):
                 workers = max(workers or 0, data["num_workers"])
         except (OSError, ValueError, KeyError, TypeError):

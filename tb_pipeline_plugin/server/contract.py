@@ -793,6 +793,8 @@ class PipelineStage(_Shape):
     # In the worker thread, around the user's function (None: not measured).
     task_cpu_mean_s: float | None
     task_call_mean_s: float | None
+    # Of the same calls, time the worker waited runnable for a core (sampled; Linux).
+    task_runq_mean_s: float | None
     cpu_cores: float | None  # CPU seconds the stage's workers spend per second
     put_wait_mean_s: float | None
     get_wait_mean_s: float | None
