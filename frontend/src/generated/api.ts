@@ -1091,6 +1091,7 @@ export interface components {
             task_p99_s: number | null;
             task_cpu_mean_s: number | null;
             task_call_mean_s: number | null;
+            task_runq_mean_s: number | null;
             cpu_cores: number | null;
             put_wait_mean_s: number | null;
             get_wait_mean_s: number | null;
