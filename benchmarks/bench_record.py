@@ -54,6 +54,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tb_pipeline_plugin.record import Recorder  # noqa: E402
+from tb_pipeline_plugin.record import task_cpu  # noqa: E402
 from tb_pipeline_plugin.record.task_cpu import TaskClock, timed  # noqa: E402
 from tb_pipeline_plugin.record.writer import DEFAULT_FLUSH_INTERVAL_S  # noqa: E402
 
@@ -85,12 +86,19 @@ def candidate(batches, logdir: str, run: str, flush_interval_s: float) -> float:
     return time.perf_counter() - t0, time.process_time() - c0
 
 
-def timed_tasks(batches) -> tuple[float, float]:
+def timed_tasks(batches, runq: bool = True) -> tuple[float, float]:
+    """`timed` as recorded; runq=False: without its run-queue sample (the
+    sampling mask set so that no call reads schedstat), the same-run
+    baseline of that sample's cost."""
+    mask = task_cpu._SAMPLE_MASK
+    task_cpu._SAMPLE_MASK = mask if runq else -1
     fn = timed(_noop, TaskClock())
     t0, c0 = time.perf_counter(), time.process_time()
     for b in batches:
         fn(b)
-    return time.perf_counter() - t0, time.process_time() - c0
+    out = time.perf_counter() - t0, time.process_time() - c0
+    task_cpu._SAMPLE_MASK = mask
+    return out
 
 
 def loader_fetch(steps: int, patched: bool) -> float:
@@ -164,11 +172,12 @@ def main(argv=None) -> int:
     batches = [(x, y)] * args.steps
     out = tempfile.mkdtemp(prefix="bench_record_")
     try:
-        base, cand, task, fetch_bare, fetch_rec = [], [], [], [], []
+        base, cand, task, task_no_runq, fetch_bare, fetch_rec = [], [], [], [], [], []
         for r in range(args.repeat):
             base.append(baseline(batches))
             cand.append(candidate(batches, out, f"r{r}", args.flush_interval))
             task.append(timed_tasks(batches))
+            task_no_runq.append(timed_tasks(batches, runq=False))
             fetch_bare.append(loader_fetch(args.steps, patched=False))
             fetch_rec.append(loader_fetch(args.steps, patched=True))
         gil_bare_s, gil_sampled_s = gil_sampler_cost(args.gil_threads, args.gil_work, args.repeat)
@@ -181,6 +190,7 @@ def main(argv=None) -> int:
     per_event_cpu_us = (c_cpu - b_cpu) / (EVENTS_PER_STEP * args.steps) * 1e6
     per_step_us = (c - b) / args.steps * 1e6
     per_task_us = (min(w for w, _ in task) - b) / args.steps * 1e6
+    runq_sample_us = (min(w for w, _ in task) - min(w for w, _ in task_no_runq)) / args.steps * 1e6
     step_pct = 100.0 * per_step_us / (STEP_S * 1e6)
     fetch_us = (min(fetch_rec) - min(fetch_bare)) / args.steps * 1e6
     fetch_call_us = fetch_us / 2  # the fetch and its collate_fn: two timed calls
@@ -189,7 +199,7 @@ def main(argv=None) -> int:
     row = {"steps": args.steps, "flush_interval_s": args.flush_interval, "baseline_s": b, "candidate_s": c,
            "baseline_cpu_s": b_cpu, "candidate_cpu_s": c_cpu, "per_event_us": per_event_us,
            "per_event_cpu_us": per_event_cpu_us, "per_step_us": per_step_us, "pct_of_10ms_step": step_pct,
-           "task_cpu_per_task_us": per_task_us, "loader_fetch_per_batch_us": fetch_us,
+           "task_cpu_per_task_us": per_task_us, "runq_sample_per_task_us": runq_sample_us, "loader_fetch_per_batch_us": fetch_us,
            "loader_per_timed_call_us": fetch_call_us,
            "gil_bare_s": gil_bare_s, "gil_sampled_s": gil_sampled_s, "gil_sampler_pct": gil_pct,
            "records_written": lines, "load_average_1min": load, "cpu_count": os.cpu_count()}
@@ -198,7 +208,8 @@ def main(argv=None) -> int:
     print(f"per event {per_event_us:.2f} µs wall, {per_event_cpu_us:.2f} µs CPU (both threads) "
           f"(target < {TARGET_US_PER_EVENT})   "
           f"per step {per_step_us:.2f} µs = {step_pct:.3f} % of a 10 ms step (target < {TARGET_STEP_PCT})")
-    print(f"CPU time per task: {per_task_us:.2f} µs a task (target < {TARGET_US_PER_EVENT})")
+    print(f"CPU time per task: {per_task_us:.2f} µs a task (target < {TARGET_US_PER_EVENT}), of which the "
+          f"run-queue sample (1 call in {task_cpu.RUNQ_SAMPLE_EVERY}) {runq_sample_us:.2f} µs")
     print(f"DataLoader (loop thread or worker process): {fetch_us:.2f} µs a batch = {fetch_call_us:.2f} µs per timed "
           f"call (fetch, collate_fn; target < {TARGET_US_PER_EVENT})")
     print(f"GIL contention sampler: {args.gil_threads} pure-Python threads {gil_bare_s:.3f} s bare, "

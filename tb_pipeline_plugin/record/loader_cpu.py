@@ -19,13 +19,16 @@ import time
 
 from ..formats.pipeline import StageTasks
 from . import loader_workers
-from .task_cpu import _SAMPLE_MASK, TaskClock, runq_ns, timed
+from .task_cpu import TaskClock, runq_ns, timed
 
 LOADER_PIPELINE_ID = -1
 FETCH = TaskClock()
 COLLATE = TaskClock()
 CLOCKS = {"fetch": FETCH, "collate_fn": COLLATE}
 _workers_dir: str | None = None
+# One fetch in 8 reads the run-queue clock (task_cpu.py samples one call in
+# 16): a fetch is a whole batch, rarer and longer than a stage's task.
+_FETCH_SAMPLE_MASK = 7
 _cpu_ns = time.thread_time_ns
 _wall_ns = time.perf_counter_ns
 
@@ -40,7 +43,7 @@ def _timed_fetch(original):
             self.collate_fn._tb_pipeline = True
         c0 = _cpu_ns()
         w0 = _wall_ns()
-        q0 = -1 if w0 & _SAMPLE_MASK else runq_ns()  # one fetch in 8 (task_cpu.py)
+        q0 = -1 if w0 & _FETCH_SAMPLE_MASK else runq_ns()
         batch = original(self, possibly_batched_index)
         # Successful fetches only: an iterable dataset ends with a StopIteration.
         if q0 < 0:

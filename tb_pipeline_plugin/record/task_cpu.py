@@ -22,7 +22,7 @@ from collections import deque
 
 _cpu_ns = time.thread_time_ns
 _wall_ns = time.perf_counter_ns
-RUNQ_SAMPLE_EVERY = 8  # a power of two: `wall & (N - 1) == 0` picks one call in N
+RUNQ_SAMPLE_EVERY = 16  # a power of two: `wall & (N - 1) == 0` picks one call in N
 _SAMPLE_MASK = RUNQ_SAMPLE_EVERY - 1
 _local = threading.local()
 
