@@ -6,20 +6,21 @@ pure-Python workers that hold it, so a sleeping stage's task time grows and
 its workers look busiest. The CPU time each worker spends inside the user's
 function (recorded beside wall time, record/task_cpu.py) can:
 
-- a stage is *on CPU* when its CPU time, plus the time it waited runnable
-  for a core (sampled where Linux tells: record/task_cpu.py), is at least
-  CPU_BOUND_SHARE of its call's wall time: the thread ran or wanted to, it
-  did not wait for the GIL, a sleep or I/O (blocked threads are not
-  runnable; an oversubscribed machine preempts a computing thread, which
-  then stays runnable);
-- the pipeline is *GIL-bound* when its on-CPU stages together use at most
-  GIL_MAX_CORES of CPU per second (threads taking turns at one lock use at
-  most one core; more means the work releases the GIL) and want between
-  GIL_MIN_CORES and GIL_MAX_WANTED_CORES cores (CPU + run-queue seconds per
-  second: the threads blocked on the GIL are not runnable, so GIL-bound
-  threads want about one core, a little more on a busy box where the woken
-  one waits for a core; GIL-releasing threads want one core each), and
+- a stage is *on CPU* when its CPU time is at least CPU_BOUND_SHARE of its
+  call's wall time: the thread ran, it did not wait (a GIL-holding thread
+  runs alone; GIL-releasing code on busy cores is preempted and falls below);
+- the pipeline is *GIL-bound* when its on-CPU stages together burn between
+  GIL_MIN_CORES and GIL_MAX_CORES of CPU per second (threads taking turns at
+  one lock use at most one core; more means the work releases the GIL) and
   another stage waits (CPU below WAITING_SHARE of its task time).
+
+The stage rows also carry the sampled time a worker waited runnable for a
+core (`task_runq_mean_s`, record/task_cpu.py); this verdict does not read
+it: at load average 12-14 on 2 cores, CPU + run-queue made the GIL-bound
+pure-Python stage and the NumPy stage (which takes the GIL back between
+ufuncs) want 1.8 and 1.6 cores, too close to tell apart, while CPU alone
+names them right on a box that is not oversubscribed (benchmarks/README.md).
+The DataLoader verdict (pipeline_loader.py), one thread per process, does.
 
 Then the limit is the on-CPU stage with the most CPU seconds per task, and
 more threads will not help. Where the recorder sampled GIL contention
@@ -37,7 +38,6 @@ CPU_BOUND_SHARE = 0.6
 WAITING_SHARE = 0.5
 GIL_MIN_CORES = 0.4
 GIL_MAX_CORES = 1.2
-GIL_MAX_WANTED_CORES = 2.0
 # Median host sample of GIL contention from which the GIL counts as
 # contended: measured 1-2 % (sleeping stages) vs 41-82 % (pure-Python
 # stages) per sample (benchmarks/README.md, "GIL-bound pipelines").
@@ -63,16 +63,12 @@ def gil_limit(stages: pd.DataFrame, contention: dict | None = None) -> dict | No
     cpu = _num(stages, "task_cpu_mean_s")
     call = _num(stages, "task_call_mean_s")
     task = _num(stages, "task_mean_s")
-    wanted = cpu + _num(stages, "task_runq_mean_s").fillna(0.0)
-    on_cpu = (wanted >= CPU_BOUND_SHARE * call) & (call > 0)
-    waiting = (wanted < WAITING_SHARE * task) & (task > 0) & ~on_cpu
+    on_cpu = (cpu >= CPU_BOUND_SHARE * call) & (call > 0)
+    waiting = (cpu < WAITING_SHARE * task) & (task > 0) & ~on_cpu
     if not on_cpu.any() or not waiting.any():
         return None
-    used = _num(stages, "cpu_cores")
-    cores = float(used[on_cpu].sum())
-    # cpu_cores is tasks/s x CPU per task: scaled to what the threads wanted.
-    wanted_cores = float((used * wanted / cpu.where(cpu > 0))[on_cpu].sum())
-    if cores > GIL_MAX_CORES or not GIL_MIN_CORES <= wanted_cores <= GIL_MAX_WANTED_CORES:
+    cores = float(_num(stages, "cpu_cores")[on_cpu].sum())
+    if not GIL_MIN_CORES <= cores <= GIL_MAX_CORES:
         return None
     i = cpu[on_cpu].idxmax()
     busy = _num(stages, "busy_pct")[i]
