@@ -86,7 +86,9 @@ def _nothing() -> None:
 
 
 def _close(rec, launcher_profiler) -> None:
-    rec.close()  # ends the last step, stepping the profiler at its boundary
+    if launcher_profiler is not None:
+        launcher_profiler.closing = True
+    rec.close()  # ends the last step; the profiler stops at its boundary
     if launcher_profiler is not None:
         launcher_profiler.finish()
 

@@ -78,6 +78,8 @@ class LauncherProfiler:
         self.traces_written = 0
         self.script_profiler = False
         self.done = False
+        self.closing = False  # set at exit: the next boundary is the last
+        self._discard = False
         when_imported("torch.profiler.profiler", self._watch_script_profilers)
 
     # -- the script's own profiler -----------------------------------------
@@ -102,11 +104,13 @@ class LauncherProfiler:
         self.script_profiler = True
         stopped = self.prof is not None and not self.done
         if stopped:
-            # Kineto runs one profiler at a time: the script's wins.
+            # Kineto runs one profiler at a time: the script's wins, and the
+            # run keeps only its traces (ours would be cut short anyway).
+            self._discard = True
             self._detach()
         note = ("the script starts its own torch.profiler: --profile "
-                + ("stopped the launcher's after " + str(self.steps) + " steps" if stopped else "starts none")
-                + "; its traces go where the script sends them")
+                + (f"stopped the launcher's after {self.steps} steps, its trace discarded" if stopped
+                   else "starts none") + "; the script's traces go where it sends them")
         print(f"tb-pipeline: {note}", file=sys.stderr)
         self._write("script", note)
 
@@ -139,13 +143,20 @@ class LauncherProfiler:
 
     def _trace_ready(self, handler):
         def on_trace_ready(prof):
-            handler(prof)
-            self.traces_written += 1
+            if not self._discard:
+                handler(prof)
+                self.traces_written += 1
 
         return on_trace_ready
 
     def step(self) -> None:
         """Called by the Recorder at each step boundary."""
+        if self.closing:
+            # The run's last boundary: stop here, so no empty step opens
+            # after the loop's last one.
+            self.steps += 1
+            self._detach()
+            return
         self.prof.step()
         self.steps += 1
         needed = steps_needed(self.schedule)
@@ -160,15 +171,17 @@ class LauncherProfiler:
             prof.stop()  # exports the active steps recorded so far, if any
 
     def finish(self) -> None:
-        """At exit, after the Recorder closed its last step."""
-        if self.prof is None:
-            if not self.done and not self.script_profiler:
-                print("tb-pipeline: --profile: the script iterated no DataLoader or SPDL pipeline; "
-                      "nothing was profiled", file=sys.stderr)
-            return
+        """At exit: `closing` set before the Recorder closed its last step."""
+        started = self.prof is not None or self.done
+        if self.prof is not None:
+            self._detach()
         needed = steps_needed(self.schedule)
-        self._detach()
-        if needed is not None and self.steps < needed:
+        if self.script_profiler:
+            return
+        if not started:
+            print("tb-pipeline: --profile: the script iterated no DataLoader or SPDL pipeline; "
+                  "nothing was profiled", file=sys.stderr)
+        elif needed is not None and self.steps < needed:
             print(f"tb-pipeline: --profile: the script ended after {self.steps} steps, before the "
                   f"schedule's {needed}; {self.traces_written} trace(s) written", file=sys.stderr)
 

@@ -848,6 +848,19 @@ class PipelineHost(_Shape):
     series: list[HostPoint]
 
 
+class PipelineProfiler(_Shape, kw_only=True):
+    """Whose torch.profiler traces the run has (`tb-pipeline record --profile`):
+    the launcher's, with its schedule, or the script's own (the launcher then started none)."""
+
+    owner: Literal["launcher", "script"]
+    wall_time_s: float
+    schedule: str | None
+    activities: list[str]
+    profile_memory: bool
+    trace_dir: str | None
+    note: str
+
+
 class PipelineMeta(_Shape, kw_only=True):
     """One writing process (recorder or launcher), or the Composer file read."""
 
@@ -864,6 +877,7 @@ class PipelineMeta(_Shape, kw_only=True):
     headspace_batches: int | None = None
     host_interval_s: float | None = None
     path: str | None = None
+    profilers: list[PipelineProfiler] = []
 
 
 class PipelineReport(_Shape):

@@ -1011,6 +1011,23 @@ export interface components {
             host_interval_s: number | null;
             /** @default null */
             path: string | null;
+            /** @default [] */
+            profilers: components["schemas"]["PipelineProfiler"][];
+        };
+        /**
+         * PipelineProfiler
+         * @description Whose torch.profiler traces the run has (`tb-pipeline record --profile`):
+         *         the launcher's, with its schedule, or the script's own (the launcher then started none).
+         */
+        PipelineProfiler: {
+            /** @enum {unknown} */
+            owner: "launcher" | "script";
+            wall_time_s: number;
+            schedule: string | null;
+            activities: string[];
+            profile_memory: boolean;
+            trace_dir: string | null;
+            note: string;
         };
         /** PipelineReport */
         PipelineReport: {
