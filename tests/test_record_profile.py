@@ -75,6 +75,18 @@ OWN_PROFILER_SCRIPT = textwrap.dedent("""
 """)
 
 
+LEGACY_PROFILER_SCRIPT = textwrap.dedent("""
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    model = torch.nn.Linear(8, 1)
+    with torch.autograd.profiler.profile() as prof:  # the older API
+        for (x,) in DataLoader(TensorDataset(torch.randn(64, 8)), batch_size=8):
+            model(x).sum().backward()
+    prof.export_chrome_trace("legacy_trace.json")
+    print("trained")
+""")
+
 BREAK_SCRIPT = textwrap.dedent("""
     import torch
     from torch.utils.data import DataLoader, TensorDataset
@@ -200,6 +212,15 @@ def test_a_script_with_its_own_profiler_gets_exactly_one(tmp_path, start_after):
     assert "the script starts its own torch.profiler" in done.stderr
     [rec] = [r for r in statistics(tmp_path / "logs" / "own") if r["type"] == "profiler" and r["owner"] == "script"]
     assert ("starts none" in rec["note"]) == (start_after == 0)
+
+
+def test_the_older_autograd_profiler_counts_as_the_scripts_own(tmp_path):
+    (tmp_path / "train_legacy.py").write_text(LEGACY_PROFILER_SCRIPT)
+    done = record(tmp_path, "legacy", [sys.executable, "train_legacy.py"], "--profile")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert traces(tmp_path / "logs" / "legacy") == [] and (tmp_path / "legacy_trace.json").is_file()
+    [rec] = [r for r in statistics(tmp_path / "logs" / "legacy") if r["type"] == "profiler"]
+    assert rec["owner"] == "script" and "starts none" in rec["note"]
 
 
 def test_a_script_ending_before_the_schedule_keeps_what_it_traced(tmp_path):

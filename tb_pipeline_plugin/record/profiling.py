@@ -8,8 +8,8 @@ the traces into the run directory with `tensorboard_trace_handler`, beside
 the pipeline statistics. Once the schedule is over the profiler is stopped
 and detached: the rest of the run pays nothing for it.
 
-A script that runs its own `torch.profiler.profile` keeps it: starting one
-is seen (`profile.start`, which `with profile(...)` calls), ours is then
+A script that runs its own `torch.profiler.profile` (or the older
+`torch.autograd.profiler.profile`) keeps it: starting one is seen, ours is then
 never started (or stopped, if the script starts its own later), and a
 `profiler` record in the statistics says whose profiler the run has.
 
@@ -80,23 +80,26 @@ class LauncherProfiler:
         self.done = False
         self.closing = False  # set at exit: the next boundary is the last
         self._discard = False
-        when_imported("torch.profiler.profiler", self._watch_script_profilers)
+        # torch.profiler.profile (`with profile(...)` calls start()) and the
+        # older torch.autograd.profiler.profile, whose __enter__ torch.profiler
+        # itself never calls.
+        when_imported("torch.profiler.profiler", lambda m: self._watch(m.profile, "start"))
+        when_imported("torch.autograd.profiler", lambda m: self._watch(m.profile, "__enter__"))
 
     # -- the script's own profiler -----------------------------------------
-    def _watch_script_profilers(self, module) -> None:
-        cls = module.profile
-        if getattr(cls.start, "_tb_pipeline", False):
+    def _watch(self, cls, method: str) -> None:
+        original = getattr(cls, method)
+        if getattr(original, "_tb_pipeline", False):
             return
-        original = cls.start
         launcher = self
 
-        def start(self_prof, *args, **kwargs):
-            if not getattr(self_prof, "_tb_pipeline_launcher", False):
+        def starting(self_prof, *args, **kwargs):
+            if not getattr(self_prof, "_tb_pipeline_launcher", False) and getattr(self_prof, "enabled", True):
                 launcher._script_started()
             return original(self_prof, *args, **kwargs)
 
-        start._tb_pipeline = True
-        cls.start = start
+        starting._tb_pipeline = True
+        setattr(cls, method, starting)
 
     def _script_started(self) -> None:
         if self.script_profiler:
