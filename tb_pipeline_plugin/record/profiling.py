@@ -128,11 +128,13 @@ class LauncherProfiler:
         if torch.cuda.is_available():
             activities.append(profiler.ProfilerActivity.CUDA)
         s = self.schedule
+        # torch's own handler, not --repeat's redirect of the script's (trace_dir.py): ours names the run already.
+        handler = getattr(profiler.tensorboard_trace_handler, "__wrapped__", profiler.tensorboard_trace_handler)
         prof = profiler.profile(
             activities=activities,
             schedule=profiler.schedule(wait=s["wait"], warmup=s["warmup"], active=s["active"],
                                        repeat=s["repeat"], skip_first=s["skip_first"]),
-            on_trace_ready=self._trace_ready(profiler.tensorboard_trace_handler(self.rec.run_dir)),
+            on_trace_ready=self._trace_ready(handler(self.rec.run_dir)),
             record_shapes=True, with_stack=True, with_modules=True, profile_memory=bool(s["memory"]),
         )
         prof._tb_pipeline_launcher = True
