@@ -23,8 +23,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 SCRIPT = os.path.join(HERE, "train_demo.py")
 VARIANTS = ("baseline", "experimental")
-# Steps 0-6 left out (first iterations: allocator and caches warming), 5 traced.
-SCHEDULE = "wait=5,warmup=2,active=5"
+# Steps 0-6 left out (first iterations: allocator and caches warming), 5
+# traced, with profile_memory: the Overview's memory rows have data too.
+SCHEDULE = "wait=5,warmup=2,active=5,memory=1"
 STEPS = 40
 # Small sweeps (levels 1, 2, 4; 0.3 s a level): the demo's diagnostic results in seconds.
 DIAGNOSTIC_ENV = {

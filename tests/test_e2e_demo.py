@@ -66,6 +66,11 @@ def test_every_tab_shows_the_demo_pair_when_the_page_opens(demo, page):
     explain = _get(port, "diff/explain", **PAIR)
     assert frame.inner_text("[data-testid=explanation-sentence]").strip() == explain["sentence"].strip()
     assert "slower" in explain["sentence"]  # the experimental's wider block and slower loading
+    # record_demo profiles memory too: the memory rows have both sides' numbers.
+    rows = {r["metric"]: r for r in _get(port, "diff/overview", **PAIR)["rows"]}
+    for metric in ("memory.avg_bytes", "memory.peak_bytes"):
+        assert rows[metric]["baseline"] and rows[metric]["experimental"], rows[metric]
+        assert frame.locator(f"[data-view=overview] tr[data-metric='{metric}']").count() == 1
     frame.evaluate("() => window.scrollTo(0, 0)")
     _shot(page, "demo_overview")
 
