@@ -40,6 +40,7 @@ class Args(msgspec.Struct, gc=False, frozen=True):
     total_reserved: int | None = field(name="Total Reserved", default=None)
     device_type: int | None = field(name="Device Type", default=None)
     device_id: int | None = field(name="Device Id", default=None)
+    addr: int | None = field(name="Addr", default=_NO_ID)  # the block's address (Kineto from 2022)
     # `M` metadata events (process_name / thread_name).
     name: str | None = None
 

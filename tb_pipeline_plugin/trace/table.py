@@ -98,6 +98,8 @@ class MemoryColumns:
     total_reserved_bytes: np.ndarray  # int64, -1 if absent
     device_type: np.ndarray  # int64: 0 CPU, 1 CUDA (c10::DeviceType)
     device_id: np.ndarray  # int64
+    addr: np.ndarray  # int64 block address, -1 if absent (Kineto before 2022): frees pair with allocations by it
+    thread_id: np.ndarray  # int32, same ids as EventTable.thread_id: the thread that (de)allocated
 
 
 @dataclass
