@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { alignedCurves, lifetimeSpans, type MemoryCurve } from "./memory";
+import { alignedCurves, lifetimeSpans, type MemoryCurve } from "../src/model/memory";
 
 const curve = (t: number[], v: number[], duration: number): MemoryCurve => ({
   step: "ProfilerStep#1", duration_us: duration, t_us: t, allocated_bytes: v, reserved_bytes: null, peak_us: 0, peak_bytes: Math.max(...v),
