@@ -6,11 +6,11 @@ the growth of the peak, then the share of it that its largest mover holds.
 """
 from __future__ import annotations
 
+from ..analysis.memory_peak import BEFORE_WINDOW, HELD_AT_STEP_START
 from .explain import duration
 
 # Labelled as TensorBoard's memory view labels bytes (and our frontend's format.ts): KB = 1024 B.
 _UNITS = ("B", "KB", "MB", "GB", "TB")
-_NOT_A_PART = ("before the window", "held when the step began")
 
 
 def size(n: float) -> str:
@@ -43,9 +43,9 @@ def memory_sentence(d: dict) -> str:
 
 
 def _phrase(row: dict, basis: str) -> str:
-    if row["key"] == "before the window":
+    if row["key"] == BEFORE_WINDOW:
         return "memory allocated before the profiled window"
-    if row["key"] == "held when the step began":
+    if row["key"] == HELD_AT_STEP_START:
         return "memory already held when the peak's step began"
     details = [row["detail"]] if row["detail"] else []
     alive = row["median_alive_us"]

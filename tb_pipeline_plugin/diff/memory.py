@@ -11,12 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..analysis.memory_peak import DeviceMemory, RunMemory
+from ..analysis.memory_peak import BEFORE_WINDOW, HELD_AT_STEP_START, DeviceMemory, RunMemory
 from .delta import delta_pct
 from .explain_memory import memory_sentence
 
-NO_MEMORY = ("{side} trace has no `[memory]` events: it was recorded without profile_memory=True "
-             "(torch.profiler.profile(profile_memory=True, record_shapes=True, with_stack=True) records them)")
+NO_MEMORY = ("{sides} no `[memory]` events: recorded without profile_memory=True "
+             "(torch.profiler.profile(profile_memory=True, record_shapes=True, with_stack=True) records them, "
+             "with_stack for the module of each allocation)")
 MAX_CURVE_POINTS = 2000
 MAX_LIFETIMES = 40  # blocks whose lifetimes a row carries, largest first
 MAX_ROWS = 200
@@ -24,11 +25,10 @@ _BY = {"module": (["part", "phase"], "operator"), "operator": (["operator", "pha
 
 
 def diff_memory(b: RunMemory, e: RunMemory) -> dict:
-    missing = [side for side, run in (("The baseline", b), ("The experimental", e)) if not run.devices]
+    missing = [side for side, run in (("baseline", b), ("experimental", e)) if not run.devices]
     if missing:
-        message = " and ".join(missing) if len(missing) == 2 else missing[0]
-        return {"devices": [], "device": None, "sentence": "", "message": NO_MEMORY.format(side=message)
-                .replace("trace has", "traces have" if len(missing) == 2 else "trace has")}
+        sides = "Neither trace has" if len(missing) == 2 else f"The {missing[0]} trace has"
+        return {"devices": [], "device": None, "sentence": "", "message": NO_MEMORY.format(sides=sides)}
     names = sorted({d.device for d in b.devices} | {d.device for d in e.devices}, key=lambda n: (n != "CPU", n))
     by_b, by_e = {d.device: d for d in b.devices}, {d.device: d for d in e.devices}
     devices = [_device(name, by_b.get(name), by_e.get(name)) for name in names]
@@ -71,7 +71,7 @@ def _peak(d: DeviceMemory | None) -> dict | None:
     if d is None:
         return None
     step_start = _step_start(d)
-    rest = d.attribution["part"].isin(["before the window", "held when the step began"])
+    rest = d.attribution["part"].isin([BEFORE_WINDOW, HELD_AT_STEP_START])
     return {
         "peak_bytes": d.peak_bytes,
         "peak_us": round(d.peak_us - step_start, 3) if step_start is not None else None,
