@@ -16,7 +16,8 @@ import pytest
 
 from memory_runs import record_pair
 from tb_cli import runs_ready, serve_tensorboard
-from test_e2e_browser import ARTIFACTS, BUNDLE, CHROMIUM, _get, _open_tab, _pick, browser, page  # noqa: F401 - fixtures
+from test_e2e_browser import BUNDLE, CHROMIUM, _get, _open_tab, _pick, browser, page  # noqa: F401 - fixtures
+from test_e2e_diagnostic import _shot_view
 
 pytestmark = [
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium not installed (make chromium)"),
@@ -60,9 +61,8 @@ def test_memory_view_names_the_scratch_buffer(tensorboard, page):
     frame.wait_for_selector("[data-testid=memory-highlight]", timeout=10_000)
     assert "Net_0/Head_0" in frame.inner_text("[data-testid=memory-highlight]")
     assert first.get_attribute("aria-selected") == "true"
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.wait_for_timeout(250)
-    page.screenshot(path=str(ARTIFACTS / "memory_diff.png"), full_page=True)
+    _shot_view(page, frame, "memory_diff")
+    page.set_viewport_size({"width": 1280, "height": 800})
     first.click()
     frame.wait_for_selector("[data-testid=memory-highlight]", state="detached", timeout=10_000)
 

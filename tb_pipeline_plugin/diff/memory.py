@@ -9,7 +9,6 @@ peak's. Each run's curve is its peak's step, aligned at that step's start.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from ..analysis.memory_peak import BEFORE_WINDOW, HELD_AT_STEP_START, DeviceMemory, RunMemory
 from .delta import delta_pct
@@ -88,50 +87,55 @@ def _step_start(d: DeviceMemory) -> float | None:
     return float(d.step_peaks["start_us"].iat[d.peak_step]) if d.peak_step >= 0 else None
 
 
-def _grouped(d: DeviceMemory | None, by: str, table: str, value: str) -> pd.DataFrame:
+def _grouped(d: DeviceMemory | None, by: str, table: str, value: str) -> dict[tuple, dict]:
+    """The run's (part, phase, operator) groups summed by `by`'s keys, with
+    the largest finer group's other name (`detail`) and call path. The
+    tables are a few hundred rows at most: plain Python beats pandas' fixed
+    costs here."""
     keys, other = _BY[by]
-    if d is None or not len(getattr(d, table)):
-        return pd.DataFrame(columns=keys + ["bytes", "blocks", "detail", "call_path"])
-    t = getattr(d, table).rename(columns={value: "bytes"})
-    if "blocks" not in t:
-        t = t.assign(blocks=0, call_path="")
-    t = t.sort_values("bytes", ascending=False, kind="stable")
-    top = t.drop_duplicates(keys)[keys + [other, "call_path"]].rename(columns={other: "detail"})
-    g = t.groupby(keys, sort=False).agg(bytes=("bytes", "sum"), blocks=("blocks", "sum")).reset_index()
-    return g.merge(top, on=keys, how="left")
+    if d is None:
+        return {}
+    t = getattr(d, table)
+    cols = {c: t[c].tolist() for c in ("part", "phase", "operator")}
+    sizes = t[value].tolist()
+    blocks = t["blocks"].tolist() if "blocks" in t else [0] * len(sizes)
+    paths = t["call_path"].tolist() if "call_path" in t else [""] * len(sizes)
+    out: dict[tuple, dict] = {}
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        key = tuple(cols[k][i] for k in keys)
+        g = out.get(key)
+        if g is None:
+            out[key] = {"bytes": sizes[i], "blocks": blocks[i], "detail": cols[other][i], "call_path": paths[i]}
+        else:
+            g["bytes"] += sizes[i]
+            g["blocks"] += blocks[i]
+    return out
 
 
 def _rows(b: DeviceMemory | None, e: DeviceMemory | None, by: str, table: str, value: str) -> list[dict]:
     keys, _ = _BY[by]
     gb, ge = _grouped(b, by, table, value), _grouped(e, by, table, value)
-    j = gb.merge(ge, on=keys, how="outer", suffixes=("_b", "_e"))
-    if not len(j):
-        return []
-    for c in ("bytes_b", "bytes_e", "blocks_b", "blocks_e"):
-        j[c] = j[c].fillna(0)
-    j["delta"] = j["bytes_e"] - j["bytes_b"]
-    j = j.iloc[np.argsort(-np.abs(j["delta"].to_numpy()), kind="stable")].head(MAX_ROWS)
+    none = {"bytes": 0, "blocks": 0, "detail": "", "call_path": ""}
+    joined = [(key, gb.get(key, none), ge.get(key, none)) for key in {**gb, **ge}]
+    joined.sort(key=lambda j: -abs(j[2]["bytes"] - j[1]["bytes"]))
     alive_b, alive_e = _alive(b), _alive(e)
+    spans_b, spans_e = (_lifetimes(b, keys), _lifetimes(e, keys)) if table == "attribution" else ({}, {})
     rows = []
-    for r in j.to_dict("records"):
-        key = tuple(r[k] for k in keys)
-        detail = _text(r.get("detail_e")) or _text(r.get("detail_b"))
+    for key, rb, re_ in joined[:MAX_ROWS]:
+        detail = re_["detail"] or rb["detail"]
         full = _full_key(by, key, detail)
+        delta = re_["bytes"] - rb["bytes"]
         rows.append({
-            "key": str(r[keys[0]]), "phase": str(r["phase"]), "detail": detail,
-            "call_path": _text(r.get("call_path_e")) or _text(r.get("call_path_b")),
-            "baseline_bytes": int(round(r["bytes_b"])), "experimental_bytes": int(round(r["bytes_e"])),
-            "delta_bytes": int(round(r["delta"])), "delta_pct": delta_pct(r["bytes_b"], r["delta"]),
-            "baseline_blocks": int(r["blocks_b"]), "experimental_blocks": int(r["blocks_e"]),
+            "key": str(key[0]), "phase": str(key[1]), "detail": str(detail),
+            "call_path": re_["call_path"] or rb["call_path"],
+            "baseline_bytes": int(round(rb["bytes"])), "experimental_bytes": int(round(re_["bytes"])),
+            "delta_bytes": int(round(delta)), "delta_pct": delta_pct(rb["bytes"], delta),
+            "baseline_blocks": int(rb["blocks"]), "experimental_blocks": int(re_["blocks"]),
             "median_alive_us": alive_e.get(full, alive_b.get(full)),
-            "baseline_lifetimes": _lifetimes(b, keys, key) if table == "attribution" else [],
-            "experimental_lifetimes": _lifetimes(e, keys, key) if table == "attribution" else [],
+            "baseline_lifetimes": spans_b.get(key, []),
+            "experimental_lifetimes": spans_e.get(key, []),
         })
     return rows
-
-
-def _text(v) -> str:
-    return v if isinstance(v, str) else ""
 
 
 def _alive(d: DeviceMemory | None) -> dict:
@@ -148,34 +152,32 @@ def _full_key(by: str, key: tuple, detail: str) -> tuple:
     return (key[0], key[1], detail) if by == "module" else (detail, key[1], key[0])
 
 
-def _lifetimes(d: DeviceMemory | None, keys: list[str], key: tuple) -> list[list[float | None]]:
-    """[start, end] of the group's blocks alive at the peak, µs from the
+def _lifetimes(d: DeviceMemory | None, keys: list[str]) -> dict[tuple, list[list[float | None]]]:
+    """Per group: [start, end] of its blocks alive at the peak, µs from the
     peak's step start (end None: never freed in the trace), largest first."""
     if d is None or not len(d.live_blocks):
-        return []
-    lb = d.live_blocks
-    mask = np.ones(len(lb), dtype=bool)
-    for k, v in zip(keys, key):
-        mask &= (lb[k] == v).to_numpy()
-    sel = lb[mask].sort_values("bytes", ascending=False, kind="stable").head(MAX_LIFETIMES)
+        return {}
     origin = _step_start(d) or 0.0
-    return [[round(s - origin, 3), None if np.isnan(t) else round(t - origin, 3)]
-            for s, t in zip(sel["start_us"].tolist(), sel["end_us"].tolist())]
+    lb = d.live_blocks.sort_values("bytes", ascending=False, kind="stable")
+    out: dict[tuple, list] = {}
+    for *key, s, t in zip(*(lb[k].tolist() for k in keys), lb["start_us"].tolist(), lb["end_us"].tolist()):
+        spans = out.setdefault(tuple(key), [])
+        if len(spans) < MAX_LIFETIMES:
+            spans.append([round(s - origin, 3), None if np.isnan(t) else round(t - origin, 3)])
+    return out
 
 
 def _steps(b: DeviceMemory | None, e: DeviceMemory | None) -> list[dict]:
     """Each step's peak of both runs, matched by position (the i-th profiled step of each)."""
-    sb = b.step_peaks if b is not None else pd.DataFrame({"step": [], "peak_bytes": []})
-    se = e.step_peaks if e is not None else pd.DataFrame({"step": [], "peak_bytes": []})
-    n = max(len(sb), len(se))
-    out = []
-    for i in range(n):
-        pb = int(sb["peak_bytes"].iat[i]) if i < len(sb) else None
-        pe = int(se["peak_bytes"].iat[i]) if i < len(se) else None
-        out.append({"index": i, "baseline_step": str(sb["step"].iat[i]) if i < len(sb) else None,
-                    "experimental_step": str(se["step"].iat[i]) if i < len(se) else None,
-                    "baseline_peak_bytes": pb, "experimental_peak_bytes": pe})
-    return out
+    def side(d: DeviceMemory | None) -> tuple[list, list]:
+        return (d.step_peaks["step"].astype(str).tolist(), d.step_peaks["peak_bytes"].astype(int).tolist()) if d else ([], [])
+
+    (nb, pb), (ne, pe) = side(b), side(e)
+    return [{"index": i, "baseline_step": nb[i] if i < len(nb) else None,
+             "experimental_step": ne[i] if i < len(ne) else None,
+             "baseline_peak_bytes": pb[i] if i < len(pb) else None,
+             "experimental_peak_bytes": pe[i] if i < len(pe) else None}
+            for i in range(max(len(nb), len(ne)))]
 
 
 def _curve(d: DeviceMemory | None) -> dict | None:
