@@ -200,3 +200,28 @@ def test_cli_and_compare_say_the_same_sentence(client, logdir, capsys):
     capsys.readouterr()
     assert main(["diff", str(logdir / "mem_base"), str(logdir / "mem_scratch")]) == 0
     assert f"Memory: {route}" in capsys.readouterr().out
+
+
+def test_steady_state_split_sums_to_the_overview_average(logdir):
+    from tb_pipeline_plugin.analysis.processor import TraceProcessor
+
+    path = _trace(logdir, "mem_scratch")
+    tp = TraceProcessor.load(path)
+    d, overview = tp.memory().main_device(), tp.overview()["memory"]
+    assert d.peak_bytes == overview["peak_bytes"]
+    assert d.steady["avg_bytes"].sum() == pytest.approx(overview["avg_bytes"], rel=1e-9)
+    # The scratch blocks' share of the average, from the JSON: bytes x lifetime / window.
+    doc = O.load(path)
+    steps = [e for e in doc["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("ph") == "X"]
+    t0, t1 = min(e["ts"] for e in steps), max(e["ts"] + e["dur"] for e in steps)
+    allocs: dict = {}
+    share = 0.0
+    for e in sorted(O.memory_events(doc), key=lambda e: e["ts"]):
+        a = e["args"]
+        if a["Bytes"] == SCRATCH_BYTES:
+            allocs[a["Addr"]] = e["ts"]
+        elif a["Bytes"] == -SCRATCH_BYTES and a["Addr"] in allocs:
+            start = allocs.pop(a["Addr"])
+            share += SCRATCH_BYTES * (min(e["ts"], t1) - max(start, t0)) / (t1 - t0)
+    row = d.steady[(d.steady["operator"] == "aten::empty") & d.steady["part"].str.endswith("Head_0")]
+    assert share > 0 and row["avg_bytes"].sum() == pytest.approx(share, rel=1e-6)
