@@ -31,8 +31,11 @@ def diff_memory(b: RunMemory, e: RunMemory) -> dict:
     names = sorted({d.device for d in b.devices} | {d.device for d in e.devices}, key=lambda n: (n != "CPU", n))
     by_b, by_e = {d.device: d for d in b.devices}, {d.device: d for d in e.devices}
     devices = [_device(name, by_b.get(name), by_e.get(name)) for name in names]
-    main_b, main_e = b.main_device(), e.main_device()
-    main = (main_e or main_b).device if (main_e or main_b) else None
+    # The sentence's device: the overview's rule (the GPU with the highest
+    # peak, else the CPU) over the devices both runs have, else the experimental's.
+    both = [by_e[n] for n in names if n in by_b and n in by_e]
+    main = RunMemory(both, []).main_device() if both else e.main_device()
+    main = main.device if main else None
     shown = next((d for d in devices if d["device"] == main), None)
     return {"devices": devices, "device": main, "sentence": memory_sentence(shown) if shown else "", "message": None}
 

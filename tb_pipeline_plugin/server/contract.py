@@ -332,7 +332,7 @@ class DiffMemoryResponse(_Shape):
     baseline: TraceRef
     experimental: TraceRef
     devices: list[MemoryDeviceDiff]
-    # The device the sentence is about (the overview's: the GPU with the highest peak, else the CPU).
+    # The device the sentence is about: the GPU with the highest peak, else the CPU, of those both runs have.
     device: str | None
     sentence: str
     # Why there is nothing to compare (a run recorded without profile_memory=True).
