@@ -174,6 +174,22 @@ def test_peak_and_live_bytes_equal_the_json_replay(client, logdir, run):
             assert tracked == o["peak_bytes"] - o["held_at_step_start"]
 
 
+@pytest.mark.parametrize("run", [f"shared_{i}" for i in range(len(SHARED_WITH_MEMORY))])
+def test_kineto_2021_call_stacks_give_call_paths(client, logdir, run):
+    """2021 traces record each operator's Python stack as its `Call stack`: the
+    rows' call paths are its frames outside torch, innermost first."""
+    doc = O.load(_trace(logdir, run))
+    stacks = {e["args"]["Call stack"] for e in doc["traceEvents"] if isinstance(e.get("args"), dict)
+              and isinstance(e["args"].get("Call stack"), str)}
+    rows = [r for d in diff_memory(client, run, run)["devices"] for r in d["by_operator"] if r["call_path"]]
+    assert rows if stacks else not rows
+    for r in rows:
+        frames = r["call_path"].split(" ← ")
+        assert not any(f.startswith("torch/") for f in frames), r
+        # Each frame is one of a recorded stack's (its path cut after site-packages/).
+        assert any(all(f in stack for f in frames) for stack in stacks), r
+
+
 def test_live_blocks_by_operator_equal_the_replay(client, logdir):
     doc = O.load(_trace(logdir, "mem_scratch"))
     (o,) = O.replay(doc).values()

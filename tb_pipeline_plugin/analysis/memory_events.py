@@ -10,6 +10,8 @@ are attributed by one rule.
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 
@@ -20,6 +22,8 @@ from .attribution import Attribution
 from .labels import BACKWARD, DATA_LOADING, DATA_LOADING_NAME, MODULE, OPTIMIZER
 
 OUTSIDE_OPERATORS = "(outside operators)"
+# An operator on a thread the step attribution does not cover (not the step's, not autograd's).
+OTHER_THREADS = "(other threads)"
 # Phase of a part that is not a module's forward or backward.
 _KIND_PHASES = {BACKWARD: "backward", OPTIMIZER: "optimizer", DATA_LOADING: DATA_LOADING_NAME}
 _WALK_HOPS = 64  # an instant is at most this many nesting levels below the last event starting before it
@@ -99,7 +103,7 @@ def memory_event_places(linked: LinkedTrace, attribution: Attribution) -> pd.Dat
     operator = np.full(len(holder), OUTSIDE_OPERATORS, dtype=object)
     has_op = op_row >= 0
     operator[has_op] = t.names(t.name_id[op_row[has_op]])
-    part = np.full(len(holder), OUTSIDE_OPERATORS, dtype=object)
+    part = np.where(has_op, OTHER_THREADS, OUTSIDE_OPERATORS).astype(object)
     phase = np.full(len(holder), "", dtype=object)
     has_top = top >= 0
     pos = np.searchsorted(ops["row"].to_numpy(), top[has_top])
@@ -112,9 +116,10 @@ def memory_event_places(linked: LinkedTrace, attribution: Attribution) -> pd.Dat
 
 
 def call_path(linked: LinkedTrace, row: int, frames: int = 3) -> str:
-    """The innermost Python frames around `row` that are the user's code
-    (not torch's, not built-ins, not module calls), innermost first; ""
-    when the trace has no stacks (`with_stack=False`)."""
+    """The innermost frames of the user's code around operator `row`
+    (not torch's, not built-ins, not module calls), innermost first: from
+    the Python events around it (`with_stack=True`), else from its
+    `Call stack` (Kineto 2021); "" when the trace has no stacks."""
     t = linked.table
     out: list[str] = []
     seen = 0
@@ -126,4 +131,23 @@ def call_path(linked: LinkedTrace, row: int, frames: int = 3) -> str:
             if not name.startswith(("torch/", "<built-in", "nn.Module: ", "<frozen")):
                 out.append(name)
         r = int(linked.parent[r])
+    if not out and row >= 0 and t.stack_id[row] >= 0:
+        out = _recorded_stack(t.strings[t.stack_id[row]])[:frames]
     return " ← ".join(out)
+
+
+def _recorded_stack(text: str) -> list[str]:
+    """Frames of a `Call stack` (the JSON text of "a/b.py(12): f;...",
+    innermost first) outside torch, with paths from site-packages on."""
+    try:
+        stack = json.loads(text)
+    except ValueError:
+        return []
+    if not isinstance(stack, str):
+        return []
+    frames = []
+    for frame in stack.split(";"):
+        path = frame.split("site-packages/", 1)[-1]
+        if path and not path.startswith("torch/") and "/torch/" not in path:
+            frames.append(path)
+    return frames

@@ -96,7 +96,7 @@ def _device_memory(linked: LinkedTrace, s: DeviceSeries, places: pd.DataFrame, s
         basis = "blocks"
     else:
         live, orphans, orphan_bytes = _empty_blocks(), 0, 0
-        attribution, steady = _net_since_step_start(s, event_place, peak_pos, step_start, peak_step), _empty_steady()
+        attribution, steady = _net_since_step_start(linked, s, event_place, peak_pos, step_start, peak_step), _empty_steady()
         basis, blocks = "net", None
     return DeviceMemory(
         device=s.device, basis=basis, series=s, peak_pos=peak_pos, peak_bytes=peak_bytes, peak_us=peak_us,
@@ -143,7 +143,7 @@ def _steady(blocks: pd.DataFrame, s: DeviceSeries, t0: float, t1: float, avg: fl
     return pd.concat([g.sort_values("avg_bytes", ascending=False, kind="stable"), rest], ignore_index=True)
 
 
-def _net_since_step_start(s: DeviceSeries, event_place: pd.DataFrame, peak_pos: int, step_start: np.ndarray,
+def _net_since_step_start(linked: LinkedTrace, s: DeviceSeries, event_place: pd.DataFrame, peak_pos: int, step_start: np.ndarray,
                           peak_step: int) -> pd.DataFrame:
     """Without addresses: the level held when the peak's step began, and
     each group's net bytes (allocated minus freed) from then to the peak."""
@@ -152,10 +152,14 @@ def _net_since_step_start(s: DeviceSeries, event_place: pd.DataFrame, peak_pos: 
     first = min(first, peak_pos)
     held = float(s.allocated_bytes[first - 1]) if first > 0 else s.before_bytes
     delta = s.allocated_bytes[first:peak_pos + 1] - np.concatenate(([held], s.allocated_bytes[first:peak_pos]))
-    g = (event_place.iloc[first:peak_pos + 1][GROUP_KEYS].assign(bytes=delta.astype(np.int64), blocks=delta > 0)
-         .groupby(GROUP_KEYS, sort=False).agg(bytes=("bytes", "sum"), blocks=("blocks", "sum")).reset_index())
+    events = event_place.iloc[first:peak_pos + 1][GROUP_KEYS + ["op_row"]].assign(bytes=delta.astype(np.int64),
+                                                                                 blocks=delta > 0)
+    g = (events.groupby(GROUP_KEYS, sort=False).agg(bytes=("bytes", "sum"), blocks=("blocks", "sum")).reset_index())
     g["blocks"] = g["blocks"].astype(np.int64)
-    g["call_path"] = ""
+    # Each group's call path: that of its largest allocation.
+    largest = events.sort_values("bytes", ascending=False, kind="stable").drop_duplicates(GROUP_KEYS)
+    g = g.merge(largest[GROUP_KEYS + ["op_row"]], on=GROUP_KEYS, how="left")
+    g["call_path"] = [call_path(linked, r) if r >= 0 else "" for r in g.pop("op_row").tolist()]
     g = g.sort_values("bytes", ascending=False, kind="stable").reset_index(drop=True)
     return _with_rest(g, int(round(held)), HELD_AT_STEP_START)
 

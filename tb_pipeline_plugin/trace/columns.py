@@ -188,7 +188,10 @@ def chunk_columns(events: list, interners: Interners) -> ChunkColumns:
     main_kind = kind[rows]
     op_rows = np.flatnonzero(main_kind == Kind.CPU_OP)
     shape_id = np.full(len(rows), NO_ID, dtype=np.int32)
-    shape_id[op_rows] = interners.raw_text_ids(list(map(attrgetter("input_dims"), _take(kept_args, op_rows))))
+    op_args = _take(kept_args, op_rows)
+    shape_id[op_rows] = interners.raw_text_ids(list(map(attrgetter("input_dims"), op_args)))
+    stack_id = np.full(len(rows), NO_ID, dtype=np.int32)
+    stack_id[op_rows] = interners.raw_text_ids(list(map(attrgetter("call_stack"), op_args)))
     main = {
         "phase": phase[rows].astype(np.uint8),
         "kind": main_kind,
@@ -203,6 +206,7 @@ def chunk_columns(events: list, interners: Interners) -> ChunkColumns:
         "python_parent_id": links[4],
         "device": links[5],
         "shape_id": shape_id,
+        "stack_id": stack_id,
     }
 
     kernel_rows = np.flatnonzero(main_kind == Kind.KERNEL)
@@ -245,6 +249,7 @@ def remap_ids(part: ChunkColumns, string_ids: np.ndarray, key_ids: np.ndarray) -
     if part.main:
         part.main["name_id"] = string_ids[part.main["name_id"]]
         part.main["shape_id"] = strings(part.main["shape_id"])
+        part.main["stack_id"] = strings(part.main["stack_id"])
         part.main["pid_key"] = key_ids[part.main["pid_key"]]
         part.main["thread_key"] = threads(part.main["thread_key"])
     if part.kernel:
@@ -344,6 +349,7 @@ _MAIN_DTYPES = {
     "phase": np.uint8, "kind": np.uint8, "name_id": np.int32, "pid_key": np.int32, "thread_key": np.int64,
     "ts_us": np.float64, "dur_us": np.float64, "external_id": np.int64, "correlation": np.int64,
     "python_id": np.int64, "python_parent_id": np.int64, "device": np.int64, "shape_id": np.int32,
+    "stack_id": np.int32,
 }
 _KERNEL_DTYPES = {
     "row": np.int64, "grid_id": np.int32, "block_id": np.int32, "registers_per_thread": np.float64,
@@ -407,6 +413,7 @@ def build_table(parts: list[ChunkColumns], strings: Interner, keys: Interner, me
         python_parent_id=main["python_parent_id"],
         device=main["device"],
         shape_id=main["shape_id"],
+        stack_id=main["stack_id"],
         kernels=KernelColumns(**kernel),
         memory=MemoryColumns(**memory, thread_id=inverse[n_main + n_flow:].astype(np.int32)),
         flows=FlowColumns(
