@@ -54,6 +54,7 @@ def test_memory_view_names_the_scratch_buffer(tensorboard, page):
     assert cells[0] == "Net_0/Head_0 · forward" and cells[1] == "aten::empty", cells
     assert cells[3].startswith("32") and "MB" in cells[3], cells
     assert frame.locator("[data-testid=memory-chart] canvas").count() >= 1
+    assert frame.locator("[data-testid=memory-steps] canvas").count() >= 1
     assert frame.locator("[data-testid=memory-highlight]").count() == 0
 
     # A row's click shades its blocks' lifetimes; a second click clears it.

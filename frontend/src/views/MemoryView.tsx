@@ -14,7 +14,7 @@ import { Legend, UPlotChart } from "../components/UPlotChart";
 import { EM_DASH, formatBytes, formatMsWithUnit, formatPct } from "../model/format";
 import { alignedCurves, lifetimeSpans, rowLabel, shownDevice, type MemoryDeviceDiff, type MemoryRow } from "../model/memory";
 import { useRequest } from "../useRequest";
-import { BASELINE_COLOR, EXPERIMENTAL_COLOR } from "./chartKit";
+import { BASELINE_COLOR, EXPERIMENTAL_COLOR, indexAxis } from "./chartKit";
 
 interface Props {
   client: ApiClient;
@@ -80,6 +80,12 @@ export function MemoryView({ client, sel, reloadToken }: Props) {
         <h2 id="mem-curve">Allocated memory over each run's peak step</h2>
         <MemoryCurves d={d} row={row} />
       </section>
+      {d.steps.length > 1 && (
+        <section class="card" aria-labelledby="mem-steps">
+          <h2 id="mem-steps">Peak of each step</h2>
+          <StepPeaks d={d} />
+        </section>
+      )}
       <section class="card" aria-labelledby="mem-table">
         <h2 id="mem-table">Alive at the peak</h2>
         <div class="toolbar" role="radiogroup" aria-label="Group by">
@@ -167,6 +173,41 @@ function MemoryCurves({ d, row }: { d: MemoryDeviceDiff; row: MemoryRow | null }
           Shaded: the lifetimes of {rowLabel(row)}'s blocks alive at each peak (baseline top half, experimental bottom half).
         </p>
       )}
+    </div>
+  );
+}
+
+function StepPeaks({ d }: { d: MemoryDeviceDiff }) {
+  const data = useMemo(
+    () => [d.steps.map((s) => s.index + 1), d.steps.map((s) => s.baseline_peak_bytes), d.steps.map((s) => s.experimental_peak_bytes)] as uPlot.AlignedData,
+    [d],
+  );
+  const options = useMemo(
+    (): Omit<uPlot.Options, "width" | "height"> => ({
+      scales: { x: { time: false } },
+      axes: [
+        indexAxis("profiled step", (x) => `${x}`),
+        { label: "peak allocated", size: 70, values: (_u, splits) => splits.map((v) => formatBytes(v)) },
+      ],
+      series: [{}, { label: "baseline", stroke: BASELINE_COLOR, width: 1.5 }, { label: "experimental", stroke: EXPERIMENTAL_COLOR, width: 1.5 }],
+    }),
+    [],
+  );
+  const tooltip = (i: number) => {
+    const s = d.steps[i];
+    return s ? (
+      <div>
+        <div>
+          {s.baseline_step ?? EM_DASH} / {s.experimental_step ?? EM_DASH}
+        </div>
+        <div>baseline {formatBytes(s.baseline_peak_bytes)}</div>
+        <div>experimental {formatBytes(s.experimental_peak_bytes)}</div>
+      </div>
+    ) : null;
+  };
+  return (
+    <div data-testid="memory-steps">
+      <UPlotChart options={options} data={data} height={180} tooltip={tooltip} label="Each profiled step's peak allocated bytes, both runs" />
     </div>
   );
 }
