@@ -195,7 +195,7 @@ def _curve(d: DeviceMemory | None) -> dict | None:
         t1 = float(d.step_peaks["end_us"].iat[d.peak_step])
     else:
         t0, t1 = float(s.ts_us[0]), float(s.ts_us[-1])
-    lo, hi = np.searchsorted(s.ts_us, [t0, t1], side="left")[0], np.searchsorted(s.ts_us, t1, side="right")
+    lo, hi = int(np.searchsorted(s.ts_us, t0, side="left")), int(np.searchsorted(s.ts_us, t1, side="right"))
     start_level = float(s.allocated_bytes[lo - 1]) if lo > 0 else s.before_bytes
     idx = np.arange(lo, hi)
     if len(idx) > MAX_CURVE_POINTS:
