@@ -262,6 +262,9 @@ def _diff(args, out) -> int:
         print(f"({explanation['note']})", file=out)
     if explanation.get("pipeline"):
         _print_pipeline(explanation["pipeline"], out)
+    memory = c.memory
+    if memory["sentence"]:
+        print(f"\nMemory: {memory['sentence']}", file=out)
     contributors = c.contributors
     if len(contributors):
         print(f"\nTop {args.top} contributors to the step-time delta (µs)", file=out)

@@ -94,6 +94,7 @@ def take(logdir: Path, out: Path) -> None:
         pair = {"baseline": b, "experimental": e}
         get("/diff/overview", **pair)
         get("/diff/explain", **pair)
+        get("/diff/memory", **pair)
         get("/diff/pipeline", **pair)
         get("/diff/diagnostic", **pair)
         get("/distributed", **pair)
