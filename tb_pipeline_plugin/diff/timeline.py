@@ -49,11 +49,19 @@ class Matches:
     def lookup(self, side: str, rows: np.ndarray) -> np.ndarray:
         """Match id of each row (-1 when unmatched)."""
         mine = self.b_rows if side == "baseline" else self.e_rows
-        order = np.argsort(mine, kind="stable")
+        order = self._order(side, mine)
         pos = np.searchsorted(mine[order], rows)
         pos = np.minimum(pos, max(len(mine) - 1, 0))
         hit = (mine[order][pos] == rows) if len(mine) else np.zeros(len(rows), bool)
         return np.where(hit, order[pos] if len(mine) else -1, -1)
+
+    def _order(self, side: str, mine: np.ndarray) -> np.ndarray:
+        # Sorted once per side: a piece's matches are asked again for every window.
+        cached = self.__dict__.get(f"_order_{side}")
+        if cached is None:
+            cached = np.argsort(mine, kind="stable")
+            object.__setattr__(self, f"_order_{side}", cached)
+        return cached
 
 
 def piece_matches(b, e, bi: P.PieceIndex, ei: P.PieceIndex, chain: list[T.Node]) -> Matches:
