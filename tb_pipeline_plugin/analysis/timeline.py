@@ -90,7 +90,8 @@ def window_rows(index: TimelineIndex, linked: LinkedTrace, start_us: float, end_
             break
         seen.update(fresh)
         frontier = np.array(fresh, dtype=np.int64)
-        found.append(frontier[index.kind[frontier] >= 0])
+        # Enclosing Python frames (the program's whole stack above the loop) are not drawn.
+        found.append(frontier[(index.kind[frontier] >= 0) & (index.kind[frontier] != _K["python"])])
         frontier = linked.parent[frontier]
     dlo, dhi = np.searchsorted(index.dev_key_ts, [start_us, end_us], side="left")
     found.append(index.dev_rows[dlo:dhi])
@@ -145,14 +146,18 @@ def _lane_label(t, thread: int, device: bool) -> str:
 
 
 def depths(linked: LinkedTrace, index: TimelineIndex, rows: np.ndarray, lane_of_row: np.ndarray) -> np.ndarray:
-    """Nesting depth of each row inside its lane, the lane's outermost drawn
-    event at 0 (host: the thread's nesting; device: overlap on the stream)."""
+    """Row of each event inside its lane: its nesting depth (host: on the
+    thread; device: overlap on the stream), counted over the depths drawn in
+    the lane, the outermost at 0."""
     d = np.where(linked.is_host[rows], linked.depth[rows], index.dev_depth[rows]).astype(np.int64)
     if len(rows) == 0:
         return d
-    low = np.full(int(lane_of_row.max()) + 1, np.iinfo(np.int64).max)
-    np.minimum.at(low, lane_of_row, d)
-    return d - low[lane_of_row]
+    # Dense per lane: levels nothing drawn sits at (runtime calls, undrawn frames) take no row.
+    pair = lane_of_row * (int(d.max()) + 1) + d
+    uniq, inverse = np.unique(pair, return_inverse=True)
+    lane_of_uniq = uniq // (int(d.max()) + 1)
+    first = np.searchsorted(lane_of_uniq, lane_of_uniq, side="left")
+    return (np.arange(len(uniq)) - first)[inverse]
 
 
 @dataclass

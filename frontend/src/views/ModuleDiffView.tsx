@@ -108,9 +108,11 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
           {d.node.name}: baseline {formatMsWithUnit(nodeTimes.baseline)}, experimental {formatMsWithUnit(nodeTimes.experimental)} (
           <DeltaText value={nodeTimes.delta} text={formatSignedMsWithUnit(nodeTimes.delta)} />)
         </span>
-        <button class="btn" type="button" data-testid="level-timeline" onClick={() => onChange(timelineOf(d.path))}>
-          Timeline
-        </button>
+        {d.path !== "" && (
+          <button class="btn" type="button" data-testid="level-timeline" onClick={() => onChange(timelineOf(d.path))}>
+            Timeline
+          </button>
+        )}
       </div>
       <p class="muted small time-hint" data-testid="time-hint">
         {controls.hint}

@@ -35,12 +35,22 @@ const WHEEL_ZOOM = 1.0015;
 interface Tip {
   x: number;
   y: number;
+  /** Width of the view, px: a tip near the right edge opens to the left. */
+  width?: number;
   mark: Mark | null;
   merged: { count: number; us: number; span: number } | null;
 }
 
+/**
+ * The piece shown: `path`, or the first step when none is named (the
+ * timeline of all steps at once would align every operator of the run).
+ */
+export function timelinePath(path: string): string {
+  return path === "" ? "0" : path;
+}
+
 export function TimelineView({ client, sel, state, onChange, reloadToken }: Props) {
-  const path = state.path;
+  const path = timelinePath(state.path);
   const wrapRef = useRef<HTMLDivElement>(null);
   const canvasRef = useRef<HTMLCanvasElement>(null);
   const [widthPx, setWidthPx] = useState(1200);
@@ -232,7 +242,7 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
       if (tip) setTip(null);
       return;
     }
-    setTip({ x: ev.clientX - (wrap?.left ?? 0), y: ev.clientY - (wrap?.top ?? 0), ...found });
+    setTip({ x: ev.clientX - (wrap?.left ?? 0), y: ev.clientY - (wrap?.top ?? 0), width: wrap?.width ?? 0, ...found });
   };
   const onPointerUp = (ev: PointerEvent) => {
     const d = drag.current;
@@ -293,9 +303,9 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
         <nav class="crumbs" aria-label="Piece">
           <ol>
             {resp.breadcrumb.map((b, i) =>
-              i === resp.breadcrumb.length - 1 ? (
+              i === resp.breadcrumb.length - 1 || b.path === "" ? (
                 <li key={b.path}>
-                  <span aria-current="page">{b.name}</span>
+                  <span aria-current={i === resp.breadcrumb.length - 1 ? "page" : undefined}>{b.name}</span>
                 </li>
               ) : (
                 <li key={b.path}>
@@ -386,8 +396,14 @@ function Numbers({ side, index }: { side: SideModel; index: number }) {
   );
 }
 
+/** Beside the pointer, on the side with room for it. */
+function tipStyle(tip: Tip): Record<string, string> {
+  const wide = (tip.width ?? 0) - tip.x < 340;
+  return wide ? { right: `${(tip.width ?? 0) - tip.x + 14}px`, top: `${tip.y + 14}px` } : { left: `${tip.x + 14}px`, top: `${tip.y + 14}px` };
+}
+
 function Tooltip({ tip, model }: { tip: Tip; model: TimelineModel }) {
-  const style = { left: `${tip.x + 14}px`, top: `${tip.y + 14}px` };
+  const style = tipStyle(tip);
   if (tip.merged)
     return (
       <div class="tl-tip" role="tooltip" style={style} data-testid="timeline-tip">
