@@ -14,6 +14,10 @@ export const AXIS_H = 24;
 export const GUTTER = 190;
 export const SIDE_GAP = 14;
 
+// Text is the costliest thing to raster: names only on wide events, and not too many.
+const LABEL_MIN_PX = 60;
+const MAX_LABELS = 150;
+const MIXED_RUN_PX = 3;
 const UNMATCHED = 2 * STEPS + 1;
 const MERGED = 2 * STEPS + 2;
 const BUCKETS = 2 * STEPS + 3;
@@ -30,6 +34,9 @@ export interface DrawOptions {
   widthPx: number;
   selected: Mark | null;
   hover: Mark | null;
+  /** The band of the canvas on screen (px from its top): rows outside it are not drawn (redraw on scroll). */
+  visibleTop?: number;
+  visibleBottom?: number;
 }
 
 export interface DrawStats {
@@ -69,7 +76,15 @@ export function drawTimeline(ctx: CanvasRenderingContext2D, model: TimelineModel
   const t0 = performance.now();
   const tops = sideTops(model);
   const plotW = Math.max(o.widthPx - GUTTER, 10);
-  ctx.clearRect(0, 0, o.widthPx, tops.height);
+  // Raster work is per pixel: only the band on screen is painted.
+  const bandTop = Math.max(0, Math.floor(o.visibleTop ?? 0));
+  const bandBottom = Math.min(tops.height, Math.ceil(o.visibleBottom ?? tops.height));
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(0, bandTop, o.widthPx, Math.max(bandBottom - bandTop, 0));
+  ctx.clip();
+  ctx.fillStyle = "#fff";
+  ctx.fillRect(0, bandTop, o.widthPx, bandBottom - bandTop);
   ctx.font = "11px system-ui, sans-serif";
   ctx.textBaseline = "middle";
   const stats = { visited: 0, rects: 0, ms: 0 };
@@ -85,8 +100,9 @@ export function drawTimeline(ctx: CanvasRenderingContext2D, model: TimelineModel
     if (!side) continue;
     const other = model[which === "baseline" ? "experimental" : "baseline"];
     const marks = [o.hover, o.selected].map((mark) => ({ index: markedIn(mark, side, other), strong: mark === o.selected }));
-    drawSide(ctx, side, top, o, plotW, stats, marks);
+    drawSide(ctx, side, top, o, plotW, stats, marks, bandTop - top, bandBottom - top);
   }
+  ctx.restore();
   stats.ms = performance.now() - t0;
   return stats;
 }
@@ -126,6 +142,8 @@ function drawSide(
   plotW: number,
   stats: DrawStats,
   marks: { index: number; strong: boolean }[],
+  bandTop: number,
+  bandBottom: number,
 ): void {
   const scale = sideScale(m, o.axisUs, o.stretch);
   const left = GUTTER;
@@ -144,7 +162,9 @@ function drawSide(
   const px = (t: number) => xOf(t, scale, o.view, left, plotW);
   for (const row of m.rows) {
     const lane = m.lanes[row.lane]!;
-    const y = top + lane.top + row.depth * ROW_H + 1;
+    const rowTop = lane.top + row.depth * ROW_H;
+    if (rowTop + ROW_H < bandTop || rowTop > bandBottom) continue;
+    const y = top + rowTop + 1;
     // Merged aggregates first: events drawn over them stay visible.
     emitRow(row.merged, m.merged.ts, m.merged.dur, () => MERGED, tStart, tEnd, px, left, right, y, rects[MERGED]!, null, stats, rects);
     emitRow(row.events, m.ts, m.dur, (i) => bucketOf(m, i), tStart, tEnd, px, left, right, y, null, labels, stats, rects, m);
@@ -207,6 +227,7 @@ function emitRow(
   let pendX0 = 0;
   let pendX1 = -Infinity;
   let pendB = -1;
+  let pendDur = 0;
   const flush = () => {
     if (pendB < 0) return;
     const w = pendX1 - pendX0;
@@ -222,15 +243,23 @@ function emitRow(
     const x0 = Math.max(px(s), left - 1);
     const x1 = Math.min(Math.max(px(e), x0 + 1), right + 1);
     const b = bucket(i);
-    if (pendB >= 0 && x0 <= pendX1 + 0.5 && (b === pendB || x1 - x0 < 2)) {
+    const d = dur[i]!;
+    // Touching events of one colour become one rectangle; sub-pixel events of
+    // other colours join it for a few pixels at most, coloured by the longest.
+    if (pendB >= 0 && x0 <= pendX1 + 0.5 && (b === pendB || (x1 - x0 < 2 && pendX1 - pendX0 < MIXED_RUN_PX))) {
       if (x1 > pendX1) pendX1 = x1;
+      if (d > pendDur) {
+        pendDur = d;
+        pendB = b;
+      }
       continue;
     }
     flush();
     pendX0 = x0;
     pendX1 = x1;
     pendB = b;
-    if (labels && m && x1 - x0 > 36) labels.push([x0, y, x1 - x0, m.names[m.name[i]!] ?? ""]);
+    pendDur = d;
+    if (labels && m && x1 - x0 > LABEL_MIN_PX && labels.length < MAX_LABELS) labels.push([x0, y, x1 - x0, m.names[m.name[i]!] ?? ""]);
   }
   flush();
 }

@@ -143,10 +143,21 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
       c.height = Math.round(tops.height * dpr);
       c.style.height = `${tops.height}px`;
     }
-    const ctx = c.getContext("2d");
+    // Opaque: the compositor need not blend it with the page.
+    const ctx = c.getContext("2d", { alpha: false });
     if (!ctx) return;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    const stats = drawTimeline(ctx, model, { view: v, axisUs, stretch, widthPx, selected: selectedIn(model), hover: tip?.mark ?? null });
+    const rect = c.getBoundingClientRect();
+    const stats = drawTimeline(ctx, model, {
+      view: v,
+      axisUs,
+      stretch,
+      widthPx,
+      selected: selectedIn(model),
+      hover: tip?.mark ?? null,
+      visibleTop: -rect.top,
+      visibleBottom: window.innerHeight - rect.top,
+    });
     c.dataset.drawMs = stats.ms.toFixed(2);
     c.dataset.visited = String(stats.visited);
     c.dataset.rects = String(stats.rects);
@@ -161,6 +172,15 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
     });
   };
   useLayoutEffect(() => draw());
+  // Only the part on screen is painted: scrolling shows the rest.
+  useEffect(() => {
+    window.addEventListener("scroll", schedule, { passive: true });
+    window.addEventListener("resize", schedule);
+    return () => {
+      window.removeEventListener("scroll", schedule);
+      window.removeEventListener("resize", schedule);
+    };
+  });
   useEffect(() => () => void (frame.current !== null && cancelAnimationFrame(frame.current)), []);
 
   // The settled view drives the detail request; pans and zooms only redraw.
@@ -221,7 +241,11 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
   const drag = useRef<{ x: number; moved: boolean } | null>(null);
   const onPointerDown = (ev: PointerEvent) => {
     drag.current = { x: ev.clientX, moved: false };
-    (ev.currentTarget as HTMLCanvasElement).setPointerCapture?.(ev.pointerId);
+    try {
+      (ev.currentTarget as HTMLCanvasElement).setPointerCapture(ev.pointerId);
+    } catch {
+      // A pointer the browser does not track (a synthetic event): dragging still works inside the canvas.
+    }
   };
   const onPointerMove = (ev: PointerEvent) => {
     const d = drag.current;
