@@ -136,6 +136,26 @@ def measure(name: str, b_path: str, e_path: str, repeat: int) -> dict:
     return row
 
 
+def measure_pairs(pairs: list[str], size_mb: float, keep: bool, measure_pair, repeat: int) -> list[dict]:
+    """`measure_pair(name, b_path, e_path, repeat)` of each pair, built first;
+    the built traces are removed afterwards unless `keep`."""
+    rows, built = [], []
+    try:
+        for name in pairs:
+            b_path, e_path = build_pair(name, size_mb, reuse=keep)
+            built += [b_path, e_path]
+            rows.append(measure_pair(name, b_path, e_path, max(1, repeat)))
+            gc.collect()
+    finally:
+        if not keep:
+            for p in built:
+                if os.path.exists(p):
+                    os.remove(p)
+            for side in ("baseline", "experimental"):
+                shutil.rmtree(os.path.join(OUT_DIR, f"diff_cpu_source_{side}"), ignore_errors=True)
+    return rows
+
+
 def print_rows(rows: list[dict]) -> None:
     for r in rows:
         print(f"\n== {r['pair']}: {r['file_mb'][0]:.0f} + {r['file_mb'][1]:.0f} MiB, "
@@ -166,20 +186,7 @@ def main(argv=None) -> int:
     pairs = [p for p in args.pairs.split(",") if p]
     if set(pairs) - {"gpu", "cpu"}:
         parser.error(f"unknown pairs: {sorted(set(pairs) - {'gpu', 'cpu'})}")
-    rows, built = [], []
-    try:
-        for name in pairs:
-            b_path, e_path = build_pair(name, args.size_mb, reuse=args.keep)
-            built += [b_path, e_path]
-            rows.append(measure(name, b_path, e_path, max(1, args.repeat)))
-            gc.collect()
-    finally:
-        if not args.keep:
-            for p in built:
-                if os.path.exists(p):
-                    os.remove(p)
-            for side in ("baseline", "experimental"):
-                shutil.rmtree(os.path.join(OUT_DIR, f"diff_cpu_source_{side}"), ignore_errors=True)
+    rows = measure_pairs(pairs, args.size_mb, args.keep, measure, args.repeat)
     print_rows(rows)
     if args.json_out:
         with open(args.json_out, "w") as f:

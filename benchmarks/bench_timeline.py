@@ -20,7 +20,6 @@ import argparse
 import gc
 import json
 import os
-import shutil
 import sys
 import time
 
@@ -31,7 +30,7 @@ STEP_MAX_BYTES = 2_000_000
 
 sys.path.insert(0, HERE)
 sys.path.insert(0, REPO_ROOT)
-from bench_diff import MIB, OUT_DIR, build_pair  # noqa: E402
+from bench_diff import MIB, measure_pairs  # noqa: E402
 
 
 def _timed(fn):
@@ -105,20 +104,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", dest="json_out", help="also write the rows to this file")
     args = parser.parse_args(argv)
     pairs = [p for p in args.pairs.split(",") if p]
-    rows, built = [], []
-    try:
-        for name in pairs:
-            b_path, e_path = build_pair(name, args.size_mb, reuse=args.keep)
-            built += [b_path, e_path]
-            rows.append(measure(name, b_path, e_path, max(1, args.repeat)))
-            gc.collect()
-    finally:
-        if not args.keep:
-            for p in built:
-                if os.path.exists(p):
-                    os.remove(p)
-            for side in ("baseline", "experimental"):
-                shutil.rmtree(os.path.join(OUT_DIR, f"diff_cpu_source_{side}"), ignore_errors=True)
+    rows = measure_pairs(pairs, args.size_mb, args.keep, measure, args.repeat)
     print_rows(rows)
     if args.json_out:
         with open(args.json_out, "w") as f:

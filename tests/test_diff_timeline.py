@@ -5,63 +5,20 @@ name inside the same module class, kernels through matched operators)."""
 from __future__ import annotations
 
 import collections
-import glob
-import shutil
-import time
 
 import numpy as np
 import pytest
 
-from conftest import PLUGIN_PREFIX, wait_ready
 from json_oracle import category, launches_by_correlation, load_events
+# The logdir (recorded runs and HTA's GPU pair as gpu_control / gpu_test) and the app over it.
+from test_diff_routes import client, get, logdir, trace_file  # noqa: F401 - fixtures
 
-RUNS = ("baseline", "experimental", "gpu_control", "gpu_test")
-
-
-def trace_file(run_dir) -> str:
-    (path,) = glob.glob(str(run_dir / "*.pt.trace.json*"))
-    return path
-
-
-@pytest.fixture(scope="module")
-def logdir(tmp_path_factory, recorded_logdir, shared_traces):
-    root = tmp_path_factory.mktemp("diff_timeline")
-    for run in ("baseline", "experimental"):
-        shutil.copytree(recorded_logdir / run, root / run)
-    for side in ("control", "test"):
-        (root / f"gpu_{side}").mkdir()
-        shutil.copy(shared_traces / "trace_diff" / f"{side}.json.gz", root / f"gpu_{side}" / "rank3.1.pt.trace.json.gz")
-    return root
-
-
-@pytest.fixture(scope="module")
-def client(logdir):
-    from werkzeug.test import Client
-
-    from conftest import build_tb_app
-
-    app, plugin = build_tb_app(logdir)
-    c = Client(app)
-    for run in RUNS:
-        assert wait_ready(c, run, timeout=120)["status"] == "ready"
-    yield c
-    plugin.close()
+TIMELINE_RUNS = ("baseline", "experimental", "gpu_control", "gpu_test")
 
 
 @pytest.fixture(scope="module")
 def events(logdir):
-    return {run: load_events(trace_file(logdir / run))[1] for run in RUNS}
-
-
-def get(client, route, status=200, **params):
-    deadline = time.monotonic() + 60
-    while True:
-        resp = client.get(f"{PLUGIN_PREFIX}/{route}", query_string=params)
-        if resp.status_code != 409 or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    assert resp.status_code == status, resp.get_data(as_text=True)
-    return resp.get_json()
+    return {run: load_events(trace_file(logdir / run))[1] for run in TIMELINE_RUNS}
 
 
 def timeline(client, b, e, **params):

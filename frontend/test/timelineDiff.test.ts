@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { DiffTimelineResponse, TimelineSide } from "../src/api";
 import { exportFileName, PROCESS_IDS, toChromeTrace } from "../src/model/timelineExport";
-import { decodeTimeline, eventNumbers, firstNamed, hitTest, lastStartingBy, LANE_GAP, ROW_H, SIDE_HEAD } from "../src/model/timelineLayout";
+import { decodeTimeline, eventNumbers, firstNamed, hitTest, lastStartingBy, LANE_GAP, ROW_H, sameEvent, SIDE_HEAD } from "../src/model/timelineLayout";
 import {
   axisLength,
   bucketColor,
@@ -127,6 +127,12 @@ describe("decoding and layout", () => {
     expect(eventNumbers(b, 1)).toMatchObject({ name: "aten::mm", kind: "operator", baselineUs: 20, experimentalUs: 30, deltaUs: 10, matched: true });
     expect(eventNumbers(m.experimental!, 1)).toMatchObject({ baselineUs: 20, experimentalUs: 30 });
     expect(eventNumbers(b, 2)).toMatchObject({ baselineUs: 10, experimentalUs: null, deltaUs: null, matched: false });
+  });
+  it("finds an event again in another answer of the piece", () => {
+    const e = m.experimental!;
+    expect(sameEvent(b, 1, b)).toBe(1);
+    expect(sameEvent(b, 3, e)).toBe(-1); // same name, another start
+    expect(sameEvent(b, 0, e)).toBe(-1); // same name and start, another length
   });
   it("finds the first event of a name, of the kinds asked", () => {
     expect(firstNamed(b, "aten::mm")).toBe(1);

@@ -219,3 +219,12 @@ export function eventNumbers(m: SideModel, i: number): { name: string; kind: Tim
     matched,
   };
 }
+
+/** The index in `to` of event `i` of `from` (two answers for one piece: same start and name), -1 if absent. */
+export function sameEvent(from: SideModel, i: number, to: SideModel): number {
+  const name = from.names[from.name[i]!];
+  const t = from.ts[i]!;
+  const d = from.dur[i]!;
+  for (let j = 0; j < to.n; j++) if (Math.abs(to.ts[j]! - t) < 1e-3 && Math.abs(to.dur[j]! - d) < 1e-3 && to.names[to.name[j]!] === name) return j;
+  return -1;
+}

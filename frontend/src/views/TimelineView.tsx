@@ -14,7 +14,7 @@ import { DeltaText } from "../components/Delta";
 import { drawTimeline, GUTTER, markedIn, sideTops, type Mark } from "../components/timelineDraw";
 import { formatInt, formatMsWithUnit, formatSignedMsWithUnit } from "../model/format";
 import { exportFileName, toChromeTrace } from "../model/timelineExport";
-import { decodeTimeline, eventNumbers, firstNamed, hitTest, type SideModel, type TimelineModel } from "../model/timelineLayout";
+import { decodeTimeline, eventNumbers, firstNamed, hitTest, sameEvent, type SideModel, type TimelineModel } from "../model/timelineLayout";
 import { axisLength, fullView, panBy, sideScale, timeAt, viewAround, zoomAt, type Viewport } from "../model/timelineViewport";
 import type { UrlState } from "../model/urlState";
 import { useRequest } from "../useRequest";
@@ -118,18 +118,8 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
     }
   }, [baseModel]);
 
-  // A selection refers to one answer's indices: carry it over to the detail answer by its time and name.
-  const selectedIn = (m: TimelineModel | null): Mark | null => {
-    if (!selected || !m || !baseModel) return null;
-    if (m === baseModel) return selected;
-    const from = baseModel[selected.side];
-    const to = m[selected.side];
-    if (!from || !to) return null;
-    const name = from.names[from.name[selected.index]!];
-    const t = from.ts[selected.index]!;
-    for (let i = 0; i < to.n; i++) if (Math.abs(to.ts[i]! - t) < 1e-3 && to.names[to.name[i]!] === name) return { side: selected.side, index: i };
-    return null;
-  };
+  // A selection refers to the whole-piece answer's indices; the detail answer has its own.
+  const selectedIn = (m: TimelineModel | null): Mark | null => (m && baseModel ? carryMark(selected, baseModel, m) : null);
 
   const frame = useRef<number | null>(null);
   const draw = () => {
@@ -273,18 +263,8 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
     drag.current = null;
     if (d && !d.moved) setSelected(toBase(locate(ev.clientX, ev.clientY).mark));
   };
-  // Selections are kept in the whole-piece answer's indices.
-  const toBase = (mark: Mark | null): Mark | null => {
-    if (!mark || !model || !baseModel || model === baseModel) return mark;
-    const from = model[mark.side];
-    const to = baseModel[mark.side];
-    if (!from || !to) return null;
-    const name = from.names[from.name[mark.index]!];
-    const t = from.ts[mark.index]!;
-    for (let i = 0; i < to.n; i++) if (Math.abs(to.ts[i]! - t) < 1e-3 && to.names[to.name[i]!] === name) return { side: mark.side, index: i };
-    // Too small for the whole-piece answer: keep it in the detail answer's terms only while it is shown.
-    return null;
-  };
+  // Selections are kept in the whole-piece answer's indices (one too small for it is not kept).
+  const toBase = (mark: Mark | null): Mark | null => (model && baseModel ? carryMark(mark, model, baseModel) : mark);
   const onKey = (ev: KeyboardEvent) => {
     const v = viewRef.current;
     if (!v) return;
@@ -390,6 +370,15 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
       {shown && model && <Selection mark={shown} model={model} onChange={onChange} />}
     </div>
   );
+}
+
+/** A mark in one answer, as the same event in another answer of the piece (null when that one lacks it). */
+function carryMark(mark: Mark | null, from: TimelineModel, to: TimelineModel): Mark | null {
+  if (!mark || from === to) return mark;
+  const a = from[mark.side];
+  const b = to[mark.side];
+  const i = a && b ? sameEvent(a, mark.index, b) : -1;
+  return i >= 0 ? { side: mark.side, index: i } : null;
 }
 
 function parentPath(path: string): string {
