@@ -91,6 +91,21 @@ def test_what_is_too_small_to_draw_is_declared_merged(client, b, e):
         assert all(lane < len(s["lanes"]) for lane in m["lane"])
 
 
+def test_the_event_asked_for_is_drawn_however_short(client, events):
+    coarse = timeline(client, "gpu_control", "gpu_test", path="0", width_px=100, max_events=5)
+    side = coarse["baseline_side"]
+    shown = {x["name"] for x in drawn(side, coarse["kinds"])}
+    step = json_step(events["gpu_control"], 0)
+    ops = sorted((x for x in x_events(events["gpu_control"], ("cpu_op",))
+                  if step["ts"] <= x["ts"] < step["ts"] + step["dur"]), key=lambda x: x["ts"])
+    name = next(x["name"] for x in ops if x["name"] not in shown)
+    first = next(x for x in ops if x["name"] == name)
+    out = timeline(client, "gpu_control", "gpu_test", path="0", width_px=100, max_events=5, find=name)
+    mine = [x for x in drawn(out["baseline_side"], out["kinds"]) if x["name"] == name]
+    assert [key(x["name"], x["ts"]) for x in mine] == [key(name, first["ts"] - step["ts"])]
+    assert out["baseline_side"]["events_total"] == len(out["baseline_side"]["events"]["ts_us"]) + out["baseline_side"]["merged_count"]
+
+
 # ------------------------------------------------------------ matches
 
 

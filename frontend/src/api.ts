@@ -193,6 +193,8 @@ export interface TimelineQuery {
   toUs?: number;
   widthPx?: number;
   maxEvents?: number;
+  /** An event name whose first occurrence is drawn however short. */
+  find?: string;
 }
 
 export class ApiClient {
@@ -258,7 +260,7 @@ export class ApiClient {
   diffTimeline(sel: DiffSelection, q: TimelineQuery, opts?: RequestOpts): Promise<DiffTimelineResponse> {
     return this.get<DiffTimelineResponse>(
       "diff/timeline",
-      { ...diffParams(sel), path: q.path, from_us: q.fromUs, to_us: q.toUs, width_px: q.widthPx, max_events: q.maxEvents },
+      { ...diffParams(sel), path: q.path, from_us: q.fromUs, to_us: q.toUs, width_px: q.widthPx, max_events: q.maxEvents, find: q.find },
       opts,
     );
   }

@@ -145,6 +145,19 @@ def _lane_label(t, thread: int, device: bool) -> str:
     return f"{process} {pid} · {base}" if process else f"pid {pid} · {base}"
 
 
+def first_named(t, rows: np.ndarray, name: str, from_us: float) -> np.ndarray:
+    """A mask over `rows`: the first event named `name` starting at or after `from_us` (none if absent)."""
+    out = np.zeros(len(rows), bool)
+    try:
+        sid = t.strings.index(name) if name else -1
+    except ValueError:
+        return out
+    hits = np.flatnonzero((t.name_id[rows] == sid) & (t.ts_us[rows] >= from_us))
+    if len(hits):
+        out[hits[np.argmin(t.ts_us[rows][hits])]] = True
+    return out
+
+
 def depths(linked: LinkedTrace, index: TimelineIndex, rows: np.ndarray, lane_of_row: np.ndarray) -> np.ndarray:
     """Row of each event inside its lane: its nesting depth (host: on the
     thread; device: overlap on the stream), counted over the depths drawn in
@@ -176,10 +189,11 @@ class Detail:
 
 
 def level_of_detail(ts_us: np.ndarray, dur_us: np.ndarray, lane: np.ndarray, depth: np.ndarray,
-                    span_us: float, width_px: int, max_events: int) -> Detail:
+                    span_us: float, width_px: int, max_events: int, force: np.ndarray | None = None) -> Detail:
     """Keep events at least one pixel long (at most the `max_events`
-    longest); merge the others, per lane and depth, into runs whose gaps are
-    under the threshold. `width_px` 0: keep everything."""
+    longest) and those `force` marks; merge the others, per lane and depth,
+    into runs whose gaps are under the threshold. `width_px` 0: keep
+    everything."""
     n = len(ts_us)
     if width_px <= 0:
         empty_i, empty_f = np.zeros(0, np.int64), np.zeros(0)
@@ -191,6 +205,8 @@ def level_of_detail(ts_us: np.ndarray, dur_us: np.ndarray, lane: np.ndarray, dep
         keep = np.zeros(n, bool)
         keep[longest] = True
         threshold = max(threshold, float(dur_us[longest].min()))
+    if force is not None:
+        keep |= force
     small = np.flatnonzero(~keep)
     # By (lane, depth, start): a stable integer sort after a sort by start (cheaper than lexsort).
     small = small[np.argsort(ts_us[small], kind="stable")]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis import pieces as P
-from ..analysis.timeline import KINDS, depths, lanes, level_of_detail, window_rows
+from ..analysis.timeline import KINDS, depths, first_named, lanes, level_of_detail, window_rows
 from ..errors import BadRequest
 from . import tree as T
 from .align import align
@@ -167,10 +167,11 @@ def _device_pairs(bl, el, host_b: np.ndarray, host_e: np.ndarray) -> tuple[np.nd
 
 
 def diff_timeline_impl(b, e, path: str = "", from_us: float | None = None, to_us: float | None = None,
-                       width_px: int = DEFAULT_WIDTH_PX, max_events: int = DEFAULT_MAX_EVENTS) -> dict:
+                       width_px: int = DEFAULT_WIDTH_PX, max_events: int = DEFAULT_MAX_EVENTS, find: str = "") -> dict:
     """Both runs' events of the piece at `path` (optionally the window
     [from_us, to_us) after each side's piece start), matched, each side cut
-    to what `width_px` pixels draw (0: every event)."""
+    to what `width_px` pixels draw (0: every event); the first event named
+    `find` in the window is drawn whatever its length."""
     if not 0 <= width_px <= MAX_WIDTH_PX or not 1 <= max_events <= MAX_EVENTS:
         raise BadRequest(f"width_px must be between 0 and {MAX_WIDTH_PX}, max_events between 1 and {MAX_EVENTS}")
     if from_us is not None and to_us is not None and not from_us < to_us:
@@ -184,7 +185,7 @@ def diff_timeline_impl(b, e, path: str = "", from_us: float | None = None, to_us
     sides = {}
     for side, tp, index, piece in (("baseline", b, bi, node.b), ("experimental", e, ei, node.e)):
         sides[side] = None if piece is None else _side(
-            side, tp, index, piece, matches, from_us, to_us, width_px, max_events)
+            side, tp, index, piece, matches, from_us, to_us, width_px, max_events, find)
     return {
         "path": node.path,
         "name": node.any.name,
@@ -201,7 +202,7 @@ def diff_timeline_impl(b, e, path: str = "", from_us: float | None = None, to_us
 
 
 def _side(side: str, tp, index: P.PieceIndex, piece: P.Piece, matches: Matches, from_us, to_us,
-          width_px: int, max_events: int) -> dict:
+          width_px: int, max_events: int, find: str) -> dict:
     linked = tp.linked
     t = linked.table
     start, end = piece.start_us, piece.end_us
@@ -212,7 +213,7 @@ def _side(side: str, tp, index: P.PieceIndex, piece: P.Piece, matches: Matches, 
     ln = lanes(linked, rows, first)
     depth = depths(linked, tp.timeline_index(), rows, ln.of_row)
     ts, dur = t.ts_us[rows], t.dur_us[rows]
-    detail = level_of_detail(ts, dur, ln.of_row, depth, w1 - w0, width_px, max_events)
+    detail = level_of_detail(ts, dur, ln.of_row, depth, w1 - w0, width_px, max_events, first_named(t, rows, find, w0))
     kept = np.flatnonzero(detail.keep)
     kept = kept[np.argsort(ts[kept], kind="stable")]
     krows = rows[kept]

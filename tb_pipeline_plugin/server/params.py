@@ -81,6 +81,8 @@ class DiffTimelineParams(PairParams):
     width_px: Annotated[int, msgspec.Meta(ge=0, le=MAX_WIDTH_PX)] = DEFAULT_WIDTH_PX
     # Per side, at most this many events drawn (the longest).
     max_events: Annotated[int, msgspec.Meta(ge=1, le=MAX_EVENTS)] = DEFAULT_MAX_EVENTS
+    # An event name: its first occurrence in the window is drawn, however short.
+    find: str = ""
 
 
 class _TableParams(PairParams):

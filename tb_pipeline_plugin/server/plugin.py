@@ -355,7 +355,7 @@ class PipelinePlugin(base_plugin.TBPlugin):
 
     def _diff_timeline(self, p: Q.DiffTimelineParams) -> dict:
         b, e, refs = self._pair(p)
-        return {**refs, **diff_timeline_impl(b, e, p.path, p.from_us, p.to_us, p.width_px, p.max_events)}
+        return {**refs, **diff_timeline_impl(b, e, p.path, p.from_us, p.to_us, p.width_px, p.max_events, p.find)}
 
     def _diagnostic(self, p: Q.DiagnosticParams) -> dict:
         return {"run": p.run, **diagnostic_report(self._ask_diagnostic(p.run).value())}

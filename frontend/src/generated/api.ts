@@ -1983,6 +1983,7 @@ export interface operations {
                 to_us?: number | null;
                 width_px?: number;
                 max_events?: number;
+                find?: string;
             };
             header?: never;
             path?: never;

@@ -74,7 +74,8 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
   }, []);
 
   const selKey = [client, sel.baseline, sel.bWorker, sel.bSpan, sel.experimental, sel.eWorker, sel.eSpan, reloadToken, path];
-  const base = useRequest<DiffTimelineResponse>((opts) => client.diffTimeline(sel, { path, widthPx: plotPx }, opts), [...selKey, plotPx]);
+  const find = state.find || undefined;
+  const base = useRequest<DiffTimelineResponse>((opts) => client.diffTimeline(sel, { path, widthPx: plotPx, find }, opts), [...selKey, plotPx, find]);
   const baseModel = useMemo(() => (base.state === "ok" ? decodeTimeline(base.data) : null), [base]);
   const axisUs = baseModel ? axisLength([baseModel.baseline, baseModel.experimental], stretch) : 1;
 
@@ -94,8 +95,8 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
     return { fromUs: Math.max(0, Math.floor(from)), toUs: Math.ceil(to) + 1 };
   }, [baseModel, settledView, axisUs, stretch]);
   const detail = useRequest<DiffTimelineResponse>(
-    detailWindow ? (opts) => client.diffTimeline(sel, { path, widthPx: plotPx, ...detailWindow }, opts) : null,
-    [...selKey, plotPx, detailWindow?.fromUs, detailWindow?.toUs],
+    detailWindow ? (opts) => client.diffTimeline(sel, { path, widthPx: plotPx, find, ...detailWindow }, opts) : null,
+    [...selKey, plotPx, find, detailWindow?.fromUs, detailWindow?.toUs],
   );
   const model: TimelineModel | null = useMemo(() => (detail.state === "ok" ? decodeTimeline(detail.data) : baseModel), [detail, baseModel]);
 
