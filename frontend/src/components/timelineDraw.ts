@@ -185,7 +185,7 @@ function drawSide(
   ctx.fillStyle = "#102027";
   for (const [x, yy, w, name] of labels) ctx.fillText(clip(name, w - 6), Math.max(x, left) + 3, yy + ROW_H / 2 - 1);
   for (const { index: i, strong } of marks) {
-    if (i < 0) continue;
+    if (i < 0 || i >= m.n) continue;
     const row = m.rows[m.rowOf[m.lane[i]!]![m.depth[i]!]!]!;
     const lane = m.lanes[row.lane]!;
     const x0 = px(m.ts[i]!);

@@ -99,6 +99,8 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
     [...selKey, plotPx, find, detailWindow?.fromUs, detailWindow?.toUs],
   );
   const model: TimelineModel | null = useMemo(() => (detail.state === "ok" ? decodeTimeline(detail.data) : baseModel), [detail, baseModel]);
+  // A hover names an event of the answer drawn when it happened.
+  useEffect(() => setTip(null), [model]);
 
   // A new piece: the whole of it, nothing selected; `find` selects its first event of that name.
   useEffect(() => {
