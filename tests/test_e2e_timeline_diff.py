@@ -74,9 +74,11 @@ def _hover_until_tip(page, frame, kind: str | None = None) -> tuple[float, float
         y = AXIS_H + SIDE_HEAD + depth * ROW_H + ROW_H / 2
         for x in range(int(left + GUTTER + 2), int(left + width - 2), 4):
             page.mouse.move(ox + x, oy + top + y)
-            tip = frame.locator("[data-testid=timeline-tip]")
-            if tip.count() and (kind is None or f"{kind}," in tip.inner_text()):
-                return ox + x, oy + top + y, frame.inner_text("[data-testid=timeline-tip] strong"), tip.inner_text()
+            # Read without waiting: a tip that is not there now is not one to wait for.
+            tip = frame.evaluate("() => { const t = document.querySelector('[data-testid=timeline-tip]');"
+                                 " return t ? [t.querySelector('strong').innerText, t.innerText] : null; }")
+            if tip and (kind is None or f"{kind}," in tip[1]):
+                return ox + x, oy + top + y, tip[0], tip[1]
     raise AssertionError(f"no {kind or 'event'} under the pointer in the baseline's first rows")
 
 
@@ -132,6 +134,10 @@ def test_timeline_view_draws_hovers_zooms_and_leads_to_the_operator(tensorboard,
     after = _canvas_state(frame)
     assert after["t1"] - after["t0"] < before["t1"] - before["t0"]
     assert after["t0"] >= before["t0"] - 1e-6
+    # Zoomed in, the view asks for the visible window in detail once the wheel settles: wait for it.
+    page.wait_for_timeout(400)
+    frame.wait_for_function("() => document.querySelector('[data-view=timeline]').dataset.detail !== 'loading'",
+                            timeout=60_000)
 
     # Click an operator: selected, its match outlined, and its row one click away.
     x, y, name, tip = _hover_until_tip(page, frame, "operator")

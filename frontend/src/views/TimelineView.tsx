@@ -121,6 +121,18 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
     }
   }, [baseModel]);
 
+  // Stretching changes the axis: start again from the whole piece.
+  const firstStretch = useRef(true);
+  useEffect(() => {
+    if (firstStretch.current) {
+      firstStretch.current = false;
+      return;
+    }
+    if (!baseModel) return;
+    viewRef.current = fullView(axisUs);
+    setSettledView(viewRef.current);
+  }, [stretch]);
+
   // A selection refers to the whole-piece answer's indices; the detail answer has its own.
   const selectedIn = (m: TimelineModel | null): Mark | null => (m && baseModel ? carryMark(selected, baseModel, m) : null);
 
@@ -305,7 +317,7 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
   const resp = base.data;
   const shown = selectedIn(model);
   return (
-    <div data-view="timeline" ref={wrapRef} style={{ position: "relative" }}>
+    <div data-view="timeline" data-detail={detail.state} ref={wrapRef} style={{ position: "relative" }}>
       <div class="toolbar">
         <nav class="crumbs" aria-label="Piece">
           <ol>
