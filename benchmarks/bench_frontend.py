@@ -111,6 +111,7 @@ def _pct(b, e):
 
 def _diff_row(name, metrics, base, exp, shape=None, with_shape=True):
     row = {"name": name, "input_shape": shape} if with_shape else {"name": name}
+    row["significance"] = None
     for m in metrics:
         b, e = base[m], exp[m]
         row[f"baseline_{m}"] = b
@@ -230,7 +231,7 @@ class FakeApi:
             num = isinstance(bv, (int, float)) and isinstance(ev, (int, float))
             d = (ev - bv) if num else None
             return {"metric": metric, "label": label, "unit": unit, "baseline": bv, "experimental": ev,
-                    "delta": d, "delta_pct": _pct(bv, ev) if num else None}
+                    "delta": d, "delta_pct": _pct(bv, ev) if num else None, "significance": None}
 
         rows = [row("device", "Device", None, b["device"]["name"], e["device"]["name"]),
                 row("device_count", "Devices", "count", 1, 1),
@@ -257,7 +258,10 @@ class FakeApi:
                     "experimental_name": None if status == "baseline_only" else name, "note": None,
                     "baseline_host_us": bh, "experimental_host_us": eh, "delta_host_us": eh - bh, "delta_host_pct": _pct(bh, eh),
                     "baseline_device_us": bd, "experimental_device_us": ed, "delta_device_us": ed - bd, "delta_device_pct": _pct(bd, ed),
-                    "baseline_calls": 10, "experimental_calls": 12, "delta_calls": 2}
+                    "baseline_calls": 10, "experimental_calls": 12, "delta_calls": 2,
+                    "baseline_backward_us": None, "experimental_backward_us": None, "delta_backward_us": None,
+                    "baseline_with_backward_us": bh, "experimental_with_backward_us": eh,
+                    "delta_with_backward_us": eh - bh, "delta_with_backward_pct": _pct(bh, eh)}
 
         if path == "":
             children = []
@@ -286,7 +290,9 @@ class FakeApi:
             return out
 
         trend = {k: acc(k) for k in ("baseline_host_us", "experimental_host_us", "delta_host_us",
-                                     "baseline_device_us", "experimental_device_us", "delta_device_us")}
+                                     "baseline_device_us", "experimental_device_us", "delta_device_us",
+                                     "baseline_with_backward_us", "experimental_with_backward_us",
+                                     "delta_with_backward_us")}
         return {**PAIR, "path": path, "breadcrumb": crumbs, "node": {**node, "approximate": False}, "approximate": False,
                 "children_total": len(children), "offset": 0, "limit": 5000, "children": children, "trend": trend,
                 "device_present": True}
@@ -335,6 +341,10 @@ def install_routes(page, api: FakeApi) -> None:
             return route.fulfill(status=200, body=BOOT_JS, headers={"Content-Type": "text/javascript"})
         if url.path == PREFIX + "index.js":
             return route.fulfill(status=200, body=bundle, headers={"Content-Type": "text/javascript"})
+        if url.path == "/data/plugins_listing":
+            # TensorBoard's listing (the timeline links ask it): our plugin alone.
+            return route.fulfill(status=200, body=json.dumps({"tb_pipeline": {"enabled": True}}),
+                                 headers={"Content-Type": "application/json"})
         if url.path.startswith(PREFIX):
             status, body = api.handle(url.path[len(PREFIX):], parse_qs(url.query))
             return route.fulfill(status=status, body=body, headers={"Content-Type": "application/json"})
