@@ -175,23 +175,30 @@ def print_rows(rows: list[dict]) -> None:
         print(f"  {'PASS' if r['passed'] else 'FAIL'}")
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_cli(argv, description: str, measure_pair, print_pairs, repeat: int) -> int:
+    """The pair benchmarks' command line (this file's, bench_timeline.py's):
+    build the pairs asked for, measure, print, optionally write JSON; exit
+    status 0 when every row passed."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--size-mb", type=float, default=200, help="target size of each trace, MiB")
     parser.add_argument("--keep", action="store_true", help="keep (and reuse) built inputs in benchmarks/out/")
     parser.add_argument("--pairs", default="gpu,cpu", help="comma-separated subset of gpu,cpu")
-    parser.add_argument("--repeat", type=int, default=3, help="cold measurements per pair (fresh processors)")
+    parser.add_argument("--repeat", type=int, default=repeat, help="measurements per pair (fresh processors)")
     parser.add_argument("--json", dest="json_out", help="also write the rows to this file")
     args = parser.parse_args(argv)
     pairs = [p for p in args.pairs.split(",") if p]
     if set(pairs) - {"gpu", "cpu"}:
         parser.error(f"unknown pairs: {sorted(set(pairs) - {'gpu', 'cpu'})}")
-    rows = measure_pairs(pairs, args.size_mb, args.keep, measure, args.repeat)
-    print_rows(rows)
+    rows = measure_pairs(pairs, args.size_mb, args.keep, measure_pair, args.repeat)
+    print_pairs(rows)
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(rows, f, indent=2)
     return 0 if all(r["passed"] for r in rows) else 1
+
+
+def main(argv=None) -> int:
+    return run_cli(argv, __doc__.splitlines()[0], measure, print_rows, 3)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ and `cpu` (recorded here, module tree, `with_stack=True`).
 """
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import os
@@ -30,7 +29,7 @@ STEP_MAX_BYTES = 2_000_000
 
 sys.path.insert(0, HERE)
 sys.path.insert(0, REPO_ROOT)
-from bench_diff import MIB, measure_pairs  # noqa: E402
+from bench_diff import MIB, run_cli  # noqa: E402
 
 
 def _timed(fn):
@@ -96,20 +95,7 @@ def print_rows(rows: list[dict]) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size-mb", type=float, default=200, help="target size of each trace, MiB")
-    parser.add_argument("--keep", action="store_true", help="keep (and reuse) built inputs in benchmarks/out/")
-    parser.add_argument("--pairs", default="gpu,cpu", help="comma-separated subset of gpu,cpu")
-    parser.add_argument("--repeat", type=int, default=2, help="measurements per pair (fresh processors)")
-    parser.add_argument("--json", dest="json_out", help="also write the rows to this file")
-    args = parser.parse_args(argv)
-    pairs = [p for p in args.pairs.split(",") if p]
-    rows = measure_pairs(pairs, args.size_mb, args.keep, measure, args.repeat)
-    print_rows(rows)
-    if args.json_out:
-        with open(args.json_out, "w") as f:
-            json.dump(rows, f, indent=2)
-    return 0 if all(r["passed"] for r in rows) else 1
+    return run_cli(argv, __doc__.splitlines()[0], measure, print_rows, 2)
 
 
 if __name__ == "__main__":
