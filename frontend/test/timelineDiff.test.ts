@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { DiffTimelineResponse, TimelineSide } from "../src/api";
 import { exportFileName, PROCESS_IDS, toChromeTrace } from "../src/model/timelineExport";
-import { decodeTimeline, eventNumbers, firstNamed, hitTest, lastStartingBy, LANE_GAP, ROW_H, sameEvent, SIDE_HEAD } from "../src/model/timelineLayout";
+import { decodeTimeline, eventKey, eventNumbers, findEvent, firstNamed, hitTest, lastStartingBy, LANE_GAP, ROW_H, SIDE_HEAD } from "../src/model/timelineLayout";
 import {
   axisLength,
   bucketColor,
@@ -128,11 +128,13 @@ describe("decoding and layout", () => {
     expect(eventNumbers(m.experimental!, 1)).toMatchObject({ baselineUs: 20, experimentalUs: 30 });
     expect(eventNumbers(b, 2)).toMatchObject({ baselineUs: 10, experimentalUs: null, deltaUs: null, matched: false });
   });
-  it("finds an event again in another answer of the piece", () => {
+  it("finds an event again by its identity, in any answer of its side", () => {
     const e = m.experimental!;
-    expect(sameEvent(b, 1, b)).toBe(1);
-    expect(sameEvent(b, 3, e)).toBe(-1); // same name, another start
-    expect(sameEvent(b, 0, e)).toBe(-1); // same name and start, another length
+    expect(findEvent(b, eventKey(b, 1))).toBe(1);
+    expect(eventKey(b, 1)).toEqual({ side: "baseline", ts: 10, dur: 20, name: "aten::mm" });
+    expect(findEvent(e, eventKey(b, 1))).toBe(-1); // the other side
+    expect(findEvent(b, { ...eventKey(b, 3), ts: 36 })).toBe(-1); // another start
+    expect(findEvent(b, { ...eventKey(b, 0), dur: 50 })).toBe(-1); // another length
   });
   it("finds the first event of a name, of the kinds asked", () => {
     expect(firstNamed(b, "aten::mm")).toBe(1);

@@ -220,11 +220,22 @@ export function eventNumbers(m: SideModel, i: number): { name: string; kind: Tim
   };
 }
 
-/** The index in `to` of event `i` of `from` (two answers for one piece: same start and name), -1 if absent. */
-export function sameEvent(from: SideModel, i: number, to: SideModel): number {
-  const name = from.names[from.name[i]!];
-  const t = from.ts[i]!;
-  const d = from.dur[i]!;
-  for (let j = 0; j < to.n; j++) if (Math.abs(to.ts[j]! - t) < 1e-3 && Math.abs(to.dur[j]! - d) < 1e-3 && to.names[to.name[j]!] === name) return j;
+/** What identifies an event across answers for one piece (a window's answer has other indices). */
+export interface EventKey {
+  side: SideName;
+  ts: number;
+  dur: number;
+  name: string;
+}
+
+export function eventKey(m: SideModel, i: number): EventKey {
+  return { side: m.side, ts: m.ts[i]!, dur: m.dur[i]!, name: m.names[m.name[i]!] ?? "" };
+}
+
+/** The index of the keyed event in `m` (same start, length and name), -1 if this answer does not draw it. */
+export function findEvent(m: SideModel, key: EventKey): number {
+  if (m.side !== key.side) return -1;
+  for (let j = 0; j < m.n; j++)
+    if (Math.abs(m.ts[j]! - key.ts) < 1e-3 && Math.abs(m.dur[j]! - key.dur) < 1e-3 && m.names[m.name[j]!] === key.name) return j;
   return -1;
 }

@@ -14,7 +14,7 @@ import { DeltaText } from "../components/Delta";
 import { drawTimeline, GUTTER, markedIn, sideTops, type Mark } from "../components/timelineDraw";
 import { formatInt, formatMsWithUnit, formatSignedMsWithUnit } from "../model/format";
 import { exportFileName, toChromeTrace } from "../model/timelineExport";
-import { decodeTimeline, eventNumbers, firstNamed, hitTest, sameEvent, type SideModel, type TimelineModel } from "../model/timelineLayout";
+import { decodeTimeline, eventKey, eventNumbers, findEvent, firstNamed, hitTest, type EventKey, type SideModel, type TimelineModel } from "../model/timelineLayout";
 import { axisLength, fullView, panBy, sideScale, timeAt, viewAround, zoomAt, type Viewport } from "../model/timelineViewport";
 import type { UrlState } from "../model/urlState";
 import { useRequest } from "../useRequest";
@@ -55,7 +55,8 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
   const canvasRef = useRef<HTMLCanvasElement>(null);
   const [widthPx, setWidthPx] = useState(1200);
   const [stretch, setStretch] = useState(false);
-  const [selected, setSelected] = useState<Mark | null>(null);
+  // By identity, not index: the whole piece's answer and a window's number events differently.
+  const [selected, setSelected] = useState<EventKey | null>(null);
   const [tip, setTip] = useState<Tip | null>(null);
   const [exporting, setExporting] = useState<string | null>(null);
   // The visible range lives in a ref: a pan redraws the canvas without a render.
@@ -113,7 +114,7 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
         if (!side) continue;
         const i = firstNamed(side, state.find);
         if (i < 0) continue;
-        setSelected({ side: side.side, index: i });
+        setSelected(eventKey(side, i));
         viewRef.current = viewAround(side.ts[i]!, side.dur[i]!, sideScale(side, axisUs, stretch), axisUs);
         setSettledView(viewRef.current);
         break;
@@ -133,8 +134,11 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
     setSettledView(viewRef.current);
   }, [stretch]);
 
-  // A selection refers to the whole-piece answer's indices; the detail answer has its own.
-  const selectedIn = (m: TimelineModel | null): Mark | null => (m && baseModel ? carryMark(selected, baseModel, m) : null);
+  const selectedIn = (m: TimelineModel | null): Mark | null => {
+    const side = selected && m ? m[selected.side] : null;
+    const i = side && selected ? findEvent(side, selected) : -1;
+    return selected && i >= 0 ? { side: selected.side, index: i } : null;
+  };
 
   const frame = useRef<number | null>(null);
   const draw = () => {
@@ -276,10 +280,12 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
   const onPointerUp = (ev: PointerEvent) => {
     const d = drag.current;
     drag.current = null;
-    if (d && !d.moved) setSelected(toBase(locate(ev.clientX, ev.clientY).mark));
+    if (d && !d.moved) {
+      const mark = locate(ev.clientX, ev.clientY).mark;
+      const side = mark && model ? model[mark.side] : null;
+      setSelected(mark && side ? eventKey(side, mark.index) : null);
+    }
   };
-  // Selections are kept in the whole-piece answer's indices (one too small for it is not kept).
-  const toBase = (mark: Mark | null): Mark | null => (model && baseModel ? carryMark(mark, model, baseModel) : mark);
   const onKey = (ev: KeyboardEvent) => {
     const v = viewRef.current;
     if (!v) return;
@@ -385,15 +391,6 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
       {shown && model && <Selection mark={shown} model={model} onChange={onChange} />}
     </div>
   );
-}
-
-/** A mark in one answer, as the same event in another answer of the piece (null when that one lacks it). */
-function carryMark(mark: Mark | null, from: TimelineModel, to: TimelineModel): Mark | null {
-  if (!mark || from === to) return mark;
-  const a = from[mark.side];
-  const b = to[mark.side];
-  const i = a && b ? sameEvent(a, mark.index, b) : -1;
-  return i >= 0 ? { side: mark.side, index: i } : null;
 }
 
 function parentPath(path: string): string {
