@@ -45,23 +45,21 @@ class Matches:
     b_rows: np.ndarray
     e_rows: np.ndarray
     delta_us: np.ndarray  # experimental - baseline duration
+    # Each side's rows sorted once: a piece's matches are looked up for every window.
+    b_order: np.ndarray
+    e_order: np.ndarray
+
+    @classmethod
+    def of(cls, b_rows: np.ndarray, e_rows: np.ndarray, delta_us: np.ndarray) -> "Matches":
+        return cls(b_rows, e_rows, delta_us, np.argsort(b_rows, kind="stable"), np.argsort(e_rows, kind="stable"))
 
     def lookup(self, side: str, rows: np.ndarray) -> np.ndarray:
         """Match id of each row (-1 when unmatched)."""
-        mine = self.b_rows if side == "baseline" else self.e_rows
-        order = self._order(side, mine)
-        pos = np.searchsorted(mine[order], rows)
-        pos = np.minimum(pos, max(len(mine) - 1, 0))
-        hit = (mine[order][pos] == rows) if len(mine) else np.zeros(len(rows), bool)
-        return np.where(hit, order[pos] if len(mine) else -1, -1)
-
-    def _order(self, side: str, mine: np.ndarray) -> np.ndarray:
-        # Sorted once per side: a piece's matches are asked again for every window.
-        cached = self.__dict__.get(f"_order_{side}")
-        if cached is None:
-            cached = np.argsort(mine, kind="stable")
-            object.__setattr__(self, f"_order_{side}", cached)
-        return cached
+        mine, order = (self.b_rows, self.b_order) if side == "baseline" else (self.e_rows, self.e_order)
+        if len(mine) == 0:
+            return np.full(len(rows), -1, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(mine[order], rows), len(mine) - 1)
+        return np.where(mine[order][pos] == rows, order[pos], -1)
 
 
 def piece_matches(b, e, bi: P.PieceIndex, ei: P.PieceIndex, chain: list[T.Node]) -> Matches:
@@ -118,7 +116,7 @@ def _matches(bl, el, bi: P.PieceIndex, ei: P.PieceIndex, chain: list[T.Node]) ->
     db, de = _device_pairs(bl, el, host_b, host_e)
     b_rows, e_rows = np.concatenate((host_b, db)).astype(np.int64), np.concatenate((host_e, de)).astype(np.int64)
     delta = el.table.dur_us[e_rows] - bl.table.dur_us[b_rows]
-    return Matches(b_rows, e_rows, delta)
+    return Matches.of(b_rows, e_rows, delta)
 
 
 def _names(linked, rows: np.ndarray) -> list:
