@@ -219,7 +219,8 @@ def _side(side: str, tp, index: P.PieceIndex, piece: P.Piece, matches: Matches, 
     name_ids, name_index = np.unique(t.name_id[krows], return_inverse=True)
     delta = np.where(ids >= 0, matches.delta_us[np.maximum(ids, 0)] if len(matches.delta_us) else 0.0, np.nan)
     kinds = tp.timeline_index().kind[krows]
-    ends = t.ts_us[rows] + t.dur_us[rows]
+    # The events of the window, not the ones enclosing it (a step or an `epoch` annotation around a module).
+    ends = (ts + dur)[ts >= w0]
     return {
         "piece_name": piece.name,
         "start_us": round(start, 3),
@@ -227,7 +228,7 @@ def _side(side: str, tp, index: P.PieceIndex, piece: P.Piece, matches: Matches, 
         "window_start_us": round(w0, 3),
         "window_end_us": round(w1, 3),
         # Device activity can outlast the host window of the piece that launched it.
-        "events_end_us": round(float(ends.max()) if len(rows) else end, 3),
+        "events_end_us": round(max(float(ends.max()), w1) if len(ends) else w1, 3),
         "lanes": [{"label": lb, "device": dv} for lb, dv in zip(ln.label, ln.device)],
         "names": [s if s is not None else "" for s in t.names(name_ids).tolist()],
         "events": {

@@ -1009,7 +1009,8 @@ class TimelineSide(_Shape):
     end_us: float
     window_start_us: float
     window_end_us: float
-    # The end of the last event drawn (device work can outlast the piece).
+    # The end of the window's last event, or the window's end if later (device
+    # work can outlast the piece; events enclosing the window do not count).
     events_end_us: float
     lanes: list[TimelineLane]
     names: list[str]
