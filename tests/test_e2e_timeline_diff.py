@@ -171,6 +171,21 @@ def test_timeline_view_draws_hovers_zooms_and_leads_to_the_operator(tensorboard,
     matched_e = {e["args"]["match"] for e in doc["traceEvents"] if e["ph"] == "X" and e["pid"] == 2 and "match" in e["args"]}
     assert matched_b and matched_b == matched_e
 
+    # A module piece: reached from its row in the module diff, its axis spans the piece (not its step).
+    # (The module diff opens at the level the timeline showed: the first step's pieces.)
+    frame.click("[data-tab=modules]")
+    frame.wait_for_selector("tr[data-kind=module][data-status=matched]", timeout=60_000)
+    module_path = frame.get_attribute("tr[data-kind=module][data-status=matched]", "data-path")
+    frame.click(f"tr[data-path='{module_path}'] button:has-text('Timeline')")
+    frame.wait_for_function("p => location.hash.includes('path=' + p) && document.querySelector('canvas.tl-canvas[data-rects]')",
+                            arg=module_path, timeout=60_000)
+    piece = _get(port, "diff/timeline", **sel, path=module_path)
+    assert piece["kind"] == "module" and piece["matched"] > 0
+    longest = max(s["events_end_us"] - s["start_us"] for s in (piece["baseline_side"], piece["experimental_side"]))
+    st = _canvas_state(frame)
+    assert st["t0"] == 0 and st["t1"] <= longest * 1.02 + 1e-6, (st, longest)
+    page.screenshot(path=str(ARTIFACTS / "timeline_diff_module.png"))
+
     # Nothing left TensorBoard's origin.
     origin = f"http://127.0.0.1:{port}/"
     outside = [u for u in page.requests if not (u.startswith(origin) or u.startswith("data:") or u.startswith("blob:"))]
