@@ -8,8 +8,8 @@ import type { RunInfo } from "../api";
 import { DIFF_TABLE_KINDS } from "./diffTables";
 import { isGroup } from "./runPicker";
 
-/** Tabs in order: the two fixed views, one per diff table of the registry, then the pipeline, diagnostic and distributed views. */
-export const VIEWS = ["overview", "modules", ...DIFF_TABLE_KINDS, "memory", "pipeline", "diagnostic", "distributed"] as const;
+/** Tabs in order: the two fixed views, one per diff table of the registry, the timeline, memory, then the pipeline, diagnostic and distributed views. */
+export const VIEWS = ["overview", "modules", ...DIFF_TABLE_KINDS, "timeline", "memory", "pipeline", "diagnostic", "distributed"] as const;
 export type View = (typeof VIEWS)[number];
 
 export interface TraceChoice {
@@ -36,6 +36,8 @@ export interface UrlState {
   sort: string;
   dir: "asc" | "desc";
   filter: string;
+  /** Timeline: an event name to select (its first occurrence in the piece at `path`). */
+  find: string;
 }
 
 export const EMPTY_CHOICE: TraceChoice = { run: "", worker: "", span: "" };
@@ -52,13 +54,14 @@ export const DEFAULT_STATE: UrlState = {
   sort: "",
   dir: "desc",
   filter: "",
+  find: "",
 };
 
 /** Short keys keep shared URLs readable. */
 const KEYS = {
   b: "b", bw: "bw", bs: "bs", e: "e", ew: "ew", es: "es",
   view: "view", path: "path", piece: "piece", time: "time", pass: "pass", shape: "shape",
-  sort: "sort", dir: "dir", q: "q",
+  sort: "sort", dir: "dir", q: "q", find: "find",
 } as const;
 
 function isView(v: string | null): v is View {
@@ -84,6 +87,7 @@ export function parseState(params: URLSearchParams | Record<string, string>): Ur
     sort: get(KEYS.sort) ?? "",
     dir: dir === "asc" ? "asc" : "desc",
     filter: get(KEYS.q) ?? "",
+    find: get(KEYS.find) ?? "",
   };
 }
 
@@ -108,6 +112,7 @@ export function stateEntries(s: UrlState): [string, string][] {
   put(KEYS.sort, s.sort, "");
   if (s.sort) put(KEYS.dir, s.dir, "");
   put(KEYS.q, s.filter, "");
+  put(KEYS.find, s.find, "");
   return out;
 }
 
@@ -156,7 +161,7 @@ export function resolveSelection(s: UrlState, runs: readonly RunInfo[]): UrlStat
 /** When the compared traces change, module zoom/piece selections refer to another tree: reset them. */
 export function withSelection(s: UrlState, side: "baseline" | "experimental", choice: TraceChoice, runs: readonly RunInfo[]): UrlState {
   const resolved = resolveChoice(choice, runs);
-  return { ...s, [side]: resolved, path: "", piece: "" };
+  return { ...s, [side]: resolved, path: "", piece: "", find: "" };
 }
 
 // ------------------------------------------------- TensorBoard hash mirror
@@ -197,4 +202,9 @@ function safeDecode(s: string): string {
   } catch {
     return s;
   }
+}
+
+/** The Timeline view of the piece at `path`, selecting `find`'s first event there when given. */
+export function timelineOf(path: string, find = ""): Partial<UrlState> {
+  return { view: "timeline", path, find, sort: "", dir: "desc", filter: "" };
 }
