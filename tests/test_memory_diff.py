@@ -9,6 +9,8 @@ carries `[memory]` events; absent or broken memory events get a message.
 """
 from __future__ import annotations
 
+import re
+
 import gzip
 import json
 import shutil
@@ -231,7 +233,11 @@ def test_a_trace_of_memory_events_alone(client):
     assert [(r["key"], r["baseline_bytes"]) for r in gpu["by_module"]] == [("(outside operators)", 1536),
                                                                           ("before the window", 0)]
     # No device in common: the sentence is about the experimental run's.
-    assert out["device"] == "CPU" and out["sentence"] == "Only the experimental run has memory events on CPU (peak 32 MB)."
+    # Its peak is the 32 MiB scratch buffer plus whatever else the recording had alive then (a few
+    # hundred KB, more when the recording ran at another moment of the allocator's life).
+    assert out["device"] == "CPU"
+    said = re.fullmatch(r"Only the experimental run has memory events on CPU \(peak ([0-9.]+) MB\)\.", out["sentence"])
+    assert said and 32 <= float(said[1]) < 32 * 1.05, out["sentence"]
     assert gpu["baseline_curve"]["peak_bytes"] == 1536
 
 
