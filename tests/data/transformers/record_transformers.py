@@ -1,0 +1,87 @@
+"""Records the Hugging Face pair beside this file with the real `transformers` Trainer and a torch.profiler
+callback, as its users write one: the profiler steps at each `on_step_end` and its traces go into the job's
+`output_dir` beside the Trainer's own TensorBoard logs (`output_dir/runs/...`). Run once, in a venv of its own:
+
+    python3 -m venv /tmp/hf-venv && /tmp/hf-venv/bin/pip install transformers tensorboard torch==2.7.0
+    /tmp/hf-venv/bin/python tests/data/transformers/record_transformers.py
+
+`baseline` reads a Dataset that sleeps 4 ms an item in the training process, `experimental` 0.5 ms.
+The tests read the output; nothing here is edited by hand afterwards.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+
+import torch
+import transformers
+from torch.utils.data import Dataset
+from transformers import Trainer, TrainerCallback, TrainingArguments
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BATCH, FEATURES, CLASSES = 8, 32, 4
+SLEEP_S = {"baseline": 0.004, "experimental": 0.0005}
+STEPS = 8
+
+
+class SlowDataset(Dataset):
+    def __init__(self, sleep_s: float, n: int = BATCH * STEPS):
+        gen = torch.Generator().manual_seed(0)
+        self.x = torch.randn(n, FEATURES, generator=gen)
+        self.y = torch.randint(0, CLASSES, (n,), generator=gen)
+        self.sleep_s = sleep_s
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        time.sleep(self.sleep_s)
+        return {"x": self.x[i], "labels": self.y[i]}
+
+
+class Classifier(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(FEATURES, 64), torch.nn.ReLU(), torch.nn.Linear(64, CLASSES))
+
+    def forward(self, x, labels=None):
+        logits = self.net(x)
+        return {"loss": torch.nn.functional.cross_entropy(logits, labels), "logits": logits}
+
+
+class ProfilerCallback(TrainerCallback):
+    def __init__(self, prof):
+        self.prof = prof
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.prof.step()
+
+
+def record(name: str) -> None:
+    out = os.path.join(HERE, name)
+    shutil.rmtree(out, ignore_errors=True)
+    torch.manual_seed(0)
+    args = TrainingArguments(output_dir=out, max_steps=STEPS, per_device_train_batch_size=BATCH, use_cpu=True,
+                             save_strategy="no", report_to=["tensorboard"], logging_steps=1,
+                             dataloader_num_workers=0, disable_tqdm=True)
+    trainer = Trainer(model=Classifier(), args=args, train_dataset=SlowDataset(SLEEP_S[name]))
+    with torch.profiler.profile(
+        activities=[torch.profiler.ProfilerActivity.CPU],
+        schedule=torch.profiler.schedule(skip_first=1, wait=1, warmup=1, active=3, repeat=1),
+        on_trace_ready=torch.profiler.tensorboard_trace_handler(out),
+        record_shapes=True,
+    ) as prof:
+        trainer.add_callback(ProfilerCallback(prof))
+        trainer.train()
+
+
+if __name__ == "__main__":
+    print(f"transformers {transformers.__version__}, torch {torch.__version__}, python {sys.version.split()[0]}")
+    for name in SLEEP_S:
+        record(name)
+    for root, _, files in sorted(os.walk(HERE)):
+        for f in sorted(files):
+            p = os.path.join(root, f)
+            print(f"{os.path.relpath(p, HERE)}  {os.path.getsize(p):,} bytes")
