@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from tensorboard.compat import tf
 
+from ..analysis.distributed import natural_key
 from ..errors import BadRequest, NotFound
 from ..formats.diagnostic import DIAGNOSTIC_DIR, RESULTS_FILE
 from ..formats.group import MANIFEST_FILE
@@ -39,7 +40,6 @@ SNIFF_BYTES = 64 * 1024
 _SPAN_RE = re.compile(r"^\d+$")
 _PH_KEY_RE = re.compile(rb'"ph"\s*:')
 _MAX_NAME_CHARS = 4096
-_DIGITS = re.compile(r"(\d+)")
 
 
 @dataclass(frozen=True)
@@ -380,11 +380,6 @@ def _join(a: str, b: str) -> str:
     if _is_remote(a):
         return a.rstrip("/") + "/" + b
     return os.path.join(a, b)
-
-
-def natural_key(name: str) -> list:
-    """Sort key putting `rank2` before `rank10`: digit runs compare as numbers."""
-    return [(0, int(part), part) if part.isdigit() else (1, 0, part) for part in _DIGITS.split(name) if part]
 
 
 def display_name(name: str) -> str:
