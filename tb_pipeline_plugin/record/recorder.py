@@ -18,7 +18,7 @@ from importlib import metadata
 
 from ..formats.pipeline import RunMeta, StepRecord
 from .host import HostSampler
-from .iterators import HeadspaceIter, TimedIter
+from .iterators import HeadspaceIter, TimedIter, for_loader
 from .writer import DEFAULT_FLUSH_INTERVAL_S, StatsWriter, run_name_default, stats_path
 
 _perf = time.perf_counter
@@ -140,8 +140,8 @@ class Recorder:
                       file=sys.stderr)
             else:
                 cache = self.caches.setdefault(key, [])
-                return HeadspaceIter(self, iterable, loader, cache, n, length, make_iter)
-        return TimedIter(self, iterable, loader, make_iter)
+                return for_loader(HeadspaceIter, iterable)(self, iterable, loader, cache, n, length, make_iter)
+        return for_loader(TimedIter, iterable)(self, iterable, loader, make_iter)
 
     def callback(self, name: str) -> _Timed:
         """Times a named callback: a context manager and a decorator."""
