@@ -16,6 +16,7 @@ import sys
 import time
 from importlib import metadata
 
+from ..errors import MissingExtra
 from ..formats.pipeline import RunMeta, StepRecord
 from .host import HostSampler
 from .iterators import HeadspaceIter, TimedIter, for_loader
@@ -160,6 +161,10 @@ class Recorder:
         """Record the stage statistics of SPDL pipelines built from now on
         (through SPDL's default hook and queue classes; process-wide, so the
         latest recorder to call this receives them)."""
+        try:
+            import spdl.pipeline  # noqa: F401
+        except ImportError:
+            raise MissingExtra("SPDL", "spdl", "record_spdl") from None
         from . import spdl_hooks
 
         spdl_hooks.install(self.writer.write, interval_s)
@@ -173,7 +178,10 @@ class Recorder:
 
     def trace_handler(self):
         """`on_trace_ready` for torch.profiler writing into this run's directory."""
-        import torch.profiler
+        try:
+            import torch.profiler
+        except ImportError:
+            raise MissingExtra("torch", "record", "trace_handler") from None
 
         return torch.profiler.tensorboard_trace_handler(self.run_dir)
 
