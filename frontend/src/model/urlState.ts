@@ -36,6 +36,8 @@ export interface UrlState {
   sort: string;
   dir: "asc" | "desc";
   filter: string;
+  /** Runs the user added to the Pipeline tab's trend plots, in the order added. */
+  plotted: string[];
 }
 
 export const EMPTY_CHOICE: TraceChoice = { run: "", worker: "", span: "" };
@@ -52,14 +54,32 @@ export const DEFAULT_STATE: UrlState = {
   sort: "",
   dir: "desc",
   filter: "",
+  plotted: [],
 };
 
 /** Short keys keep shared URLs readable. */
 const KEYS = {
   b: "b", bw: "bw", bs: "bs", e: "e", ew: "ew", es: "es",
   view: "view", path: "path", piece: "piece", time: "time", pass: "pass", shape: "shape",
-  sort: "sort", dir: "dir", q: "q",
+  sort: "sort", dir: "dir", q: "q", plotted: "pl",
 } as const;
+
+/** Run names joined by "," each escaped first, so a name holding a comma survives. */
+function joinNames(names: readonly string[]): string {
+  return names.map((n) => encodeURIComponent(n)).join(",");
+}
+
+function splitNames(value: string | null): string[] {
+  if (!value) return [];
+  const names = value.split(",").map((part) => {
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      return part;
+    }
+  });
+  return [...new Set(names.filter((n) => n !== ""))];
+}
 
 function isView(v: string | null): v is View {
   return v !== null && (VIEWS as readonly string[]).includes(v);
@@ -84,6 +104,7 @@ export function parseState(params: URLSearchParams | Record<string, string>): Ur
     sort: get(KEYS.sort) ?? "",
     dir: dir === "asc" ? "asc" : "desc",
     filter: get(KEYS.q) ?? "",
+    plotted: splitNames(get(KEYS.plotted)),
   };
 }
 
@@ -108,6 +129,7 @@ export function stateEntries(s: UrlState): [string, string][] {
   put(KEYS.sort, s.sort, "");
   if (s.sort) put(KEYS.dir, s.dir, "");
   put(KEYS.q, s.filter, "");
+  put(KEYS.plotted, joinNames(s.plotted), "");
   return out;
 }
 
