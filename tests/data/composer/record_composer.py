@@ -15,47 +15,31 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import time
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 from composer import Trainer
 from composer.models import ComposerClassifier
 from composer.profiler import JSONTraceHandler, Profiler, cyclic_schedule
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from slow_dataset import CLASSES, SlowDataset, mlp  # noqa: E402
+
 BATCH = 8
-FEATURES, CLASSES = 32, 4
 SLEEP_S = {"baseline": 0.004, "experimental": 0.0005}
 # Skip 1 batch, then twice: wait 1, warm up 1, record 2 (batches 4-5 and 8-9).
 SCHEDULE = dict(skip_first=1, wait=1, warmup=1, active=2, repeat=2)
 BATCHES = 10
 
 
-class SlowDataset(Dataset):
-    """Random features whose items take `sleep_s` each to 'decode'."""
-
-    def __init__(self, sleep_s: float, n: int = BATCH * BATCHES):
-        gen = torch.Generator().manual_seed(0)
-        self.x = torch.randn(n, FEATURES, generator=gen)
-        self.y = torch.randint(0, CLASSES, (n,), generator=gen)
-        self.sleep_s = sleep_s
-
-    def __len__(self):
-        return len(self.x)
-
-    def __getitem__(self, i):
-        time.sleep(self.sleep_s)
-        return self.x[i], self.y[i]
-
-
 def record(name: str) -> None:
     run = os.path.join(HERE, name)
     shutil.rmtree(run, ignore_errors=True)
     torch.manual_seed(0)
-    module = torch.nn.Sequential(torch.nn.Linear(FEATURES, 64), torch.nn.ReLU(), torch.nn.Linear(64, CLASSES))
-    loader = DataLoader(SlowDataset(SLEEP_S[name]), batch_size=BATCH, shuffle=False, num_workers=0)
+    module = mlp()
+    loader = DataLoader(SlowDataset(SLEEP_S[name], BATCH * BATCHES), batch_size=BATCH, shuffle=False, num_workers=0)
     trainer = Trainer(
         model=ComposerClassifier(module, num_classes=CLASSES),
         train_dataloader=loader,

@@ -13,38 +13,25 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import time
 
 import lightning
 import torch
 from lightning.pytorch.profilers import PyTorchProfiler
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BATCH, FEATURES, CLASSES = 8, 32, 4
+sys.path.insert(0, os.path.dirname(HERE))
+from slow_dataset import SlowDataset, mlp  # noqa: E402
+
+BATCH = 8
 SLEEP_S = (0.004, 0.0005)  # version_0, version_1
 STEPS = 8
-
-
-class SlowDataset(Dataset):
-    def __init__(self, sleep_s: float, n: int = BATCH * STEPS):
-        gen = torch.Generator().manual_seed(0)
-        self.x = torch.randn(n, FEATURES, generator=gen)
-        self.y = torch.randint(0, CLASSES, (n,), generator=gen)
-        self.sleep_s = sleep_s
-
-    def __len__(self):
-        return len(self.x)
-
-    def __getitem__(self, i):
-        time.sleep(self.sleep_s)
-        return self.x[i], self.y[i]
 
 
 class Classifier(lightning.LightningModule):
     def __init__(self):
         super().__init__()
-        self.net = torch.nn.Sequential(torch.nn.Linear(FEATURES, 64), torch.nn.ReLU(), torch.nn.Linear(64, CLASSES))
+        self.net = mlp()
 
     def training_step(self, batch, batch_idx):
         x, y = batch
@@ -62,7 +49,7 @@ def record(sleep_s: float) -> None:
         # Lightning's default schedule: wait 1, warm up 1, record 3.
         profiler=PyTorchProfiler(filename="profile"),
     )
-    trainer.fit(Classifier(), DataLoader(SlowDataset(sleep_s), batch_size=BATCH, num_workers=0))
+    trainer.fit(Classifier(), DataLoader(SlowDataset(sleep_s, BATCH * STEPS), batch_size=BATCH, num_workers=0))
 
 
 if __name__ == "__main__":

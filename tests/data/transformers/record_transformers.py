@@ -13,38 +13,24 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import time
 
 import torch
 import transformers
-from torch.utils.data import Dataset
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BATCH, FEATURES, CLASSES = 8, 32, 4
+sys.path.insert(0, os.path.dirname(HERE))
+from slow_dataset import SlowDataset, mlp  # noqa: E402
+
+BATCH = 8
 SLEEP_S = {"baseline": 0.004, "experimental": 0.0005}
 STEPS = 8
-
-
-class SlowDataset(Dataset):
-    def __init__(self, sleep_s: float, n: int = BATCH * STEPS):
-        gen = torch.Generator().manual_seed(0)
-        self.x = torch.randn(n, FEATURES, generator=gen)
-        self.y = torch.randint(0, CLASSES, (n,), generator=gen)
-        self.sleep_s = sleep_s
-
-    def __len__(self):
-        return len(self.x)
-
-    def __getitem__(self, i):
-        time.sleep(self.sleep_s)
-        return {"x": self.x[i], "labels": self.y[i]}
 
 
 class Classifier(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.net = torch.nn.Sequential(torch.nn.Linear(FEATURES, 64), torch.nn.ReLU(), torch.nn.Linear(64, CLASSES))
+        self.net = mlp()
 
     def forward(self, x, labels=None):
         logits = self.net(x)
@@ -66,7 +52,7 @@ def record(name: str) -> None:
     args = TrainingArguments(output_dir=out, max_steps=STEPS, per_device_train_batch_size=BATCH, use_cpu=True,
                              save_strategy="no", report_to=["tensorboard"], logging_steps=1,
                              dataloader_num_workers=0, disable_tqdm=True)
-    trainer = Trainer(model=Classifier(), args=args, train_dataset=SlowDataset(SLEEP_S[name]))
+    trainer = Trainer(model=Classifier(), args=args, train_dataset=SlowDataset(SLEEP_S[name], BATCH * STEPS, as_dict=True))
     with torch.profiler.profile(
         activities=[torch.profiler.ProfilerActivity.CPU],
         schedule=torch.profiler.schedule(skip_first=1, wait=1, warmup=1, active=3, repeat=1),
