@@ -25,7 +25,7 @@ from composer.profiler import JSONTraceHandler, Profiler, cyclic_schedule
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from slow_dataset import CLASSES, SlowDataset, mlp  # noqa: E402
+from recording import CLASSES, SlowDataset, list_outputs, mlp  # noqa: E402
 
 BATCH = 8
 SLEEP_S = {"baseline": 0.004, "experimental": 0.0005}
@@ -66,10 +66,6 @@ def record(name: str) -> None:
 if __name__ == "__main__":
     import composer
 
-    print(f"composer {composer.__version__}, torch {torch.__version__}, python {sys.version.split()[0]}")
     for name in SLEEP_S:
         record(name)
-    for root, _, files in sorted(os.walk(HERE)):
-        for f in sorted(files):
-            p = os.path.join(root, f)
-            print(f"{os.path.relpath(p, HERE)}  {os.path.getsize(p):,} bytes")
+    list_outputs(HERE, "composer", composer.__version__)

@@ -21,7 +21,7 @@ from torch.utils.data import DataLoader
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from slow_dataset import SlowDataset, mlp  # noqa: E402
+from recording import SlowDataset, list_outputs, mlp  # noqa: E402
 
 BATCH = 8
 SLEEP_S = (0.004, 0.0005)  # version_0, version_1
@@ -53,11 +53,7 @@ def record(sleep_s: float) -> None:
 
 
 if __name__ == "__main__":
-    print(f"lightning {lightning.__version__}, torch {torch.__version__}, python {sys.version.split()[0]}")
     shutil.rmtree(os.path.join(HERE, "lightning_logs"), ignore_errors=True)
     for sleep_s in SLEEP_S:
         record(sleep_s)
-    for root, _, files in sorted(os.walk(HERE)):
-        for f in sorted(files):
-            p = os.path.join(root, f)
-            print(f"{os.path.relpath(p, HERE)}  {os.path.getsize(p):,} bytes")
+    list_outputs(HERE, "lightning", lightning.__version__)

@@ -1,8 +1,10 @@
-"""The Dataset the recording scripts beside this file (composer/, lightning/, transformers/) train on: random
-features whose items take `sleep_s` each to "decode", read in the training process. Only torch: each script runs
-in its framework's own venv."""
+"""What the recording scripts beside this file (composer/, lightning/, transformers/) share: the Dataset they
+train on (random features whose items take `sleep_s` each to "decode", read in the training process), the model,
+and the closing listing. Only torch: each script runs in its framework's own venv."""
 from __future__ import annotations
 
+import os
+import sys
 import time
 
 import torch
@@ -29,3 +31,12 @@ class SlowDataset(Dataset):
 
 def mlp() -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Linear(FEATURES, 64), torch.nn.ReLU(), torch.nn.Linear(64, CLASSES))
+
+
+def list_outputs(here: str, package: str, version: str) -> None:
+    """What was recorded, with the versions that recorded it."""
+    print(f"{package} {version}, torch {torch.__version__}, python {sys.version.split()[0]}")
+    for root, _, files in sorted(os.walk(here)):
+        for f in sorted(files):
+            p = os.path.join(root, f)
+            print(f"{os.path.relpath(p, here)}  {os.path.getsize(p):,} bytes")
