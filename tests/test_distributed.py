@@ -167,6 +167,10 @@ def test_ranks_without_distributed_info_come_from_names_else_natural_order(tmp_p
     for i in range(12):
         shutil.copy(src, tmp_path / "named" / f"rank{i}.pt.trace.json")
         shutil.copy(src, tmp_path / "plain" / f"node{i}_{4000 - i}.pt.trace.json")
+    from tb_pipeline_plugin.sources.logdir import discover_runs
+
+    # The picker lists workers in the same natural order.
+    assert list(discover_runs(str(tmp_path))["named"].traces) == [f"rank{i}" for i in range(12)]
     app, plugin = build_tb_app(tmp_path)
     try:
         body = get_when_ready(Client(app), "distributed?baseline=named&experimental=plain").get_json()

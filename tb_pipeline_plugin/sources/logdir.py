@@ -135,8 +135,9 @@ def _fold_job_folders(builders: dict[tuple[str, ...], _RunBuilder]) -> None:
             below.setdefault(parts[:-1], []).append(parts)
     for parent in sorted(below, key=len, reverse=True):
         target = builders.get(parent)
-        data = [p for p in below[parent] if p in builders and builders[p].has_data() or
-                p in builders and builders[p].manifest_file is not None]
+        # A child missing from `builders` was a directory skipped for its name.
+        data = [p for p in below[parent]
+                if p in builders and (builders[p].has_data() or builders[p].manifest_file is not None)]
         if target is None or not data:
             continue
         names = set(layouts.folds_into_parent(bool(target.composer), [builders[p].folder(p[-1]) for p in data]))
