@@ -181,3 +181,14 @@ def test_ranks_without_distributed_info_come_from_names_else_natural_order(tmp_p
     assert [(r["worker"], r["rank"], r["rank_source"]) for r in plain] == [
         (f"node{i}_{4000 - i}", i, "order") for i in range(12)]
     assert [r["rank"] for r in body["rows"]] == list(range(12)) and body["unmatched_ranks"] == []
+
+
+def test_rank_numbers_of_a_thousand_workers_without_distributed_info():
+    from tb_pipeline_plugin.analysis.distributed import rank_numbers
+
+    names = sorted(f"rank{i}" for i in range(1000))  # the files' string order: rank0, rank1, rank10, rank100, ...
+    numbers, source = rank_numbers(names, [None] * 1000)
+    assert source == "name" and dict(zip(names, numbers))["rank10"] == 10 and sorted(numbers) == list(range(1000))
+    pids = [f"host_{4000 + 7 * i}" for i in (3, 0, 2, 1)]  # torch's default worker names: the number is no rank
+    assert rank_numbers(pids, [None] * 4) == ([3, 0, 2, 1], "order")
+    assert rank_numbers(["a", "b"], [1, 0]) == ([1, 0], "trace")

@@ -14,25 +14,12 @@ given against the median rank, which is what a straggler holds the others to.
 """
 from __future__ import annotations
 
-import re
 import statistics
+
+from ..trace.worker_names import natural_key, rank_in_name
 
 DEVICE_COMPUTE = ("kernel", "memcpy", "memset")
 SPLIT = ("computation_us", "communication_us", "idle_us")
-_DIGITS = re.compile(r"(\d+)")
-# `rank3`, `rank_3`, `sampled_rank-3`; a bare number (a process id in
-# `host_pid`, torch's default worker name) is not a rank.
-_RANK_IN_NAME = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
-
-
-def natural_key(name: str) -> list:
-    """Sort key putting `rank2` before `rank10`: digit runs compare as numbers."""
-    return [(0, int(part), part) if part.isdigit() else (1, 0, part) for part in _DIGITS.split(name) if part]
-
-
-def rank_in_name(name: str) -> int | None:
-    m = _RANK_IN_NAME.search(name)
-    return int(m.group(1)) if m else None
 
 
 def _distinct(values: list) -> bool:

@@ -35,6 +35,7 @@ from ..trace import decode_trace
 from ..trace.locate import chunk_text, last_boundaries, locate_events
 from ..trace.reader import read_trace_bytes
 from ..trace.table import Phase
+from ..trace.worker_names import rank_in_name
 from .tables import CALLBACK_COLUMNS, HOST_COLUMNS, STEP_COLUMNS, PipelineTables, frame
 
 DATALOADER = "event/dataloader"
@@ -47,7 +48,6 @@ MARKERS = (b'"event/batch"', b'"event/dataloader"', b'"callback/', b'"event/epoc
 # (the training loop re-sorts itself to the top later); a rank file never has it.
 _MERGE_MARK = re.compile(rb'"name":\s*"thread_sort_index"[^}]*"sort_index":\s*99999')
 _MERGE_HEAD_BYTES = 4096
-_RANK = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
 # Composer's markers record an end whenever the batch it falls in is profiled,
 # a begin only when the batch it starts in is: ends alone are how it writes.
 _ORPHAN_ENDS = re.compile(r"^\d+ end \(E\) events without a begin and 0 begin")
@@ -92,8 +92,7 @@ def statistics_files(kinds: dict[str, str]) -> tuple[list[str], str | None]:
         return merged[:1], (f"several merged Composer traces; read {_base(merged[0])}" if len(merged) > 1 else None)
     by_rank: dict[int, list[str]] = {}
     for p in ranked:
-        m = _RANK.search(_base(p))
-        by_rank.setdefault(int(m.group(1)) if m else 0, []).append(p)
+        by_rank.setdefault(rank_in_name(_base(p)) or 0, []).append(p)
     lowest = min(by_rank)
     note = None
     if len(by_rank) > 1:

@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 
 from tensorboard.compat import tf
 
-from ..analysis.distributed import natural_key
 from ..errors import BadRequest, NotFound
 from ..formats.diagnostic import DIAGNOSTIC_DIR, RESULTS_FILE
 from ..formats.group import MANIFEST_FILE
 from ..formats.pipeline import PIPELINE_DIR
 from ..pipeline.composer import composer_kind
+from ..trace.worker_names import natural_key
 from . import groups, layouts
 
 logger = logging.getLogger(__name__)
@@ -309,8 +309,8 @@ class _RunBuilder:
         if escaped:
             self.notes.append(f"file {display_name(os.path.basename(found.path))!r} was skipped: its name shows like that of another file")
         elif os.path.dirname(kept.path) != os.path.dirname(found.path):
-            self.notes.append(f"file {found.path!r} was skipped: worker {found.worker!r} span {found.span} "
-                              f"is also {kept.path!r}")
+            self.notes.append(f"file {display_name(found.path)!r} was skipped: worker {found.worker!r} span "
+                              f"{found.span} is also {display_name(kept.path)!r}")
 
     def folder(self, dirname: str) -> layouts.Folder:
         """This directory as `layouts.folds_into_parent` sees it."""
