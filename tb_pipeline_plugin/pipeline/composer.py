@@ -77,10 +77,6 @@ def composer_kind(path: str) -> str | None:
     return "merged" if _MERGE_MARK.search(head[:_MERGE_HEAD_BYTES]) else "rank"
 
 
-def looks_like_composer(path: str) -> bool:
-    return composer_kind(path) is not None
-
-
 def statistics_files(kinds: dict[str, str]) -> tuple[list[str], str | None]:
     """Which of a run's Composer files (`kinds`: path -> `composer_kind`) hold
     its statistics, and a note on what was left out. The lowest rank's files,
