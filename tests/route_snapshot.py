@@ -113,6 +113,7 @@ def take(logdir: Path, out: Path) -> None:
             if path:
                 get("/diff/operators", **pair, path=path)
                 get("/diff/kernels", **pair, path=path)
+                get("/diff/timeline", **pair, path=path)
             if node:
                 queue += [c["path"] for c in node.get("children", []) if c.get("path")]
     plugin.close()

@@ -31,6 +31,7 @@ const FULL: UrlState = {
   sort: "name",
   dir: "asc",
   filter: "aten::add & more",
+  find: "aten::mm",
   plotted: ["third", "a,b/c & d"],
 };
 

@@ -103,6 +103,9 @@ class RecordingGroup:
     def memory(self):
         return self.representative.memory()
 
+    def timeline_index(self):
+        return self.representative.timeline_index()
+
     # ---- per-step samples: pooled -----------------------------------------------
 
     def overview(self, whole_window: bool = False) -> dict:

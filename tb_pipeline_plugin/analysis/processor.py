@@ -25,6 +25,7 @@ from .modules import module_tree
 from .operators import operators, primary_column
 from .overview import overview
 from .pieces import PieceIndex, piece_index
+from .timeline import TimelineIndex, timeline_index
 
 
 class TraceProcessor:
@@ -131,3 +132,7 @@ class TraceProcessor:
         """Backward operators by the start of the forward operator that
         created them: a module call's backward time (diff/modules)."""
         return self.memo("backward_index", lambda: backward_index(self.linked, self.attribution()))
+
+    def timeline_index(self) -> TimelineIndex:
+        """Drawable events sorted for window queries (analysis/timeline.py)."""
+        return self.memo("timeline_index", lambda: timeline_index(self.linked))

@@ -42,6 +42,9 @@ ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in (
      "Operators of both runs joined, filtered, sorted (largest |delta| first by default) and paged."),
     ("/diff/kernels", Q.DiffKernelsParams, C.DiffKernelsResponse,
      "GPU kernels of both runs joined, filtered, sorted (largest |delta| first by default) and paged."),
+    ("/diff/timeline", Q.DiffTimelineParams, C.DiffTimelineResponse,
+     "Both runs' events of one aligned piece as timelines: lanes per thread and stream, events matched through the "
+     "piece alignment with their deltas, events too small to draw merged into declared aggregates."),
     ("/diagnostic", Q.DiagnosticParams, C.DiagnosticResponse,
      "Diagnostic-mode results of one run: per stage the verdict in words, best concurrency and the sweep curves."),
     ("/diff/diagnostic", Q.DiffDiagnosticParams, C.DiffDiagnosticResponse,

@@ -191,6 +191,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/diff/timeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Both runs' events of one aligned piece as timelines: lanes per thread and stream, events matched through the piece alignment with their deltas, events too small to draw merged into declared aggregates. */
+        get: operations["diff_timeline"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/diagnostic": {
         parameters: {
             query?: never;
@@ -731,6 +748,24 @@ export interface components {
             experimental_busy_pct: number;
             delta_busy_pct: number;
             delta_busy_rel_pct: number | null;
+        };
+        /** DiffTimelineResponse */
+        DiffTimelineResponse: {
+            baseline: components["schemas"]["TraceRef"];
+            experimental: components["schemas"]["TraceRef"];
+            path: string;
+            name: string;
+            /** @enum {unknown} */
+            kind: "annotation" | "backward" | "data_loading" | "module" | "optimizer" | "root" | "step" | "unknown";
+            /** @enum {unknown} */
+            status: "baseline_only" | "experimental_only" | "matched";
+            breadcrumb: components["schemas"]["Crumb"][];
+            kinds: ("annotation" | "kernel" | "memcpy" | "memset" | "module" | "operator" | "python")[];
+            from_us: number | null;
+            to_us: number | null;
+            matched: number;
+            baseline_side: components["schemas"]["TimelineSide"] | null;
+            experimental_side: components["schemas"]["TimelineSide"] | null;
         };
         /**
          * DiffTrend
@@ -1330,10 +1365,60 @@ export interface components {
             steps_per_s: number;
             samples_per_s: number | null;
         };
+        /**
+         * TimelineEvents
+         * @description One column per field, one entry per event, by start (compact: a
+         *         whole step is thousands of events).
+         */
+        TimelineEvents: {
+            name: number[];
+            kind: number[];
+            ts_us: number[];
+            dur_us: number[];
+            lane: number[];
+            depth: number[];
+            match: (number | null)[];
+            delta_us: (number | null)[];
+        };
+        /** TimelineLane */
+        TimelineLane: {
+            label: string;
+            device: boolean;
+        };
+        /**
+         * TimelineMerged
+         * @description Events too short to draw, merged per lane and depth: each entry spans
+         *         from its first event's start to its last one's end.
+         */
+        TimelineMerged: {
+            lane: number[];
+            depth: number[];
+            ts_us: number[];
+            dur_us: number[];
+            count: number[];
+            merged_us: number[];
+        };
         /** TimelineResponse */
         TimelineResponse: {
             trace: components["schemas"]["TraceRef"];
             profiler: components["schemas"]["TraceRef"];
+        };
+        /** TimelineSide */
+        TimelineSide: {
+            piece_name: string;
+            start_us: number;
+            end_us: number;
+            window_start_us: number;
+            window_end_us: number;
+            events_end_us: number;
+            lanes: components["schemas"]["TimelineLane"][];
+            names: string[];
+            events: components["schemas"]["TimelineEvents"];
+            events_total: number;
+            min_draw_us: number;
+            merged: components["schemas"]["TimelineMerged"];
+            merged_count: number;
+            merged_us: number;
         };
         /** TraceRef */
         TraceRef: {
@@ -2015,6 +2100,75 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DiffKernelsResponse"];
+                };
+            };
+            /** @description A missing or malformed parameter. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description An unknown run, worker or span, or a run without the data the route reads. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The run is still loading (run_status: loading); retry later. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The run could not be read or analysed; the message says why. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    diff_timeline: {
+        parameters: {
+            query: {
+                baseline: string;
+                experimental: string;
+                b_worker?: string;
+                b_span?: string;
+                e_worker?: string;
+                e_span?: string;
+                path?: string;
+                from_us?: number | null;
+                to_us?: number | null;
+                width_px?: number;
+                max_events?: number;
+                find?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DiffTimelineResponse"];
                 };
             };
             /** @description A missing or malformed parameter. */

@@ -19,6 +19,7 @@ import { ModuleDiffView } from "./ModuleDiffView";
 import { OverviewView } from "./OverviewView";
 import { PipelineView } from "./PipelineView";
 import { RunPicker } from "./RunPicker";
+import { TimelineView } from "./TimelineView";
 
 function viewLabel(view: View): string {
   if (view === "overview") return "Overview";
@@ -27,6 +28,7 @@ function viewLabel(view: View): string {
   if (view === "pipeline") return "Pipeline";
   if (view === "diagnostic") return "Diagnostic";
   if (view === "distributed") return "Distributed";
+  if (view === "timeline") return "Timeline";
   return DIFF_TABLES[view].tab;
 }
 
@@ -115,7 +117,7 @@ export function App({ client, ipc, initial }: { client: ApiClient; ipc: HostIpc;
     (side: "baseline" | "experimental", c: TraceChoice) => setState((s) => withSelection(s, side, c, runList)),
     [runList],
   );
-  const swap = useCallback(() => setState((s) => ({ ...s, baseline: s.experimental, experimental: s.baseline, path: "", piece: "" })), []);
+  const swap = useCallback(() => setState((s) => ({ ...s, baseline: s.experimental, experimental: s.baseline, path: "", piece: "", find: "" })), []);
   const setView = (view: View) => setState((s) => (s.view === view ? s : { ...s, view, sort: "", dir: "desc", filter: "" }));
 
   const sel: DiffSelection = useMemo(
@@ -236,6 +238,8 @@ function ViewFor(props: { view: View; client: ApiClient; sel: DiffSelection; sta
       return <DiagnosticView client={client} runs={props.runs} sel={sel} reloadToken={reloadToken} />;
     case "distributed":
       return <DistributedView client={client} runs={props.runs} sel={sel} reloadToken={reloadToken} />;
+    case "timeline":
+      return <TimelineView client={client} sel={sel} state={state} onChange={onChange} reloadToken={reloadToken} />;
     default:
       // Every other tab is a diff table, one per entry of model/diffTables.ts.
       return <DiffTableView client={client} sel={sel} table={view} state={state} onChange={onChange} reloadToken={reloadToken} />;
