@@ -50,6 +50,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .diff.delta import pct_name
+from .errors import MissingExtra
 from .diff.overview import OVERVIEW_METRICS
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
@@ -207,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, MissingExtra) as exc:
         print(f"tb-pipeline: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
 

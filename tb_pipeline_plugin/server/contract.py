@@ -1150,11 +1150,17 @@ class TimelineResponse(_Shape):
 
 # ---------------------------------------------------------------- distributed
 
+RankSource = Literal["trace", "name", "order"]
+
+
 class RankRow(_Shape):
     worker: str
-    # distributedInfo.rank; the worker's position when the trace has none.
+    # distributedInfo.rank when every worker has a distinct one; else `rankN` in
+    # every worker's name when distinct; else the worker's place in natural order.
     rank: int
     rank_from_trace: bool
+    # Which of those three gave `rank` (the same for every row of a run).
+    rank_source: RankSource
     world_size: int | None
     backend: str | None
     steps: int

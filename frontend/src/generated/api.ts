@@ -1265,6 +1265,8 @@ export interface components {
             worker: string;
             rank: number;
             rank_from_trace: boolean;
+            /** @enum {unknown} */
+            rank_source: "name" | "order" | "trace";
             world_size: number | null;
             backend: string | null;
             steps: number;

@@ -38,6 +38,8 @@ export interface UrlState {
   filter: string;
   /** Timeline: an event name to select (its first occurrence in the piece at `path`). */
   find: string;
+  /** Runs the user added to the Pipeline tab's trend plots, in the order added. */
+  plotted: string[];
 }
 
 export const EMPTY_CHOICE: TraceChoice = { run: "", worker: "", span: "" };
@@ -55,14 +57,32 @@ export const DEFAULT_STATE: UrlState = {
   dir: "desc",
   filter: "",
   find: "",
+  plotted: [],
 };
 
 /** Short keys keep shared URLs readable. */
 const KEYS = {
   b: "b", bw: "bw", bs: "bs", e: "e", ew: "ew", es: "es",
   view: "view", path: "path", piece: "piece", time: "time", pass: "pass", shape: "shape",
-  sort: "sort", dir: "dir", q: "q", find: "find",
+  sort: "sort", dir: "dir", q: "q", find: "find", plotted: "pl",
 } as const;
+
+/** Run names joined by "," each escaped first, so a name holding a comma survives. */
+function joinNames(names: readonly string[]): string {
+  return names.map((n) => encodeURIComponent(n)).join(",");
+}
+
+function splitNames(value: string | null): string[] {
+  if (!value) return [];
+  const names = value.split(",").map((part) => {
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      return part;
+    }
+  });
+  return [...new Set(names.filter((n) => n !== ""))];
+}
 
 function isView(v: string | null): v is View {
   return v !== null && (VIEWS as readonly string[]).includes(v);
@@ -88,6 +108,7 @@ export function parseState(params: URLSearchParams | Record<string, string>): Ur
     dir: dir === "asc" ? "asc" : "desc",
     filter: get(KEYS.q) ?? "",
     find: get(KEYS.find) ?? "",
+    plotted: splitNames(get(KEYS.plotted)),
   };
 }
 
@@ -113,6 +134,7 @@ export function stateEntries(s: UrlState): [string, string][] {
   if (s.sort) put(KEYS.dir, s.dir, "");
   put(KEYS.q, s.filter, "");
   put(KEYS.find, s.find, "");
+  put(KEYS.plotted, joinNames(s.plotted), "");
   return out;
 }
 

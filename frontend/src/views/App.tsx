@@ -233,7 +233,7 @@ function ViewFor(props: { view: View; client: ApiClient; sel: DiffSelection; sta
     case "modules":
       return <ModuleDiffView client={client} sel={sel} state={state} onChange={onChange} reloadToken={reloadToken} />;
     case "pipeline":
-      return <PipelineView client={client} sel={sel} reloadToken={reloadToken} />;
+      return <PipelineView client={client} sel={sel} reloadToken={reloadToken} added={state.plotted} onAdded={(plotted) => onChange({ plotted })} />;
     case "diagnostic":
       return <DiagnosticView client={client} runs={props.runs} sel={sel} reloadToken={reloadToken} />;
     case "distributed":
