@@ -4,9 +4,11 @@
 
 The page opens on baseline vs experimental with nothing picked, and every
 tab shows the demo's own data, checked against the API; one screenshot per
-tab goes to `test-artifacts/demo_*.png` (the pictures the README shows)."""
+view goes to `docs/screenshots/*.png` (the pictures the README shows, kept
+current by this test) and `test-artifacts/demo_*.png`."""
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from test_e2e_browser import (  # noqa: F401 - browser and page are fixtures
 )
 
 REPO = Path(__file__).resolve().parent.parent
+SCREENSHOTS = REPO / "docs" / "screenshots"
 PAIR = dict(baseline="baseline", experimental="experimental")
 
 pytestmark = [
@@ -49,6 +52,13 @@ def test_the_demo_holds_one_pair_with_every_kind_of_data(demo):
         assert trace.stat().st_size < 8_000_000  # small enough to ship in a demo
 
 
+def _doc_shot(page, name: str) -> None:
+    """A view's picture for the README (docs/screenshots/NAME.png) and test-artifacts/demo_NAME.png."""
+    _shot(page, f"demo_{name}")
+    SCREENSHOTS.mkdir(exist_ok=True)
+    shutil.copyfile(ARTIFACTS / f"demo_{name}.png", SCREENSHOTS / f"{name}.png")
+
+
 def _tab(frame, name: str, ready: str) -> None:
     frame.click(f"[data-tab={name}]")
     frame.wait_for_selector(ready, timeout=120_000)
@@ -72,7 +82,7 @@ def test_every_tab_shows_the_demo_pair_when_the_page_opens(demo, page):
         assert rows[metric]["baseline"] and rows[metric]["experimental"], rows[metric]
         assert frame.locator(f"[data-view=overview] tr[data-metric='{metric}']").count() == 1
     frame.evaluate("() => window.scrollTo(0, 0)")
-    _shot(page, "demo_overview")
+    _doc_shot(page, "overview")
 
     # ---- Module diff: the traced steps, then down a step into the model's blocks, the widened one among them.
     _tab(frame, "modules", "[data-view=modules] table.pieces tbody tr")
@@ -92,21 +102,35 @@ def test_every_tab_shows_the_demo_pair_when_the_page_opens(demo, page):
     assert widened["delta_host_us"] == max(c["delta_host_us"] for c in model["children"]), model["children"]
     frame.wait_for_function(f"() => document.querySelectorAll('table.pieces tbody tr').length === {len(names)}",
                             timeout=60_000)
-    _shot(page, "demo_modules")
+    _doc_shot(page, "modules")
+
+    # ---- Timeline of the widened block, from its row: both runs' events of that one piece.
+    frame.click(f"table.pieces tr[data-path='{widened['path']}'] button:has-text('Timeline')")
+    frame.wait_for_selector("[data-view=timeline] canvas.tl-canvas[data-rects]", timeout=120_000)
+    line = _get(port, "diff/timeline", **PAIR, path=widened["path"])
+    assert line["matched"] > 0 and line["baseline_side"]["events_total"] > 0, line["matched"]
+    assert f"{line['matched']:,} matched pairs" in frame.inner_text("[data-testid=timeline-summary]")
+    _doc_shot(page, "timeline")
 
     # ---- Operators: the API's largest change first.
     _tab(frame, "operators", "[data-view=operators] table.vt tbody tr:not(.spacer)")
     ops = _get(port, "diff/operators", **PAIR, limit=5)
     first = frame.locator("[data-view=operators] table.vt tbody tr:not(.spacer) td.c-name").first.inner_text()
     assert first == ops["rows"][0]["name"]
-    _shot(page, "demo_operators")
+    _doc_shot(page, "operators")
 
     # ---- Kernels: a CPU recording has none, and the tab says so (CUDA runs fill it).
     _tab(frame, "kernels", "[data-view=kernels]")
     kernels = _get(port, "diff/kernels", **PAIR)
     if not kernels["rows"]:
         assert frame.locator("[data-view=kernels] table.vt tbody tr:not(.spacer)").count() == 0
-    _shot(page, "demo_kernels")
+    _doc_shot(page, "kernels")
+
+    # ---- Memory: the server's sentence over both runs' curves.
+    _tab(frame, "memory", "[data-view=memory] [data-testid=memory-sentence]")
+    memory = _get(port, "diff/memory", **PAIR)
+    assert frame.inner_text("[data-testid=memory-sentence]").strip() == memory["sentence"].strip()
+    _doc_shot(page, "memory")
 
     # ---- Pipeline: both verdicts, in the server's words; the experimental's data wait grew.
     _tab(frame, "pipeline", "[data-view=pipeline] [data-testid=pipeline-verdict]")
@@ -116,7 +140,7 @@ def test_every_tab_shows_the_demo_pair_when_the_page_opens(demo, page):
         assert card.get_attribute("data-verdict") == pipe[side]["input_bound"]["verdict"]
     assert pipe["experimental"]["split"]["data_wait_s"] > pipe["baseline"]["split"]["data_wait_s"]
     frame.evaluate("() => window.scrollTo(0, 0)")
-    _shot(page, "demo_pipeline")
+    _doc_shot(page, "pipeline")
 
     # ---- Diagnostic: each side's swept stages.
     _tab(frame, "diagnostic", "[data-view=diagnostic] .diag-stage")
@@ -124,5 +148,5 @@ def test_every_tab_shows_the_demo_pair_when_the_page_opens(demo, page):
     for side in ("baseline", "experimental"):
         for stage in diag[side]["stages"]:
             assert frame.locator(f".diag-stage[data-stage='{stage['stage']}'][data-side={side}]").count() == 1
-    _shot(page, "demo_diagnostic")
+    _doc_shot(page, "diagnostic")
     assert not page.problems, page.problems
