@@ -3,6 +3,7 @@ import type { DiffPipelineStageRow, PipelineReport, PipelineSummaryRow, RunInfo 
 import {
   alignTrend,
   callbackColumns,
+  addedRuns,
   extraRunChoices,
   hostTrend,
   hostValueText,
@@ -127,6 +128,11 @@ describe("trends over several runs", () => {
     const run = (name: string, kinds: RunInfo["kinds"]): RunInfo => ({ name, workers: [], kinds, status: "ready", error: null, warnings: [], recordings: [] });
     const runs = [run("b", ["pipeline"]), run("e", ["pipeline"]), run("headspace", ["pipeline"]), run("diag", ["diagnostic"]), run("t", ["trace"])];
     expect(extraRunChoices(runs, ["b", "e"])).toEqual(["headspace", "t"]);
+  });
+  it("keeps the added runs (from the URL) the server still has, besides the pair, in the order added", () => {
+    const run = (name: string, kinds: RunInfo["kinds"]): RunInfo => ({ name, workers: [], kinds, status: "ready", error: null, warnings: [], recordings: [] });
+    const runs = [run("b", ["pipeline"]), run("e", ["pipeline"]), run("t", ["trace"]), run("h", ["pipeline"]), run("diag", ["diagnostic"])];
+    expect(addedRuns(["t", "gone", "b", "diag", "h"], runs, ["b", "e"])).toEqual(["t", "h"]);
   });
 });
 

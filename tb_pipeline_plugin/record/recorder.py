@@ -16,9 +16,10 @@ import sys
 import time
 from importlib import metadata
 
+from ..errors import MissingExtra
 from ..formats.pipeline import RunMeta, StepRecord
 from .host import HostSampler
-from .iterators import HeadspaceIter, TimedIter
+from .iterators import HeadspaceIter, TimedIter, for_loader
 from .writer import DEFAULT_FLUSH_INTERVAL_S, StatsWriter, run_name_default, stats_path
 
 _perf = time.perf_counter
@@ -142,8 +143,8 @@ class Recorder:
                       file=sys.stderr)
             else:
                 cache = self.caches.setdefault(key, [])
-                return HeadspaceIter(self, iterable, loader, cache, n, length, make_iter)
-        return TimedIter(self, iterable, loader, make_iter)
+                return for_loader(HeadspaceIter, iterable)(self, iterable, loader, cache, n, length, make_iter)
+        return for_loader(TimedIter, iterable)(self, iterable, loader, make_iter)
 
     def callback(self, name: str) -> _Timed:
         """Times a named callback: a context manager and a decorator."""
@@ -162,6 +163,10 @@ class Recorder:
         """Record the stage statistics of SPDL pipelines built from now on
         (through SPDL's default hook and queue classes; process-wide, so the
         latest recorder to call this receives them)."""
+        try:
+            import spdl.pipeline  # noqa: F401
+        except ImportError:
+            raise MissingExtra("SPDL", "spdl", "record_spdl") from None
         from . import spdl_hooks
 
         spdl_hooks.install(self.writer.write, interval_s)
@@ -176,7 +181,10 @@ class Recorder:
 
     def trace_handler(self):
         """`on_trace_ready` for torch.profiler writing into this run's directory."""
-        import torch.profiler
+        try:
+            import torch.profiler
+        except ImportError:
+            raise MissingExtra("torch", "record", "trace_handler") from None
 
         return torch.profiler.tensorboard_trace_handler(self.run_dir)
 

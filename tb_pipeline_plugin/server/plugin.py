@@ -27,6 +27,7 @@ from ..analysis.processor import TraceProcessor
 from ..diff import pair_impls
 from ..diff.diagnostic import diff_diagnostic_impl
 from ..diff.pipeline import compare_pipeline
+from ..diff.timeline import diff_timeline_impl
 from ..errors import NotFound
 from ..pipeline import PipelineTables
 from ..sources.artifacts import Source, make_loader
@@ -117,10 +118,12 @@ class PipelinePlugin(base_plugin.TBPlugin):
             "/kernels": self._kernels,
             "/modules": self._modules,
             "/diff/overview": self._diff_overview,
+            "/diff/memory": self._diff_memory,
             "/diff/explain": self._diff_explain,
             "/diff/modules": self._diff_modules,
             "/diff/operators": self._diff_operators,
             "/diff/kernels": self._diff_kernels,
+            "/diff/timeline": self._diff_timeline,
             "/diagnostic": self._diagnostic,
             "/diff/diagnostic": self._diff_diagnostic,
             "/pipeline": self._pipeline,
@@ -330,6 +333,10 @@ class PipelinePlugin(base_plugin.TBPlugin):
         b, e, refs = self._pair(p)
         return {**refs, **pair_impls.diff_overview_impl(b, e)}
 
+    def _diff_memory(self, p: Q.PairParams) -> dict:
+        b, e, refs = self._pair(p)
+        return {**refs, **pair_impls.diff_memory_impl(b, e)}
+
     def _diff_explain(self, p: Q.PairParams) -> dict:
         # Recorded statistics join the explanation only when both runs have
         # them (a trace's DataLoader split is already its data loading);
@@ -350,6 +357,10 @@ class PipelinePlugin(base_plugin.TBPlugin):
     def _diff_kernels(self, p: Q.DiffKernelsParams) -> dict:
         b, e, refs = self._pair(p)
         return {**refs, **pair_impls.diff_kernels_impl(b, e, p.table_query(), p.path)}
+
+    def _diff_timeline(self, p: Q.DiffTimelineParams) -> dict:
+        b, e, refs = self._pair(p)
+        return {**refs, **diff_timeline_impl(b, e, p.path, p.from_us, p.to_us, p.width_px, p.max_events, p.find)}
 
     def _diagnostic(self, p: Q.DiagnosticParams) -> dict:
         return {"run": p.run, **diagnostic_report(self._ask_diagnostic(p.run).value())}

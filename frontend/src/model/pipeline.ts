@@ -202,7 +202,19 @@ export function hostValueText(metric: HostMetric, v: number | null): string {
  * not already plotted, in the server's order.
  */
 export function extraRunChoices(runs: readonly RunInfo[], plotted: readonly string[]): string[] {
-  return runs.filter((r) => !plotted.includes(r.name) && (r.kinds.includes("pipeline") || r.kinds.includes("trace"))).map((r) => r.name);
+  return runs.filter((r) => !plotted.includes(r.name) && plottable(r)).map((r) => r.name);
+}
+
+function plottable(r: RunInfo): boolean {
+  return r.kinds.includes("pipeline") || r.kinds.includes("trace");
+}
+
+/**
+ * The added runs (kept in the URL) that are still plotted: those the server
+ * still has with something to plot, besides the picked pair, in the order added.
+ */
+export function addedRuns(added: readonly string[], runs: readonly RunInfo[], pair: readonly string[]): string[] {
+  return added.filter((name) => !pair.includes(name) && runs.some((r) => r.name === name && plottable(r)));
 }
 
 /** Colours of extra runs on trend plots (baseline and experimental keep theirs). */

@@ -19,6 +19,7 @@ import { formatPct, formatTicks } from "../model/format";
 import {
   callbackColumns,
   CALLBACK_PRIMARY,
+  addedRuns,
   extraRunChoices,
   extraRunColor,
   HOST_METRICS,
@@ -49,9 +50,12 @@ interface Props {
   client: ApiClient;
   sel: DiffSelection;
   reloadToken: number;
+  /** Runs added to the trend plots (URL state) and how to change them. */
+  added: readonly string[];
+  onAdded: (names: string[]) => void;
 }
 
-export function PipelineView({ client, sel, reloadToken }: Props) {
+export function PipelineView({ client, sel, reloadToken, added, onAdded }: Props) {
   const req = useRequest<DiffPipelineResponse>((opts) => client.diffPipeline(sel.baseline, sel.experimental, opts), [client, sel.baseline, sel.experimental, reloadToken]);
   if (req.state === "loading" || req.state === "idle") return <Loading what="the pipeline statistics" waitingFor={req.state === "loading" ? req.waitingFor : null} />;
   if (req.state === "error") return <ErrorMessage error={req.error} what="the pipeline statistics" />;
@@ -89,7 +93,7 @@ export function PipelineView({ client, sel, reloadToken }: Props) {
         <h2 id="pl-summary">Comparison</h2>
         <SummaryTable rows={d.summary} />
       </section>
-      <Trends client={client} pair={sides} reloadToken={reloadToken} />
+      <Trends client={client} pair={sides} reloadToken={reloadToken} added={added} onAdded={onAdded} />
       <SortedTable
         title="SPDL stages"
         label="Pipeline stages, baseline versus experimental, largest change in mean task time first"
@@ -191,11 +195,19 @@ interface PlottedRun extends TrendRun {
 }
 
 /** Throughput and host lines of the pair plus any runs the user adds. */
-function Trends({ client, pair, reloadToken }: { client: ApiClient; pair: { side: string; name: string; report: PipelineReport; color: string }[]; reloadToken: number }) {
-  const [extra, setExtra] = useState<string[]>([]);
+function Trends(props: {
+  client: ApiClient;
+  pair: { side: string; name: string; report: PipelineReport; color: string }[];
+  reloadToken: number;
+  added: readonly string[];
+  onAdded: (names: string[]) => void;
+}) {
+  const { client, pair, reloadToken, onAdded } = props;
   const [choice, setChoice] = useState("");
   const [hostMetric, setHostMetric] = useState<HostMetric>("cpu_pct");
   const runs = useRequest((opts) => client.runs(opts), [client, reloadToken]);
+  // Until the runs are known, the URL's names stand as they are.
+  const extra = runs.state === "ok" ? addedRuns(props.added, runs.data.runs, pair.map((p) => p.name)) : [...props.added];
   const extraKey = extra.join("\u0000");
   const extras = useRequest(
     extra.length ? (opts) => Promise.all(extra.map((name) => client.pipeline(name, opts))) : null,
@@ -211,7 +223,7 @@ function Trends({ client, pair, reloadToken }: { client: ApiClient; pair: { side
   const shownHost = hostMetrics.includes(hostMetric) ? hostMetric : hostMetrics[0];
   const add = () => {
     const name = choice || choices[0];
-    if (name) setExtra((x) => [...x, name]);
+    if (name) onAdded([...extra, name]);
     setChoice("");
   };
   return (
@@ -221,7 +233,7 @@ function Trends({ client, pair, reloadToken }: { client: ApiClient; pair: { side
         {extra.map((name, i) => (
           <span key={name} class="chip" style={{ borderColor: extraRunColor(i) }}>
             {name}
-            <button type="button" aria-label={`Remove ${name} from the plots`} onClick={() => setExtra((x) => x.filter((n) => n !== name))}>
+            <button type="button" aria-label={`Remove ${name} from the plots`} onClick={() => onAdded(extra.filter((n) => n !== name))}>
               ×
             </button>
           </span>
