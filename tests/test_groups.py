@@ -180,11 +180,18 @@ def test_routes_and_cli_compare_groups_with_one_step_verdict(groups, make_tb_cli
     ops = get("diff/operators", **pair)["rows"]
     assert ops and ops[0]["significance"]["baseline_recordings"] == N
 
-    # Pipeline statistics and diagnostic results are per recording: said, not pooled.
-    for route, args in (("diff/pipeline", pair), ("pipeline", {"run": "base"}), ("diagnostic", {"run": "base"})):
-        from urllib.parse import urlencode
-        resp = client.get(f"{PLUGIN_PREFIX}/{route}?{urlencode(args)}")
-        assert resp.status_code == 404 and "group of 3 recordings" in resp.get_json()["error"], resp.get_json()
+    # The pipeline split of trace-only recordings is pooled too (tests/test_group_pipeline.py: statistics);
+    # a group whose recordings have no diagnostic results says which one lacks them.
+    pipeline = get("diff/pipeline", **pair)
+    assert [r["name"] for r in pipeline["baseline"]["group"]["recordings"]] == listed["base"]["recordings"]
+    assert pipeline["baseline"]["split"]["steps"] == sum(
+        get("pipeline", run=m)["split"]["steps"] for m in listed["base"]["recordings"])
+    assert pipeline["noise"]["source"] == "measured"
+    from urllib.parse import urlencode
+    resp = client.get(f"{PLUGIN_PREFIX}/diagnostic?{urlencode({'run': 'base'})}")
+    assert resp.status_code == 404, resp.get_json()
+    assert "group 'base' pools its recordings' diagnostic results" in resp.get_json()["error"]
+    assert "run 'base/r1' has no diagnostic results" in resp.get_json()["error"]
 
     out = io.StringIO()
     root = groups["_logdir"]

@@ -230,12 +230,21 @@ class PipelinePlugin(base_plugin.TBPlugin):
         """A group's recordings (empty for a plain run)."""
         return self._lookup(lambda runs: run_info(runs, run)).recordings
 
+    @staticmethod
+    def _ask_members(run: str, members: list[str], ask: Callable[[str], T], what: str) -> tuple[T, ...]:
+        """`ask` of every recording of group `run`, all before any answers; a
+        recording without the data says so, naming the group."""
+        try:
+            return tuple(ask(m) for m in members)
+        except NotFound as exc:
+            raise NotFound(f"group {run!r} pools its recordings' {what}, and one has none: {exc}") from None
+
     def _ask_diagnostic(self, run: str) -> Pending | PendingAll:
         """The run's diagnostic results; a group's, its recordings' pooled
         (analysis/diagnostic_group.py), each recording asked for before any answers."""
         members = self._recordings(run)
         if members:
-            return PendingAll(tuple(self._ask_diagnostic(m) for m in members),
+            return PendingAll(self._ask_members(run, members, self._ask_diagnostic, "diagnostic results"),
                               lambda results: pool_diagnostic(results, members))
         path = self._lookup(lambda runs: resolve_diagnostic(runs, run))
         # Stat'ed on every request: results being appended to are read again when they grow.
@@ -266,7 +275,7 @@ class PipelinePlugin(base_plugin.TBPlugin):
         (each as a run of its own) pooled."""
         members = self._recordings(run)
         if members:
-            return PendingAll(tuple(self._ask_pipeline(m) for m in members),
+            return PendingAll(self._ask_members(run, members, self._ask_pipeline, "pipeline statistics"),
                               lambda tables: pool_statistics(tables, members))
         statistics = self._ask_statistics(run)
         if statistics is not None:
