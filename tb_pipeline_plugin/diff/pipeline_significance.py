@@ -13,7 +13,8 @@ side judges its per-step deltas (diff/significance.py):
   processes); a single recording has no spread of its own to judge a stage
   by, so its stage rows carry none.
 
-Figures in seconds are judged in µs and given back in seconds.
+Figures in seconds are judged in µs, and their `significance` objects are
+in µs, as every other one in the API.
 """
 from __future__ import annotations
 
@@ -42,14 +43,6 @@ def step_labels(steps: pd.DataFrame) -> np.ndarray | None:
     return steps[RECORDING].to_numpy() if RECORDING in steps else None
 
 
-def _in_seconds(sig: dict) -> dict:
-    out = dict(sig)
-    for key in ("delta", "ci_low", "ci_high"):
-        if out[key] is not None:
-            out[key] = out[key] / _US
-    return out
-
-
 def summary_significance(b_tables, e_tables) -> dict[str, dict]:
     """metric -> significance of each STEP_PARTS row of diff/pipeline's summary."""
     bu, eu = ap.main_steps(b_tables.steps)[0], ap.main_steps(e_tables.steps)[0]
@@ -63,7 +56,7 @@ def summary_significance(b_tables, e_tables) -> dict[str, dict]:
     step_mean = float(b[0].mean()) if b.shape[1] else 0.0
     judged = S.compare(b, e, reference=np.full(len(STEP_PARTS), step_mean),
                        recordings=(step_labels(bu), step_labels(eu)))
-    return {metric: _in_seconds(sig) for metric, sig in zip(STEP_PARTS, judged)}
+    return dict(zip(STEP_PARTS, judged))
 
 
 def _stage_samples(tables) -> dict[tuple, np.ndarray]:
@@ -89,9 +82,8 @@ def stage_significance(b_tables, e_tables) -> dict[tuple, dict]:
     keys = [k for k in b if k in e and len(b[k]) == recordings(b_tables) and len(e[k]) == recordings(e_tables)]
     out = {}
     for key in keys:
-        sig = S.compare(b[key][None, :], e[key][None, :], family=len(keys),
-                        recordings=(np.arange(len(b[key])), np.arange(len(e[key]))))[0]
-        out[key] = _in_seconds(sig)
+        out[key] = S.compare(b[key][None, :], e[key][None, :], family=len(keys),
+                             recordings=(np.arange(len(b[key])), np.arange(len(e[key]))))[0]
     return out
 
 

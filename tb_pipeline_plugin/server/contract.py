@@ -930,7 +930,7 @@ class PipelineSummaryRow(_Shape):
     experimental: Number | None
     delta: Number | None
     delta_pct: float | None
-    # The step time and the split's parts per step (seconds); null for the other rows.
+    # The step time and the split's parts per step (in µs, as every significance); null for the other rows.
     significance: Significance | None
 
 
@@ -971,8 +971,8 @@ class DiffPipelineStageRow(_Shape):
     experimental_busy_pct: float
     delta_busy_pct: float
     delta_busy_rel_pct: float | None
-    # Of delta_task_mean_s (seconds), each recording one sample; null unless both sides are groups of
-    # 3 or more recordings.
+    # Of delta_task_mean_s (in µs, as every significance), each recording one sample; null unless both
+    # sides are groups of 3 or more recordings.
     significance: Significance | None
 
 

@@ -369,6 +369,16 @@ export interface components {
             top: components["schemas"]["GilHolder"][];
         };
         /**
+         * DiagnosticGroup
+         * @description A group of recordings' results pooled (docs/http_api.md, "Groups of recordings").
+         */
+        DiagnosticGroup: {
+            recordings: string[];
+            between_recordings_pct: number | null;
+            degrees_of_freedom: number;
+            note: string;
+        };
+        /**
          * DiagnosticPoint
          * @description One stage alone at one concurrency level of one executor.
          */
@@ -390,6 +400,7 @@ export interface components {
             qps_high: number | null;
             cpu_pct_low: number | null;
             cpu_pct_high: number | null;
+            recordings: number;
         };
         /** DiagnosticResponse */
         DiagnosticResponse: {
@@ -401,6 +412,7 @@ export interface components {
             environment: components["schemas"]["DiagnosticEnvironment"] | null;
             stages: components["schemas"]["DiagnosticStage"][];
             warnings: string[];
+            group: components["schemas"]["DiagnosticGroup"] | null;
         };
         /** DiagnosticStage */
         DiagnosticStage: {
@@ -668,6 +680,7 @@ export interface components {
             summary: components["schemas"]["PipelineSummaryRow"][];
             stages: components["schemas"]["DiffPipelineStageRow"][];
             callbacks: components["schemas"]["DiffPipelineCallbackRow"][];
+            noise: components["schemas"]["ExplainNoise"];
         };
         /** DiffPipelineStageRow */
         DiffPipelineStageRow: {
@@ -705,6 +718,7 @@ export interface components {
             experimental_busy_pct: number;
             delta_busy_pct: number;
             delta_busy_rel_pct: number | null;
+            significance: components["schemas"]["Significance"] | null;
         };
         /**
          * DiffTrend
@@ -1012,6 +1026,28 @@ export interface components {
             /** @default null */
             path: string | null;
         };
+        /**
+         * PipelineRecording
+         * @description One recording of a pooled group: its own figures, the spread the pooled ones hide.
+         */
+        PipelineRecording: {
+            name: string;
+            steps: number;
+            mean_step_s: number | null;
+            data_wait_pct: number | null;
+            steps_per_s: number | null;
+            /** @enum {unknown} */
+            input_bound: "no" | "partly" | "unknown" | "yes";
+        };
+        /**
+         * PipelineRecordings
+         * @description A group of recordings pooled as one run (docs/http_api.md, "Groups of recordings").
+         */
+        PipelineRecordings: {
+            recordings: components["schemas"]["PipelineRecording"][];
+            representative: string;
+            note: string;
+        };
         /** PipelineReport */
         PipelineReport: {
             /** @enum {unknown} */
@@ -1025,6 +1061,7 @@ export interface components {
             host: components["schemas"]["PipelineHost"];
             meta: components["schemas"]["PipelineMeta"][];
             warnings: string[];
+            group: components["schemas"]["PipelineRecordings"] | null;
         };
         /** PipelineResponse */
         PipelineResponse: {
@@ -1039,6 +1076,7 @@ export interface components {
             host: components["schemas"]["PipelineHost"];
             meta: components["schemas"]["PipelineMeta"][];
             warnings: string[];
+            group: components["schemas"]["PipelineRecordings"] | null;
             run: string;
         };
         /**
@@ -1096,6 +1134,7 @@ export interface components {
             experimental: number | null;
             delta: number | null;
             delta_pct: number | null;
+            significance: components["schemas"]["Significance"] | null;
         };
         /** RankDeltaRow */
         RankDeltaRow: {
