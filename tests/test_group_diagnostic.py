@@ -22,6 +22,7 @@ import pytest
 from scipy import stats
 
 from conftest import PLUGIN_PREFIX, REPO_ROOT, build_tb_app
+from test_e2e_browser import browser, page  # noqa: F401 - fixtures
 from tb_pipeline_plugin.analysis.diagnostic_spread import CONFIDENCE, Z
 from tb_pipeline_plugin.formats.group import GROUP_VERSION, MANIFEST_FILE, GroupManifest, encode_manifest
 
@@ -140,3 +141,30 @@ def test_a_stage_made_gil_bound_reads_changed_between_groups(client):
     assert augment["change"] == "changed" and augment["verdict_changed"], augment["change_reason"]
     for stage in ("decode", "fetch"):  # the same code in both groups
         assert rows[stage]["change"] != "changed", rows[stage]["change_reason"]
+
+
+def test_diagnostic_tab_on_groups_in_the_browser(logdir, tmp_path, page):
+    """Picked by name, two groups fill the Diagnostic tab, each saying what it pooled."""
+    from test_e2e_browser import BUNDLE, CHROMIUM, _open_tab, _pick, _shot
+    from tb_cli import get as tb_get, serve_tensorboard
+
+    if not Path(CHROMIUM).exists() or not BUNDLE.exists():
+        pytest.skip("Debian chromium or the frontend bundle is missing (make chromium; make setup)")
+
+    def loaded(runs: dict) -> bool:
+        return {"base", "same"} <= {r["name"] for r in runs["runs"]}
+
+    with serve_tensorboard(logdir, tmp_path / "tensorboard.log", loaded) as port:
+        frame = _open_tab(page, port)
+        _pick(frame, "base", "same")
+        frame.click("[data-tab=diagnostic]")
+        frame.wait_for_selector("[data-testid=diagnostic-group]", timeout=120_000)
+        api = tb_get(port, "diff/diagnostic", baseline="base", experimental="same")
+        for side in ("baseline", "experimental"):
+            run = api[side]["run"]
+            note = frame.inner_text(f".diag-run[data-run='{run}'] [data-testid=diagnostic-group]")
+            assert note.strip() == api[side]["group"]["note"]
+        # No stage reads "changed" between two groups of the same code.
+        assert frame.query_selector_all("[data-change=changed]") == []
+        _shot(page, "groups_diagnostic")
+    assert page.problems == []

@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from conftest import PLUGIN_PREFIX, build_tb_app
+from test_e2e_browser import browser, page  # noqa: F401 - fixtures
 from tb_pipeline_plugin.cli import main as cli_main
 from tb_pipeline_plugin.compare import compare
 from tb_pipeline_plugin.diff import significance as S
@@ -238,3 +239,37 @@ def test_a_group_and_a_single_recording_compare_with_one_side_measured(client):
     assert "one side's spread" in d["noise"]["note"]
     assert all(r["significance"] is None for r in d["stages"])  # a single recording has no stage spread
     assert d["experimental"]["group"] is None
+
+
+def test_pipeline_tab_on_groups_in_the_browser(logdir, tmp_path, page):
+    """Picked by name, two groups fill the Pipeline tab: pooled verdicts, the
+    recordings behind them, and significance measured across them."""
+    from test_e2e_browser import BUNDLE, CHROMIUM, _open_tab, _pick, _shot
+    from tb_cli import get as tb_get, serve_tensorboard
+
+    if not Path(CHROMIUM).exists() or not BUNDLE.exists():
+        pytest.skip("Debian chromium or the frontend bundle is missing (make chromium; make setup)")
+
+    def loaded(runs: dict) -> bool:
+        return {"base", "slow"} <= {r["name"] for r in runs["runs"]}
+
+    with serve_tensorboard(logdir, tmp_path / "tensorboard.log", loaded) as port:
+        frame = _open_tab(page, port)
+        _pick(frame, "base", "slow")
+        frame.click("[data-tab=pipeline]")
+        frame.wait_for_selector("[data-testid=pipeline-noise]", timeout=180_000)
+        api = tb_get(port, "diff/pipeline", baseline="base", experimental="slow")
+        for side in ("baseline", "experimental"):
+            card = f"[data-testid=pipeline-verdict][data-side={side}]"
+            assert frame.get_attribute(card, "data-verdict") == api[side]["input_bound"]["verdict"]
+            items = frame.eval_on_selector_all(f"{card} [data-testid=pipeline-group] li",
+                                               "lis => lis.map(li => li.dataset.recording)")
+            assert items == [r["name"] for r in api[side]["group"]["recordings"]]
+            assert api[side]["group"]["note"] in frame.inner_text(f"{card} [data-testid=pipeline-group]")
+        assert frame.get_attribute("[data-testid=pipeline-noise]", "data-noise") == "measured"
+        assert "3 + 3 recordings" in frame.inner_text("[data-testid=pipeline-noise]")
+        wait = next(r for r in api["summary"] if r["metric"] == "split.data_wait_s")
+        mark = frame.get_attribute("tr[data-metric='split.data_wait_s'] .sigmark", "data-verdict")
+        assert mark == wait["significance"]["verdict"] == S.SIGNIFICANT
+        _shot(page, "groups_pipeline")
+    assert page.problems == []
