@@ -13,15 +13,14 @@ import json
 import math
 import subprocess
 import sys
-import time
 from pathlib import Path
-from urllib.parse import urlencode
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from conftest import PLUGIN_PREFIX, REPO_ROOT, build_tb_app
+from conftest import REPO_ROOT
+from group_runs import get_ready, groups_in_the_browser, tb_client
 from test_e2e_browser import browser, page  # noqa: F401 - fixtures
 from tb_pipeline_plugin.analysis.diagnostic_spread import CONFIDENCE, Z
 from tb_pipeline_plugin.formats.group import GROUP_VERSION, MANIFEST_FILE, GroupManifest, encode_manifest
@@ -53,22 +52,8 @@ def logdir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def client(logdir):
-    from werkzeug.test import Client
-
-    app, plugin = build_tb_app(logdir)
-    yield Client(app)
-    plugin.close()
-
-
-def _get(client, route: str, **args) -> dict:
-    deadline = time.monotonic() + 60
-    while True:
-        resp = client.get(f"{PLUGIN_PREFIX}/{route}?{urlencode(args)}")
-        if resp.status_code != 409 or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    assert resp.status_code == 200, resp.get_data(as_text=True)
-    return resp.get_json()
+    with tb_client(logdir) as c:
+        yield c
 
 
 def _sweeps(logdir: Path, group: str) -> dict[tuple, list[dict]]:
@@ -83,9 +68,9 @@ def _sweeps(logdir: Path, group: str) -> dict[tuple, list[dict]]:
 
 
 def test_a_group_lists_diagnostic_and_pools_its_levels(logdir, client):
-    runs = {r["name"]: r for r in _get(client, "runs")["runs"]}
+    runs = {r["name"]: r for r in get_ready(client, "runs")["runs"]}
     assert runs["base"]["kinds"] == ["diagnostic", "group"]
-    answer = _get(client, "diagnostic", run="base")
+    answer = get_ready(client, "diagnostic", run="base")
     sweeps = _sweeps(logdir, "base")
     # The measured spread: one recording's log-QPS deviation from its level's mean, pooled over levels.
     logs = [np.log([p["qps"] for p in pts]) for pts in sweeps.values()]
@@ -115,7 +100,7 @@ def test_a_group_lists_diagnostic_and_pools_its_levels(logdir, client):
 
 
 def test_the_same_code_as_two_groups_never_reads_changed(client):
-    d = _get(client, "diff/diagnostic", baseline="base", experimental="same")
+    d = get_ready(client, "diff/diagnostic", baseline="base", experimental="same")
     crowded = {s["stage"] for side in ("baseline", "experimental") for s in d[side]["stages"] if s["crowded"]}
     for row in d["stages"]:
         assert row["change"] in ("same", "within_noise", "machine_busy"), (row["stage"], row["change_reason"])
@@ -131,7 +116,7 @@ def test_the_same_code_as_two_groups_never_reads_changed(client):
 
 
 def test_a_stage_made_gil_bound_reads_changed_between_groups(client):
-    d = _get(client, "diff/diagnostic", baseline="base", experimental="gil")
+    d = get_ready(client, "diff/diagnostic", baseline="base", experimental="gil")
     gil = next(s for s in d["experimental"]["stages"] if s["stage"] == "augment")["gil"]
     if gil is None or gil["skipped"]:
         pytest.skip(f"GIL sampling impossible here: {gil and gil['skipped']}")
@@ -145,19 +130,10 @@ def test_a_stage_made_gil_bound_reads_changed_between_groups(client):
 
 def test_diagnostic_tab_on_groups_in_the_browser(logdir, tmp_path, page):
     """Picked by name, two groups fill the Diagnostic tab, each saying what it pooled."""
-    from test_e2e_browser import BUNDLE, CHROMIUM, _open_tab, _pick, _shot
-    from tb_cli import get as tb_get, serve_tensorboard
+    from test_e2e_browser import _shot
+    from tb_cli import get as tb_get
 
-    if not Path(CHROMIUM).exists() or not BUNDLE.exists():
-        pytest.skip("Debian chromium or the frontend bundle is missing (make chromium; make setup)")
-
-    def loaded(runs: dict) -> bool:
-        return {"base", "same"} <= {r["name"] for r in runs["runs"]}
-
-    with serve_tensorboard(logdir, tmp_path / "tensorboard.log", loaded) as port:
-        frame = _open_tab(page, port)
-        _pick(frame, "base", "same")
-        frame.click("[data-tab=diagnostic]")
+    with groups_in_the_browser(page, logdir, tmp_path / "tensorboard.log", "base", "same", "diagnostic") as (frame, port):
         frame.wait_for_selector("[data-testid=diagnostic-group]", timeout=120_000)
         api = tb_get(port, "diff/diagnostic", baseline="base", experimental="same")
         for side in ("baseline", "experimental"):

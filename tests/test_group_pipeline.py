@@ -17,14 +17,12 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
-from urllib.parse import urlencode
 
 import numpy as np
 import pytest
 
-from conftest import PLUGIN_PREFIX, build_tb_app
+from group_runs import get_ready, groups_in_the_browser, tb_client
 from test_e2e_browser import browser, page  # noqa: F401 - fixtures
 from tb_pipeline_plugin.cli import main as cli_main
 from tb_pipeline_plugin.compare import compare
@@ -106,28 +104,14 @@ def _records(run_dir: Path) -> list[dict]:
     return out
 
 
-def _get(client, route: str, **args) -> dict:
-    deadline = time.monotonic() + 120
-    while True:
-        resp = client.get(f"{PLUGIN_PREFIX}/{route}?{urlencode(args)}")
-        if resp.status_code != 409 or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    assert resp.status_code == 200, resp.get_data(as_text=True)
-    return resp.get_json()
-
-
 @pytest.fixture(scope="module")
 def client(logdir):
-    from werkzeug.test import Client
-
-    app, plugin = build_tb_app(logdir)
-    yield Client(app)
-    plugin.close()
+    with tb_client(logdir) as c:
+        yield c
 
 
 def test_a_group_is_listed_with_the_pipeline_its_recordings_have(client):
-    runs = {r["name"]: r for r in _get(client, "runs")["runs"]}
+    runs = {r["name"]: r for r in get_ready(client, "runs")["runs"]}
     assert runs["base"]["recordings"] == ["base/r1", "base/r2", "base/r3"]
     assert runs["base"]["kinds"] == ["pipeline", "group"]
 
@@ -135,7 +119,7 @@ def test_a_group_is_listed_with_the_pipeline_its_recordings_have(client):
 def test_pipeline_of_a_group_pools_its_recordings(logdir, client):
     """Split over every recording's steps; SPDL's stage figures added up;
     host samples from the recording named representative."""
-    answer = _get(client, "pipeline", run="base")
+    answer = get_ready(client, "pipeline", run="base")
     every = [r for m in ("r1", "r2", "r3") for r in _records(logdir / "base" / m) if r["type"] == "step"]
     loaders = [r.get("loader", 0) for r in every]
     main = max(set(loaders), key=loaders.count)  # the split's steps: the loader that fed most
@@ -175,7 +159,7 @@ def test_pipeline_of_a_group_pools_its_recordings(logdir, client):
 
 
 def test_null_groups_show_no_significant_pipeline_change(client):
-    d = _get(client, "diff/pipeline", baseline="base", experimental="same")
+    d = get_ready(client, "diff/pipeline", baseline="base", experimental="same")
     assert d["noise"]["source"] == "measured" and "measured across 3 + 3 recordings" in d["noise"]["note"]
     judged = [r for r in d["summary"] if r["significance"] is not None]
     assert {r["metric"] for r in judged} == {"split.mean_step_s", "split.data_wait_s", "split.compute_s",
@@ -190,7 +174,7 @@ def test_null_groups_show_no_significant_pipeline_change(client):
 
 
 def test_an_input_bound_group_reads_input_bound_and_its_data_wait_significant(client):
-    d = _get(client, "diff/pipeline", baseline="base", experimental="slow")
+    d = get_ready(client, "diff/pipeline", baseline="base", experimental="slow")
     assert d["baseline"]["input_bound"]["verdict"] == "no"
     assert d["experimental"]["input_bound"]["verdict"] == "yes"
     wait = next(r for r in d["summary"] if r["metric"] == "split.data_wait_s")
@@ -203,7 +187,7 @@ def test_an_input_bound_group_reads_input_bound_and_its_data_wait_significant(cl
 def test_the_explanation_of_two_groups_has_its_pipeline_part(logdir, client):
     """Routes and CLI: the pipeline part pooled, its data wait judged across
     the recordings, the one step verdict everywhere."""
-    ex = _get(client, "diff/explain", baseline="base", experimental="slow")
+    ex = get_ready(client, "diff/explain", baseline="base", experimental="slow")
     part = ex["pipeline"]
     assert part is not None, ex["sentence"]
     assert part["input_bound"] == {"baseline": "no", "experimental": "yes", "changed": True,
@@ -213,12 +197,12 @@ def test_the_explanation_of_two_groups_has_its_pipeline_part(logdir, client):
     sig = part["data_wait"]["significance"]
     assert sig["verdict"] == S.SIGNIFICANT and sig["baseline_recordings"] == N and sig["noise"] == "measured"
     assert "the run became input-bound" in ex["sentence"]
-    pipeline = _get(client, "diff/pipeline", baseline="base", experimental="slow")
+    pipeline = get_ready(client, "diff/pipeline", baseline="base", experimental="slow")
     assert part["input_bound"]["experimental_data_wait_pct"] == pytest.approx(
         pipeline["experimental"]["split"]["data_wait_pct"])
 
     step = ex["step"]["significance"]
-    row = next(r for r in _get(client, "diff/overview", baseline="base", experimental="slow")["rows"]
+    row = next(r for r in get_ready(client, "diff/overview", baseline="base", experimental="slow")["rows"]
                if r["metric"] == "avg_step_time_us")
     assert row["significance"] == step
     c = compare(logdir / "base", logdir / "slow")
@@ -234,7 +218,7 @@ def test_the_explanation_of_two_groups_has_its_pipeline_part(logdir, client):
 
 
 def test_a_group_and_a_single_recording_compare_with_one_side_measured(client):
-    d = _get(client, "diff/pipeline", baseline="base", experimental="slow/r1")
+    d = get_ready(client, "diff/pipeline", baseline="base", experimental="slow/r1")
     assert d["noise"]["baseline_recordings"] == N and d["noise"]["experimental_recordings"] == 1
     assert "one side's spread" in d["noise"]["note"]
     assert all(r["significance"] is None for r in d["stages"])  # a single recording has no stage spread
@@ -244,19 +228,10 @@ def test_a_group_and_a_single_recording_compare_with_one_side_measured(client):
 def test_pipeline_tab_on_groups_in_the_browser(logdir, tmp_path, page):
     """Picked by name, two groups fill the Pipeline tab: pooled verdicts, the
     recordings behind them, and significance measured across them."""
-    from test_e2e_browser import BUNDLE, CHROMIUM, _open_tab, _pick, _shot
-    from tb_cli import get as tb_get, serve_tensorboard
+    from test_e2e_browser import _shot
+    from tb_cli import get as tb_get
 
-    if not Path(CHROMIUM).exists() or not BUNDLE.exists():
-        pytest.skip("Debian chromium or the frontend bundle is missing (make chromium; make setup)")
-
-    def loaded(runs: dict) -> bool:
-        return {"base", "slow"} <= {r["name"] for r in runs["runs"]}
-
-    with serve_tensorboard(logdir, tmp_path / "tensorboard.log", loaded) as port:
-        frame = _open_tab(page, port)
-        _pick(frame, "base", "slow")
-        frame.click("[data-tab=pipeline]")
+    with groups_in_the_browser(page, logdir, tmp_path / "tensorboard.log", "base", "slow", "pipeline") as (frame, port):
         frame.wait_for_selector("[data-testid=pipeline-noise]", timeout=180_000)
         api = tb_get(port, "diff/pipeline", baseline="base", experimental="slow")
         for side in ("baseline", "experimental"):
