@@ -179,6 +179,9 @@ def test_an_input_bound_group_reads_input_bound_and_its_data_wait_significant(cl
     assert d["experimental"]["input_bound"]["verdict"] == "yes"
     wait = next(r for r in d["summary"] if r["metric"] == "split.data_wait_s")
     assert wait["significance"]["verdict"] == S.SIGNIFICANT and wait["significance"]["noise"] == "measured"
+    # One verdict for one number: the explanation's pipeline part shows this one.
+    explained = get_ready(client, "diff/explain", baseline="base", experimental="slow")["pipeline"]["data_wait"]
+    assert explained["significance"] == wait["significance"]
     assert wait["significance"]["delta"] == pytest.approx(wait["delta"] * 1e6, abs=2e-3)  # in µs, as everywhere
     # Each recording's own verdict agrees with the pooled one here (a clear case).
     assert {r["input_bound"] for r in d["experimental"]["group"]["recordings"]} == {"yes"}

@@ -1,12 +1,14 @@
 """Which of two runs' pipeline figures moved beyond noise, judged as the trace
 side judges its per-step deltas (diff/significance.py):
 
-* the step time and each part of the split per step (data wait, compute,
-  callbacks, other): the recorded steps are the samples (the main loader's,
-  as the split counts them), judged as one family against the baseline's
-  mean step. With two or more recordings on a side (a pooled group,
+* the step time and each part of the split per step (compute, callbacks,
+  other): the recorded steps are the samples (the main loader's, as the
+  split counts them), judged as one family against the baseline's mean
+  step. With two or more recordings on a side (a pooled group,
   analysis/pipeline_group.py) the spread between recordings is measured
   from them; with one it is assumed, as everywhere;
+* the data wait per step: judged on its own, the one verdict the
+  explanation's pipeline part shows too (diff/explain_pipeline.py);
 * each stage's mean task time, where both sides are groups of at least
   `MIN_STAGE_RECORDINGS` recordings: every recording's own stage table is
   one sample (a recording-level test, as benchstat compares benchmark
@@ -25,9 +27,10 @@ from ..analysis import pipeline as ap
 from ..analysis.pipeline_group import RECORDING
 from . import significance as S
 
-# Summary metric -> the step column whose per-step values it is the mean of.
-STEP_PARTS = {"split.mean_step_s": "duration_s", "split.data_wait_s": "data_wait_s",
-              "split.compute_s": "compute_s", "split.callbacks_s": "callbacks_s", "split.other_s": "other_s"}
+# Summary metric -> the step column whose per-step values it is the mean of (judged as one family).
+STEP_PARTS = {"split.mean_step_s": "duration_s", "split.compute_s": "compute_s", "split.callbacks_s": "callbacks_s",
+              "split.other_s": "other_s"}
+DATA_WAIT = "split.data_wait_s"  # judged on its own: one verdict with the explanation's
 # A recording-level test with fewer samples than the per-step minimum is not made.
 MIN_STAGE_RECORDINGS = S.MIN_STEPS
 _US = 1e6
@@ -43,8 +46,29 @@ def step_labels(steps: pd.DataFrame) -> np.ndarray | None:
     return steps[RECORDING].to_numpy() if RECORDING in steps else None
 
 
+def data_wait_us(tables) -> tuple[np.ndarray, np.ndarray | None]:
+    """Each main-loader step's data wait (µs) and, for a pooled group, its recording."""
+    used, _ = ap.main_steps(tables.steps)
+    wait = pd.to_numeric(used["data_wait_s"], errors="coerce")
+    return wait.dropna().to_numpy(np.float64) * _US, step_labels(used[wait.notna()])
+
+
+def step_mean_us(tables) -> float | None:
+    """The mean main-loader step (µs), the reference of every part of a step."""
+    used, _ = ap.main_steps(tables.steps)
+    s = pd.to_numeric(used["duration_s"], errors="coerce").dropna()
+    return float(s.mean()) * _US if len(s) else None
+
+
+def data_wait_significance(b_tables, e_tables) -> dict:
+    """The one verdict on the data wait per step (diff/pipeline's row and the
+    explanation's pipeline part)."""
+    (bw, b_rec), (ew, e_rec) = data_wait_us(b_tables), data_wait_us(e_tables)
+    return S.compare_one(bw, ew, reference=step_mean_us(b_tables), recordings=(b_rec, e_rec))
+
+
 def summary_significance(b_tables, e_tables) -> dict[str, dict]:
-    """metric -> significance of each STEP_PARTS row of diff/pipeline's summary."""
+    """metric -> significance of the step-time and split rows of diff/pipeline's summary."""
     bu, eu = ap.main_steps(b_tables.steps)[0], ap.main_steps(e_tables.steps)[0]
 
     def samples(used: pd.DataFrame) -> np.ndarray:
@@ -53,10 +77,9 @@ def summary_significance(b_tables, e_tables) -> dict[str, dict]:
                          for c in STEP_PARTS.values()]) if len(used) else np.zeros((len(STEP_PARTS), 0))
 
     b, e = samples(bu), samples(eu)
-    step_mean = float(b[0].mean()) if b.shape[1] else 0.0
-    judged = S.compare(b, e, reference=np.full(len(STEP_PARTS), step_mean),
+    judged = S.compare(b, e, reference=np.full(len(STEP_PARTS), step_mean_us(b_tables) or 0.0),
                        recordings=(step_labels(bu), step_labels(eu)))
-    return dict(zip(STEP_PARTS, judged))
+    return {**dict(zip(STEP_PARTS, judged)), DATA_WAIT: data_wait_significance(b_tables, e_tables)}
 
 
 def _stage_samples(tables) -> dict[tuple, np.ndarray]:
