@@ -132,3 +132,14 @@ def test_runs_route_carries_recordings_and_the_damage(tmp_path, make_tb_client):
     assert len(good["warnings"]) == 1 and "'r9'" in good["warnings"][0]
     assert runs["plain"]["recordings"] == [] and runs["plain"]["warnings"] == []
     assert runs["bad/r1"]["recordings"] == [] and "not a group of recordings" in runs["bad/r1"]["warnings"][0]
+
+
+def test_a_group_has_what_every_recording_has(tmp_path):
+    """Its routes pool the recordings: "pipeline" only when each has statistics."""
+    group = _group(tmp_path, "g", ["r1"], {"version": 1, "recordings": ["r1", "r2"]})
+    (group / "r2" / "diagnostic").mkdir(parents=True)
+    (group / "r2" / "diagnostic" / "diagnostic.jsonl").write_text("")
+    runs = discover_runs(str(tmp_path))
+    assert runs["g"].recordings == ["g/r1", "g/r2"]
+    assert runs["g/r1"].kinds == ["pipeline"] and runs["g/r2"].kinds == ["diagnostic"]
+    assert runs["g"].kinds == ["group"]
