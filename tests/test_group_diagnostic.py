@@ -122,8 +122,14 @@ def test_a_stage_made_gil_bound_reads_changed_between_groups(client):
         pytest.skip(f"GIL sampling impossible here: {gil and gil['skipped']}")
     rows = {r["stage"]: r for r in d["stages"]}
     augment = rows["augment"]
-    assert augment["verdict_experimental"] == "gil_bound", augment
+    crowded = any(s["crowded"] for side in ("baseline", "experimental") for s in d[side]["stages"]
+                  if s["stage"] == "augment")
+    # On a machine other processes keep full, a stage starved of CPU reads as one that waits (docs/
+    # diagnostic_format.md): its verdict is only asserted where it was not crowded. The GIL share, which
+    # they do not move, tells the change either way.
+    assert crowded or augment["verdict_experimental"] == "gil_bound", augment
     assert augment["change"] == "changed" and augment["verdict_changed"], augment["change_reason"]
+    assert "GIL held" in augment["change_reason"]
     for stage in ("decode", "fetch"):  # the same code in both groups
         assert rows[stage]["change"] != "changed", rows[stage]["change_reason"]
 
