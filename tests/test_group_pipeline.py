@@ -72,12 +72,12 @@ SCRIPT = textwrap.dedent(f"""
         for x, y in DataLoader(Batches(), batch_size=None, num_workers=0):
             opt.zero_grad()
             nn.functional.mse_loss(model(x), y).backward()
-            time.sleep(0.06)  # a steady compute floor: loading's own ~1.5 ms stays far below 5 % of the step
+            time.sleep(0.1)  # a steady compute floor: loading's own 1.5-3 ms (loaded box) stays below 5 % of the step
             opt.step()
             prof.step()
 """)
-# Input-bound: the step waits ~60 ms for data beside ~60 ms of compute; the others: no wait to speak of.
-DELAYS = {"base": 0.0, "same": 0.0, "slow": 0.06}
+# Input-bound: the step waits ~100 ms for data beside ~100 ms of compute; the others: no wait to speak of.
+DELAYS = {"base": 0.0, "same": 0.0, "slow": 0.1}
 
 
 def _record_group(cwd: Path, run: str, delay_s: float) -> None:
