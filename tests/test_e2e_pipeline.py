@@ -1,7 +1,8 @@
-"""End-to-end, Pipeline tab: real TensorBoard over the demo's pipeline pair
+"""End-to-end, Pipeline tab: real TensorBoard over an SPDL pipeline pair
 (samples/record_pipeline_samples.py: a real SPDL pipeline whose load stage
-is too slow, and the same with its concurrency raised), the trace pair,
-and a third recorded run; headless Debian chromium drives the tab as a user
+is too slow, and the same with its concurrency raised: stage and queue
+statistics the demo's DataLoader has not), a trace pair, and a third
+recorded run; headless Debian chromium drives the tab as a user
 would and every number checked on screen is the API's."""
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def tensorboard(recorded_logdir, tmp_path_factory):
     import record_pipeline_samples
 
     record_pipeline_samples.main(["--out", str(logdir)])
-    for run in ("baseline", "experimental"):  # the trace pair, as in the demo
+    for run in ("baseline", "experimental"):  # a trace pair beside them
         shutil.copytree(recorded_logdir / run, logdir / run)
     _record_third(logdir)
     with serve_tensorboard(logdir, tmp_path_factory.mktemp("tb_log") / "tensorboard.log",

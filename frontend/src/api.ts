@@ -230,6 +230,11 @@ export class ApiClient {
     return this.get<DiffOverviewResponse>("diff/overview", diffParams(sel), opts);
   }
 
+  /** Both runs' memory peaks and what was alive at each, by module and operator (`diff/memory`). */
+  diffMemory(sel: DiffSelection, opts?: RequestOpts): Promise<Schemas["DiffMemoryResponse"]> {
+    return this.get<Schemas["DiffMemoryResponse"]>("diff/memory", diffParams(sel), opts);
+  }
+
   /** The step-time delta split into ranked contributors, with the sentence (`diff/explain`). */
   diffExplain(sel: DiffSelection, opts?: RequestOpts): Promise<DiffExplainResponse> {
     return this.get<DiffExplainResponse>("diff/explain", diffParams(sel), opts);

@@ -17,6 +17,7 @@ from .attribution import Attribution, attribute
 from .backward_index import BackwardIndex, backward_index
 from .kernels import kernels
 from .memo import Memo
+from .memory_peak import RunMemory, run_memory
 from .launch import launch_health
 from .per_step import kernel_steps, operator_steps
 from .ledger import StepLedger, step_ledger
@@ -121,6 +122,10 @@ class TraceProcessor:
     def kernel_steps(self):
         """Per-step kernel time by name (analysis/per_step.py)."""
         return self.memo("kernel_steps", lambda: kernel_steps(self.linked))
+
+    def memory(self) -> RunMemory:
+        """Each device's memory peak and what was alive at it (analysis/memory_peak.py)."""
+        return self.memo("memory", lambda: run_memory(self.linked, self.attribution()))
 
     def backward_index(self) -> BackwardIndex:
         """Backward operators by the start of the forward operator that

@@ -127,7 +127,26 @@ class HostSample(msgspec.Struct, tag="host", tag_field="type", omit_defaults=Tru
     gpu_count: int | None = None
 
 
-Record = RunMeta | StepRecord | StageTasks | StageQueue | HostSample
+class ProfilerRecord(msgspec.Struct, tag="profiler", tag_field="type", omit_defaults=True,
+                     forbid_unknown_fields=True, gc=False):
+    """Whose torch.profiler traces the run has, written by `tb-pipeline record
+    --profile` (record/profiling.py) when it starts its profiler ("launcher")
+    or sees the script start its own ("script", then the launcher starts none
+    or stops its own)."""
+
+    wall_time_s: float
+    pid: int
+    owner: str  # "launcher" | "script"
+    schema: int = SCHEMA_VERSION
+    schedule: str | None = None  # the launcher's, "skip_first=0,wait=1,warmup=1,active=3,repeat=1"
+    activities: list[str] = []  # "CPU", "CUDA"
+    profile_memory: bool = False
+    trace_dir: str | None = None
+    note: str = ""
+
+
+Record = RunMeta | StepRecord | StageTasks | StageQueue | HostSample | ProfilerRecord
 RECORD_TYPES: dict[str, type] = {
     "run": RunMeta, "step": StepRecord, "stage_tasks": StageTasks, "stage_queue": StageQueue, "host": HostSample,
+    "profiler": ProfilerRecord,
 }

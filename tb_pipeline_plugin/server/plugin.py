@@ -113,6 +113,7 @@ class PipelinePlugin(base_plugin.TBPlugin):
             "/kernels": self._kernels,
             "/modules": self._modules,
             "/diff/overview": self._diff_overview,
+            "/diff/memory": self._diff_memory,
             "/diff/explain": self._diff_explain,
             "/diff/modules": self._diff_modules,
             "/diff/operators": self._diff_operators,
@@ -352,6 +353,10 @@ class PipelinePlugin(base_plugin.TBPlugin):
     def _diff_overview(self, p: Q.PairParams) -> dict:
         b, e, refs = self._pair(p)
         return {**refs, **pair_impls.diff_overview_impl(b, e)}
+
+    def _diff_memory(self, p: Q.PairParams) -> dict:
+        b, e, refs = self._pair(p)
+        return {**refs, **pair_impls.diff_memory_impl(b, e)}
 
     def _diff_explain(self, p: Q.PairParams) -> dict:
         # Recorded statistics join the explanation only when both runs have

@@ -33,6 +33,9 @@ ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in (
      "Every overview metric of baseline and experimental with delta and delta %."),
     ("/diff/explain", Q.PairParams, C.DiffExplainResponse,
      "Why the experimental run's step time differs: ranked contributors with significance, one sentence, a waterfall."),
+    ("/diff/memory", Q.PairParams, C.DiffMemoryResponse,
+     "Both runs' memory peaks per device, their growth, and the bytes alive at each peak by module and by "
+     "operator (largest |delta| first), with each step's peak and the peak step's curve."),
     ("/diff/modules", Q.DiffModulesParams, C.DiffModulesResponse,
      "One node of the aligned piece tree and a page of its children, with accumulated trends."),
     ("/diff/operators", Q.DiffOperatorsParams, C.DiffOperatorsResponse,

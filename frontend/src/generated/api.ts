@@ -123,6 +123,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/diff/memory": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Both runs' memory peaks per device, their growth, and the bytes alive at each peak by module and by operator (largest |delta| first), with each step's peak and the peak step's curve. */
+        get: operations["diff_memory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/diff/modules": {
         parameters: {
             query?: never;
@@ -529,6 +546,15 @@ export interface components {
             group_by: null;
             rows: components["schemas"]["DiffKernelRow"][];
         };
+        /** DiffMemoryResponse */
+        DiffMemoryResponse: {
+            baseline: components["schemas"]["TraceRef"];
+            experimental: components["schemas"]["TraceRef"];
+            devices: components["schemas"]["MemoryDeviceDiff"][];
+            device: string | null;
+            sentence: string;
+            message: string | null;
+        };
         /** DiffModulesResponse */
         DiffModulesResponse: {
             baseline: components["schemas"]["TraceRef"];
@@ -914,6 +940,16 @@ export interface components {
             delta_pct: number | null;
             significance: components["schemas"]["Significance"];
         };
+        /** MemoryCurve */
+        MemoryCurve: {
+            step: string | null;
+            duration_us: number;
+            t_us: (number)[];
+            allocated_bytes: (number)[];
+            reserved_bytes: (number | null)[] | null;
+            peak_us: number;
+            peak_bytes: number;
+        };
         /** MemoryDevice */
         MemoryDevice: {
             device: string;
@@ -921,6 +957,59 @@ export interface components {
             peak_allocated_bytes: number;
             peak_reserved_bytes: number | null;
             samples: number;
+        };
+        /** MemoryDeviceDiff */
+        MemoryDeviceDiff: {
+            device: string;
+            baseline: components["schemas"]["MemoryPeak"] | null;
+            experimental: components["schemas"]["MemoryPeak"] | null;
+            growth_bytes: number | null;
+            growth_pct: number | null;
+            basis: string;
+            by_module: components["schemas"]["MemoryRow"][];
+            by_operator: components["schemas"]["MemoryRow"][];
+            steps: components["schemas"]["MemoryStepPeak"][];
+            baseline_curve: components["schemas"]["MemoryCurve"] | null;
+            experimental_curve: components["schemas"]["MemoryCurve"] | null;
+            steady_differs: boolean;
+            steady_by_module: components["schemas"]["MemoryRow"][];
+            steady_by_operator: components["schemas"]["MemoryRow"][];
+        };
+        /** MemoryPeak */
+        MemoryPeak: {
+            peak_bytes: number;
+            peak_us: number | null;
+            step: string | null;
+            operator: string;
+            part: string;
+            avg_allocated_bytes: number;
+            before_window_bytes: number;
+            frees_before_window: number;
+            basis: string;
+        };
+        /** MemoryRow */
+        MemoryRow: {
+            key: string;
+            phase: string;
+            detail: string;
+            call_path: string;
+            baseline_bytes: number;
+            experimental_bytes: number;
+            delta_bytes: number;
+            delta_pct: number | null;
+            baseline_blocks: number;
+            experimental_blocks: number;
+            median_alive_us: number | null;
+            baseline_lifetimes: (number | null)[][];
+            experimental_lifetimes: (number | null)[][];
+        };
+        /** MemoryStepPeak */
+        MemoryStepPeak: {
+            index: number;
+            baseline_step: string | null;
+            experimental_step: string | null;
+            baseline_peak_bytes: number | null;
+            experimental_peak_bytes: number | null;
         };
         /** MemorySummary */
         MemorySummary: {
@@ -1025,6 +1114,23 @@ export interface components {
             host_interval_s: number | null;
             /** @default null */
             path: string | null;
+            /** @default [] */
+            profilers: components["schemas"]["PipelineProfiler"][];
+        };
+        /**
+         * PipelineProfiler
+         * @description Whose torch.profiler traces the run has (`tb-pipeline record --profile`):
+         *         the launcher's, with its schedule, or the script's own (the launcher then started none).
+         */
+        PipelineProfiler: {
+            /** @enum {unknown} */
+            owner: "launcher" | "script";
+            wall_time_s: number;
+            schedule: string | null;
+            activities: string[];
+            profile_memory: boolean;
+            trace_dir: string | null;
+            note: string;
         };
         /**
          * PipelineRecording
@@ -1678,6 +1784,69 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DiffExplainResponse"];
+                };
+            };
+            /** @description A missing or malformed parameter. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description An unknown run, worker or span, or a run without the data the route reads. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The run is still loading (run_status: loading); retry later. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The run could not be read or analysed; the message says why. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    diff_memory: {
+        parameters: {
+            query: {
+                baseline: string;
+                experimental: string;
+                b_worker?: string;
+                b_span?: string;
+                e_worker?: string;
+                e_span?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DiffMemoryResponse"];
                 };
             };
             /** @description A missing or malformed parameter. */

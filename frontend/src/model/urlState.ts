@@ -9,7 +9,7 @@ import { DIFF_TABLE_KINDS } from "./diffTables";
 import { isGroup } from "./runPicker";
 
 /** Tabs in order: the two fixed views, one per diff table of the registry, then the pipeline, diagnostic and distributed views. */
-export const VIEWS = ["overview", "modules", ...DIFF_TABLE_KINDS, "pipeline", "diagnostic", "distributed"] as const;
+export const VIEWS = ["overview", "modules", ...DIFF_TABLE_KINDS, "memory", "pipeline", "diagnostic", "distributed"] as const;
 export type View = (typeof VIEWS)[number];
 
 export interface TraceChoice {

@@ -14,6 +14,7 @@ import { resolveSelection, VIEWS, withSelection, type TraceChoice, type UrlState
 import { DiagnosticView } from "./DiagnosticView";
 import { DistributedView } from "./DistributedView";
 import { DiffTableView } from "./DiffTableView";
+import { MemoryView } from "./MemoryView";
 import { ModuleDiffView } from "./ModuleDiffView";
 import { OverviewView } from "./OverviewView";
 import { PipelineView } from "./PipelineView";
@@ -22,6 +23,7 @@ import { RunPicker } from "./RunPicker";
 function viewLabel(view: View): string {
   if (view === "overview") return "Overview";
   if (view === "modules") return "Module diff";
+  if (view === "memory") return "Memory";
   if (view === "pipeline") return "Pipeline";
   if (view === "diagnostic") return "Diagnostic";
   if (view === "distributed") return "Distributed";
@@ -224,6 +226,8 @@ function ViewFor(props: { view: View; client: ApiClient; sel: DiffSelection; sta
   switch (view) {
     case "overview":
       return <OverviewView client={client} sel={sel} reloadToken={reloadToken} />;
+    case "memory":
+      return <MemoryView client={client} sel={sel} reloadToken={reloadToken} />;
     case "modules":
       return <ModuleDiffView client={client} sel={sel} state={state} onChange={onChange} reloadToken={reloadToken} />;
     case "pipeline":
