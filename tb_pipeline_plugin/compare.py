@@ -26,6 +26,7 @@ from functools import cached_property
 import pandas as pd
 
 from .analysis.group import RecordingGroup
+from .analysis.pipeline_group import pool_statistics
 from .analysis.processor import TraceProcessor
 from .diff import pair_impls, tables
 from .diff import tree as T
@@ -85,7 +86,13 @@ def statistics(source):
     else:
         runs, run = _run(path)
     info = runs.get(run)
-    # A group's recordings each have their own statistics: not joined here.
+    if info is not None and info.recordings:
+        # A group: its recordings' statistics pooled, when every recording has them.
+        members = [runs[m] for m in info.recordings]
+        if not all(m.pipeline_files for m in members):
+            return None
+        tables = [load_statistics(m.path) for m in members]
+        return None if any(t is None for t in tables) else pool_statistics(tables, info.recordings)
     return load_statistics(info.path) if info is not None and info.pipeline_files else None
 
 

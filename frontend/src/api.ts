@@ -86,6 +86,7 @@ export type PipelineReport = Schemas["PipelineReport"];
 export type PipelineResponse = Schemas["PipelineResponse"];
 export type DiffPipelineResponse = Schemas["DiffPipelineResponse"];
 export type PipelineSummaryRow = Schemas["PipelineSummaryRow"];
+export type PipelineRecording = Schemas["PipelineRecording"];
 export type DiffPipelineStageRow = Schemas["DiffPipelineStageRow"];
 export type DiffPipelineCallbackRow = Schemas["DiffPipelineCallbackRow"];
 export type ThroughputPoint = Schemas["ThroughputPoint"];

@@ -16,6 +16,7 @@ import {
   summaryValueText,
   throughputMetric,
   throughputTrend,
+  recordingText,
 } from "../src/model/pipeline";
 import { cellText, defaultSort, pctKey, sortRows } from "../src/model/tableModel";
 
@@ -53,6 +54,7 @@ function report(over: Partial<PipelineReport> = {}): PipelineReport {
     },
     meta: [],
     warnings: [],
+    group: null,
     ...over,
   };
 }
@@ -72,7 +74,7 @@ describe("step split", () => {
 
 describe("summary rows", () => {
   const row = (metric: string, unit: PipelineSummaryRow["unit"], b: number | null, e: number | null): PipelineSummaryRow => ({
-    metric, label: metric, unit, baseline: b, experimental: e, delta: b !== null && e !== null ? e - b : null, delta_pct: null,
+    metric, label: metric, unit, baseline: b, experimental: e, delta: b !== null && e !== null ? e - b : null, delta_pct: null, significance: null,
   });
   it("prints seconds as ms, shares in points, rates per second", () => {
     const t = row("split.mean_step_s", "s", 0.02, 0.015);
@@ -183,5 +185,16 @@ describe("delta colours of pipeline metrics", () => {
     expect(metricPolarity("calls")).toBe("neutral");
     expect(metricPolarity("task_mean_s")).toBe("lower");
     expect(metricPolarity("host_self_us")).toBe("lower");
+  });
+});
+
+describe("a pooled group's recordings", () => {
+  it("says each recording's step, data wait and verdict", () => {
+    expect(recordingText({ name: "base/r2", steps: 16, mean_step_s: 0.0613, data_wait_pct: 2.4, steps_per_s: 16.3, input_bound: "no" })).toBe(
+      "base/r2: 61.300 ms per step, data wait 2.4 %, not input-bound",
+    );
+    expect(recordingText({ name: "r1", steps: 0, mean_step_s: null, data_wait_pct: null, steps_per_s: null, input_bound: "unknown" })).toBe(
+      "r1: no steps, no steps recorded",
+    );
   });
 });

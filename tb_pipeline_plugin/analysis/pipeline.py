@@ -238,7 +238,29 @@ def report(tables) -> dict:
         "host": {"summary": host, "series": records(metrics)},
         "meta": tables.meta,
         "warnings": list(tables.warnings),
+        "group": recordings_part(tables),
     }
+
+
+def recordings_part(tables) -> dict | None:
+    """A pooled group's (analysis/pipeline_group.py) recordings, each with its
+    own split, rate and verdict (the spread the pooled figures hide), and the
+    recording the host samples come from; None for one run."""
+    names = getattr(tables, "recording_names", None)
+    if not names:
+        return None
+    rows = []
+    for i, name in enumerate(names):
+        steps = tables.steps[tables.steps["recording"] == i]
+        split = step_split(steps)
+        rows.append({"name": name, "steps": split["steps"], "mean_step_s": split["mean_step_s"],
+                     "data_wait_pct": split["data_wait_pct"], "steps_per_s": throughput_summary(steps)["steps_per_s"],
+                     "input_bound": input_bound(split)["verdict"]})
+    rep = names[tables.representative]
+    return {"recordings": rows, "representative": rep,
+            "note": (f"Pooled across {len(names)} recordings: split, verdict, rates, stages and callbacks over all "
+                     f"their steps (counts are totals); host samples from {rep}, the recording with the median "
+                     "step time.")}
 
 
 def records(frame: pd.DataFrame) -> list[dict]:

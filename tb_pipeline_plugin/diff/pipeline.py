@@ -7,6 +7,7 @@ import pandas as pd
 
 from ..analysis import pipeline as ap
 from .delta import delta_pct
+from .pipeline_significance import with_significance
 from .tables import join
 
 # (metric, label, unit): dotted path into analysis.pipeline.report().
@@ -79,12 +80,13 @@ def callback_rows(b_tables, e_tables) -> pd.DataFrame:
 
 def compare_pipeline(b_tables, e_tables) -> dict:
     """The `diff/pipeline` payload: per-run reports (split, verdict,
-    throughput series, host series, stages, callbacks) plus the delta views."""
+    throughput series, host series, stages, callbacks) plus the delta views,
+    with their significance (diff/pipeline_significance.py)."""
     b, e = ap.report(b_tables), ap.report(e_tables)
-    return {
+    return with_significance({
         "baseline": b,
         "experimental": e,
         "summary": summary_rows(b, e),
         "stages": ap.records(stage_rows(b_tables, e_tables)),
         "callbacks": ap.records(callback_rows(b_tables, e_tables)),
-    }
+    }, b_tables, e_tables)

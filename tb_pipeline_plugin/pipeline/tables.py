@@ -43,6 +43,12 @@ class PipelineTables:
     meta: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     t0_wall_s: float = 0.0
+    # A group of recordings pooled as one run (analysis/pipeline_group.py):
+    # the recordings' names, each row's index into them in a `recording`
+    # column of steps, callbacks and stage records, and the representative
+    # recording (the one whose host samples these are). Empty for one run.
+    recording_names: list[str] = field(default_factory=list)
+    representative: int | None = None
 
 
 def frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:

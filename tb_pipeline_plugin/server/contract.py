@@ -709,6 +709,9 @@ class DiagnosticPoint(_Shape):
     qps_high: float | None
     cpu_pct_low: float | None
     cpu_pct_high: float | None
+    # How many recordings measured the level (a group's pooled level: QPS their geometric mean, the
+    # interval from their spread); 1 for a plain run.
+    recordings: int
 
 
 class DiagnosticCurve(_Shape):
@@ -771,6 +774,17 @@ class DiagnosticStage(_Shape):
     crowded: bool
 
 
+class DiagnosticGroup(_Shape):
+    """A group of recordings' results pooled (docs/http_api.md, "Groups of recordings")."""
+
+    recordings: list[str]
+    # One recording's log-QPS spread around its level's mean, pooled over the levels measured more than
+    # once, as a % (exp(sd) - 1); null where no level was; and its degrees of freedom.
+    between_recordings_pct: float | None
+    degrees_of_freedom: int
+    note: str
+
+
 class DiagnosticResponse(_Shape):
     run: str
     # The end record was written; cut_short: stopped early (Ctrl-C, time limit) or never finished.
@@ -781,6 +795,7 @@ class DiagnosticResponse(_Shape):
     environment: DiagnosticEnvironment | None
     stages: list[DiagnosticStage]
     warnings: list[str]
+    group: DiagnosticGroup | None
 
 
 class DiagnosticStageDiff(_Shape):
@@ -987,6 +1002,26 @@ class PipelineMeta(_Shape, kw_only=True):
     profilers: list[PipelineProfiler] = []
 
 
+class PipelineRecording(_Shape):
+    """One recording of a pooled group: its own figures, the spread the pooled ones hide."""
+
+    name: str
+    steps: int
+    mean_step_s: float | None
+    data_wait_pct: float | None
+    steps_per_s: float | None
+    input_bound: InputBoundVerdict
+
+
+class PipelineRecordings(_Shape):
+    """A group of recordings pooled as one run (docs/http_api.md, "Groups of recordings")."""
+
+    recordings: list[PipelineRecording]
+    # The recording the host samples come from (the median mean step time).
+    representative: str
+    note: str
+
+
 class PipelineReport(_Shape):
     source: PipelineSource
     split: PipelineSplit
@@ -998,6 +1033,7 @@ class PipelineReport(_Shape):
     host: PipelineHost
     meta: list[PipelineMeta]
     warnings: list[str]
+    group: PipelineRecordings | None
 
 
 class PipelineResponse(PipelineReport):
@@ -1015,6 +1051,8 @@ class PipelineSummaryRow(_Shape):
     experimental: Number | None
     delta: Number | None
     delta_pct: float | None
+    # The step time and the split's parts per step (in µs, as every significance); null for the other rows.
+    significance: Significance | None
 
 
 class DiffPipelineStageRow(_Shape):
@@ -1054,6 +1092,9 @@ class DiffPipelineStageRow(_Shape):
     experimental_busy_pct: float
     delta_busy_pct: float
     delta_busy_rel_pct: float | None
+    # Of delta_task_mean_s (in µs, as every significance), each recording one sample; null unless both
+    # sides are groups of 3 or more recordings.
+    significance: Significance | None
 
 
 class DiffPipelineCallbackRow(_Shape):
@@ -1086,6 +1127,8 @@ class DiffPipelineResponse(_Shape):
     # Joined rows, largest |delta task_mean_s| (stages) / |delta per_step_s| (callbacks) first.
     stages: list[DiffPipelineStageRow]
     callbacks: list[DiffPipelineCallbackRow]
+    # Where the significance bands' spread between recordings came from.
+    noise: ExplainNoise
 
 
 # ---------------------------------------------------------------- diff/timeline

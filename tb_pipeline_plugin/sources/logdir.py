@@ -161,7 +161,10 @@ def _apply_group(runs: dict[str, RunInfo], name: str, builder: _RunBuilder) -> N
         if found.recordings:
             info = runs.get(name) or RunInfo(name=name, path=builder.path)
             info.recordings = found.recordings
-            info.kinds = [k for k in KINDS_ORDER if k in info.kinds or k == "group"]
+            # What every recording has, the group has too: its routes pool them (the Pipeline and
+            # Diagnostic tabs read `kinds`); a trace is not listed, since the group has no workers.
+            pooled = {k for k in ("pipeline", "diagnostic") if all(k in runs[m].kinds for m in found.recordings)}
+            info.kinds = [k for k in KINDS_ORDER if k in info.kinds or k == "group" or k in pooled]
             info.notes.extend(found.notes)
             runs[name] = info
             return

@@ -405,6 +405,16 @@ export interface components {
             top: components["schemas"]["GilHolder"][];
         };
         /**
+         * DiagnosticGroup
+         * @description A group of recordings' results pooled (docs/http_api.md, "Groups of recordings").
+         */
+        DiagnosticGroup: {
+            recordings: string[];
+            between_recordings_pct: number | null;
+            degrees_of_freedom: number;
+            note: string;
+        };
+        /**
          * DiagnosticPoint
          * @description One stage alone at one concurrency level of one executor.
          */
@@ -426,6 +436,7 @@ export interface components {
             qps_high: number | null;
             cpu_pct_low: number | null;
             cpu_pct_high: number | null;
+            recordings: number;
         };
         /** DiagnosticResponse */
         DiagnosticResponse: {
@@ -437,6 +448,7 @@ export interface components {
             environment: components["schemas"]["DiagnosticEnvironment"] | null;
             stages: components["schemas"]["DiagnosticStage"][];
             warnings: string[];
+            group: components["schemas"]["DiagnosticGroup"] | null;
         };
         /** DiagnosticStage */
         DiagnosticStage: {
@@ -713,6 +725,7 @@ export interface components {
             summary: components["schemas"]["PipelineSummaryRow"][];
             stages: components["schemas"]["DiffPipelineStageRow"][];
             callbacks: components["schemas"]["DiffPipelineCallbackRow"][];
+            noise: components["schemas"]["ExplainNoise"];
         };
         /** DiffPipelineStageRow */
         DiffPipelineStageRow: {
@@ -750,6 +763,7 @@ export interface components {
             experimental_busy_pct: number;
             delta_busy_pct: number;
             delta_busy_rel_pct: number | null;
+            significance: components["schemas"]["Significance"] | null;
         };
         /** DiffTimelineResponse */
         DiffTimelineResponse: {
@@ -1166,6 +1180,28 @@ export interface components {
             trace_dir: string | null;
             note: string;
         };
+        /**
+         * PipelineRecording
+         * @description One recording of a pooled group: its own figures, the spread the pooled ones hide.
+         */
+        PipelineRecording: {
+            name: string;
+            steps: number;
+            mean_step_s: number | null;
+            data_wait_pct: number | null;
+            steps_per_s: number | null;
+            /** @enum {unknown} */
+            input_bound: "no" | "partly" | "unknown" | "yes";
+        };
+        /**
+         * PipelineRecordings
+         * @description A group of recordings pooled as one run (docs/http_api.md, "Groups of recordings").
+         */
+        PipelineRecordings: {
+            recordings: components["schemas"]["PipelineRecording"][];
+            representative: string;
+            note: string;
+        };
         /** PipelineReport */
         PipelineReport: {
             /** @enum {unknown} */
@@ -1179,6 +1215,7 @@ export interface components {
             host: components["schemas"]["PipelineHost"];
             meta: components["schemas"]["PipelineMeta"][];
             warnings: string[];
+            group: components["schemas"]["PipelineRecordings"] | null;
         };
         /** PipelineResponse */
         PipelineResponse: {
@@ -1193,6 +1230,7 @@ export interface components {
             host: components["schemas"]["PipelineHost"];
             meta: components["schemas"]["PipelineMeta"][];
             warnings: string[];
+            group: components["schemas"]["PipelineRecordings"] | null;
             run: string;
         };
         /**
@@ -1251,6 +1289,7 @@ export interface components {
             experimental: number | null;
             delta: number | null;
             delta_pct: number | null;
+            significance: components["schemas"]["Significance"] | null;
         };
         /** RankDeltaRow */
         RankDeltaRow: {

@@ -5,7 +5,7 @@
  * comes from `pipeline` / `diff/pipeline`; nothing is recomputed here but
  * unit conversions and the alignment of time axes.
  */
-import type { DiffPipelineStageRow, HostPoint, PipelineReport, PipelineSummaryRow, RunInfo } from "../api";
+import type { DiffPipelineStageRow, HostPoint, PipelineRecording, PipelineReport, PipelineSummaryRow, RunInfo } from "../api";
 import { EM_DASH, formatBytes, formatDecimal, formatInt, formatMsWithUnit, formatPct, formatSignedInt, formatSignedMsWithUnit, formatSignedPoints, type Polarity } from "./format";
 import { buildColumns, type Column } from "./tableModel";
 
@@ -260,4 +260,11 @@ export function callbackColumns(): Column[] {
 
 function withNameTitle(cols: Column[], title: string): Column[] {
   return cols.map((c) => (c.role === "name" ? { ...c, label: title, title } : c));
+}
+
+/** One recording of a pooled group, in words: "base/r1: 12.3 ms per step, data wait 4 %, not input-bound". */
+export function recordingText(r: PipelineRecording): string {
+  const step = r.mean_step_s === null ? "no steps" : `${formatMsWithUnit(r.mean_step_s * 1e6)} per step`;
+  const wait = r.data_wait_pct === null ? "" : `, data wait ${formatPct(r.data_wait_pct, false)}`;
+  return `${r.name}: ${step}${wait}, ${VERDICT_TITLES[r.input_bound].toLowerCase()}`;
 }

@@ -11,6 +11,7 @@ import { useMemo, useState } from "preact/hooks";
 import type uPlot from "uplot";
 import type { ApiClient, DiffPipelineResponse, DiffSelection, PipelineReport, PipelineSummaryRow } from "../api";
 import { DeltaText } from "../components/Delta";
+import { SignificanceMark } from "../components/Explanation";
 import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
 import { Legend, UPlotChart } from "../components/UPlotChart";
@@ -27,6 +28,7 @@ import {
   hostValueText,
   namedStageRows,
   presentHostMetrics,
+  recordingText,
   segmentText,
   SOURCE_TEXT,
   splitSegments,
@@ -92,6 +94,9 @@ export function PipelineView({ client, sel, reloadToken, added, onAdded }: Props
       <section class="card" aria-labelledby="pl-summary">
         <h2 id="pl-summary">Comparison</h2>
         <SummaryTable rows={d.summary} />
+        <p class="note" data-testid="pipeline-noise" data-noise={d.noise.source}>
+          Significance marks: the step time and each part of it per step{d.noise.source === "measured" ? ", and a stage's mean task time where both sides are groups" : ""}. {d.noise.note}.
+        </p>
       </section>
       <Trends client={client} pair={sides} reloadToken={reloadToken} added={added} onAdded={onAdded} />
       <SortedTable
@@ -101,6 +106,7 @@ export function PipelineView({ client, sel, reloadToken, added, onAdded }: Props
         rows={namedStageRows(d.stages)}
         columns={stageColumns()}
         initialSort={defaultSort(STAGE_PRIMARY)}
+        markKey={`delta_${STAGE_PRIMARY}`}
         empty="Neither run has SPDL stage statistics (they are recorded when the loader is an SPDL pipeline)."
       />
       <SortedTable
@@ -136,7 +142,25 @@ function Verdict({ side, name, report }: { side: string; name: string; report: P
         </p>
       ))}
       <p class="muted">Statistics {SOURCE_TEXT[report.source]}.</p>
+      {report.group && <Recordings group={report.group} />}
     </section>
+  );
+}
+
+/** A pooled group: what was pooled, and each recording's own figures (the spread the pooled ones hide). */
+function Recordings({ group }: { group: NonNullable<PipelineReport["group"]> }) {
+  return (
+    <div data-testid="pipeline-group">
+      <p class="note">{group.note}</p>
+      <ul class="muted">
+        {group.recordings.map((r) => (
+          <li key={r.name} data-recording={r.name}>
+            {recordingText(r)}
+            {r.name === group.representative ? " (host samples)" : ""}
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }
 
@@ -176,7 +200,7 @@ function SummaryTable({ rows }: { rows: PipelineSummaryRow[] }) {
               <td data-raw={r.baseline ?? ""}>{summaryValueText(r, r.baseline)}</td>
               <td data-raw={r.experimental ?? ""}>{summaryValueText(r, r.experimental)}</td>
               <td data-raw={r.delta ?? ""}>
-                <DeltaText value={r.delta} text={summaryDeltaText(r)} polarity={polarity} />
+                <DeltaText value={r.delta} text={summaryDeltaText(r)} polarity={polarity} /> <SignificanceMark sig={r.significance} />
               </td>
               <td data-raw={r.delta_pct ?? ""}>
                 <DeltaText value={r.delta_pct} text={formatPct(r.delta_pct)} polarity={polarity} />
