@@ -86,7 +86,7 @@ def _record(side: str, layers: int) -> str:
     return os.path.join(out, fname)
 
 
-def _timed(fn):
+def timed(fn):
     t0 = time.perf_counter()
     value = fn()
     return value, time.perf_counter() - t0
@@ -98,15 +98,15 @@ def measure(name: str, b_path: str, e_path: str, repeat: int) -> dict:
     from tb_pipeline_plugin.diff.tables import TableQuery
     from tb_pipeline_plugin.server.http import encode_json
 
-    b, load_b = _timed(lambda: TraceProcessor.load(b_path))
-    e, load_e = _timed(lambda: TraceProcessor.load(e_path))
+    b, load_b = timed(lambda: TraceProcessor.load(b_path))
+    e, load_e = timed(lambda: TraceProcessor.load(e_path))
     row = {"pair": name, "file_mb": [os.path.getsize(p) / MIB for p in (b_path, e_path)],
            "events": [len(b.table), len(e.table)], "load_s": [load_b, load_e],
            "steps": [len(b.linked.steps.name), len(e.linked.steps.name)], "repeat": repeat}
     timings: dict[str, list[float]] = {}
 
     def timed(key, fn):
-        value, seconds = _timed(fn)
+        value, seconds = timed(fn)
         timings.setdefault(key, []).append(seconds)
         return value
 

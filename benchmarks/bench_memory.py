@@ -33,13 +33,8 @@ WARM_MAX_S = 0.3
 
 sys.path.insert(0, HERE)
 sys.path.insert(0, REPO_ROOT)
-from bench_diff import build_pair  # noqa: E402  (records the cpu pair and grows it with replicate.py)
+from bench_diff import build_pair, timed  # noqa: E402  (records the cpu pair and grows it with replicate.py)
 
-
-def _timed(fn):
-    t0 = time.perf_counter()
-    value = fn()
-    return value, time.perf_counter() - t0
 
 
 def measure(b_path: str, e_path: str, repeat: int) -> dict:
@@ -47,8 +42,8 @@ def measure(b_path: str, e_path: str, repeat: int) -> dict:
     from tb_pipeline_plugin.diff import pair_impls
     from tb_pipeline_plugin.server.http import encode_json
 
-    b, load_b = _timed(lambda: TraceProcessor.load(b_path))
-    e, load_e = _timed(lambda: TraceProcessor.load(e_path))
+    b, load_b = timed(lambda: TraceProcessor.load(b_path))
+    e, load_e = timed(lambda: TraceProcessor.load(e_path))
     m = b.table.memory
     row = {"file_mb": [os.path.getsize(p) / MIB for p in (b_path, e_path)],
            "events": [len(b.table), len(e.table)],
@@ -61,12 +56,12 @@ def measure(b_path: str, e_path: str, repeat: int) -> dict:
         if k:
             b, e = TraceProcessor(b.table, b_path), TraceProcessor(e.table, e_path)
         gc.collect()
-        answer, first = _timed(lambda: encode_json(pair_impls.diff_memory_impl(b, e)))
+        answer, first = timed(lambda: encode_json(pair_impls.diff_memory_impl(b, e)))
         timings.setdefault("memory_first_s", []).append(first)
-        _, warm = _timed(lambda: encode_json(pair_impls.diff_memory_impl(b, e)))
+        _, warm = timed(lambda: encode_json(pair_impls.diff_memory_impl(b, e)))
         timings.setdefault("memory_warm_s", []).append(warm)
         encode_json(pair_impls.diff_overview_impl(b, e))
-        _, ov = _timed(lambda: encode_json(pair_impls.diff_overview_impl(b, e)))
+        _, ov = timed(lambda: encode_json(pair_impls.diff_overview_impl(b, e)))
         timings.setdefault("overview_warm_s", []).append(ov)
     out = json.loads(answer)
     shown = next(d for d in out["devices"] if d["device"] == out["device"])

@@ -20,7 +20,6 @@ import gc
 import json
 import os
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
@@ -29,13 +28,7 @@ STEP_MAX_BYTES = 2_000_000
 
 sys.path.insert(0, HERE)
 sys.path.insert(0, REPO_ROOT)
-from bench_diff import MIB, run_cli  # noqa: E402
-
-
-def _timed(fn):
-    t0 = time.perf_counter()
-    value = fn()
-    return value, time.perf_counter() - t0
+from bench_diff import MIB, run_cli, timed  # noqa: E402
 
 
 def measure(name: str, b_path: str, e_path: str, repeat: int) -> dict:
@@ -49,8 +42,8 @@ def measure(name: str, b_path: str, e_path: str, repeat: int) -> dict:
     timings: dict[str, list[float]] = {}
     sizes: dict[str, int] = {}
 
-    def timed(key, **params):
-        body, seconds = _timed(lambda: encode_json(diff_timeline_impl(b, e, **params)))
+    def ask(key, **params):
+        body, seconds = timed(lambda: encode_json(diff_timeline_impl(b, e, **params)))
         timings.setdefault(key, []).append(seconds)
         sizes[key] = len(body)
         return json.loads(body)
@@ -60,14 +53,14 @@ def measure(name: str, b_path: str, e_path: str, repeat: int) -> dict:
             b, e = TraceProcessor(b.table, b_path), TraceProcessor(e.table, e_path)
         b.pieces(), e.pieces()  # what diff/modules built before a Timeline link is clicked
         gc.collect()
-        step = timed("step_cold", path="0")
+        step = ask("step_cold", path="0")
         for _ in range(3):
-            timed("step_warm", path="0")
+            ask("step_warm", path="0")
         length = step["baseline_side"]["end_us"] - step["baseline_side"]["start_us"]
-        timed("step_zoom_warm", path="0", from_us=length / 4, to_us=length / 2)
-        timed("step_full_detail", path="0", width_px=0)
-        timed("all_steps_cold", path="")
-        timed("all_steps_warm", path="")
+        ask("step_zoom_warm", path="0", from_us=length / 4, to_us=length / 2)
+        ask("step_full_detail", path="0", width_px=0)
+        ask("all_steps_cold", path="")
+        ask("all_steps_warm", path="")
     side = step["baseline_side"]
     row.update(step_events_total=side["events_total"], step_drawn=len(side["events"]["ts_us"]),
                step_merged=side["merged_count"], step_min_draw_us=side["min_draw_us"], matched=step["matched"])
