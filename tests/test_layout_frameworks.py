@@ -93,6 +93,9 @@ def work(rank, run):
             torch.nn.functional.mse_loss(model(x), y).backward()
             opt.step()
             prof.step()
+    # Both ranks leave together: gloo aborts a process whose peer tore the
+    # group down while it was still finishing (seen as SIGABRT under load).
+    dist.barrier()
     dist.destroy_process_group()
 
 if __name__ == "__main__":

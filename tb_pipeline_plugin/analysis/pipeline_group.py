@@ -65,8 +65,9 @@ def _stage_records(tables: PipelineTables, index: int) -> tuple[pd.DataFrame, pd
     key = {"pipeline_id": stages["pipeline_index"], "stage_id": stages["stage_id"],
            "stage_name": stages["stage_name"], "stage": stages["stage"], "concurrency": stages["concurrency"],
            "final": False, RECORDING: index, "t_s": np.nan, "wall_time_s": np.nan}
-    tasks = pd.DataFrame({**key, **{c: stages[c] for c in ("tasks", "failures", "task_mean_s", "task_p90_s",
-                                                              "task_p99_s", "task_cpu_mean_s", "task_call_mean_s")}})
+    # Every per-task figure the recorder writes (TASK_COLUMNS past the key), so
+    # a figure added to the format is pooled without a second list to keep.
+    tasks = pd.DataFrame({**key, **{c: stages[c] for c in TASK_COLUMNS[TASK_COLUMNS.index("tasks"):]}})
     queues = pd.DataFrame({**key, **{c: stages[c] for c in ("interval_s", "items", "qps", "put_wait_mean_s",
                                                                "get_wait_mean_s")},
                            "occupancy": pd.to_numeric(stages["occupancy_pct"], errors="coerce") / 100.0})

@@ -20,7 +20,6 @@ from __future__ import annotations
 import sys
 import time
 
-EXTRA = "gil"
 POLL_US = 1_000
 # A window sampled, then one slept, each about a fifth of the host interval
 # (at most 50 ms): several windows per sample, a third of the time sampled.
@@ -32,7 +31,7 @@ _warned = False
 
 def missing_message() -> str:
     return ("tb-pipeline: GIL contention not recorded: the gilknocker package is not installed "
-            f'(pip install "tb_pipeline_plugin[{EXTRA}]"); recording goes on without it')
+            '(pip install "tb_pipeline_plugin[gil]"); recording goes on without it')
 
 
 class GilContention:
