@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import gzip
 import json
+import re
 
 
 def load_events(path) -> tuple[dict, list[dict]]:
@@ -233,3 +234,13 @@ def trailing_steps_without_device_work(events: list[dict]) -> int:
     if not any(launched):
         return 0
     return len(steps) - 1 - max(i for i, n in enumerate(launched) if n)
+
+
+def bracket_depth(body: bytes) -> int:
+    """Bracket nesting of a JSON text (names here hold no brackets): a tree
+    too deep for Python's JSON decoder is checked on its bytes."""
+    depth = deepest = 0
+    for c in re.findall(rb"[][{}]", body):
+        depth += 1 if c in (b"[", b"{") else -1
+        deepest = max(deepest, depth)
+    return deepest
