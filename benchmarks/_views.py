@@ -1,6 +1,17 @@
 """Every first view of one trace and its diff against itself, as the routes
-compute and encode them (shared by the fuzzers and bench_degenerate.py)."""
+compute and encode them, and the memory a trace may cost (shared by the
+decoder fuzz and bench_degenerate.py)."""
 from __future__ import annotations
+
+MIB = 1 << 20
+
+
+def memory_bound_bytes(file_bytes: int) -> int:
+    """Peak memory a trace may add to the process that loads it and computes
+    its views (issue 23): 100x a file of a few MB (up to 512 MiB on that
+    count), 3x a large file, and 300 MiB for any file (the allocator's and
+    the lazily built views' fixed cost dwarfs a file of a few KB)."""
+    return max(3 * file_bytes, min(100 * file_bytes, 512 * MIB), 300 * MIB)
 
 
 def view_calls(path: str):

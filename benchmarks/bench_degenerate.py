@@ -9,7 +9,7 @@ operators by name and by name and shape, kernels, modules, each encoded as
 the route does), `diff s` (the four diff views of the trace against
 itself), `growth MB` (peak RSS above the interpreter after its imports,
 VmHWM) and its ratio to the file size against the bound of
-`memory_bound_bytes` (100x a file of a few MB, 3x a large one). A trace the
+`_views.memory_bound_bytes` (100x a file of a few MB, 3x a large one). A trace the
 loader refuses is reported with its reason (`refused`). The load average is
 printed with each row: the machine is shared.
 """
@@ -27,13 +27,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
 MIB = 1 << 20
 sys.path.insert(0, HERE)
+from _views import memory_bound_bytes  # noqa: E402
 from degenerate import FAMILIES, size_of, trace_bytes  # noqa: E402
-
-
-def memory_bound_bytes(file_bytes: int) -> int:
-    """Peak memory a trace may add to the loading process: 100x a file of a
-    few MB (at most 512 MiB on that count), never less than 3x the file."""
-    return max(3 * file_bytes, min(100 * file_bytes, 512 * MIB))
 
 
 def _status_kb(key: str) -> int:
