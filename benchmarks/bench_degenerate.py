@@ -2,6 +2,7 @@
 file to every first view and the diff against itself (issue 23).
 
     .venv/bin/python benchmarks/bench_degenerate.py [--scale 1.0] [--families a,b] [--json rows.json]
+                                                    [--code DIR]   # another checkout's plugin (a baseline)
 
 Each family is written to a temporary file and measured in a fresh
 interpreter: `load s` (TraceProcessor.load), `views s` (overview,
@@ -36,14 +37,16 @@ def _status_kb(key: str) -> int:
         return int(next(line for line in f if line.startswith(key)).split()[1])
 
 
-def child(path: str) -> dict:
-    sys.path.insert(0, REPO_ROOT)
+def child(path: str, code: str) -> dict:
     sys.path.insert(0, HERE)
+    sys.path.insert(0, code)
     from _views import view_calls
+
+    import tb_pipeline_plugin
 
     load, per_run, diff = view_calls(path)
     base = _status_kb("VmRSS:") * 1024
-    out = {"refused": None}
+    out = {"refused": None, "plugin": os.path.dirname(tb_pipeline_plugin.__file__)}
     t0 = time.perf_counter()
     try:
         tp = load()
@@ -62,17 +65,17 @@ def child(path: str) -> dict:
     return out
 
 
-def measure(family: str, scale: float, workdir: str, timeout_s: float) -> dict:
+def measure(family: str, scale: float, workdir: str, timeout_s: float, code: str) -> dict:
     path = os.path.join(workdir, f"{family}.pt.trace.json")
     with open(path, "wb") as f:
         f.write(trace_bytes(family, scale))
     size = os.path.getsize(path)
     row = {"family": family, "n": size_of(family, scale), "file_bytes": size, "load_avg": os.getloadavg()[0]}
-    env = {**os.environ, "PYTHONPATH": REPO_ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = {**os.environ, "PYTHONPATH": code + os.pathsep + os.environ.get("PYTHONPATH", "")}
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, __file__, "--child", path], capture_output=True, text=True,
-                              timeout=timeout_s, env=env)
+        proc = subprocess.run([sys.executable, __file__, "--child", path, "--code", code], capture_output=True,
+                              text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired:
         row.update(outcome="hang", total_s=time.perf_counter() - t0)
         return row
@@ -95,17 +98,18 @@ def main(argv=None) -> int:
     p.add_argument("--families", default=",".join(FAMILIES))
     p.add_argument("--timeout-s", type=float, default=300)
     p.add_argument("--json")
+    p.add_argument("--code", default=REPO_ROOT, help="checkout whose tb_pipeline_plugin is measured")
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.child)))
+        print(json.dumps(child(args.child, args.code)))
         return 0
     rows = []
     print(f"{'family':<16} {'n':>9} {'file MB':>8} {'load s':>7} {'views s':>8} {'diff s':>7} {'growth MB':>10} "
           f"{'x file':>7} {'bound x':>8} {'load avg':>8}  outcome")
     with tempfile.TemporaryDirectory(prefix="bench_degenerate_") as work:
         for family in args.families.split(","):
-            r = measure(family, args.scale, work, args.timeout_s)
+            r = measure(family, args.scale, work, args.timeout_s, os.path.abspath(args.code))
             rows.append(r)
             mb = r["file_bytes"] / MIB
             g = r.get("growth_bytes")
