@@ -558,7 +558,7 @@ def run(args) -> dict:
         (work / "drawn.json").write_text(json.dumps([d.decode() for d in drawn]))
         n_seeds = len(seeds)
         del seeds, drawn
-        pending = list(range(args.cases))
+        pending = list(range(args.first, args.first + args.cases))
         limit = args.memory_limit_mb << 20
         workers = [Worker(limit, work, args.seed) for _ in range(args.workers)]
         sel = selectors.DefaultSelector()
@@ -651,6 +651,8 @@ def run(args) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cases", type=int, default=10_000)
+    p.add_argument("--first", type=int, default=0,
+                   help="number of the first case: runs over disjoint ranges split one long run")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=max(1, min(4, os.cpu_count() or 1)))
     p.add_argument("--timeout-s", type=float, default=30.0,
