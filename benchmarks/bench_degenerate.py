@@ -8,7 +8,9 @@ Each family is written to a temporary file and measured in a fresh
 interpreter: `load s` (TraceProcessor.load), `views s` (overview,
 operators by name and by name and shape, kernels, modules, each encoded as
 the route does), `diff s` (the four diff views of the trace against
-itself), `growth MB` (peak RSS above the interpreter after its imports,
+itself), `CPU s` (the process's CPU time over the three: what the
+neighbours on a shared box disturb least), `growth MB` (peak RSS above the
+interpreter after its imports,
 VmHWM) and its ratio to the file size against the bound of
 `_views.memory_bound_bytes` (100x a file of a few MB, 3x a large one). A trace the
 loader refuses is reported with its reason (`refused`). The load average is
@@ -47,12 +49,14 @@ def child(path: str, code: str) -> dict:
     load, per_run, diff = view_calls(path)
     base = _status_kb("VmRSS:") * 1024
     out = {"refused": None, "plugin": os.path.dirname(tb_pipeline_plugin.__file__)}
+    cpu0 = time.process_time()
     t0 = time.perf_counter()
     try:
         tp = load()
     except ValueError as exc:
         out["refused"] = str(exc)
         out["load_s"] = time.perf_counter() - t0
+        out["cpu_s"] = time.process_time() - cpu0
         out["growth_bytes"] = _status_kb("VmHWM:") * 1024 - base
         return out
     t1 = time.perf_counter()
@@ -60,7 +64,8 @@ def child(path: str, code: str) -> dict:
     t2 = time.perf_counter()
     diff(tp)
     t3 = time.perf_counter()
-    out.update(load_s=t1 - t0, views_s=t2 - t1, diff_s=t3 - t2, warnings=list(tp.warnings),
+    out.update(load_s=t1 - t0, views_s=t2 - t1, diff_s=t3 - t2, cpu_s=time.process_time() - cpu0,
+               warnings=list(tp.warnings),
                growth_bytes=_status_kb("VmHWM:") * 1024 - base)
     return out
 
@@ -105,7 +110,7 @@ def main(argv=None) -> int:
         print(json.dumps(child(args.child, args.code)))
         return 0
     rows = []
-    print(f"{'family':<16} {'n':>9} {'file MB':>8} {'load s':>7} {'views s':>8} {'diff s':>7} {'growth MB':>10} "
+    print(f"{'family':<16} {'n':>9} {'file MB':>8} {'load s':>7} {'views s':>8} {'diff s':>7} {'CPU s':>6} {'growth MB':>10} "
           f"{'x file':>7} {'bound x':>8} {'load avg':>8}  outcome")
     with tempfile.TemporaryDirectory(prefix="bench_degenerate_") as work:
         for family in args.families.split(","):
@@ -115,6 +120,7 @@ def main(argv=None) -> int:
             g = r.get("growth_bytes")
             print(f"{family:<16} {r['n']:>9,} {mb:>8.1f} {r.get('load_s', float('nan')):>7.2f} "
                   f"{r.get('views_s', float('nan')):>8.2f} {r.get('diff_s', float('nan')):>7.2f} "
+                  f"{r.get('cpu_s', float('nan')):>6.2f} "
                   f"{(g or 0) / MIB:>10.0f} {(g or 0) / r['file_bytes']:>7.1f} "
                   f"{r.get('bound_bytes', 0) / r['file_bytes']:>8.1f} {r['load_avg']:>8.2f}  {r['outcome']}"
                   + (f": {r['refused']}" if r.get("refused") else "") + (f"\n{r['detail']}" if r.get("detail") else ""),

@@ -19,7 +19,7 @@ sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
 from degenerate import FAMILIES, FULL, size_of, trace_bytes  # noqa: E402
 
 # Fraction of the full size each family is served at here.
-SCALE = {"same_instant": 0.1, "same_name_chain": 0.25, "many_threads": 0.5, "many_names": 0.2,
+SCALE = {"same_instant": 0.05, "same_name_chain": 0.25, "many_threads": 0.3, "many_names": 0.1,
          "deep_modules": 1.0, "deep_operators": 1.0, "flow_fanout": 0.3}
 LIMIT_S = 10.0
 RUN_VIEWS = ("/overview", "/operators?group_by=name", "/operators?group_by=name_and_shape", "/kernels", "/modules")
