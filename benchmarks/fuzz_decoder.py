@@ -603,6 +603,19 @@ def run(args) -> dict:
             if path and os.path.exists(path):
                 os.unlink(path)
 
+        def summary() -> dict:
+            return {
+                "cases": sum(outcomes.values()), "outcomes": dict(outcomes), "loaded_with_warnings": warned,
+                "by_mutation": {k: dict(v) for k, v in sorted(by_kind.items())}, "seeds": n_seeds,
+                "peak_growth_mb": round(peak / (1 << 20), 1), "seconds": round(time.monotonic() - t0, 1),
+                "worst_memory_ratio": {"of_bound": round(worst[0], 3), "case": worst[1], "kind": worst[2],
+                                       "file_mb": round(worst[3] / (1 << 20), 2),
+                                       "growth_mb": round(worst[4] / (1 << 20), 1),
+                                       "of_file": round(worst[4] / max(worst[3], 1), 1)},
+                "bad": bad[:50],
+            }
+
+        reported = 0
         for w in workers:
             next_case(w)
         while any(w.case is not None for w in workers):
@@ -630,20 +643,15 @@ def run(args) -> dict:
                     sel.register(fresh.proc.stdout, selectors.EVENT_READ, fresh)
                     next_case(fresh)
             done = sum(outcomes.values())
-            if args.progress and done and done % 500 == 0:
+            if args.progress and done and done % 500 == 0 and done != reported:
+                reported = done
                 print(f"  {done} cases, {dict(outcomes)}", file=sys.stderr, flush=True)
+                if args.json:  # a run stopped early still leaves its figures
+                    Path(args.json).write_text(json.dumps({**summary(), "partial": True}, indent=1))
         for w in workers:
             w.proc.stdin.close()
             w.kill()
-        return {
-            "cases": sum(outcomes.values()), "outcomes": dict(outcomes), "loaded_with_warnings": warned,
-            "by_mutation": {k: dict(v) for k, v in sorted(by_kind.items())}, "seeds": n_seeds,
-            "peak_growth_mb": round(peak / (1 << 20), 1), "seconds": round(time.monotonic() - t0, 1),
-            "worst_memory_ratio": {"of_bound": round(worst[0], 3), "case": worst[1], "kind": worst[2],
-                                   "file_mb": round(worst[3] / (1 << 20), 2), "growth_mb": round(worst[4] / (1 << 20), 1),
-                                   "of_file": round(worst[4] / max(worst[3], 1), 1)},
-            "bad": bad[:50],
-        }
+        return summary()
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
