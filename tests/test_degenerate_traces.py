@@ -1,15 +1,17 @@
 """Degenerate but valid traces (benchmarks/degenerate.py, issue 23) load
 through the real TensorBoard app and answer every first view and the diff
-against themselves within 10 s, with numbers counted straight from the
-trace JSON. Sizes here are those that fit that on a loaded 2-core machine
-with headroom; the full sizes are in benchmarks/bench_degenerate.py and the
-decoder fuzz."""
+against themselves within 10 s (of CPU for the process tree: wall time on
+a shared box measures the neighbours), with numbers counted straight from
+the trace JSON. Sizes here fit that with headroom; the full sizes are in
+benchmarks/bench_degenerate.py and the decoder fuzz."""
 from __future__ import annotations
 
 import json
+import resource
 import sys
 import time
 
+import psutil
 import pytest
 
 from conftest import PLUGIN_PREFIX, REPO_ROOT, wait_ready
@@ -39,19 +41,34 @@ def _get(client, route: str, **params) -> dict | bytes:
         return resp.get_data()
 
 
-def _serve_all_views(make_tb_client, tmp_path, family: str) -> tuple[dict, dict, float]:
-    """(the trace JSON, every answer by route, seconds from the first request
-    to the last answer)."""
+def _tree_cpu_s() -> float:
+    """CPU seconds of this process and its children (the parse workers),
+    those already reaped included."""
+    me = psutil.Process()
+    total = sum(me.cpu_times()[:2])
+    for child in me.children(recursive=True):
+        try:
+            total += sum(child.cpu_times()[:2])
+        except psutil.NoSuchProcess:
+            pass
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return total + reaped.ru_utime + reaped.ru_stime
+
+
+def _serve_all_views(make_tb_client, tmp_path, family: str) -> tuple[dict, dict, float, float]:
+    """(the trace JSON, every answer by route, seconds and CPU seconds of the
+    process tree from the first request to the last answer)."""
     data = trace_bytes(family, SCALE[family])
     (tmp_path / family).mkdir()
     (tmp_path / family / "w.1.pt.trace.json").write_bytes(data)
     client = make_tb_client(tmp_path)
+    cpu0 = _tree_cpu_s()
     t0 = time.monotonic()
     state = wait_ready(client, family, timeout=60)
     assert state["status"] == "ready", repr(state)[:1000]
     answers = {route: _get(client, route, run=family) for route in RUN_VIEWS}
     answers.update({route: _get(client, route, baseline=family, experimental=family) for route in DIFF_VIEWS})
-    return json.loads(data), answers, time.monotonic() - t0
+    return json.loads(data), answers, time.monotonic() - t0, _tree_cpu_s() - cpu0
 
 
 def test_every_family_is_measured_here():
@@ -60,7 +77,7 @@ def test_every_family_is_measured_here():
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_degenerate_family_answers_every_first_view_in_time(make_tb_client, tmp_path, family):
-    doc, answers, took_s = _serve_all_views(make_tb_client, tmp_path, family)
+    doc, answers, took_s, cpu_s = _serve_all_views(make_tb_client, tmp_path, family)
     events = doc["traceEvents"]
     n = size_of(family, SCALE[family])
     ops = {r["name"]: r for r in answers["/operators?group_by=name"]["rows"]}
@@ -88,4 +105,8 @@ def test_degenerate_family_answers_every_first_view_in_time(make_tb_client, tmp_
     diff_ops = answers["/diff/operators"]
     assert diff_ops["total"] == len(ops)
     assert all(r["baseline_calls"] == r["experimental_calls"] == ops[r["name"]]["calls"] for r in diff_ops["rows"])
-    assert took_s < LIMIT_S, f"{family}: {took_s:.1f} s from the first request to every first view"
+    # CPU time of the process tree, like test_long_same_name_chain_loads_in_bounded_time:
+    # it guards the algorithm (a pass per level took minutes), not the box's load
+    # (on a quiet box the wall time is about the CPU time: 1-4 s here).
+    print(f"{family}: {cpu_s:.1f} CPU s, {took_s:.1f} s wall")
+    assert cpu_s < LIMIT_S, f"{family}: {cpu_s:.1f} CPU s ({took_s:.1f} s wall) to every first view"
