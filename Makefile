@@ -40,8 +40,11 @@ $(BUNDLE): $(STAMPS)/npm $(FRONTEND_SRC)
 
 frontend: $(BUNDLE)
 
-samples/runs/.recorded: $(STAMPS)/venv samples/record_samples.py samples/record_pipeline_samples.py samples/diagnostic_sample.py
-	$(PY) samples/record_samples.py --out samples/runs
+# The demo pair, recorded as users record: samples/train_demo.py through
+# `tb-pipeline record --profile` and diagnostic mode (samples/record_demo.py).
+samples/runs/.recorded: $(STAMPS)/venv samples/record_demo.py samples/train_demo.py
+	rm -rf samples/runs
+	$(PY) samples/record_demo.py --out samples/runs --quiet
 	@touch $@
 
 samples: samples/runs/.recorded

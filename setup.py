@@ -48,6 +48,8 @@ setup(
         # SPDL stage statistics and GPU host metrics are optional at record time.
         "spdl": ["spdl>=0.8,<0.9"],
         "gpu": ["nvidia-ml-py"],
+        # GIL contention host series (record/gil_contention.py); without it the recorder says so and records the rest.
+        "gil": ["gilknocker>=0.4.2,<0.5"],
         # torch-tb-profiler's trace viewer behind our "timeline" links; 0.4.3 is
         # the release the links are tested against (its span numbering, routes).
         "profiler": ["torch-tb-profiler>=0.4.3,<0.5"],

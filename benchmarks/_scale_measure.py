@@ -230,8 +230,15 @@ def distributed(logdir: str, run: str) -> dict:
     t0 = time.perf_counter()
     body = _get_ready(client, f"distributed?baseline={run}").get_json()
     wall = time.perf_counter() - t0
+    # Asked again: every rank's summary is loaded now (what a page reload or the other tab's request costs).
+    t1 = time.perf_counter()
+    _get_ready(client, f"distributed?baseline={run}")
+    again = time.perf_counter() - t1
     plugin.close()
-    return {"wall_s": wall, "ranks": len(body["baseline"]["ranks"]), "slowest_rank": body["baseline"]["slowest"]["rank"]}
+    ranks = body["baseline"]["ranks"]
+    return {"wall_s": wall, "again_s": again, "ranks": len(ranks), "slowest_rank": body["baseline"]["slowest"]["rank"],
+            "rank_source": ranks[0].get("rank_source", "(not given)") if ranks else None,
+            "ranks_match_names": all(r["worker"] == f"rank{r['rank']}" for r in ranks)}
 
 
 def latency(logdir: str) -> dict:

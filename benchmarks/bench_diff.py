@@ -86,7 +86,7 @@ def _record(side: str, layers: int) -> str:
     return os.path.join(out, fname)
 
 
-def _timed(fn):
+def timed(fn):
     t0 = time.perf_counter()
     value = fn()
     return value, time.perf_counter() - t0
@@ -98,15 +98,15 @@ def measure(name: str, b_path: str, e_path: str, repeat: int) -> dict:
     from tb_pipeline_plugin.diff.tables import TableQuery
     from tb_pipeline_plugin.server.http import encode_json
 
-    b, load_b = _timed(lambda: TraceProcessor.load(b_path))
-    e, load_e = _timed(lambda: TraceProcessor.load(e_path))
+    b, load_b = timed(lambda: TraceProcessor.load(b_path))
+    e, load_e = timed(lambda: TraceProcessor.load(e_path))
     row = {"pair": name, "file_mb": [os.path.getsize(p) / MIB for p in (b_path, e_path)],
            "events": [len(b.table), len(e.table)], "load_s": [load_b, load_e],
            "steps": [len(b.linked.steps.name), len(e.linked.steps.name)], "repeat": repeat}
     timings: dict[str, list[float]] = {}
 
     def timed(key, fn):
-        value, seconds = _timed(fn)
+        value, seconds = timed(fn)
         timings.setdefault(key, []).append(seconds)
         return value
 
@@ -136,6 +136,26 @@ def measure(name: str, b_path: str, e_path: str, repeat: int) -> dict:
     return row
 
 
+def measure_pairs(pairs: list[str], size_mb: float, keep: bool, measure_pair, repeat: int) -> list[dict]:
+    """`measure_pair(name, b_path, e_path, repeat)` of each pair, built first;
+    the built traces are removed afterwards unless `keep`."""
+    rows, built = [], []
+    try:
+        for name in pairs:
+            b_path, e_path = build_pair(name, size_mb, reuse=keep)
+            built += [b_path, e_path]
+            rows.append(measure_pair(name, b_path, e_path, max(1, repeat)))
+            gc.collect()
+    finally:
+        if not keep:
+            for p in built:
+                if os.path.exists(p):
+                    os.remove(p)
+            for side in ("baseline", "experimental"):
+                shutil.rmtree(os.path.join(OUT_DIR, f"diff_cpu_source_{side}"), ignore_errors=True)
+    return rows
+
+
 def print_rows(rows: list[dict]) -> None:
     for r in rows:
         print(f"\n== {r['pair']}: {r['file_mb'][0]:.0f} + {r['file_mb'][1]:.0f} MiB, "
@@ -155,36 +175,30 @@ def print_rows(rows: list[dict]) -> None:
         print(f"  {'PASS' if r['passed'] else 'FAIL'}")
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_cli(argv, description: str, measure_pair, print_pairs, repeat: int) -> int:
+    """The pair benchmarks' command line (this file's, bench_timeline.py's):
+    build the pairs asked for, measure, print, optionally write JSON; exit
+    status 0 when every row passed."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--size-mb", type=float, default=200, help="target size of each trace, MiB")
     parser.add_argument("--keep", action="store_true", help="keep (and reuse) built inputs in benchmarks/out/")
     parser.add_argument("--pairs", default="gpu,cpu", help="comma-separated subset of gpu,cpu")
-    parser.add_argument("--repeat", type=int, default=3, help="cold measurements per pair (fresh processors)")
+    parser.add_argument("--repeat", type=int, default=repeat, help="measurements per pair (fresh processors)")
     parser.add_argument("--json", dest="json_out", help="also write the rows to this file")
     args = parser.parse_args(argv)
     pairs = [p for p in args.pairs.split(",") if p]
     if set(pairs) - {"gpu", "cpu"}:
         parser.error(f"unknown pairs: {sorted(set(pairs) - {'gpu', 'cpu'})}")
-    rows, built = [], []
-    try:
-        for name in pairs:
-            b_path, e_path = build_pair(name, args.size_mb, reuse=args.keep)
-            built += [b_path, e_path]
-            rows.append(measure(name, b_path, e_path, max(1, args.repeat)))
-            gc.collect()
-    finally:
-        if not args.keep:
-            for p in built:
-                if os.path.exists(p):
-                    os.remove(p)
-            for side in ("baseline", "experimental"):
-                shutil.rmtree(os.path.join(OUT_DIR, f"diff_cpu_source_{side}"), ignore_errors=True)
-    print_rows(rows)
+    rows = measure_pairs(pairs, args.size_mb, args.keep, measure_pair, args.repeat)
+    print_pairs(rows)
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(rows, f, indent=2)
     return 0 if all(r["passed"] for r in rows) else 1
+
+
+def main(argv=None) -> int:
+    return run_cli(argv, __doc__.splitlines()[0], measure, print_rows, 3)
 
 
 if __name__ == "__main__":

@@ -18,8 +18,12 @@ Prints:
   - with 12,000 operators (over the server's 10,000-row limit): that the
     page says the table is partial and that a filter finds a row outside
     the fetched ones (the filter goes to the server), and how long it took.
+  - the Timeline view (canvas) with --timeline-events events in view (both
+    runs together, default 100,000): the time to draw them, budget 50 ms
+    (median over redraws), and the frame rate while zooming with the wheel
+    and panning with a drag, budget 50 frames per second.
 
-Usage: .venv/bin/python benchmarks/bench_frontend.py [--rows 10000] [--shots DIR]
+Usage: .venv/bin/python benchmarks/bench_frontend.py [--rows 10000] [--timeline-events 100000] [--shots DIR]
 (--shots also saves a screenshot of each view at 1280x800.)
 """
 from __future__ import annotations
@@ -107,6 +111,7 @@ def _pct(b, e):
 
 def _diff_row(name, metrics, base, exp, shape=None, with_shape=True):
     row = {"name": name, "input_shape": shape} if with_shape else {"name": name}
+    row["significance"] = None
     for m in metrics:
         b, e = base[m], exp[m]
         row[f"baseline_{m}"] = b
@@ -119,8 +124,9 @@ def _diff_row(name, metrics, base, exp, shape=None, with_shape=True):
 class FakeApi:
     """Answers every route of docs/http_api.md with deterministic synthetic data."""
 
-    def __init__(self, n_ops: int):
+    def __init__(self, n_ops: int, timeline_events: int = 100_000):
         rnd = random.Random(42)
+        self.timeline_events = timeline_events
         self.ops = []
         for i in range(n_ops):
             calls = rnd.randint(1, 200)
@@ -143,10 +149,52 @@ class FakeApi:
             exp = {"calls": calls, "total_us": e_tot, "mean_us": e_tot / calls, "min_us": e_tot / calls * 0.8, "max_us": e_tot / calls * 1.3}
             self.kernels.append(_diff_row(f"void gemm_kernel_{i}<float, 128>(...)", KERNEL_METRICS, base, exp, with_shape=False))
 
+    # ---------------------------------------------------------- timeline
+    TIMELINE_KINDS = ["operator", "kernel", "memcpy", "memset", "annotation", "module", "python"]
+
+    def timeline_side(self, n: int, seed: int, length_us: float) -> dict:
+        """`n` events on 2 threads (3 nesting levels) and 2 streams, spread over
+        the piece, so both runs fit on a 1280x800 screen; every other event
+        matched (ids shared by both sides)."""
+        rnd = random.Random(seed)
+        lanes = [{"label": f"thread {t}", "device": False} for t in range(2)] + \
+                [{"label": f"GPU 0 · stream {s}", "device": True} for s in range(2)]
+        cells = [(lane, depth) for lane in range(2) for depth in range(3)] + [(2, 0), (3, 0)]
+        per_row = n // len(cells)
+        names = [f"aten::op_{k}" for k in range(200)] + [f"gemm_kernel_{k}" for k in range(100)]
+        cols = {k: [] for k in ("name", "kind", "ts_us", "dur_us", "lane", "depth", "match", "delta_us")}
+        slot = length_us / per_row
+        for r, (lane, depth) in enumerate(cells):
+            for k in range(per_row):
+                dur = slot * rnd.uniform(0.3, 0.9) / (1 + depth * 0.3)
+                cols["name"].append(rnd.randrange(200) if lane < 2 else 200 + rnd.randrange(100))
+                cols["kind"].append(0 if lane < 2 else 1)
+                cols["ts_us"].append(round(k * slot + depth * slot * 0.05, 3))
+                cols["dur_us"].append(round(dur, 3))
+                cols["lane"].append(lane)
+                cols["depth"].append(depth)
+                matched = (k + r) % 2 == 0
+                cols["match"].append(r * per_row + k if matched else None)
+                cols["delta_us"].append(round(dur * rnd.uniform(-0.5, 0.5), 3) if matched else None)
+        empty = {"lane": [], "depth": [], "ts_us": [], "dur_us": [], "count": [], "merged_us": []}
+        return {"piece_name": "ProfilerStep#1", "start_us": 1_000_000.0, "end_us": 1_000_000.0 + length_us,
+                "window_start_us": 1_000_000.0, "window_end_us": 1_000_000.0 + length_us,
+                "events_end_us": 1_000_000.0 + length_us, "lanes": lanes, "names": names, "events": cols,
+                "events_total": len(cols["ts_us"]), "min_draw_us": 0.0, "merged": empty, "merged_count": 0,
+                "merged_us": 0.0}
+
+    def diff_timeline(self, q):
+        n = self.timeline_events // 2
+        return {**PAIR, "path": "0", "name": "ProfilerStep#1", "kind": "step", "status": "matched",
+                "breadcrumb": [{"name": "All steps", "path": ""}, {"name": "ProfilerStep#1", "path": "0"}],
+                "kinds": self.TIMELINE_KINDS, "from_us": None, "to_us": None, "matched": n // 2,
+                "baseline_side": self.timeline_side(n, 1, 1_000_000.0),
+                "experimental_side": self.timeline_side(n, 2, 1_100_000.0)}
+
     # ---------------------------------------------------------- routes
     def runs(self, q):
         runs = [{"name": n, "workers": [{"name": "worker0", "spans": ["1", "2"]}], "kinds": ["trace"],
-                 "status": "ready", "error": None, "warnings": []} for n in ("baseline", "experimental")]
+                 "status": "ready", "error": None, "warnings": [], "recordings": []} for n in ("baseline", "experimental")]
         return {"runs": runs, "loading": False}
 
     def _steps(self, scale):
@@ -183,7 +231,7 @@ class FakeApi:
             num = isinstance(bv, (int, float)) and isinstance(ev, (int, float))
             d = (ev - bv) if num else None
             return {"metric": metric, "label": label, "unit": unit, "baseline": bv, "experimental": ev,
-                    "delta": d, "delta_pct": _pct(bv, ev) if num else None}
+                    "delta": d, "delta_pct": _pct(bv, ev) if num else None, "significance": None}
 
         rows = [row("device", "Device", None, b["device"]["name"], e["device"]["name"]),
                 row("device_count", "Devices", "count", 1, 1),
@@ -210,7 +258,10 @@ class FakeApi:
                     "experimental_name": None if status == "baseline_only" else name, "note": None,
                     "baseline_host_us": bh, "experimental_host_us": eh, "delta_host_us": eh - bh, "delta_host_pct": _pct(bh, eh),
                     "baseline_device_us": bd, "experimental_device_us": ed, "delta_device_us": ed - bd, "delta_device_pct": _pct(bd, ed),
-                    "baseline_calls": 10, "experimental_calls": 12, "delta_calls": 2}
+                    "baseline_calls": 10, "experimental_calls": 12, "delta_calls": 2,
+                    "baseline_backward_us": None, "experimental_backward_us": None, "delta_backward_us": None,
+                    "baseline_with_backward_us": bh, "experimental_with_backward_us": eh,
+                    "delta_with_backward_us": eh - bh, "delta_with_backward_pct": _pct(bh, eh)}
 
         if path == "":
             children = []
@@ -239,7 +290,9 @@ class FakeApi:
             return out
 
         trend = {k: acc(k) for k in ("baseline_host_us", "experimental_host_us", "delta_host_us",
-                                     "baseline_device_us", "experimental_device_us", "delta_device_us")}
+                                     "baseline_device_us", "experimental_device_us", "delta_device_us",
+                                     "baseline_with_backward_us", "experimental_with_backward_us",
+                                     "delta_with_backward_us")}
         return {**PAIR, "path": path, "breadcrumb": crumbs, "node": {**node, "approximate": False}, "approximate": False,
                 "children_total": len(children), "offset": 0, "limit": 5000, "children": children, "trend": trend,
                 "device_present": True}
@@ -263,7 +316,7 @@ class FakeApi:
     def handle(self, route_name, q):
         fn = {"runs": self.runs, "overview": self.overview, "diff/overview": self.diff_overview,
               "diff/modules": self.diff_modules, "diff/operators": self.diff_operators,
-              "diff/kernels": self.diff_kernels}.get(route_name)
+              "diff/kernels": self.diff_kernels, "diff/timeline": self.diff_timeline}.get(route_name)
         if fn is None:
             return 404, _checked({"error": f"unknown route {route_name}", "status": 404}, ErrorResponse)
         return 200, _checked(fn(q), RESPONSE_TYPES[route_name])
@@ -288,6 +341,10 @@ def install_routes(page, api: FakeApi) -> None:
             return route.fulfill(status=200, body=BOOT_JS, headers={"Content-Type": "text/javascript"})
         if url.path == PREFIX + "index.js":
             return route.fulfill(status=200, body=bundle, headers={"Content-Type": "text/javascript"})
+        if url.path == "/data/plugins_listing":
+            # TensorBoard's listing (the timeline links ask it): our plugin alone.
+            return route.fulfill(status=200, body=json.dumps({"tb_pipeline": {"enabled": True}}),
+                                 headers={"Content-Type": "application/json"})
         if url.path.startswith(PREFIX):
             status, body = api.handle(url.path[len(PREFIX):], parse_qs(url.query))
             return route.fulfill(status=status, body=body, headers={"Content-Type": "application/json"})
@@ -364,11 +421,92 @@ def check_partial_filter(ctx, errors: list[str], n_ops: int = 12_000) -> None:
     page.close()
 
 
+# Redraws the timeline `frames` times, one per animation frame, moved by
+# synthetic wheel (zoom) or pointer drag (pan) events as a user's would be;
+# returns the frame rate and each redraw's own time (the view's data-draw-ms).
+MEASURE_TIMELINE = """
+([mode, frames]) => new Promise((resolve) => {
+  const c = document.querySelector('canvas.tl-canvas');
+  const r = c.getBoundingClientRect();
+  const y = r.top + 60;
+  const draws = [];
+  const visited = [];
+  let k = 0, t0 = null, x = r.left + r.width * 0.8;
+  if (mode === 'pan') c.dispatchEvent(new PointerEvent('pointerdown', {clientX: x, clientY: y, buttons: 1, pointerId: 1, bubbles: true}));
+  const step = () => {
+    if (t0 === null) t0 = performance.now();
+    else { draws.push(Number(c.dataset.drawMs)); visited.push(Number(c.dataset.visited)); }
+    if (k === frames) {
+      const s = (performance.now() - t0) / 1000;
+      if (mode === 'pan') c.dispatchEvent(new PointerEvent('pointerup', {clientX: x, clientY: y, buttons: 0, pointerId: 1, bubbles: true}));
+      resolve({fps: frames / s, draws, visited, t0: Number(c.dataset.t0), t1: Number(c.dataset.t1)});
+      return;
+    }
+    if (mode === 'zoom') {
+      c.dispatchEvent(new WheelEvent('wheel', {deltaY: k < frames / 2 ? -60 : 60, clientX: r.left + r.width * 0.6, clientY: y, bubbles: true, cancelable: true}));
+    } else if (mode === 'redraw') {
+      c.dispatchEvent(new WheelEvent('wheel', {deltaY: 0, clientX: r.left + r.width * 0.6, clientY: y, bubbles: true, cancelable: true}));
+    } else {
+      x -= 7;
+      c.dispatchEvent(new PointerEvent('pointermove', {clientX: x, clientY: y, buttons: 1, pointerId: 1, bubbles: true}));
+    }
+    k++;
+    requestAnimationFrame(step);
+  };
+  requestAnimationFrame(step);
+})
+"""
+
+
+def measure_timeline(ctx, errors: list[str], n_events: int, shots: Path | None) -> None:
+    """The Timeline view with `n_events` events in view: redraw time, zoom and pan frame rates."""
+    api = FakeApi(100, timeline_events=n_events)
+    page = ctx.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    install_routes(page, api)
+    page.goto(ENTRY + "#b=baseline&e=experimental&view=timeline&path=0")
+    page.wait_for_selector("canvas.tl-canvas[data-rects]", timeout=60_000)
+    page.wait_for_timeout(300)
+    page.evaluate(MEASURE_TIMELINE, ["idle", 30])  # warm-up: the first frames after load are slow
+    idle = page.evaluate(MEASURE_TIMELINE, ["idle", 120])
+    full = page.evaluate(MEASURE_TIMELINE, ["redraw", 60])
+    in_view = statistics.median(full["visited"])
+    draw_ms = statistics.median(full["draws"])
+    if in_view < n_events * 0.99:
+        errors.append(f"timeline: only {in_view:.0f} of {n_events} events in view for the draw measurement")
+    if shots:
+        shots.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(shots / "timeline.png"))
+    zoom = page.evaluate(MEASURE_TIMELINE, ["zoom", 120])
+    # Zoomed in to a tenth: events several pixels wide, every one its own rectangle.
+    page.evaluate("() => { const c = document.querySelector('canvas.tl-canvas'); const r = c.getBoundingClientRect();"
+                  " c.dispatchEvent(new WheelEvent('wheel', {deltaY: -1500, clientX: r.left + r.width * 0.7, clientY: r.top + 60,"
+                  " bubbles: true, cancelable: true})); }")
+    page.wait_for_timeout(200)
+    pan = page.evaluate(MEASURE_TIMELINE, ["pan", 120])
+    page.close()
+    print(f"timeline: {in_view:,.0f} events in view (both runs): redraw median {draw_ms:.1f} ms "
+          f"(min {min(full['draws']):.1f}, max {max(full['draws']):.1f}) budget 50 ms -> {'OK' if draw_ms < 50 else 'OVER'}")
+    print(f"  the page's own frame rate, nothing moving (the ceiling here): {idle['fps']:.0f} frames/s; "
+          f"redrawing all {in_view:,.0f} every frame: {full['fps']:.0f} frames/s")
+    for label, r in (("wheel zoom", zoom), ("drag pan (zoomed in)", pan)):
+        print(f"  {label}: {r['fps']:.0f} frames/s over {len(r['draws'])} frames, redraw median {statistics.median(r['draws']):.1f} ms "
+              f"(max {max(r['draws']):.1f}), {statistics.median(r['visited']):,.0f} events in view (median) "
+              f"budget 50 fps -> {'OK' if r['fps'] >= 50 else 'OVER'}")
+    if draw_ms >= 50:
+        errors.append(f"timeline: redraw of {in_view:,.0f} events took {draw_ms:.1f} ms (budget 50)")
+    for label, r in (("zoom", zoom), ("pan", pan)):
+        if r["fps"] < 50:
+            errors.append(f"timeline: {label} at {r['fps']:.0f} frames/s (budget 50)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=5, help="first-render measurements (fresh page each)")
     ap.add_argument("--shots", type=Path, default=None, help="save a screenshot of each view here")
+    ap.add_argument("--timeline-events", type=int, default=100_000, help="events in view in the Timeline measurement (both runs)")
+    ap.add_argument("--only-timeline", action="store_true", help="measure the Timeline view only")
     args = ap.parse_args()
     if not BUNDLE.exists():
         print(f"bundle missing: {BUNDLE} (run `cd frontend && npm run build`)", file=sys.stderr)
@@ -383,8 +521,9 @@ def main() -> int:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+        measure_timeline(ctx, errors, args.timeline_events, args.shots)
         firsts, sorts = [], []
-        for i in range(args.repeat):
+        for i in range(0 if args.only_timeline else args.repeat):
             page = ctx.new_page()
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -416,8 +555,13 @@ def main() -> int:
                     page.wait_for_timeout(300)
                     page.screenshot(path=str(args.shots / "modules_zoomed.png"), full_page=True)
             page.close()
-        check_partial_filter(ctx, errors)
+        if not args.only_timeline:
+            check_partial_filter(ctx, errors)
         browser.close()
+    if args.only_timeline:
+        if errors:
+            print("page errors:", *errors, sep="\n  ")
+        return 1 if errors else 0
 
     med_first = statistics.median(f["render"] for f in firsts)
     med_body = statistics.median(f["body"] for f in firsts)

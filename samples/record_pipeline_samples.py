@@ -1,6 +1,7 @@
-"""Record a pipeline-statistics pair for the demo: the same training loop fed
-by an SPDL pipeline whose loading stage is too slow (baseline, input-bound)
-and by the same pipeline with that stage's concurrency raised (experimental).
+"""Record a pipeline-statistics pair for the Pipeline tab's browser test
+(tests/test_e2e_pipeline.py): the same training loop fed by an SPDL pipeline
+whose loading stage is too slow (baseline, input-bound) and by the same
+pipeline with that stage's concurrency raised (experimental).
 
 Real runs, recorded with tb_pipeline_plugin.record: step records, SPDL stage
 and queue statistics through SPDL's config hooks, host samples.

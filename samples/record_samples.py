@@ -1,14 +1,14 @@
-"""Record small, deterministic PyTorch profiler runs on the CPU.
+"""Record small, deterministic PyTorch profiler runs on the CPU, in process.
 
 The runs are real Kineto traces written by `tensorboard_trace_handler`, so the
 plugin and its tests exercise the format PyTorch actually emits rather than a
-hand-written imitation. `record_run` is importable (tests record into tmp
-dirs); the CLI writes the demo logdir used by `make demo`.
+hand-written imitation. `record_run` returns the profiler, whose
+`key_averages()` the tests use as an oracle; tests and benchmarks record into
+temporary directories with it. (The demo is recorded as users record:
+samples/record_demo.py.)
 """
 from __future__ import annotations
 
-import argparse
-import glob
 import os
 import time
 
@@ -137,44 +137,3 @@ def _train_profiled(out_dir, layers, hidden, batch, active_steps, loader_delay_s
             optimizer.step()
             prof.step()
     return prof
-
-
-# Name -> record_run kwargs. `experimental` adds one block and a slower loader,
-# the two regressions the comparison views must surface.
-SAMPLE_RUNS = {
-    "baseline": dict(layers=4),
-    "experimental": dict(layers=5, loader_delay_s=0.002),
-}
-
-
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "runs"))
-    parser.add_argument("--no-diagnostic", action="store_true", help="skip the diagnostic-mode sweeps (about 30 s)")
-    args = parser.parse_args(argv)
-    for name, kwargs in SAMPLE_RUNS.items():
-        run_dir = os.path.join(args.out, name)
-        # Each recording is a new worker (host_pid); keep one trace per run so
-        # re-running `make samples` does not pile up workers in the demo.
-        for old in glob.glob(os.path.join(run_dir, "*.pt.trace.json*")):
-            os.remove(old)
-        t0 = time.perf_counter()
-        record_run(run_dir, **kwargs)
-        print(f"recorded {name} in {time.perf_counter() - t0:.2f} s -> {run_dir}")
-    # The pipeline-statistics pair (input-bound baseline vs fixed experimental).
-    import record_pipeline_samples
-
-    record_pipeline_samples.main(["--out", args.out])
-    if not args.no_diagnostic:
-        # Diagnostic-mode results in the same two runs, so the Diagnostic tab
-        # of the preselected pair has data: levels 1, 2, 4, 0.3 s per level.
-        from diagnostic_sample import record_diagnostic
-
-        for name in SAMPLE_RUNS:
-            t0 = time.perf_counter()
-            result = record_diagnostic(args.out, name, variant=name)
-            print(f"diagnosed {name} in {time.perf_counter() - t0:.2f} s -> {result.path}")
-
-
-if __name__ == "__main__":
-    main()

@@ -2,7 +2,7 @@
 
     tb-pipeline diff BASELINE EXPERIMENTAL [--top N] [--fail-if METRIC>PCT ...] [--require-significance]
                          [--between-run-pct PCT]
-    tb-pipeline record --logdir DIR [--run NAME] [--headspace N] [--repeat N] -- python train.py ...
+    tb-pipeline record --logdir DIR [--run NAME] [--headspace N] [--repeat N] [--profile [SCHEDULE]] -- python train.py ...
     tb-pipeline summarize LOGDIR [--scheduler tcp://HOST:8786] [--processes N] [--cache-dir DIR]
     tb-pipeline noise RUN RUN [RUN ...]
 
@@ -23,7 +23,9 @@ how far two recordings of one configuration land apart on this machine
 `record` runs a training command with the pipeline-statistics hooks
 installed and exits with the command's status; with `--repeat N` it runs it
 N times into RUN/r1 ... RUN/rN, a group of recordings (RUN/recordings.json),
-and exits non-zero if any recording failed.
+and exits non-zero if any recording failed; with `--profile` torch.profiler
+traces a few steps into the run too (SCHEDULE: `wait=1,warmup=1,active=3,repeat=1`
+by default; a script running its own profiler keeps it).
 `noise` measures, from recordings of one configuration, how far runs land
 apart on this machine, and prints the `--between-run-pct` that covers it.
 `summarize` parses every trace of a logdir into the plugin's cache (on a
@@ -48,6 +50,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .diff.delta import pct_name
+from .errors import MissingExtra
 from .diff.overview import OVERVIEW_METRICS
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
@@ -127,9 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "quantity (one standard deviation; default 2, or TB_PIPELINE_BETWEEN_RUN_PCT): part of "
                         "every noise band (docs/http_api.md, Significance)")
     d.set_defaults(run=run_diff)
-    r = sub.add_parser("record", help="run a training command and record its pipeline statistics",
+    r = sub.add_parser("record", help="run a training command and record its pipeline statistics (and traces)",
                        description="Run CMD with recording hooks installed (DataLoader iteration, SPDL stage "
-                                   "stats, host metrics); statistics go to LOGDIR/RUN/pipeline/. No code change.")
+                                   "stats, host metrics); statistics go to LOGDIR/RUN/pipeline/, with --profile "
+                                   "torch.profiler traces to LOGDIR/RUN/. No code change.")
     r.add_argument("--logdir", required=True, help="TensorBoard logdir to write into")
     r.add_argument("--run", dest="run_name", help="run name (default: timestamp and host name)")
     r.add_argument("--headspace", type=int, default=0, metavar="N",
@@ -142,6 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="record CMD N times, one process after the other, into RUN/r1 ... RUN/rN: a group "
                         "of recordings (RUN/recordings.json); torch.profiler's tensorboard_trace_handler "
                         "traces go into each recording's directory")
+    r.add_argument("--profile", nargs="?", const="", metavar="SCHEDULE",
+                   help="also trace a few steps with torch.profiler (CPU, and CUDA when available; shapes, stacks, "
+                        "modules) into the run, stepped at the step boundaries the recorder sees. SCHEDULE: "
+                        "comma-separated KEY=N of torch.profiler.schedule (skip_first, wait, warmup, active, repeat; "
+                        "default wait=1,warmup=1,active=3,repeat=1) and memory=1 for profile_memory. A script that "
+                        "starts its own torch.profiler keeps it and gets no second one")
     r.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the training command")
     r.set_defaults(run=run_record)
     s = sub.add_parser("summarize", help="parse every trace of a logdir into the plugin's cache",
@@ -198,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, MissingExtra) as exc:
         print(f"tb-pipeline: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
@@ -208,7 +218,7 @@ def run_record(args) -> int:
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     return run_recorded(cmd, args.logdir, args.run_name, args.headspace, args.host_interval, args.spdl_interval,
-                        args.repeat)
+                        args.repeat, args.profile)
 
 
 def run_diff(args, out=None) -> int:
@@ -253,6 +263,9 @@ def _diff(args, out) -> int:
         print(f"({explanation['note']})", file=out)
     if explanation.get("pipeline"):
         _print_pipeline(explanation["pipeline"], out)
+    memory = c.memory
+    if memory["sentence"]:
+        print(f"\nMemory: {memory['sentence']}", file=out)
     contributors = c.contributors
     if len(contributors):
         print(f"\nTop {args.top} contributors to the step-time delta (µs)", file=out)
@@ -328,6 +341,9 @@ def _print_pipeline(part: dict, out) -> None:
     if gil is not None:
         print(f"GIL-bound ({gil['run']}): stage {gil['stage']} limits the pipeline; more threads will not help, "
               "processes or a GIL-releasing implementation would", file=out)
+    loader = part.get("loader")
+    if loader is not None:
+        print(f"DataLoader ({loader['run']}): {loader['part']} limits loading ({loader['stage']})", file=out)
 
 
 def _verdict(row: dict) -> str | None:

@@ -4,6 +4,8 @@
     c = compare("runs/baseline", "runs/experimental")   # run dirs or trace files
     c.explanation     # why: sentence, step delta with significance, ranked contributors, waterfall;
                       # `pipeline` (data wait, input-bound change, stage) when both runs have pipeline statistics
+    c.memory          # where the peak went: `sentence`, per device both peaks, growth, rows by module / operator
+    c.memory_rows     # the memory sentence's device's rows by module (bytes alive at each peak, largest |delta| first)
     c.contributors    # the contributors as a table (delta, share, verdict, interval)
     c.overview        # metric, label, unit, baseline, experimental, delta, delta_pct, significance
     c.modules         # every aligned piece, depth first (path, depth, status, µs ...)
@@ -24,6 +26,7 @@ from functools import cached_property
 import pandas as pd
 
 from .analysis.group import RecordingGroup
+from .analysis.pipeline_group import pool_statistics
 from .analysis.processor import TraceProcessor
 from .diff import pair_impls, tables
 from .diff import tree as T
@@ -83,7 +86,13 @@ def statistics(source):
     else:
         runs, run = _run(path)
     info = runs.get(run)
-    # A group's recordings each have their own statistics: not joined here.
+    if info is not None and info.recordings:
+        # A group: its recordings' statistics pooled, when every recording has them.
+        members = [runs[m] for m in info.recordings]
+        if not all(m.pipeline_files for m in members):
+            return None
+        tables = [load_statistics(m.path) for m in members]
+        return None if any(t is None for t in tables) else pool_statistics(tables, info.recordings)
     return load_statistics(info.path) if info is not None and info.pipeline_files else None
 
 
@@ -103,6 +112,20 @@ class Comparison:
         wait, input-bound verdicts, the stage that changed most) when both
         runs have recorded pipeline statistics."""
         return pair_impls.diff_explain_impl(self.baseline, self.experimental, self.pipelines)
+
+    @cached_property
+    def memory(self) -> dict:
+        """Where the memory peak went (the `diff/memory` route's answer, without
+        the selections): `sentence`, `message` (a run without memory events),
+        `device`, `devices`."""
+        return pair_impls.diff_memory_impl(self.baseline, self.experimental)
+
+    @property
+    def memory_rows(self) -> pd.DataFrame:
+        """The sentence's device's rows by module, without the lifetimes."""
+        shown = next((d for d in self.memory["devices"] if d["device"] == self.memory["device"]), None)
+        rows = shown["by_module"] if shown else []
+        return pd.DataFrame([{k: v for k, v in r.items() if not k.endswith("_lifetimes")} for r in rows])
 
     @property
     def contributors(self) -> pd.DataFrame:

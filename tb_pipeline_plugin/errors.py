@@ -43,3 +43,17 @@ class Unprocessable(PluginError):
     """The run's trace could not be parsed; the message says why."""
 
     status = 422
+
+
+class MissingExtra(ImportError):
+    """An optional package a feature needs is not installed: the message names
+    our extra, which installs it at the version we test against (pip adds
+    an installed package's extras without asking an index for the package)."""
+
+    def __init__(self, package: str, extra: str, feature: str):
+        super().__init__(f"{feature} needs {package}, which is not installed: {install_hint(extra)}")
+
+
+def install_hint(extra: str) -> str:
+    """The command that installs one of setup.py's extras into this environment."""
+    return f'pip install "tb_pipeline_plugin[{extra}]"'

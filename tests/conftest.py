@@ -184,6 +184,18 @@ def wait_ready(client, run: str, timeout: float = 60) -> dict:
         time.sleep(0.05)
 
 
+def get_when_ready(client, url: str, timeout: float = 120):
+    """GET `PLUGIN_PREFIX/url`, asked again while the answer is 409 (still loading)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        resp = client.get(f"{PLUGIN_PREFIX}/{url}")
+        if resp.status_code != 409:
+            return resp
+        if time.monotonic() > deadline:
+            pytest.fail(f"{url} still loading after {timeout} s")
+        time.sleep(0.05)
+
+
 @pytest.fixture(name="wait_ready")
 def _wait_ready_fixture():
     """`wait_ready` as a fixture, for tests that prefer not to import conftest."""

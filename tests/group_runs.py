@@ -60,3 +60,59 @@ def load_group(paths: list[Path]):
 
 def traces_in(run_dir: str) -> list[str]:
     return sorted(glob.glob(os.path.join(run_dir, "*.pt.trace.json*")))
+
+
+def get_ready(client, route: str, timeout_s: float = 120, **args) -> dict:
+    """GET a plugin route of a test client, again while it answers 409 (a
+    group's recordings loading, or one the store evicted for another loaded
+    again); fails the test on anything but 200."""
+    import time
+    from urllib.parse import urlencode
+
+    from conftest import PLUGIN_PREFIX
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        resp = client.get(f"{PLUGIN_PREFIX}/{route}?{urlencode(args)}")
+        if resp.status_code != 409 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    return resp.get_json()
+
+
+@contextmanager
+def groups_in_the_browser(page, logdir: Path, log_path: Path, baseline: str, experimental: str, tab: str):
+    """TensorBoard over `logdir`, the plugin open in `page` with the two runs
+    picked and `tab` clicked: yields (the plugin's frame, the port). Skips
+    without Debian's chromium or the frontend bundle."""
+    import pytest
+    from test_e2e_browser import BUNDLE, CHROMIUM, _open_tab, _pick
+    from tb_cli import serve_tensorboard
+
+    if not Path(CHROMIUM).exists() or not BUNDLE.exists():
+        pytest.skip("Debian chromium or the frontend bundle is missing (make chromium; make setup)")
+
+    def loaded(runs: dict) -> bool:
+        return {baseline, experimental} <= {r["name"] for r in runs["runs"]}
+
+    with serve_tensorboard(logdir, log_path, loaded) as port:
+        frame = _open_tab(page, port)
+        _pick(frame, baseline, experimental)
+        frame.click(f"[data-tab={tab}]")
+        yield frame, port
+
+
+@contextmanager
+def tb_client(logdir: Path):
+    """A `werkzeug.test.Client` over the real TensorBoard app with our plugin
+    (conftest.build_tb_app), for a module's tests to share; closed after."""
+    from werkzeug.test import Client
+
+    from conftest import build_tb_app
+
+    app, plugin = build_tb_app(logdir)
+    try:
+        yield Client(app)
+    finally:
+        plugin.close()

@@ -236,6 +236,31 @@ def trailing_steps_without_device_work(events: list[dict]) -> int:
     return len(steps) - 1 - max(i for i, n in enumerate(launched) if n)
 
 
+def composer_steps(path) -> list[dict]:
+    """Steps of one Composer trace file (JSONTraceHandler, B/E pairs per name
+    and thread): each from its `event/dataloader` begin to the next one's, the
+    last to the end of its `event/batch`; `wait_us` its dataloader span."""
+    _, events = load_events(path)
+    open_spans: dict = collections.defaultdict(list)
+    spans: dict = collections.defaultdict(list)
+    for e in sorted((e for e in events if e.get("ph") in ("B", "E")), key=lambda e: e["ts"]):
+        key = (e["name"], e.get("tid"))
+        if e["ph"] == "B":
+            open_spans[key].append(e["ts"])
+        elif open_spans[key]:
+            spans[e["name"]].append((open_spans[key].pop(), e["ts"]))
+    loads = sorted(spans["event/dataloader"])
+    batches = sorted(spans["event/batch"])
+    out = []
+    for i, (begin, end) in enumerate(loads):
+        if i + 1 < len(loads):
+            step_end = loads[i + 1][0]
+        else:
+            step_end = max([e for b, e in batches if b >= begin] + [begin])
+        out.append({"start_us": begin, "end_us": step_end, "wait_us": end - begin})
+    return out
+
+
 def bracket_depth(body: bytes) -> int:
     """Bracket nesting of a JSON text (names here hold no brackets): a tree
     too deep for Python's JSON decoder is checked on its bytes."""

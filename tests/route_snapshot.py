@@ -24,8 +24,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 PAIRS = [
-    ("baseline", "experimental"),
-    ("pipeline_baseline", "pipeline_experimental"),
+    ("baseline", "experimental"),  # the demo: trace, pipeline statistics and diagnostic results on both sides
     ("hta_control", "hta_test"),
     ("resnet_w0", "resnet_w4"),
     ("hta_single", "hta_cpu_only"),
@@ -95,6 +94,7 @@ def take(logdir: Path, out: Path) -> None:
         pair = {"baseline": b, "experimental": e}
         get("/diff/overview", **pair)
         get("/diff/explain", **pair)
+        get("/diff/memory", **pair)
         get("/diff/pipeline", **pair)
         get("/diff/diagnostic", **pair)
         get("/distributed", **pair)
@@ -113,6 +113,7 @@ def take(logdir: Path, out: Path) -> None:
             if path:
                 get("/diff/operators", **pair, path=path)
                 get("/diff/kernels", **pair, path=path)
+                get("/diff/timeline", **pair, path=path)
             if node:
                 queue += [c["path"] for c in node.get("children", []) if c.get("path")]
     plugin.close()

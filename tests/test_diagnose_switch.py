@@ -94,13 +94,16 @@ def test_dataloader_getitem_and_collate(tmp_path):
     sweep = sweep_frame(data.records)
     for stage in ("__getitem__", "transform", "collate_fn", "batch"):
         _curves_complete(sweep, stage)
-    # The transform ran alone on raw samples (fetched once with it switched off): no read in it.
+    # The transform ran alone on its own inputs (the image of each (image, target) pair, captured
+    # once from the dataset's calls), never on the whole pair: no read in it and no failed call.
     transform = sweep[sweep.stage == "transform"]
     assert (transform.p50_latency_s < 0.004).all()
     getitem = sweep[sweep.stage == "__getitem__"]
     assert (getitem.p50_latency_s >= 0.004).all()  # the dataset's sleep, measured alone
     summaries = {r.stage: r for r in data.records if isinstance(r, fmt.StageSummary)}
     assert summaries["collate_fn"].inputs == 256 // 8  # batches regrouped from the cached samples
+    assert summaries["transform"].inputs == 256 and summaries["transform"].input_errors == 0
+    assert not summaries["transform"].first_error and not summaries["transform"].skipped
     assert "__getitem__" in out and "collate_fn" in out
 
 

@@ -151,3 +151,44 @@ def test_rank_summaries_come_from_the_views_kept_in_the_cache(ranks_logdir, tmp_
         assert again.get_json() == first.get_json()
     finally:
         plugin.close()
+
+
+def test_ranks_without_distributed_info_come_from_names_else_natural_order(tmp_path):
+    """12 copies of a real single-process trace (no distributedInfo): named
+    rank0..rank11, `rank10` is rank 10 (sorted as strings it was rank 2);
+    named without a rank, the files' natural order numbers them."""
+    from conftest import get_when_ready
+    from pathlib import Path
+
+    [src] = (Path(__file__).parent / "data" / "transformers" / "baseline").glob("*.pt.trace.json")
+    assert "distributedInfo" not in json.loads(src.read_text())
+    (tmp_path / "named").mkdir()
+    (tmp_path / "plain").mkdir()
+    for i in range(12):
+        shutil.copy(src, tmp_path / "named" / f"rank{i}.pt.trace.json")
+        shutil.copy(src, tmp_path / "plain" / f"node{i}_{4000 - i}.pt.trace.json")
+    from tb_pipeline_plugin.sources.logdir import discover_runs
+
+    # The picker lists workers in the same natural order.
+    assert list(discover_runs(str(tmp_path))["named"].traces) == [f"rank{i}" for i in range(12)]
+    app, plugin = build_tb_app(tmp_path)
+    try:
+        body = get_when_ready(Client(app), "distributed?baseline=named&experimental=plain").get_json()
+    finally:
+        plugin.close()
+    named, plain = body["baseline"]["ranks"], body["experimental"]["ranks"]
+    assert [(r["worker"], r["rank"], r["rank_source"]) for r in named] == [(f"rank{i}", i, "name") for i in range(12)]
+    assert [(r["worker"], r["rank"], r["rank_source"]) for r in plain] == [
+        (f"node{i}_{4000 - i}", i, "order") for i in range(12)]
+    assert [r["rank"] for r in body["rows"]] == list(range(12)) and body["unmatched_ranks"] == []
+
+
+def test_rank_numbers_of_a_thousand_workers_without_distributed_info():
+    from tb_pipeline_plugin.analysis.distributed import rank_numbers
+
+    names = sorted(f"rank{i}" for i in range(1000))  # the files' string order: rank0, rank1, rank10, rank100, ...
+    numbers, source = rank_numbers(names, [None] * 1000)
+    assert source == "name" and dict(zip(names, numbers))["rank10"] == 10 and sorted(numbers) == list(range(1000))
+    pids = [f"host_{4000 + 7 * i}" for i in (3, 0, 2, 1)]  # torch's default worker names: the number is no rank
+    assert rank_numbers(pids, [None] * 4) == ([3, 0, 2, 1], "order")
+    assert rank_numbers(["a", "b"], [1, 0]) == ([1, 0], "trace")

@@ -1,7 +1,8 @@
-"""End-to-end, Pipeline tab: real TensorBoard over the demo's pipeline pair
+"""End-to-end, Pipeline tab: real TensorBoard over an SPDL pipeline pair
 (samples/record_pipeline_samples.py: a real SPDL pipeline whose load stage
-is too slow, and the same with its concurrency raised), the trace pair,
-and a third recorded run; headless Debian chromium drives the tab as a user
+is too slow, and the same with its concurrency raised: stage and queue
+statistics the demo's DataLoader has not), a trace pair, and a third
+recorded run; headless Debian chromium drives the tab as a user
 would and every number checked on screen is the API's."""
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from test_e2e_browser import (  # noqa: F401 - browser and page are fixtures
-    BUNDLE, CHROMIUM, _get, runs_ready, serve_tensorboard, _open_tab, _pick, _shot, browser, page,
+    BUNDLE, CHROMIUM, _get, runs_ready, serve_tensorboard, _open_tab, _pick, _plugin_frame, _shot, browser, page,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,7 +47,7 @@ def tensorboard(recorded_logdir, tmp_path_factory):
     import record_pipeline_samples
 
     record_pipeline_samples.main(["--out", str(logdir)])
-    for run in ("baseline", "experimental"):  # the trace pair, as in the demo
+    for run in ("baseline", "experimental"):  # a trace pair beside them
         shutil.copytree(recorded_logdir / run, logdir / run)
     _record_third(logdir)
     with serve_tensorboard(logdir, tmp_path_factory.mktemp("tb_log") / "tensorboard.log",
@@ -111,7 +112,27 @@ def test_pipeline_tab(tensorboard, page):
     frame.wait_for_function("() => document.querySelectorAll('[data-view=pipeline] #pl-trends ~ ul.legend li').length === 3",
                             timeout=30_000)
     assert THIRD in legend.nth(2).inner_text()
+    # ---- GIL contention: a host plot of its own, and the run's mean in the summary table.
+    assert any(p["gil_contention_pct"] is not None for p in api["baseline"]["host"]["series"])
+    frame.select_option("select[aria-label='Host metric']", "gil_contention_pct")
+    frame.wait_for_selector("[aria-label='Host metric gil_contention_pct over time of 3 runs']", timeout=30_000)
+    gil_row = frame.locator("tr[data-metric='host.summary.gil_contention_pct_mean'] td").nth(0)
+    row = next(r for r in api["summary"] if r["metric"] == "host.summary.gil_contention_pct_mean")
+    assert math.isclose(float(gil_row.get_attribute("data-raw")), row["baseline"], rel_tol=1e-9)
     _shot(page, "pipeline_trends")
     stages.scroll_into_view_if_needed()
     _shot(page, "pipeline_tables")
+
+    # ---- The added run is kept in the URL like every other choice: a reload plots it again, removing it forgets it.
+    assert f"p.tb_pipeline.pl={THIRD}" in page.evaluate("() => location.hash")
+    page.reload(wait_until="load")
+    frame = _plugin_frame(page)
+    frame.wait_for_function("() => document.querySelectorAll('[data-view=pipeline] #pl-trends ~ ul.legend li').length === 3",
+                            timeout=60_000)
+    legend = frame.locator("[data-view=pipeline] #pl-trends ~ ul.legend li")
+    assert THIRD in legend.nth(2).inner_text()
+    frame.click(f"[aria-label='Remove {THIRD} from the plots']")
+    frame.wait_for_function("() => document.querySelectorAll('[data-view=pipeline] #pl-trends ~ ul.legend li').length === 2",
+                            timeout=30_000)
+    assert "p.tb_pipeline.pl=" not in page.evaluate("() => location.hash")
     assert not page.problems, page.problems

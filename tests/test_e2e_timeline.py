@@ -165,7 +165,10 @@ def test_no_link_without_their_plugin(tb_ours_only, context):
     # The listing answered long before the table did (it is one small request).
     frame.wait_for_timeout(500)
     assert frame.locator("a.timeline-link").count() == 0
-    assert frame.locator("td.c-extra").count() == 0
+    # Only our own Timeline view's button is beside each name.
+    extras = frame.locator("table.vt tbody tr:not(.spacer) td.c-extra")
+    assert extras.count() > 0
+    assert {t.strip() for t in extras.all_inner_texts()} == {"Timeline"}
     # Our page still explains itself if someone opens it by hand.
     tl = context.new_page()
     tl.goto(f"http://127.0.0.1:{port}/data/plugin/tb_pipeline/timeline.html?run=baseline")

@@ -9,13 +9,12 @@ is one number wherever it is shown.
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from group_runs import busy_core, load_group, record_interleaved
+from group_runs import busy_core, get_ready, load_group, record_interleaved
 from test_e2e_browser import browser, page  # noqa: F401 - fixtures
 from json_oracle import load_events
 from conftest import PLUGIN_PREFIX, wait_ready
@@ -156,15 +155,7 @@ def test_routes_and_cli_compare_groups_with_one_step_verdict(groups, make_tb_cli
     assert wait_ready(client, "base")["status"] == "ready"
 
     def get(route: str, **args) -> dict:
-        from urllib.parse import urlencode
-        deadline = time.monotonic() + 120
-        while True:  # a recording the store evicted for another is loaded again
-            resp = client.get(f"{PLUGIN_PREFIX}/{route}?{urlencode(args)}")
-            if resp.status_code != 409 or time.monotonic() > deadline:
-                break
-            time.sleep(0.05)
-        assert resp.status_code == 200, resp.get_data(as_text=True)
-        return resp.get_json()
+        return get_ready(client, route, **args)
 
     pair = {"baseline": "base", "experimental": "wide"}
     ex = get("diff/explain", **pair)
@@ -180,11 +171,18 @@ def test_routes_and_cli_compare_groups_with_one_step_verdict(groups, make_tb_cli
     ops = get("diff/operators", **pair)["rows"]
     assert ops and ops[0]["significance"]["baseline_recordings"] == N
 
-    # Pipeline statistics and diagnostic results are per recording: said, not pooled.
-    for route, args in (("diff/pipeline", pair), ("pipeline", {"run": "base"}), ("diagnostic", {"run": "base"})):
-        from urllib.parse import urlencode
-        resp = client.get(f"{PLUGIN_PREFIX}/{route}?{urlencode(args)}")
-        assert resp.status_code == 404 and "group of 3 recordings" in resp.get_json()["error"], resp.get_json()
+    # The pipeline split of trace-only recordings is pooled too (tests/test_group_pipeline.py: statistics);
+    # a group whose recordings have no diagnostic results says which one lacks them.
+    pipeline = get("diff/pipeline", **pair)
+    assert [r["name"] for r in pipeline["baseline"]["group"]["recordings"]] == listed["base"]["recordings"]
+    assert pipeline["baseline"]["split"]["steps"] == sum(
+        get("pipeline", run=m)["split"]["steps"] for m in listed["base"]["recordings"])
+    assert pipeline["noise"]["source"] == "measured"
+    from urllib.parse import urlencode
+    resp = client.get(f"{PLUGIN_PREFIX}/diagnostic?{urlencode({'run': 'base'})}")
+    assert resp.status_code == 404, resp.get_json()
+    assert "group 'base' pools its recordings' diagnostic results" in resp.get_json()["error"]
+    assert "run 'base/r1' has no diagnostic results" in resp.get_json()["error"]
 
     out = io.StringIO()
     root = groups["_logdir"]

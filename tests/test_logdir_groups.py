@@ -35,7 +35,7 @@ def test_a_hand_written_manifest_makes_a_group(tmp_path):
     runs = discover_runs(str(tmp_path))
     assert sorted(runs) == ["baseline", "baseline/r1", "baseline/r2", "baseline/r3"]
     group = runs["baseline"]
-    assert group.kinds == ["group"] and group.workers() == [] and group.notes == []
+    assert group.kinds == ["pipeline", "group"] and group.workers() == [] and group.notes == []
     assert group.recordings == ["baseline/r2", "baseline/r1"]  # the manifest's order
     assert runs["baseline/r3"].kinds == ["pipeline"] and runs["baseline/r3"].recordings == []
 
@@ -58,7 +58,7 @@ def test_a_group_directory_with_data_of_its_own(tmp_path):
 def test_the_logdir_itself_as_a_group(tmp_path):
     _group(tmp_path, ".", ["r1", "r2"], {"version": 1, "recordings": ["r1", "r2"]})
     runs = discover_runs(str(tmp_path))
-    assert runs["."].kinds == ["group"] and runs["."].recordings == ["r1", "r2"]
+    assert runs["."].kinds == ["pipeline", "group"] and runs["."].recordings == ["r1", "r2"]
 
 
 def test_a_manifest_that_names_no_run_yet_makes_no_group(tmp_path):
@@ -127,8 +127,19 @@ def test_runs_route_carries_recordings_and_the_damage(tmp_path, make_tb_client):
     runs = {r["name"]: r for r in resp.get_json()["runs"]}
     assert sorted(runs) == ["bad/r1", "good", "good/r1", "good/r2", "plain"]
     good = runs["good"]
-    assert good["recordings"] == ["good/r1", "good/r2"] and good["kinds"] == ["group"]
+    assert good["recordings"] == ["good/r1", "good/r2"] and good["kinds"] == ["pipeline", "group"]
     assert good["status"] == "ready" and good["workers"] == []
     assert len(good["warnings"]) == 1 and "'r9'" in good["warnings"][0]
     assert runs["plain"]["recordings"] == [] and runs["plain"]["warnings"] == []
     assert runs["bad/r1"]["recordings"] == [] and "not a group of recordings" in runs["bad/r1"]["warnings"][0]
+
+
+def test_a_group_has_what_every_recording_has(tmp_path):
+    """Its routes pool the recordings: "pipeline" only when each has statistics."""
+    group = _group(tmp_path, "g", ["r1"], {"version": 1, "recordings": ["r1", "r2"]})
+    (group / "r2" / "diagnostic").mkdir(parents=True)
+    (group / "r2" / "diagnostic" / "diagnostic.jsonl").write_text("")
+    runs = discover_runs(str(tmp_path))
+    assert runs["g"].recordings == ["g/r1", "g/r2"]
+    assert runs["g/r1"].kinds == ["pipeline"] and runs["g/r2"].kinds == ["diagnostic"]
+    assert runs["g"].kinds == ["group"]

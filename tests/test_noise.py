@@ -70,3 +70,21 @@ def test_cli(capsys, replicas):
     assert "Judge diffs on this machine with --between-run-pct" in out
     assert cli.main(["noise", replicas[0]]) == cli.EXIT_USAGE
     assert "at least 2 recordings" in capsys.readouterr().err
+
+
+def test_long_runs_use_the_normal_limit_of_the_bootstrap(monkeypatch):
+    """A run's pipeline statistics may hold 100,000 steps: past
+    BOOTSTRAP_MAX_STEPS the resampled means come from their normal limit, and
+    the interval agrees with the full bootstrap's (skewed step times, as a
+    loader's are) to a few % of its width."""
+    rng = np.random.default_rng(7)
+    n = S.BOOTSTRAP_MAX_STEPS * 3
+    b = rng.gamma(2.0, 10.0, size=(3, n))
+    e = b[:, rng.permutation(n)] * 1.01 + rng.normal(0.0, 1.0, size=(3, n))
+    limit = S.compare(b, e)
+    monkeypatch.setattr(S, "BOOTSTRAP_MAX_STEPS", 10 * n)
+    full = S.compare(b, e)
+    for a, f in zip(limit, full):
+        width = f["ci_high"] - f["ci_low"]
+        assert abs(a["ci_low"] - f["ci_low"]) < 0.03 * width and abs(a["ci_high"] - f["ci_high"]) < 0.03 * width
+        assert a["verdict"] == f["verdict"]

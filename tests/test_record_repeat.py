@@ -99,7 +99,7 @@ def test_three_recordings_each_with_its_trace_and_statistics(repeated):
 def test_discovery_makes_the_directory_a_group(repeated):
     runs = discover_runs(str(repeated[0] / "logs"))
     assert sorted(runs) == ["baseline", "baseline/r1", "baseline/r2", "baseline/r3"]
-    assert runs["baseline"].kinds == ["group"] and runs["baseline"].notes == []
+    assert runs["baseline"].kinds == ["pipeline", "group"] and runs["baseline"].notes == []
     assert runs["baseline"].recordings == ["baseline/r1", "baseline/r2", "baseline/r3"]
     for member in runs["baseline"].recordings:
         assert runs[member].kinds == ["trace", "pipeline"] and runs[member].recordings == []

@@ -38,6 +38,8 @@ def both_logdir(recorded_logdir, tmp_path_factory) -> Path:
     shutil.copy(_trace_of(logdir / "baseline"), two / f"w.{SPANS[0]}.pt.trace.json")
     shutil.copy(_trace_of(logdir / "experimental"), two / f"w.{SPANS[1]}.pt.trace.json")
     shutil.copy(_trace_of(logdir / "slow_loader"), logdir / "rootw.pt.trace.json")
+    # A Composer job (tests/data/composer): one run of ours, theirs is its torch_traces folder.
+    shutil.copytree(Path(__file__).parent / "data" / "composer" / "baseline", logdir / "composer_job")
     return logdir
 
 
@@ -99,8 +101,9 @@ def test_both_plugins_listed_and_answer(both_client, both_logdir, wait_ready):
 
     root_name = both_logdir.name
     theirs = _their_runs(both_client, {"baseline", "experimental", "slow_loader", "two_spans", root_name})
-    # Same runs, theirs naming the logdir-level run after the directory.
-    assert sorted(theirs) == sorted((our_runs - {"."}) | {root_name})
+    # Same runs, theirs naming the logdir-level run after the directory and
+    # the Composer job's run after the folder of its torch traces.
+    assert sorted(theirs) == sorted((our_runs - {".", "composer_job"}) | {root_name, "composer_job/torch_traces"})
     # Theirs is listed from the start but enabled only once it has found runs:
     # our UI detects it by presence in the listing, not by `enabled`.
     assert both_client.get("/data/plugins_listing").get_json()["pytorch_profiler"]["enabled"]
@@ -136,7 +139,8 @@ def test_timeline_names_are_theirs(both_client, both_logdir):
                     gzip.decompress(raw) if path.suffix == ".gz" else raw
                 ), (run["name"], worker["name"], span, answer["profiler"])
                 checked += 1
-    assert checked == 6
+    assert checked == 8  # with the Composer job's two spans
+    assert _timeline(both_client, run="composer_job", span="9")["profiler"]["run"] == "composer_job/torch_traces"
 
     two = {s: _timeline(both_client, run="two_spans", worker="w", span=s)["profiler"]["span"] for s in SPANS}
     assert two == {"1700000000000": "1", "999": "2"}
@@ -147,7 +151,8 @@ def test_timeline_names_are_theirs(both_client, both_logdir):
 def _file_of(logdir: Path, run: str, worker: str, span: str) -> Path:
     run_dir = logdir if run == "." else logdir / run
     stem = worker if run == "." else f"{worker}.{span}"
-    (path,) = [p for p in run_dir.iterdir() if p.is_file() and p.name.startswith(stem + ".pt.trace.json")]
+    files = run_dir.iterdir() if run == "." else run_dir.rglob("*")  # a Composer job's traces are a folder down
+    (path,) = [p for p in files if p.is_file() and p.name.startswith(stem + ".pt.trace.json")]
     return path
 
 

@@ -68,6 +68,10 @@ export type DiffTableKind = DiffTableResponse["table"];
 export type DiffTableRow = DiffTableResponse["rows"][number];
 export type GroupBy = DiffOperatorsResponse["group_by"];
 
+export type DiffTimelineResponse = Schemas["DiffTimelineResponse"];
+export type TimelineSide = Schemas["TimelineSide"];
+export type TimelineKind = DiffTimelineResponse["kinds"][number];
+
 export type DiagnosticResponse = Schemas["DiagnosticResponse"];
 export type DiagnosticStage = Schemas["DiagnosticStage"];
 export type DiagnosticCurve = Schemas["DiagnosticCurve"];
@@ -82,6 +86,7 @@ export type PipelineReport = Schemas["PipelineReport"];
 export type PipelineResponse = Schemas["PipelineResponse"];
 export type DiffPipelineResponse = Schemas["DiffPipelineResponse"];
 export type PipelineSummaryRow = Schemas["PipelineSummaryRow"];
+export type PipelineRecording = Schemas["PipelineRecording"];
 export type DiffPipelineStageRow = Schemas["DiffPipelineStageRow"];
 export type DiffPipelineCallbackRow = Schemas["DiffPipelineCallbackRow"];
 export type ThroughputPoint = Schemas["ThroughputPoint"];
@@ -183,6 +188,16 @@ export interface DiffTableQuery {
   path?: string;
 }
 
+export interface TimelineQuery {
+  path: string;
+  fromUs?: number;
+  toUs?: number;
+  widthPx?: number;
+  maxEvents?: number;
+  /** An event name whose first occurrence is drawn however short. */
+  find?: string;
+}
+
 export class ApiClient {
   private readonly fetchFn: FetchLike;
   private readonly loadingTimeoutMs: number;
@@ -229,6 +244,11 @@ export class ApiClient {
     return this.get<DiffOverviewResponse>("diff/overview", diffParams(sel), opts);
   }
 
+  /** Both runs' memory peaks and what was alive at each, by module and operator (`diff/memory`). */
+  diffMemory(sel: DiffSelection, opts?: RequestOpts): Promise<Schemas["DiffMemoryResponse"]> {
+    return this.get<Schemas["DiffMemoryResponse"]>("diff/memory", diffParams(sel), opts);
+  }
+
   /** The step-time delta split into ranked contributors, with the sentence (`diff/explain`). */
   diffExplain(sel: DiffSelection, opts?: RequestOpts): Promise<DiffExplainResponse> {
     return this.get<DiffExplainResponse>("diff/explain", diffParams(sel), opts);
@@ -236,6 +256,19 @@ export class ApiClient {
 
   diffModules(sel: DiffSelection, path: string, opts?: RequestOpts): Promise<DiffModulesResponse> {
     return this.get<DiffModulesResponse>("diff/modules", { ...diffParams(sel), path }, opts);
+  }
+
+  /**
+   * Both runs' events of the aligned piece at `path` (`diff/timeline`):
+   * `window` (µs after each side's piece start) narrows it; `widthPx` is
+   * what it is drawn on (shorter events come merged; 0: every event).
+   */
+  diffTimeline(sel: DiffSelection, q: TimelineQuery, opts?: RequestOpts): Promise<DiffTimelineResponse> {
+    return this.get<DiffTimelineResponse>(
+      "diff/timeline",
+      { ...diffParams(sel), path: q.path, from_us: q.fromUs, to_us: q.toUs, width_px: q.widthPx, max_events: q.maxEvents, find: q.find },
+      opts,
+    );
   }
 
   /** Diagnostic-mode results of one run (`diagnostic`). */

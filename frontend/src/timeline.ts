@@ -73,7 +73,7 @@ async function waitForRun(run: string): Promise<boolean> {
   for (;;) {
     const r = await fetch(PROFILER_RUNS_URL).catch(() => null);
     if (!r || r.status === 404) {
-      status("torch-tb-profiler is not loaded in this TensorBoard (pip install torch-tb-profiler, then restart TensorBoard).", true);
+      status('torch-tb-profiler is not loaded in this TensorBoard (pip install "tb_pipeline_plugin[profiler]", then restart TensorBoard).', true);
       return false;
     }
     const state = profilerRunState(r.ok ? await r.json() : null, run);

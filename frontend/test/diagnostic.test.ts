@@ -38,6 +38,7 @@ function point(concurrency: number, qps: number, cpu_pct: number, peak_memory_by
     items: 100,
     errors: 0,
     duration_s: 0.3,
+    recordings: 1,
     cut_short: false,
     first_error: null,
     qps_low: qps * 0.9,
@@ -93,7 +94,7 @@ function stage(name: string, over: Partial<DiagnosticStage> = {}): DiagnosticSta
 }
 
 function response(runName: string, stages: DiagnosticStage[], over: Partial<DiagnosticResponse> = {}): DiagnosticResponse {
-  return { run: runName, complete: true, cut_short: false, reason: null, elapsed_s: 12, environment: null, stages, warnings: [], ...over };
+  return { run: runName, complete: true, cut_short: false, reason: null, elapsed_s: 12, environment: null, stages, warnings: [], group: null, ...over };
 }
 
 describe("which runs the tab shows", () => {

@@ -34,7 +34,7 @@ const run = (name: string, workers: number, kinds: RunInfo["kinds"] = ["trace"])
 function rank(r: number, split: [number, number, number], over: Partial<RankRow> = {}): RankRow {
   const [c, m, i] = split;
   return {
-    worker: `w${r}`, rank: r, rank_from_trace: true, world_size: 8, backend: "nccl", steps: 4,
+    worker: `w${r}`, rank: r, rank_from_trace: true, rank_source: "trace", world_size: 8, backend: "nccl", steps: 4,
     step_time_us: c + m + i, computation_us: c, communication_us: m, idle_us: i,
     vs_median_us: 0, vs_median_pct: null, ...over,
   };
@@ -98,8 +98,10 @@ describe("distributedInfo and the straggler in words", () => {
   it("lists world size, backend and where rank numbers come from", () => {
     const facts = Object.fromEntries(runFacts(side("job", [rank(0, [1, 0, 0]), rank(1, [1, 0, 0])])).map((f) => [f.label, f.value]));
     expect(facts).toEqual({ "Ranks (trace files)": "2", "World size": "8", Backend: "nccl", "Rank numbers": "from each trace's distributedInfo" });
-    const bare = runFacts(side("cpu", [rank(0, [1, 0, 0], { world_size: null, backend: null, rank_from_trace: false })]));
+    const bare = runFacts(side("cpu", [rank(0, [1, 0, 0], { world_size: null, backend: null, rank_from_trace: false, rank_source: "order" })]));
     expect(bare.map((f) => f.value)).toEqual(["1", "not in the traces", "not in the traces", "the files' order (the traces' ranks are missing or repeat)"]);
+    const named = runFacts(side("cpu", [rank(3, [1, 0, 0], { rank_from_trace: false, rank_source: "name" })]));
+    expect(named[3]?.value).toBe("from the worker names (rankN; the traces' ranks are missing or repeat)");
   });
 
   it("says when the run holds only some ranks of the job, or mixes jobs", () => {

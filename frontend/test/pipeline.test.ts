@@ -3,8 +3,10 @@ import type { DiffPipelineStageRow, PipelineReport, PipelineSummaryRow, RunInfo 
 import {
   alignTrend,
   callbackColumns,
+  addedRuns,
   extraRunChoices,
   hostTrend,
+  hostValueText,
   namedStageRows,
   presentHostMetrics,
   segmentText,
@@ -14,6 +16,7 @@ import {
   summaryValueText,
   throughputMetric,
   throughputTrend,
+  recordingText,
 } from "../src/model/pipeline";
 import { cellText, defaultSort, pctKey, sortRows } from "../src/model/tableModel";
 
@@ -34,22 +37,24 @@ function report(over: Partial<PipelineReport> = {}): PipelineReport {
       ],
     },
     stages: [],
-    bottleneck: { slowest_stage: null, slowest_busy_pct: null, starving_queue: null, starving_occupancy_pct: null, gil_bound: false, gil_cpu_cores: null, summary: "" },
+    bottleneck: { slowest_stage: null, slowest_busy_pct: null, starving_queue: null, starving_occupancy_pct: null, gil_bound: false, gil_cpu_cores: null, gil_contention_pct: null, loader_part: null, summary: "" },
     callbacks: [],
     host: {
       summary: {
         samples: 2, cpu_pct_mean: 50, cpu_pct_max: 60, rss_bytes_max: 1, mem_used_bytes_max: null,
         disk_read_bytes_per_s_mean: null, disk_write_bytes_per_s_mean: null, net_sent_bytes_per_s_mean: null,
         net_recv_bytes_per_s_mean: null, gpu_util_pct_mean: null, gpu_mem_used_bytes_max: null,
+        gil_contention_pct_mean: null, gil_contention_pct_median: null, gil_contention_pct_max: null,
       },
       series: [0.1, 0.3].map((t_s, i) => ({
         t_s, cpu_pct: 40 + 20 * i, rss_bytes: 1e6, mem_used_bytes: null, disk_read_bytes_per_s: null,
         disk_write_bytes_per_s: null, net_sent_bytes_per_s: null, net_recv_bytes_per_s: null, gpu_util_pct: null,
-        gpu_mem_used_bytes: null,
+        gpu_mem_used_bytes: null, gil_contention_pct: null,
       })),
     },
     meta: [],
     warnings: [],
+    group: null,
     ...over,
   };
 }
@@ -69,7 +74,7 @@ describe("step split", () => {
 
 describe("summary rows", () => {
   const row = (metric: string, unit: PipelineSummaryRow["unit"], b: number | null, e: number | null): PipelineSummaryRow => ({
-    metric, label: metric, unit, baseline: b, experimental: e, delta: b !== null && e !== null ? e - b : null, delta_pct: null,
+    metric, label: metric, unit, baseline: b, experimental: e, delta: b !== null && e !== null ? e - b : null, delta_pct: null, significance: null,
   });
   it("prints seconds as ms, shares in points, rates per second", () => {
     const t = row("split.mean_step_s", "s", 0.02, 0.015);
@@ -113,10 +118,23 @@ describe("trends over several runs", () => {
     expect(presentHostMetrics(runs)).toEqual(["cpu_pct", "rss_bytes"]);
     expect(hostTrend(runs, "cpu_pct").ys).toEqual([[40, 60]]);
   });
+  it("plots GIL contention when a run sampled it, as a percentage", () => {
+    const sampled = report();
+    sampled.host = { ...sampled.host, series: sampled.host.series.map((p, i) => ({ ...p, gil_contention_pct: [55.5, 1.25][i] ?? null })) };
+    const runs = [{ name: "a", report: sampled }, { name: "b", report: report() }];
+    expect(presentHostMetrics(runs)).toEqual(["cpu_pct", "gil_contention_pct", "rss_bytes"]);
+    expect(hostTrend(runs, "gil_contention_pct").ys).toEqual([[55.5, 1.25], [null, null]]);
+    expect(hostValueText("gil_contention_pct", 55.5)).toBe(hostValueText("cpu_pct", 55.5));
+  });
   it("offers runs with statistics or a trace that are not plotted yet", () => {
     const run = (name: string, kinds: RunInfo["kinds"]): RunInfo => ({ name, workers: [], kinds, status: "ready", error: null, warnings: [], recordings: [] });
     const runs = [run("b", ["pipeline"]), run("e", ["pipeline"]), run("headspace", ["pipeline"]), run("diag", ["diagnostic"]), run("t", ["trace"])];
     expect(extraRunChoices(runs, ["b", "e"])).toEqual(["headspace", "t"]);
+  });
+  it("keeps the added runs (from the URL) the server still has, besides the pair, in the order added", () => {
+    const run = (name: string, kinds: RunInfo["kinds"]): RunInfo => ({ name, workers: [], kinds, status: "ready", error: null, warnings: [], recordings: [] });
+    const runs = [run("b", ["pipeline"]), run("e", ["pipeline"]), run("t", ["trace"]), run("h", ["pipeline"]), run("diag", ["diagnostic"])];
+    expect(addedRuns(["t", "gone", "b", "diag", "h"], runs, ["b", "e"])).toEqual(["t", "h"]);
   });
 });
 
@@ -167,5 +185,16 @@ describe("delta colours of pipeline metrics", () => {
     expect(metricPolarity("calls")).toBe("neutral");
     expect(metricPolarity("task_mean_s")).toBe("lower");
     expect(metricPolarity("host_self_us")).toBe("lower");
+  });
+});
+
+describe("a pooled group's recordings", () => {
+  it("says each recording's step, data wait and verdict", () => {
+    expect(recordingText({ name: "base/r2", steps: 16, mean_step_s: 0.0613, data_wait_pct: 2.4, steps_per_s: 16.3, input_bound: "no" })).toBe(
+      "base/r2: 61.300 ms per step, data wait 2.4 %, not input-bound",
+    );
+    expect(recordingText({ name: "r1", steps: 0, mean_step_s: null, data_wait_pct: null, steps_per_s: null, input_bound: "unknown" })).toBe(
+      "r1: no steps, no steps recorded",
+    );
   });
 });

@@ -31,6 +31,8 @@ const FULL: UrlState = {
   sort: "name",
   dir: "asc",
   filter: "aten::add & more",
+  find: "aten::mm",
+  plotted: ["third", "a,b/c & d"],
 };
 
 describe("serialize / parse", () => {
@@ -43,6 +45,11 @@ describe("serialize / parse", () => {
   });
   it("uses short, readable keys", () => {
     expect(serializeState({ ...DEFAULT_STATE, baseline: { run: "a/b", worker: "", span: "" }, view: "kernels" })).toBe("b=a%2Fb&view=kernels");
+  });
+  it("keeps the runs added to the Pipeline plots in one readable key", () => {
+    expect(serializeState({ ...DEFAULT_STATE, plotted: ["third", "run/4"] })).toBe("pl=third%2Crun%252F4");
+    expect(parseHash("pl=third%2Crun%252F4").plotted).toEqual(["third", "run/4"]);
+    expect(parseHash("pl=%2C%2Cx%2Cx").plotted).toEqual(["x"]);
   });
   it("falls back to defaults for bad values", () => {
     const s = parseHash("view=nope&time=gpu&dir=up&shape=yes");

@@ -47,7 +47,7 @@ VERDICT_LABELS = {
 SWEEP_COLUMNS = [
     "stage", "executor", "concurrency", "items", "errors", "qps", "p50_latency_s", "p90_latency_s",
     "cpu_pct", "machine_cpu_pct", "peak_memory_bytes", "duration_s", "cut_short", "first_error",
-    "slice_qps", "slice_cpu_pct", "slice_machine_cpu_pct", "speedup",
+    "slice_qps", "slice_cpu_pct", "slice_machine_cpu_pct", "qps_log_sd", "recordings", "speedup",
 ]
 BEST_COLUMNS = ["stage", "executor", "best_concurrency", "best_qps"]
 GIL_COLUMNS = ["stage", "concurrency", "rank", "function", "file", "line", "samples", "share", "total_samples",
@@ -81,7 +81,9 @@ def sweep_frame(records: Iterable[Any]) -> pd.DataFrame:
     """One row per (stage, executor, concurrency); speedup is QPS over the
     same stage and executor's QPS at its lowest level."""
     # Fields left out because they held their default (omit_defaults) come back here.
-    defaults = {"errors": 0, "cut_short": False, "first_error": "", "machine_cpu_pct": 0.0}
+    # `qps_log_sd`, `recordings`: only a group's pooled levels have them (analysis/diagnostic_group.py).
+    defaults = {"errors": 0, "cut_short": False, "first_error": "", "machine_cpu_pct": 0.0, "qps_log_sd": np.nan,
+                "recordings": 1}
     no_slices = {"slice_qps": (), "slice_cpu_pct": (), "slice_machine_cpu_pct": ()}  # written before slices
     rows = [{**defaults, **no_slices, **r} for r in as_dicts(records) if r.get("type") == "sweep"]
     frame = pd.DataFrame(rows, columns=[c for c in SWEEP_COLUMNS if c != "speedup"])
@@ -283,7 +285,7 @@ def verdicts(records: Iterable[Any]) -> pd.DataFrame:
 
 
 _POINT_FIELDS = ("concurrency", "qps", "speedup", "p50_latency_s", "p90_latency_s", "cpu_pct", "machine_cpu_pct",
-                 "peak_memory_bytes", "items", "errors", "duration_s", "cut_short", "first_error")
+                 "peak_memory_bytes", "items", "errors", "duration_s", "cut_short", "first_error", "recordings")
 _INTERVAL_FIELDS = ("qps_low", "qps_high", "cpu_pct_low", "cpu_pct_high")  # NaN (no slices) -> None
 _ENVIRONMENT_FIELDS = ("python", "implementation", "free_threaded", "gil_enabled", "process_start_method", "levels",
                        "executors", "warmup_s", "duration_s", "source", "hostname")
@@ -328,7 +330,9 @@ def report(run: DiagnosticRun) -> dict:
             "environment": ({"cores": int(env.get("cpu_count") or 1),
                              **{k: env.get(k, _ENVIRONMENT_DEFAULTS.get(k)) for k in _ENVIRONMENT_FIELDS}}
                             if env else None),
-            "stages": stages, "warnings": list(run.warnings)}
+            "stages": stages, "warnings": list(run.warnings),
+            # A group of recordings (analysis/diagnostic_group.py): its recordings and measured spread.
+            "group": getattr(run, "group", None)}
 
 
 def _curves(sweep: pd.DataFrame, best: pd.DataFrame, stage: str) -> list[dict]:

@@ -82,7 +82,10 @@ def level_spread(sweep: pd.DataFrame) -> pd.DataFrame:
     the log-QPS spread and the QPS and CPU % intervals (NaN: no interval)."""
     rows = []
     for p in sweep.to_dict("records"):
-        sd = qps_log_sd(p["slice_qps"], float(p["qps"]))
+        # A group's pooled level carries its measured spread (analysis/diagnostic_group.py).
+        measured = p.get("qps_log_sd")
+        sd = float(measured) if measured is not None and np.isfinite(measured) else qps_log_sd(p["slice_qps"],
+                                                                                                 float(p["qps"]))
         cpu_low, cpu_high = _cpu_bounds(p["slice_cpu_pct"], float(p["cpu_pct"]))
         rows.append({"stage": p["stage"], "executor": p["executor"], "concurrency": p["concurrency"],
                      "qps": float(p["qps"]), "qps_log_sd": sd,
@@ -122,6 +125,8 @@ def gil_share_sd(record: dict | None) -> tuple[float, float] | None:
     if not record or record.get("skipped"):
         return None
     share = float(record.get("held_share", 0.0))
+    if record.get("share_sd") is not None:  # a group's pooled share, its spread measured (diagnostic_group.py)
+        return share, float(record["share_sd"])
     held = int(record.get("total_samples", 0))
     taken = held / share if share > 0 and held else float(record.get("rate_hz", 0)) * float(record.get("duration_s", 0))
     binomial = share * (1.0 - share) / taken if taken >= 1 else 0.25

@@ -16,8 +16,29 @@ from __future__ import annotations
 
 import statistics
 
+from ..trace.worker_names import natural_key, rank_in_name
+
 DEVICE_COMPUTE = ("kernel", "memcpy", "memset")
 SPLIT = ("computation_us", "communication_us", "idle_us")
+
+
+def _distinct(values: list) -> bool:
+    return None not in values and len(set(values)) == len(values)
+
+
+def rank_numbers(workers: list[str], traced: list[int | None]) -> tuple[list[int], str]:
+    """Each worker's rank and where it comes from: "trace" (`distributedInfo.rank`,
+    when every worker has a distinct one), "name" (`rankN` in every worker's
+    name, distinct), else "order": the worker's position in natural order
+    (`w2` before `w10`; copied or mislabelled files must not collapse into one rank)."""
+    if _distinct(traced):
+        return list(traced), "trace"
+    named = [rank_in_name(w) for w in workers]
+    if _distinct(named):
+        return named, "name"
+    order = sorted(range(len(workers)), key=lambda i: (natural_key(workers[i]), i))
+    position = {worker_index: rank for rank, worker_index in enumerate(order)}
+    return [position[i] for i in range(len(workers))], "order"
 
 
 def rank_split(overview: dict, has_device: bool) -> dict:
@@ -37,18 +58,16 @@ def rank_split(overview: dict, has_device: bool) -> dict:
 def ranks_summary(ranks: list[tuple[str, dict, bool]]) -> dict:
     """`ranks`: (worker name, overview, has_device) per worker file of the run.
 
-    Rows are ordered by rank: `distributedInfo.rank` when every worker has a
-    distinct one, else the worker's position (copied or mislabelled files
-    must not collapse into one rank); `slowest` names the straggler."""
+    Rows are ordered by rank (`rank_numbers`); `slowest` names the straggler."""
     infos = [ov.get("distributed") or {} for _, ov, _ in ranks]
-    traced = [info.get("rank") for info in infos]
-    use_traced = None not in traced and len(set(traced)) == len(traced)
+    numbers, source = rank_numbers([w for w, _, _ in ranks], [info.get("rank") for info in infos])
     rows = []
-    for position, ((worker, ov, has_device), info) in enumerate(zip(ranks, infos)):
+    for rank, (worker, ov, has_device), info in zip(numbers, ranks, infos):
         rows.append({
             "worker": worker,
-            "rank": traced[position] if use_traced else position,
-            "rank_from_trace": use_traced,
+            "rank": rank,
+            "rank_from_trace": source == "trace",
+            "rank_source": source,
             "world_size": info.get("world_size"),
             "backend": info.get("backend"),
             "steps": len(ov["steps"]),

@@ -100,6 +100,12 @@ class RecordingGroup:
     def backward_index(self):
         return self.representative.backward_index()
 
+    def memory(self):
+        return self.representative.memory()
+
+    def timeline_index(self):
+        return self.representative.timeline_index()
+
     # ---- per-step samples: pooled -----------------------------------------------
 
     def overview(self, whole_window: bool = False) -> dict:

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .pipeline_stages import STAGE_COLUMNS, bottleneck, stage_table
+from .pipeline_stages import STAGE_COLUMNS, bottleneck, flag, stage_table
 
 SPLIT_PARTS = ("data_wait_s", "compute_s", "callbacks_s", "other_s")
 PARTLY_PCT = 5.0  # data wait share from which the input is partly exposed
@@ -24,7 +24,7 @@ STEPS_PER_WINDOW_MIN = 5
 CALLBACK_COLUMNS = ["name", "kind", "calls", "total_s", "mean_s", "max_s", "per_step_s", "share_pct"]
 HOST_METRIC_COLUMNS = ["t_s", "cpu_pct", "rss_bytes", "mem_used_bytes", "disk_read_bytes_per_s",
                        "disk_write_bytes_per_s", "net_sent_bytes_per_s", "net_recv_bytes_per_s", "gpu_util_pct",
-                       "gpu_mem_used_bytes"]
+                       "gpu_mem_used_bytes", "gil_contention_pct"]
 
 __all__ = ["STAGE_COLUMNS", "bottleneck", "stage_table", "main_steps", "step_split", "input_bound", "throughput",
            "throughput_summary", "slowest_callbacks", "host_metrics", "host_summary", "report"]
@@ -158,8 +158,8 @@ def host_metrics(host: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=HOST_METRIC_COLUMNS)
     h = host.sort_values("t_s").reset_index(drop=True)
     out = pd.DataFrame({"t_s": h["t_s"]})
-    for col in ("cpu_pct", "rss_bytes", "mem_used_bytes", "gpu_util_pct", "gpu_mem_used_bytes"):
-        out[col] = pd.to_numeric(h[col], errors="coerce")
+    for col in ("cpu_pct", "rss_bytes", "mem_used_bytes", "gpu_util_pct", "gpu_mem_used_bytes", "gil_contention_pct"):
+        out[col] = pd.to_numeric(h[col], errors="coerce") if col in h else np.nan
     dt = h["t_s"].diff()
     for col in ("disk_read_bytes", "disk_write_bytes", "net_sent_bytes", "net_recv_bytes"):
         d = pd.to_numeric(h[col], errors="coerce").diff()
@@ -167,11 +167,21 @@ def host_metrics(host: pd.DataFrame) -> pd.DataFrame:
     return out[HOST_METRIC_COLUMNS]
 
 
-def host_summary(metrics: pd.DataFrame) -> dict:
-    """Means (CPU, GPU utilisation, byte rates) and peaks (memory) over the run."""
-    def stat(col, how):
-        s = pd.to_numeric(metrics[col], errors="coerce").dropna() if col in metrics else pd.Series(dtype=float)
-        return None if not len(s) else float(s.mean() if how == "mean" else s.max())
+def host_summary(metrics: pd.DataFrame, loop_s: tuple[float, float] | None = None) -> dict:
+    """Means (CPU, GPU utilisation, byte rates, GIL contention) and peaks
+    (memory, GIL contention) over the run. GIL contention: over the samples
+    taken while the loop ran (`loop_s`: first step start, last step end, in
+    t_s), when some were: the imports before the loop hold the GIL for
+    seconds (torch's), which says nothing about the loading."""
+    def stat(col, how, frame=metrics):
+        s = pd.to_numeric(frame[col], errors="coerce").dropna() if col in frame else pd.Series(dtype=float)
+        return None if not len(s) else float(getattr(s, how)())
+    gil = metrics
+    if loop_s is not None and "gil_contention_pct" in metrics:
+        t = pd.to_numeric(metrics["t_s"], errors="coerce")
+        inside = metrics[(t > loop_s[0]) & (t <= loop_s[1])]
+        if pd.to_numeric(inside["gil_contention_pct"], errors="coerce").notna().any():
+            gil = inside
     return {
         "samples": int(len(metrics)), "cpu_pct_mean": stat("cpu_pct", "mean"), "cpu_pct_max": stat("cpu_pct", "max"),
         "rss_bytes_max": stat("rss_bytes", "max"), "mem_used_bytes_max": stat("mem_used_bytes", "max"),
@@ -180,7 +190,19 @@ def host_summary(metrics: pd.DataFrame) -> dict:
         "net_sent_bytes_per_s_mean": stat("net_sent_bytes_per_s", "mean"),
         "net_recv_bytes_per_s_mean": stat("net_recv_bytes_per_s", "mean"),
         "gpu_util_pct_mean": stat("gpu_util_pct", "mean"), "gpu_mem_used_bytes_max": stat("gpu_mem_used_bytes", "max"),
+        "gil_contention_pct_mean": stat("gil_contention_pct", "mean", gil),
+        "gil_contention_pct_median": stat("gil_contention_pct", "median", gil),
+        "gil_contention_pct_max": stat("gil_contention_pct", "max", gil),
     }
+
+
+def loop_span(steps: pd.DataFrame) -> tuple[float, float] | None:
+    """(first step's start, last step's end) in t_s; None without steps."""
+    if not len(steps):
+        return None
+    start = pd.to_numeric(steps["t_s"], errors="coerce")
+    end = start + pd.to_numeric(steps["duration_s"], errors="coerce")
+    return (float(start.min()), float(end.max())) if start.notna().any() and end.notna().any() else None
 
 
 def report(tables) -> dict:
@@ -191,9 +213,10 @@ def report(tables) -> dict:
     metrics = host_metrics(tables.host)
     slowest_cb = str(callbacks["name"].iloc[0]) if len(callbacks) else None
     verdict = input_bound(split, slowest_cb)
-    host = host_summary(metrics)
-    neck = bottleneck(stages, verdict["verdict"])
+    host = host_summary(metrics, loop_span(tables.steps))
     cores = max((m.get("cpu_count") or 1 for m in tables.meta), default=1)
+    neck = bottleneck(stages, verdict["verdict"], host, cores)
+    stages = flag(stages, neck)  # the host's GIL contention may have changed the stage table's first guess
     cpu = host["cpu_pct_mean"]
     # With CPU time per task recorded, pipeline_gil.py has decided from it;
     # the process-wide hint is for recordings without it.
@@ -215,7 +238,29 @@ def report(tables) -> dict:
         "host": {"summary": host, "series": records(metrics)},
         "meta": tables.meta,
         "warnings": list(tables.warnings),
+        "group": recordings_part(tables),
     }
+
+
+def recordings_part(tables) -> dict | None:
+    """A pooled group's (analysis/pipeline_group.py) recordings, each with its
+    own split, rate and verdict (the spread the pooled figures hide), and the
+    recording the host samples come from; None for one run."""
+    names = getattr(tables, "recording_names", None)
+    if not names:
+        return None
+    rows = []
+    for i, name in enumerate(names):
+        steps = tables.steps[tables.steps["recording"] == i]
+        split = step_split(steps)
+        rows.append({"name": name, "steps": split["steps"], "mean_step_s": split["mean_step_s"],
+                     "data_wait_pct": split["data_wait_pct"], "steps_per_s": throughput_summary(steps)["steps_per_s"],
+                     "input_bound": input_bound(split)["verdict"]})
+    rep = names[tables.representative]
+    return {"recordings": rows, "representative": rep,
+            "note": (f"Pooled across {len(names)} recordings: split, verdict, rates, stages and callbacks over all "
+                     f"their steps (counts are totals); host samples from {rep}, the recording with the median "
+                     "step time.")}
 
 
 def records(frame: pd.DataFrame) -> list[dict]:

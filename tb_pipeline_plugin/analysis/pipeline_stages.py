@@ -13,12 +13,13 @@ import numpy as np
 import pandas as pd
 
 from .pipeline_gil import gil_limit, gil_summary
+from .pipeline_loader import loader_limit, loader_summary
 
 KEY = ["pipeline_id", "stage_id", "stage_name"]
 LOADER_PIPELINE_ID = -1  # record/loader_cpu.py's DataLoader parts
 STARVING_PCT = 50.0  # a queue holding an item less often than this starves its consumer
 STAGE_COLUMNS = [*KEY, "pipeline_index", "stage", "concurrency", "items", "interval_s", "qps", "tasks", "failures", "task_mean_s",
-                 "task_p90_s", "task_p99_s", "task_cpu_mean_s", "task_call_mean_s", "cpu_cores", "put_wait_mean_s", "get_wait_mean_s", "occupancy_pct", "busy_pct",
+                 "task_p90_s", "task_p99_s", "task_cpu_mean_s", "task_call_mean_s", "task_runq_mean_s", "cpu_cores", "put_wait_mean_s", "get_wait_mean_s", "occupancy_pct", "busy_pct",
                  "is_slowest", "is_starving"]
 
 
@@ -70,6 +71,7 @@ def _task_rows(tasks: pd.DataFrame) -> dict:
             "task_p99_s": _weighted(src, "task_p99_s", "tasks"),
             "task_cpu_mean_s": _weighted(src, "task_cpu_mean_s", "tasks"),
             "task_call_mean_s": _weighted(src, "task_call_mean_s", "tasks"),
+            "task_runq_mean_s": _weighted(src, "task_runq_mean_s", "tasks"),
             "stage": str(g["stage"].iloc[-1]), "concurrency": g["concurrency"].iloc[-1],
         }
     return out
@@ -103,37 +105,52 @@ def stage_table(stage_tasks: pd.DataFrame, stage_queues: pd.DataFrame) -> pd.Dat
     frame["busy_pct"] = 100.0 * rate * pd.to_numeric(frame["task_mean_s"], errors="coerce") / conc
     # CPU seconds the stage's workers spend per second: 1.0 = one core.
     frame["cpu_cores"] = rate * pd.to_numeric(frame["task_cpu_mean_s"], errors="coerce")
-    frame["is_slowest"] = False
-    frame["is_starving"] = False
-    verdict = bottleneck(frame)  # flags only; the wording needs the run's verdict
-    if verdict["slowest_stage"] is not None:
-        frame.loc[frame["stage"] == verdict["slowest_stage"], "is_slowest"] = True
-    if verdict["starving_queue"] is not None:
-        frame.loc[frame["stage"] + "_queue" == verdict["starving_queue"], "is_starving"] = True
+    return flag(frame, bottleneck(frame))  # flags only; the wording needs the run's verdict
+
+
+def flag(frame: pd.DataFrame, verdict: dict) -> pd.DataFrame:
+    """The stage table with is_slowest / is_starving set from `verdict`."""
+    frame = frame.copy()
+    frame["is_slowest"] = frame["stage"] == verdict["slowest_stage"] if verdict["slowest_stage"] else False
+    frame["is_starving"] = (frame["stage"] + "_queue" == verdict["starving_queue"] if verdict["starving_queue"]
+                            else False)
     return frame[STAGE_COLUMNS]
 
 
-def bottleneck(stages: pd.DataFrame, input_bound: str | None = None) -> dict:
+def bottleneck(stages: pd.DataFrame, input_bound: str | None = None, host: dict | None = None,
+               cores: int = 1) -> dict:
     """{slowest_stage, slowest_busy_pct, starving_queue, starving_occupancy_pct,
-    gil_bound, gil_cpu_cores, summary}; names are SPDL's stage labels
-    ("0:1:decode[4]"). `input_bound` (the run's verdict, yes|partly|no) words
-    the summary: a pipeline that keeps up with the loop has a busiest stage,
-    not a bottleneck. A GIL-bound pipeline (pipeline_gil.py) names the stage
-    that computes most under the GIL, not the one busiest by wall time."""
+    gil_bound, gil_cpu_cores, gil_contention_pct, loader_part, summary};
+    names are SPDL's stage labels ("0:1:decode[4]"). `input_bound` (the run's
+    verdict, yes|partly|no) words the summary: a pipeline that keeps up with
+    the loop has a busiest stage, not a bottleneck. A GIL-bound pipeline
+    (pipeline_gil.py) names the stage that computes most under the GIL, not
+    the one busiest by wall time; `host` (the run's host summary) brings the
+    sampled GIL contention. Without SPDL stages, the DataLoader part that
+    limits loading (pipeline_loader.py) is named, `loader_part` saying which."""
     out = {"slowest_stage": None, "slowest_busy_pct": None, "starving_queue": None,
            "starving_occupancy_pct": None, "gil_bound": False, "gil_cpu_cores": None,
+           "gil_contention_pct": None, "loader_part": None,
            "summary": "no SPDL stage statistics in this run"}
     if not len(stages):
         return out
+    host = host or {}
     busy = pd.to_numeric(stages["busy_pct"], errors="coerce")
-    gil = gil_limit(stages)
+    gil = gil_limit(stages, host)
+    loader = None
     if gil is not None:
         out.update(slowest_stage=gil["stage"], slowest_busy_pct=gil["busy_pct"], gil_bound=True,
-                   gil_cpu_cores=gil["cores"])
+                   gil_cpu_cores=gil["cores"],
+                   gil_contention_pct=host.get("gil_contention_pct_mean") if gil["contention"] else None)
     elif busy.notna().any():
         i = int(busy.idxmax())
         out["slowest_stage"] = str(stages.at[i, "stage"])
         out["slowest_busy_pct"] = float(busy[i])
+    else:
+        loader = loader_limit(stages, host.get("gil_contention_pct_median"))
+        if loader is not None:
+            out.update(slowest_stage=loader["stage"], loader_part=loader["part"],
+                       gil_contention_pct=host.get("gil_contention_pct_mean"))
     for _, g in stages.groupby("pipeline_id", sort=False):
         occ = pd.to_numeric(g["occupancy_pct"], errors="coerce").to_numpy()
         if np.isfinite(occ).sum() >= 2:
@@ -150,6 +167,8 @@ def bottleneck(stages: pd.DataFrame, input_bound: str | None = None) -> dict:
                      f"{gil['stage']} computes most under it ({gil['cpu_s'] * 1e3:.1f} ms of CPU a task).")
     elif gil is not None:
         parts.append(gil_summary(gil))
+    elif loader is not None:
+        parts.append(loader_summary(loader, cores, input_bound == "no"))
     elif out["slowest_stage"] and input_bound == "no":
         parts.append(f"The pipeline keeps up with the training loop; its busiest stage is {out['slowest_stage']} "
                      f"(workers busy {out['slowest_busy_pct']:.0f}% of the time).")

@@ -17,6 +17,7 @@ from .attribution import Attribution, attribute
 from .backward_index import BackwardIndex, backward_index
 from .kernels import kernels
 from .memo import Memo
+from .memory_peak import RunMemory, run_memory
 from .launch import launch_health
 from .per_step import kernel_steps, operator_steps
 from .ledger import StepLedger, step_ledger
@@ -24,6 +25,7 @@ from .modules import module_tree
 from .operators import operators, primary_column
 from .overview import overview
 from .pieces import PieceIndex, piece_index
+from .timeline import TimelineIndex, timeline_index
 
 
 class TraceProcessor:
@@ -122,7 +124,15 @@ class TraceProcessor:
         """Per-step kernel time by name (analysis/per_step.py)."""
         return self.memo("kernel_steps", lambda: kernel_steps(self.linked))
 
+    def memory(self) -> RunMemory:
+        """Each device's memory peak and what was alive at it (analysis/memory_peak.py)."""
+        return self.memo("memory", lambda: run_memory(self.linked, self.attribution()))
+
     def backward_index(self) -> BackwardIndex:
         """Backward operators by the start of the forward operator that
         created them: a module call's backward time (diff/modules)."""
         return self.memo("backward_index", lambda: backward_index(self.linked, self.attribution()))
+
+    def timeline_index(self) -> TimelineIndex:
+        """Drawable events sorted for window queries (analysis/timeline.py)."""
+        return self.memo("timeline_index", lambda: timeline_index(self.linked))

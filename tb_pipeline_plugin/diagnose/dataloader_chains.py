@@ -1,8 +1,8 @@
 """PyTorch DataLoader: the chains the engine profiles for one loader.
 
 1. sampler indices -> Dataset.__getitem__ -> batches of batch_size -> collate_fn
-2. when the dataset exposes a callable `transform`: raw samples (fetched once
-   with the transform switched off) -> transform
+2. when the dataset exposes a callable `transform`: the transform's inputs
+   (captured once from the dataset's own calls) -> transform
 3. batches of indices -> whole batch (fetch + collate), swept over processes
    as DataLoader's num_workers would run it, and over threads.
 Iterable-style datasets have no __getitem__: their items are cached and
@@ -35,18 +35,30 @@ class WholeBatch:
 
 
 class RawSamples:
-    """Fetch samples with the dataset's transform switched off, to feed the transform alone."""
+    """The transform's own inputs: each sample fetched once with the transform
+    replaced by a recorder of its argument. Whatever part of the example the
+    dataset hands its transform (the whole example, or torchvision's image of
+    an `(image, target)` pair, once or several times per item) is what the
+    transform stage is fed."""
 
     def __init__(self, dataset):
         self.dataset = dataset
 
     def __call__(self, indices: list) -> list:
+        inputs: list = []
+
+        def record(x):
+            inputs.append(x)
+            return x
+
         saved = self.dataset.transform
-        self.dataset.transform = None
+        self.dataset.transform = record
         try:
-            return [self.dataset[i] for i in indices]
+            for i in indices:
+                self.dataset[i]
         finally:
             self.dataset.transform = saved
+        return inputs
 
 
 def chains_for_loader(loader: Any, num_inputs: int) -> list[tuple[list[Stage], Any]]:

@@ -20,6 +20,8 @@ import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..errors import install_hint
+
 _FRAME = re.compile(r"^(?P<function>.*) \((?P<file>.*):(?P<line>\d+)\)$")
 RATE_HZ = 200
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -49,7 +51,7 @@ def why_no_gil_sampling() -> str:
     if sys.implementation.name != "cpython":
         return f"py-spy samples CPython only, this is {sys.implementation.name}"
     if find_py_spy() is None:
-        return "py-spy is not installed (pip install py-spy)"
+        return f"py-spy is not installed ({install_hint('diagnose')})"
     return ""
 
 

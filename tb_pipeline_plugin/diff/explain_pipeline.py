@@ -19,13 +19,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 
 from ..analysis import pipeline as ap
 from . import significance as S
 from .delta import delta_pct
 from .explain import duration
 from .pipeline import STAGE_KEYS
+from .pipeline_significance import data_wait_significance, data_wait_us, step_mean_us
 
 VERDICT_WORDS = {"yes": "input-bound", "partly": "partly input-bound", "no": "not input-bound",
                  "unknown": "of unknown input-boundness"}
@@ -35,26 +35,15 @@ SIGNIFICANCE_WORDS = {S.SIGNIFICANT: "significant", S.WITHIN_NOISE: "within nois
 STAGE_NOTABLE_PCT = 10.0
 
 
-def _data_wait_us(tables) -> np.ndarray:
-    used, _ = ap.main_steps(tables.steps)
-    return pd.to_numeric(used["data_wait_s"], errors="coerce").dropna().to_numpy(np.float64) * 1e6
-
-
-def _step_mean_us(tables) -> float | None:
-    used, _ = ap.main_steps(tables.steps)
-    s = pd.to_numeric(used["duration_s"], errors="coerce").dropna()
-    return float(s.mean()) * 1e6 if len(s) else None
-
-
 def _mean(a: np.ndarray) -> float | None:
     return round(float(a.mean()), 3) if len(a) else None
 
 
 def data_wait(b_tables, e_tables) -> dict:
     """Mean data wait per step (µs) of both runs, delta and significance."""
-    bw, ew = _data_wait_us(b_tables), _data_wait_us(e_tables)
-    b_step, e_step = _step_mean_us(b_tables), _step_mean_us(e_tables)
-    sig = S.compare_one(bw, ew, reference=b_step)
+    (bw, _), (ew, _) = data_wait_us(b_tables), data_wait_us(e_tables)
+    b_step, e_step = step_mean_us(b_tables), step_mean_us(e_tables)
+    sig = data_wait_significance(b_tables, e_tables)
     b, e = _mean(bw), _mean(ew)
     delta = round(e - b, 3) if b is not None and e is not None else None
     return {"baseline_us": b, "experimental_us": e, "delta_us": delta, "delta_pct": delta_pct(b, delta),
@@ -118,12 +107,23 @@ def gil_limit(b_report: dict, e_report: dict) -> dict | None:
     return None
 
 
+def loader_limit(b_report: dict, e_report: dict) -> dict | None:
+    """{run, part, stage} of the DataLoader part limiting an input-bound run,
+    experimental first."""
+    for run, rep in (("experimental", e_report), ("baseline", b_report)):
+        neck = rep["bottleneck"]
+        if neck.get("loader_part") and rep["input_bound"]["verdict"] in ("yes", "partly"):
+            return {"run": run, "part": neck["loader_part"], "stage": neck["slowest_stage"]}
+    return None
+
+
 def pipeline_part(b_tables, e_tables) -> dict:
     """The `pipeline` part of the explanation for two runs' recorded
     statistics (pipeline.PipelineTables)."""
     b_report, e_report = ap.report(b_tables), ap.report(e_tables)
     part = {"data_wait": data_wait(b_tables, e_tables), "input_bound": input_bound(b_report, e_report),
-            "stage": stage_change(b_tables, e_tables), "gil": gil_limit(b_report, e_report)}
+            "stage": stage_change(b_tables, e_tables), "gil": gil_limit(b_report, e_report),
+            "loader": loader_limit(b_report, e_report)}
     part["clause"] = clause(part)
     return part
 
@@ -169,6 +169,9 @@ def clause(part: dict) -> str:
     if gil is not None:
         text += (f"; the {gil['run']} pipeline's threads take turns at the GIL and stage {gil['stage']} limits it "
                  "(processes, not threads, would help)")
+    loader = part.get("loader")
+    if loader is not None:
+        text += f"; in the {loader['run']} run the DataLoader's {loader['part']} limits loading"
     return text
 
 

@@ -22,6 +22,7 @@ from .delta import delta_fields
 from .explain import explain
 from .explain_pipeline import pipeline_part, with_clause
 from .launch_health import launch_rows
+from .memory import diff_memory
 from .overview import overview_rows
 from .tables import TableQuery
 
@@ -60,6 +61,11 @@ def diff_overview_impl(b: TraceProcessor, e: TraceProcessor) -> dict:
     rows = overview_rows(b.overview(whole_window=True), e.overview(whole_window=True),
                          tuple(None if tp.recordings == 1 else np.arange(tp.recordings) for tp in (b, e)))
     return {"device_present": present, "rows": rows, "note": note}
+
+
+def diff_memory_impl(b: TraceProcessor, e: TraceProcessor) -> dict:
+    """Where the peak went (diff/memory.py), computed once per pair of runs' analyses."""
+    return diff_memory(b.memory(), e.memory())
 
 
 def diff_explain_impl(b: TraceProcessor, e: TraceProcessor, pipelines: tuple | None = None) -> dict:

@@ -7,6 +7,7 @@ import pandas as pd
 
 from ..analysis import pipeline as ap
 from .delta import delta_pct
+from .pipeline_significance import with_significance
 from .tables import join
 
 # (metric, label, unit): dotted path into analysis.pipeline.report().
@@ -23,6 +24,8 @@ SUMMARY_METRICS = [
     ("host.summary.cpu_pct_mean", "CPU (process tree, mean)", "pct"),
     ("host.summary.rss_bytes_max", "Peak RSS", "bytes"),
     ("host.summary.gpu_util_pct_mean", "GPU utilisation (mean)", "pct"),
+    ("host.summary.gil_contention_pct_mean", "GIL contention (mean)", "pct"),
+    ("host.summary.gil_contention_pct_max", "GIL contention (peak)", "pct"),
 ]
 STAGE_KEYS = ["pipeline_index", "stage_name"]
 STAGE_DIFF_COLUMNS = ["concurrency", "qps", "task_mean_s", "task_cpu_mean_s", "put_wait_mean_s", "get_wait_mean_s",
@@ -77,12 +80,13 @@ def callback_rows(b_tables, e_tables) -> pd.DataFrame:
 
 def compare_pipeline(b_tables, e_tables) -> dict:
     """The `diff/pipeline` payload: per-run reports (split, verdict,
-    throughput series, host series, stages, callbacks) plus the delta views."""
+    throughput series, host series, stages, callbacks) plus the delta views,
+    with their significance (diff/pipeline_significance.py)."""
     b, e = ap.report(b_tables), ap.report(e_tables)
-    return {
+    return with_significance({
         "baseline": b,
         "experimental": e,
         "summary": summary_rows(b, e),
         "stages": ap.records(stage_rows(b_tables, e_tables)),
         "callbacks": ap.records(callback_rows(b_tables, e_tables)),
-    }
+    }, b_tables, e_tables)

@@ -96,6 +96,12 @@ MIN_DRIFT_STEPS = 6
 DRIFT_PERMUTATIONS = 199
 DRIFT_TEST_P = 0.05
 DRIFT_CHUNK_FLOATS = 4_000_000
+RESAMPLE_CHUNK_DRAWS = 2_000_000
+# Past this many steps a side, the bootstrap's distribution of a mean is the
+# normal one the central limit theorem gives (skew shrinks as 1/sqrt(n)), and
+# resampling costs resamples x steps: a run's pipeline statistics may hold
+# 100,000 steps. The interval is then taken from the normal directly.
+BOOTSTRAP_MAX_STEPS = 1000
 BETWEEN_RUN_PCT = 2.0
 BETWEEN_RUN_ENV = "TB_PIPELINE_BETWEEN_RUN_PCT"
 MIN_ROBUST_STEPS = 5
@@ -136,18 +142,32 @@ def percentage(text: str) -> float | None:
 
 def resample_means(samples: np.ndarray, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
     """Means of `resamples` bootstrap resamples of each row of `samples`
-    (k quantities x n steps): shape (k, resamples)."""
+    (k quantities x n steps): shape (k, resamples); past
+    `BOOTSTRAP_MAX_STEPS` steps, draws from the normal they tend to."""
     samples = np.atleast_2d(np.asarray(samples, dtype=np.float64))
     n = samples.shape[1]
     rng = np.random.default_rng(seed)
-    # The same step indices for every quantity of a run: the quantities of
-    # one step are resampled together, as the step they came from.
-    idx = rng.integers(0, n, size=(resamples, n))
-    # Times each step is drawn per resample: means are one matrix product,
-    # k x resamples in memory however many steps and quantities.
-    counts = np.zeros((resamples, n))
-    np.add.at(counts, (np.repeat(np.arange(resamples), n), idx.ravel()), 1.0)
-    return samples @ counts.T / n
+    if n > BOOTSTRAP_MAX_STEPS:
+        # The normal limit of the same resampled means: each mean's variance is
+        # the steps' own (ddof 0) over n; one draw per resample and quantity
+        # (intervals are read per quantity, so their correlation is not needed).
+        sd = samples.std(axis=1) / np.sqrt(n)
+        return samples.mean(axis=1)[:, None] + sd[:, None] * rng.standard_normal((samples.shape[0], resamples))
+    out = np.empty((samples.shape[0], resamples))
+    # Resamples in chunks of about RESAMPLE_CHUNK_DRAWS draws: a run's recorded
+    # pipeline statistics may hold 100,000 steps, and resamples x steps at once
+    # would not fit. The generator draws the same stream in chunks as at once.
+    rows = max(1, RESAMPLE_CHUNK_DRAWS // max(n, 1))
+    for lo in range(0, resamples, rows):
+        hi = min(resamples, lo + rows)
+        # The same step indices for every quantity of a run: the quantities of
+        # one step are resampled together, as the step they came from.
+        idx = rng.integers(0, n, size=(hi - lo, n))
+        # Times each step is drawn per resample: means are one matrix product.
+        flat = (idx + (np.arange(hi - lo) * n)[:, None]).ravel()
+        counts = np.bincount(flat, minlength=(hi - lo) * n).reshape(hi - lo, n).astype(np.float64)
+        out[:, lo:hi] = samples @ counts.T / n
+    return out
 
 
 def compare(baseline: np.ndarray, experimental: np.ndarray, reference: np.ndarray | None = None,

@@ -76,6 +76,9 @@ class StageTasks(msgspec.Struct, tag="stage_tasks", tag_field="type", omit_defau
     # CPU far below the call's wall time is waiting: I/O, or the GIL.
     task_cpu_mean_s: float | None = None
     task_call_mean_s: float | None = None
+    # Of the same calls, time the thread waited runnable for a core (Linux
+    # schedstat, sampled: record/task_cpu.py); None: not measured.
+    task_runq_mean_s: float | None = None
     pipeline_id: int = 0
     stage_id: str = ""
     concurrency: int | None = None
@@ -125,9 +128,31 @@ class HostSample(msgspec.Struct, tag="host", tag_field="type", omit_defaults=Tru
     gpu_util_pct: float | None = None  # mean over visible GPUs (NVML)
     gpu_mem_used_bytes: int | None = None  # sum over visible GPUs
     gpu_count: int | None = None
+    # Share of the interval a thread asking for the GIL waited for it (gilknocker;
+    # record/gil_contention.py); None when not sampled.
+    gil_contention_pct: float | None = None
 
 
-Record = RunMeta | StepRecord | StageTasks | StageQueue | HostSample
+class ProfilerRecord(msgspec.Struct, tag="profiler", tag_field="type", omit_defaults=True,
+                     forbid_unknown_fields=True, gc=False):
+    """Whose torch.profiler traces the run has, written by `tb-pipeline record
+    --profile` (record/profiling.py) when it starts its profiler ("launcher")
+    or sees the script start its own ("script", then the launcher starts none
+    or stops its own)."""
+
+    wall_time_s: float
+    pid: int
+    owner: str  # "launcher" | "script"
+    schema: int = SCHEMA_VERSION
+    schedule: str | None = None  # the launcher's, "skip_first=0,wait=1,warmup=1,active=3,repeat=1"
+    activities: list[str] = []  # "CPU", "CUDA"
+    profile_memory: bool = False
+    trace_dir: str | None = None
+    note: str = ""
+
+
+Record = RunMeta | StepRecord | StageTasks | StageQueue | HostSample | ProfilerRecord
 RECORD_TYPES: dict[str, type] = {
     "run": RunMeta, "step": StepRecord, "stage_tasks": StageTasks, "stage_queue": StageQueue, "host": HostSample,
+    "profiler": ProfilerRecord,
 }

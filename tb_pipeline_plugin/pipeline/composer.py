@@ -14,6 +14,12 @@ What Composer writes, and how it is read:
 
 A step runs from one batch request (`event/dataloader` start) to the next,
 the same definition as the recorder's; the last step ends with its batch.
+A Composer run writes one file per rank and profiling cycle
+(`ep{epoch}-ba{batch}-rank{rank}.json`) and, on each node, a merge of them
+(`merged_trace.json`, written by `json_trace_merger`): the statistics are the
+lowest rank's cycles in time order (`statistics_files`, `read_composer_traces`),
+never the merge, whose windows would join into one step across the
+unprofiled batches between cycles.
 Spans come from the project's trace decoder (B/E pairing, damaged files);
 counter values, which the EventTable does not keep, from a second small pass.
 """
@@ -29,6 +35,7 @@ from ..trace import decode_trace
 from ..trace.locate import chunk_text, last_boundaries, locate_events
 from ..trace.reader import read_trace_bytes
 from ..trace.table import Phase
+from ..trace.worker_names import rank_in_name
 from .tables import CALLBACK_COLUMNS, HOST_COLUMNS, STEP_COLUMNS, PipelineTables, frame
 
 DATALOADER = "event/dataloader"
@@ -37,6 +44,13 @@ _HOOK = re.compile(r"^(callback|algorithm)/([^/]+)/event/")
 _SNIFF_BYTES = 1 << 20
 _BURST_S = 0.05
 MARKERS = (b'"event/batch"', b'"event/dataloader"', b'"callback/', b'"event/epoch"')
+# Composer's json_trace_merger opens every thread it copies with this event
+# (the training loop re-sorts itself to the top later); a rank file never has it.
+_MERGE_MARK = re.compile(rb'"name":\s*"thread_sort_index"[^}]*"sort_index":\s*99999')
+_MERGE_HEAD_BYTES = 4096
+# Composer's markers record an end whenever the batch it falls in is profiled,
+# a begin only when the batch it starts in is: ends alone are how it writes.
+_ORPHAN_ENDS = re.compile(r"^\d+ end \(E\) events without a begin and 0 begin")
 
 
 class _Counter(msgspec.Struct, gc=False):
@@ -50,35 +64,97 @@ _COUNTERS = msgspec.json.Decoder(list[_Counter])
 _ARGS = msgspec.json.Decoder(dict[str, object])
 
 
-def looks_like_composer(path: str) -> bool:
-    """Cheap sniff: Composer's event names within the file's first MB."""
+def composer_kind(path: str) -> str | None:
+    """Cheap sniff of the file's first MB: "merged" for Composer's merge of
+    its rank files, "rank" for a file of one rank's cycle, None otherwise."""
     try:
         with open(path, "rb") as f:
             head = f.read(_SNIFF_BYTES)
     except OSError:
-        return False
-    return any(m in head for m in MARKERS)
+        return None
+    if not any(m in head for m in MARKERS):
+        return None
+    return "merged" if _MERGE_MARK.search(head[:_MERGE_HEAD_BYTES]) else "rank"
+
+
+def statistics_files(kinds: dict[str, str]) -> tuple[list[str], str | None]:
+    """Which of a run's Composer files (`kinds`: path -> `composer_kind`) hold
+    its statistics, and a note on what was left out. The lowest rank's files,
+    every cycle (rank from the file name, as Composer names them); a merge
+    only when the run has no rank file (Composer keeps `num_traces_to_keep`)."""
+    ranked = sorted(p for p, k in kinds.items() if k == "rank")
+    merged = sorted(p for p, k in kinds.items() if k == "merged")
+    if not ranked:
+        return merged[:1], (f"several merged Composer traces; read {_base(merged[0])}" if len(merged) > 1 else None)
+    by_rank: dict[int, list[str]] = {}
+    for p in ranked:
+        by_rank.setdefault(rank_in_name(_base(p)) or 0, []).append(p)
+    lowest = min(by_rank)
+    note = None
+    if len(by_rank) > 1:
+        note = f"Composer traces of ranks {', '.join(map(str, sorted(by_rank)))}: the statistics are rank {lowest}'s"
+    return by_rank[lowest], note
+
+
+def _base(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def read_composer_traces(paths: list[str]) -> PipelineTables:
+    """One rank's profiling cycles (a file each) as one run's tables: steps
+    numbered on across the files in time order, on the earliest file's clock."""
+    parts = []
+    for path in paths:
+        try:
+            parts.append(read_composer_trace(path))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"Composer trace {_base(path)}: {exc}") from None
+    if len(parts) == 1:
+        return parts[0]
+    parts.sort(key=lambda t: t.t0_wall_s)
+    t0 = parts[0].t0_wall_s
+    steps, callbacks, host, warnings, first = [], [], [], [], 0
+    for t in parts:
+        shift = t.t0_wall_s - t0
+        steps.append(t.steps.assign(step=t.steps["step"] + first, t_s=t.steps["t_s"] + shift))
+        callbacks.append(t.callbacks.assign(step=t.callbacks["step"] + first))
+        host.append(t.host.assign(t_s=t.host["t_s"] + shift))
+        warnings += [f"{_base(m['path'])}: {w}" for m in t.meta for w in t.warnings]
+        first += len(t.steps)
+    return PipelineTables(
+        source="composer", steps=_concat(steps, STEP_COLUMNS), callbacks=_concat(callbacks, CALLBACK_COLUMNS),
+        host=_concat(host, HOST_COLUMNS), meta=[m for t in parts for m in t.meta], warnings=warnings, t0_wall_s=t0,
+    )
+
+
+def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True)[columns] if frames else frame([], columns)
 
 
 def read_composer_trace(path: str) -> PipelineTables:
     data, warnings = read_trace_bytes(path)
     table = decode_trace(data)
-    warnings = warnings + list(table.warnings)
+    warnings = warnings + [w for w in table.warnings if not _ORPHAN_ENDS.match(w)]
     complete = np.flatnonzero(table.phase == Phase.COMPLETE)
     names = table.names(table.name_id[complete])
     counters, counter_warning = _counter_events(data)
     if counter_warning:
         warnings.append(counter_warning)
-    # Seconds since the first event, computed in µs first: wall-clock µs
+    is_dl = names == DATALOADER
+    is_batch = names == BATCH
+    hooks = [(i, m.group(1), m.group(2)) for i, n in enumerate(names) if (m := _HOOK.match(n or ""))]
+    # Seconds since Composer's first event, computed in µs first: wall-clock µs
     # (~1.8e15) in float64 seconds would keep only ~0.25 µs of resolution.
-    stamps_us = np.concatenate([table.ts_us[complete], counters["ts_us"].to_numpy()])
+    # Composer also copies the torch profiler's events into its file, on the
+    # profiler's own clock: those do not set the origin.
+    own = is_dl | is_batch
+    own[[i for i, _, _ in hooks]] = True
+    stamps_us = np.concatenate([table.ts_us[complete][own if own.any() else slice(None)], counters["ts_us"].to_numpy()])
     base_us = float(np.nanmin(stamps_us)) if len(stamps_us) else 0.0
     t0 = base_us / 1e6
     start = (table.ts_us[complete] - base_us) / 1e6
     end = start + table.dur_us[complete] / 1e6
-    is_dl = names == DATALOADER
-    is_batch = names == BATCH
-    hooks = [(i, m.group(1), m.group(2)) for i, n in enumerate(names) if (m := _HOOK.match(n or ""))]
 
     dl_start = np.sort(start[is_dl])
     if not len(dl_start):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ..formats.pipeline import HostSample, RunMeta, StageQueue, StageTasks, StepRecord
+from ..formats.pipeline import HostSample, ProfilerRecord, RunMeta, StageQueue, StageTasks, StepRecord
 from .tables import (CALLBACK_COLUMNS, HOST_COLUMNS, QUEUE_COLUMNS, STEP_COLUMNS, TASK_COLUMNS, PipelineTables,
                      frame)
 
@@ -34,7 +34,20 @@ def tables_from_records(records: list, warnings: list[str]) -> PipelineTables:
     out = PipelineTables(
         source=source, steps=frame(steps, STEP_COLUMNS), callbacks=frame(callbacks, CALLBACK_COLUMNS),
         stage_tasks=frame(tasks, TASK_COLUMNS), stage_queues=frame(queues, QUEUE_COLUMNS),
-        host=frame(host, HOST_COLUMNS), meta=[msgspec.structs.asdict(m) for m in metas], warnings=list(warnings),
+        host=frame(host, HOST_COLUMNS), meta=_metas(metas, records), warnings=list(warnings),
         t0_wall_s=t0,
     )
     return out
+
+
+_PROFILER_FIELDS = ("owner", "wall_time_s", "schedule", "activities", "profile_memory", "trace_dir", "note")
+
+
+def _metas(metas: list, records: list) -> list[dict]:
+    """Each writing process's run record, with the profiler records it wrote
+    (`tb-pipeline record --profile`: whose traces the run has)."""
+    profilers: dict[int, list[dict]] = {}
+    for r in records:
+        if isinstance(r, ProfilerRecord):
+            profilers.setdefault(r.pid, []).append({k: getattr(r, k) for k in _PROFILER_FIELDS})
+    return [dict(msgspec.structs.asdict(m), profilers=profilers.get(m.pid, [])) for m in metas]

@@ -1,12 +1,13 @@
 """Find and read a run's pipeline statistics: our JSONL under
-`{run}/pipeline/`, else a Composer trace in the run directory."""
+`{run}/pipeline/`, else Composer's traces in the run directory or the
+folders below it (Composer's layout: `{run}/traces/`, `{run}/composer_traces/`, ...)."""
 from __future__ import annotations
 
 import glob
 import os
 
 from ..formats.pipeline import FILE_SUFFIX, PIPELINE_DIR
-from .composer import looks_like_composer, read_composer_trace
+from .composer import composer_kind, read_composer_traces, statistics_files
 from .jsonl import JsonlTail
 from .records import tables_from_records
 from .tables import PipelineTables
@@ -16,15 +17,16 @@ _COMPOSER_DEPTH = 2
 
 
 def find_pipeline_sources(run_dir: str) -> dict:
-    """{"jsonl": [files], "composer": [files]}: what this run directory holds."""
+    """{"jsonl": [files], "composer": {file: "rank" or "merged"}}: what this run directory holds."""
     jsonl = sorted(glob.glob(os.path.join(run_dir, PIPELINE_DIR, "*" + FILE_SUFFIX)))
-    composer = []
+    composer = {}
     for depth in range(_COMPOSER_DEPTH + 1):
         pattern = os.path.join(run_dir, *(["*"] * depth), "*.json")
         for path in sorted(glob.glob(pattern)):
-            if not path.endswith(_KINETO_SUFFIXES) and os.sep + PIPELINE_DIR + os.sep not in path \
-                    and looks_like_composer(path):
-                composer.append(path)
+            if not path.endswith(_KINETO_SUFFIXES) and os.sep + PIPELINE_DIR + os.sep not in path:
+                kind = composer_kind(path)
+                if kind is not None:
+                    composer[path] = kind
     return {"jsonl": jsonl, "composer": composer}
 
 
@@ -51,14 +53,10 @@ class PipelineReader:
                 warnings.extend(tail.warnings)
             return tables_from_records(records, warnings)
         if sources["composer"]:
-            try:
-                tables = read_composer_trace(sources["composer"][0])
-            except (OSError, ValueError) as exc:
-                raise ValueError(f"Composer trace {os.path.basename(sources['composer'][0])}: {exc}") from None
-            if len(sources["composer"]) > 1:
-                others = ", ".join(os.path.basename(p) for p in sources["composer"][1:])
-                tables.warnings.append(f"several Composer traces; read {os.path.basename(sources['composer'][0])}, "
-                                       f"not {others}")
+            paths, note = statistics_files(sources["composer"])
+            tables = read_composer_traces(paths)
+            if note:
+                tables.warnings.append(note)
             return tables
         return None
 

@@ -15,13 +15,13 @@ STEP_COLUMNS = ["step", "loader", "t_s", "wall_start_s", "duration_s", "data_wai
 CALLBACK_COLUMNS = ["step", "name", "kind", "time_s"]
 STAGE_KEY = ["pipeline_id", "stage_id", "stage_name", "stage", "concurrency"]
 TASK_COLUMNS = ["t_s", "wall_time_s", *STAGE_KEY, "final", "tasks", "failures", "task_mean_s", "task_p90_s",
-                "task_p99_s", "task_cpu_mean_s", "task_call_mean_s"]
+                "task_p99_s", "task_cpu_mean_s", "task_call_mean_s", "task_runq_mean_s"]
 QUEUE_COLUMNS = ["t_s", "wall_time_s", *STAGE_KEY, "final", "interval_s", "items", "qps", "put_wait_mean_s",
                  "get_wait_mean_s", "put_wait_p90_s", "get_wait_p90_s", "put_wait_p99_s", "get_wait_p99_s",
                  "occupancy"]
 HOST_COLUMNS = ["t_s", "wall_time_s", "cpu_pct", "rss_bytes", "mem_used_bytes", "num_processes",
                 "disk_read_bytes", "disk_write_bytes", "net_sent_bytes", "net_recv_bytes", "gpu_util_pct",
-                "gpu_mem_used_bytes"]
+                "gpu_mem_used_bytes", "gil_contention_pct"]
 
 
 def empty(columns: list[str]) -> pd.DataFrame:
@@ -43,6 +43,12 @@ class PipelineTables:
     meta: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     t0_wall_s: float = 0.0
+    # A group of recordings pooled as one run (analysis/pipeline_group.py):
+    # the recordings' names, each row's index into them in a `recording`
+    # column of steps, callbacks and stage records, and the representative
+    # recording (the one whose host samples these are). Empty for one run.
+    recording_names: list[str] = field(default_factory=list)
+    representative: int | None = None
 
 
 def frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:

@@ -11,6 +11,8 @@ The launcher puts `record/boot/` on PYTHONPATH; its sitecustomize.py calls
     TB_PIPELINE_COMMAND      the launched command line (JSON list), for the run record
     TB_PIPELINE_TRACE_DIR    where torch.profiler's tensorboard_trace_handler writes
                              instead of the script's directory (record --repeat; trace_dir.py)
+    TB_PIPELINE_PROFILE      a schedule: torch.profiler traces of a few steps into the run
+                             (record --profile; profiling.py)
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import os
 import sys
 
 from ..import_hook import when_imported
-from . import trace_dir
+from . import profiling, trace_dir
 
 ENV_LOGDIR = "TB_PIPELINE_LOGDIR"
 ENV_RUN = "TB_PIPELINE_RUN"
@@ -70,26 +72,42 @@ def install():
     rec = Recorder(logdir, os.environ.get(ENV_RUN) or None, host_interval_s=host_interval or None,
                    headspace=max(headspace, 0), source="launcher", command=command)
     _recorder = rec
-    atexit.register(rec.close)
-    when_imported("torch.utils.data.dataloader", lambda m: _patch_dataloader(m, rec))
-    when_imported("spdl.pipeline", lambda m: _patch_spdl(rec, spdl_interval))
+    launcher_profiler = profiling.from_env(rec)
+    atexit.register(_close, rec, launcher_profiler)
+    # The launcher's profiler (if any) starts with the first loop it times.
+    loop_start = launcher_profiler.begin if launcher_profiler is not None else _nothing
+    when_imported("torch.utils.data.dataloader", lambda m: _patch_dataloader(m, rec, loop_start))
+    when_imported("spdl.pipeline", lambda m: _patch_spdl(rec, spdl_interval, loop_start))
     return rec
 
 
-def _patch_dataloader(module, rec) -> None:
+def _nothing() -> None:
+    pass
+
+
+def _close(rec, launcher_profiler) -> None:
+    if launcher_profiler is not None:
+        launcher_profiler.closing = True
+    rec.close()  # ends the last step; the profiler stops at its boundary
+    if launcher_profiler is not None:
+        launcher_profiler.finish()
+
+
+def _patch_dataloader(module, rec, loop_start) -> None:
     cls = module.DataLoader
     if getattr(cls.__iter__, "_tb_pipeline", False):
         return
     original = cls.__iter__
 
     def __iter__(self):
+        loop_start()
         return rec.wrap(self, make_iter=lambda: original(self))
 
     __iter__._tb_pipeline = True
     cls.__iter__ = __iter__
 
 
-def _patch_spdl(rec, interval_s: float) -> None:
+def _patch_spdl(rec, interval_s: float, loop_start) -> None:
     rec.record_spdl(interval_s)
     try:
         from spdl.pipeline import Pipeline
@@ -101,6 +119,7 @@ def _patch_spdl(rec, interval_s: float) -> None:
 
     def get_iterator(self, *args, **kwargs):
         # The foreground loop's wait for the pipeline's next item is its data wait.
+        loop_start()
         return rec.wrap(self, headspace=0, make_iter=lambda: original(self, *args, **kwargs))
 
     get_iterator._tb_pipeline = True

@@ -8,6 +8,7 @@ import time
 import psutil
 
 from ..formats.pipeline import HostSample
+from .gil_contention import GilContention
 
 
 class _Nvml:
@@ -37,7 +38,10 @@ class _Nvml:
 
 
 class HostSampler:
-    def __init__(self, write, interval_s: float = 1.0, pid: int | None = None):
+    """Samples every `interval_s` on its own thread; `gil=True` adds the GIL
+    contention of this process over each interval (gil_contention.py)."""
+
+    def __init__(self, write, interval_s: float = 1.0, pid: int | None = None, gil: bool = False):
         if interval_s <= 0:
             raise ValueError("host sampling interval must be > 0 seconds")
         self.write = write
@@ -47,6 +51,7 @@ class HostSampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._nvml: _Nvml | None = None
+        self._gil = GilContention.create(interval_s) if gil else None
 
     def start(self) -> "HostSampler":
         self._thread = threading.Thread(target=self._run, name="tb-pipeline-host-sampler", daemon=True)
@@ -60,10 +65,16 @@ class HostSampler:
 
     def _run(self) -> None:
         self._nvml = _Nvml()
-        self.sample()  # primes cpu_percent; its CPU reading is 0
-        while not self._stop.wait(self.interval_s):
+        gil, self._gil = self._gil, None
+        self.sample()  # primes cpu_percent; its CPU reading is 0 (and no GIL reading yet)
+        self._gil = gil.start() if gil is not None else None
+        try:
+            while not self._stop.wait(self.interval_s):
+                self.sample()
             self.sample()
-        self.sample()
+        finally:
+            if self._gil is not None:
+                self._gil.stop()
 
     def _tree(self) -> list[psutil.Process]:
         try:
@@ -109,6 +120,7 @@ class HostSampler:
             disk_read_bytes=read, disk_write_bytes=write,
             net_sent_bytes=net.bytes_sent if net else None, net_recv_bytes=net.bytes_recv if net else None,
             gpu_util_pct=gpu_util, gpu_mem_used_bytes=gpu_mem, gpu_count=gpu_count,
+            gil_contention_pct=self._gil.read_pct() if self._gil is not None else None,
         )
         self.write(sample)
         return sample

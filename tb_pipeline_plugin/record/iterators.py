@@ -1,9 +1,13 @@
 """Iterator wrappers that time each next() of a data loader."""
 from __future__ import annotations
 
+import sys
 import time
 
 _perf = time.perf_counter
+# Our own attributes of a wrapper; any other is the real iterator's.
+_OWN = frozenset({"_rec", "_source", "_make_iter", "_it", "_loader", "_cache", "_n", "_length", "_pos"})
+_LOADER_CLASSES: dict[tuple[type, type], type] = {}
 
 
 class TimedIter:
@@ -72,3 +76,46 @@ class HeadspaceIter(TimedIter):
         self._pos = pos + 1
         rec._open_step(start, t_req, _perf(), batch, self._loader, cached and bool(cache))
         return batch
+
+
+def for_loader(wrapper: type, iterable) -> type:
+    """`wrapper` itself, or for a torch DataLoader a subclass that is also a
+    `torch.utils.data.dataloader._BaseDataLoaderIter`: code that checks the
+    iterator's type (Lightning, Accelerate, resumable loaders) takes the
+    wrapper for the loader's own iterator. Its attributes (`_num_yielded`,
+    `_dataset`, ...) and methods are the real iterator's, read and written."""
+    module = sys.modules.get("torch.utils.data.dataloader")
+    base = getattr(module, "_BaseDataLoaderIter", None)
+    if base is None or not isinstance(iterable, module.DataLoader):
+        return wrapper
+    cls = _LOADER_CLASSES.get((wrapper, base))
+    if cls is None:
+        cls = _LOADER_CLASSES[(wrapper, base)] = type(wrapper.__name__, (wrapper, base), _forwarding(wrapper, base))
+    return cls
+
+
+def _forwarding(wrapper: type, base: type) -> dict:
+    """The class body of `for_loader`'s subclass: the base's methods that the
+    wrapper does not define (`_reset`, `_next_data`, ...) call the real iterator's."""
+    body: dict = {"__setattr__": _set_on_real}
+    defined = set(vars(wrapper)) | set(vars(TimedIter))
+    for name, value in vars(base).items():
+        if callable(value) and name not in defined and name not in body and not name.startswith("__"):
+            body[name] = _forward(name)
+    return body
+
+
+def _forward(name: str):
+    def method(self, *args, **kwargs):
+        return getattr(self._real(), name)(*args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+def _set_on_real(self, name: str, value) -> None:
+    if name in _OWN:
+        object.__setattr__(self, name, value)
+    else:
+        setattr(self._real(), name, value)
+

@@ -16,9 +16,10 @@ import sys
 import time
 from importlib import metadata
 
+from ..errors import MissingExtra
 from ..formats.pipeline import RunMeta, StepRecord
 from .host import HostSampler
-from .iterators import HeadspaceIter, TimedIter
+from .iterators import HeadspaceIter, TimedIter, for_loader
 from .writer import DEFAULT_FLUSH_INTERVAL_S, StatsWriter, run_name_default, stats_path
 
 _perf = time.perf_counter
@@ -73,6 +74,8 @@ class Recorder:
 
     logdir / run: where (run defaults to a timestamp and the host name).
     host_interval_s: host sampler period; None or 0 disables the sampler.
+    gil_contention: the host sampler also samples this process's GIL
+        contention (record/gil_contention.py; needs the `gil` extra).
     headspace: > 0 makes `wrap` cache the loader's first N batches and replay
         them, so the run measures the step rate with data loading taken out.
     flush_interval_s: how often records reach the file (0: each at once;
@@ -84,7 +87,7 @@ class Recorder:
 
     def __init__(self, logdir: str, run: str | None = None, *, host_interval_s: float | None = 1.0,
                  headspace: int = 0, profiler=None, source: str = "recorder", command: list[str] | None = None,
-                 flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S):
+                 flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S, gil_contention: bool = True):
         if headspace < 0:
             raise ValueError("headspace must be >= 0 batches")
         self.logdir = logdir
@@ -119,7 +122,7 @@ class Recorder:
             torch=_version("torch"), spdl=_version("spdl") or _version("spdl_core"), source=source,
             headspace_batches=self.headspace, host_interval_s=host_interval_s or None,
         ))
-        self.sampler = HostSampler(self.writer.write, host_interval_s).start() if host_interval_s else None
+        self.sampler = HostSampler(self.writer.write, host_interval_s, gil=gil_contention).start() if host_interval_s else None
 
     # -- public API -------------------------------------------------------
     def wrap(self, iterable, headspace: int | None = None, make_iter=None):
@@ -140,8 +143,8 @@ class Recorder:
                       file=sys.stderr)
             else:
                 cache = self.caches.setdefault(key, [])
-                return HeadspaceIter(self, iterable, loader, cache, n, length, make_iter)
-        return TimedIter(self, iterable, loader, make_iter)
+                return for_loader(HeadspaceIter, iterable)(self, iterable, loader, cache, n, length, make_iter)
+        return for_loader(TimedIter, iterable)(self, iterable, loader, make_iter)
 
     def callback(self, name: str) -> _Timed:
         """Times a named callback: a context manager and a decorator."""
@@ -160,20 +163,28 @@ class Recorder:
         """Record the stage statistics of SPDL pipelines built from now on
         (through SPDL's default hook and queue classes; process-wide, so the
         latest recorder to call this receives them)."""
+        try:
+            import spdl.pipeline  # noqa: F401
+        except ImportError:
+            raise MissingExtra("SPDL", "spdl", "record_spdl") from None
         from . import spdl_hooks
 
         spdl_hooks.install(self.writer.write, interval_s)
 
     def record_loader_cpu(self) -> None:
         """CPU and wall time of DataLoader fetches and collate_fn calls in
-        this process (record/loader_cpu.py), written when the recorder closes."""
+        this process and its loader workers (record/loader_cpu.py,
+        loader_workers.py), written when the recorder closes."""
         from . import loader_cpu
 
-        self._loader_cpu = loader_cpu.install()
+        self._loader_cpu = loader_cpu.install(workers=True)
 
     def trace_handler(self):
         """`on_trace_ready` for torch.profiler writing into this run's directory."""
-        import torch.profiler
+        try:
+            import torch.profiler
+        except ImportError:
+            raise MissingExtra("torch", "record", "trace_handler") from None
 
         return torch.profiler.tensorboard_trace_handler(self.run_dir)
 

@@ -59,12 +59,12 @@ def install(write, interval_s: float) -> None:
             # Called for interval reports (through the callback above) and
             # once at the end of the stage with the whole run's numbers.
             super()._log_stats(stats)
-            cpu_s, call_s = self.tb_clock.means_s(lap=self._tb_lap)
+            cpu_s, call_s, runq_s = self.tb_clock.means_s(lap=self._tb_lap, runq=True)
             write(StageTasks(
                 wall_time_s=time.time(), tasks=int(stats.num_tasks), failures=int(stats.num_failures),
                 task_mean_s=float(stats.ave_time), task_p90_s=float(stats.p90_time),
                 task_p99_s=float(stats.p99_time), task_cpu_mean_s=cpu_s, task_call_mean_s=call_s,
-                final=not self._tb_lap, **_identity(self.info),
+                task_runq_mean_s=runq_s, final=not self._tb_lap, **_identity(self.info),
             ))
 
     class RecordingStatsQueue(_IntervalLap, StatsQueue):

@@ -252,6 +252,93 @@ class DiffOverviewResponse(_Shape):
     note: str | None
 
 
+class MemoryPeak(_Shape):
+    peak_bytes: int
+    # µs from the start of the peak's step (null: the peak is in no step).
+    peak_us: Number | None
+    step: str | None
+    # The operator whose allocation reached the peak, and its part (module path, optimizer, ...).
+    operator: str
+    part: str
+    avg_allocated_bytes: Number
+    # Of the peak: memory allocated before the profiled window (blocks basis), or held when the step began (net).
+    before_window_bytes: int
+    # Frees of blocks allocated before the profiled window.
+    frees_before_window: int
+    # "blocks": live blocks replayed by address; "net": no addresses, net bytes since the step began.
+    basis: str
+
+
+class MemoryRow(_Shape):
+    # By module: the part (module path, data loading, optimizer, "before the window", ...); by operator: its name.
+    key: str
+    phase: str
+    # By module: the operator holding most of the row's bytes; by operator: the part.
+    detail: str
+    # Innermost Python frames of the user's code around the largest block's allocation ("": no stacks).
+    call_path: str
+    baseline_bytes: int
+    experimental_bytes: int
+    delta_bytes: int
+    delta_pct: float | None
+    baseline_blocks: int
+    experimental_blocks: int
+    # Median lifetime of the row's freed blocks, µs (null: none freed).
+    median_alive_us: Number | None
+    # [start, end] µs from the peak's step start of the row's blocks alive at the peak (end null: never freed).
+    baseline_lifetimes: list[list[Number | None]]
+    experimental_lifetimes: list[list[Number | None]]
+
+
+class MemoryCurve(_Shape):
+    step: str | None
+    duration_us: Number
+    # µs from the step start; the first point is the level at the start.
+    t_us: list[Number]
+    allocated_bytes: list[Number]
+    reserved_bytes: list[Number | None] | None
+    peak_us: Number
+    peak_bytes: int
+
+
+class MemoryStepPeak(_Shape):
+    index: int
+    baseline_step: str | None
+    experimental_step: str | None
+    baseline_peak_bytes: int | None
+    experimental_peak_bytes: int | None
+
+
+class MemoryDeviceDiff(_Shape):
+    device: str
+    baseline: MemoryPeak | None
+    experimental: MemoryPeak | None
+    growth_bytes: int | None
+    growth_pct: float | None
+    basis: str
+    # Bytes alive at each run's peak, largest |delta| first.
+    by_module: list[MemoryRow]
+    by_operator: list[MemoryRow]
+    steps: list[MemoryStepPeak]
+    baseline_curve: MemoryCurve | None
+    experimental_curve: MemoryCurve | None
+    # The average's largest mover is not the peak's: its attribution follows (else empty lists).
+    steady_differs: bool
+    steady_by_module: list[MemoryRow]
+    steady_by_operator: list[MemoryRow]
+
+
+class DiffMemoryResponse(_Shape):
+    baseline: TraceRef
+    experimental: TraceRef
+    devices: list[MemoryDeviceDiff]
+    # The device the sentence is about: the GPU with the highest peak, else the CPU, of those both runs have.
+    device: str | None
+    sentence: str
+    # Why there is nothing to compare (a run recorded without profile_memory=True).
+    message: str | None
+
+
 class Spikiness(_Shape):
     steps: int
     cv_pct: float | None
@@ -363,6 +450,12 @@ class ExplainGilLimit(_Shape):
     cpu_cores: float | None
 
 
+class ExplainLoaderLimit(_Shape):
+    run: str  # baseline | experimental
+    part: str  # __getitem__ | collate_fn
+    stage: str
+
+
 class ExplainPipeline(_Shape):
     """What both runs' recorded pipeline statistics add (diff/explain_pipeline.py);
     `clause` is the sentence's last clause."""
@@ -372,6 +465,9 @@ class ExplainPipeline(_Shape):
     stage: ExplainStageChange | None
     # The GIL-bound run's limiting stage, experimental first (None: neither run is GIL-bound).
     gil: ExplainGilLimit | None
+    # The input-bound run's DataLoader part that limits loading, experimental first
+    # (analysis/pipeline_loader.py; None: no input-bound run with DataLoader figures).
+    loader: ExplainLoaderLimit | None
     clause: str
 
 
@@ -613,6 +709,9 @@ class DiagnosticPoint(_Shape):
     qps_high: float | None
     cpu_pct_low: float | None
     cpu_pct_high: float | None
+    # How many recordings measured the level (a group's pooled level: QPS their geometric mean, the
+    # interval from their spread); 1 for a plain run.
+    recordings: int
 
 
 class DiagnosticCurve(_Shape):
@@ -675,6 +774,17 @@ class DiagnosticStage(_Shape):
     crowded: bool
 
 
+class DiagnosticGroup(_Shape):
+    """A group of recordings' results pooled (docs/http_api.md, "Groups of recordings")."""
+
+    recordings: list[str]
+    # One recording's log-QPS spread around its level's mean, pooled over the levels measured more than
+    # once, as a % (exp(sd) - 1); null where no level was; and its degrees of freedom.
+    between_recordings_pct: float | None
+    degrees_of_freedom: int
+    note: str
+
+
 class DiagnosticResponse(_Shape):
     run: str
     # The end record was written; cut_short: stopped early (Ctrl-C, time limit) or never finished.
@@ -685,6 +795,7 @@ class DiagnosticResponse(_Shape):
     environment: DiagnosticEnvironment | None
     stages: list[DiagnosticStage]
     warnings: list[str]
+    group: DiagnosticGroup | None
 
 
 class DiagnosticStageDiff(_Shape):
@@ -784,6 +895,8 @@ class PipelineStage(_Shape):
     # In the worker thread, around the user's function (None: not measured).
     task_cpu_mean_s: float | None
     task_call_mean_s: float | None
+    # Of the same calls, time the worker waited runnable for a core (sampled; Linux).
+    task_runq_mean_s: float | None
     cpu_cores: float | None  # CPU seconds the stage's workers spend per second
     put_wait_mean_s: float | None
     get_wait_mean_s: float | None
@@ -802,6 +915,11 @@ class Bottleneck(_Shape):
     # slowest_stage is the one computing most under it.
     gil_bound: bool
     gil_cpu_cores: float | None
+    # The run's mean sampled GIL contention behind the verdict (pct), when sampled.
+    gil_contention_pct: float | None
+    # Without SPDL stages: the DataLoader part named (__getitem__ | collate_fn;
+    # analysis/pipeline_loader.py); slowest_stage is its row.
+    loader_part: str | None
     summary: str
 
 
@@ -828,6 +946,9 @@ class HostSummary(_Shape):
     net_recv_bytes_per_s_mean: float | None
     gpu_util_pct_mean: float | None
     gpu_mem_used_bytes_max: float | None
+    gil_contention_pct_mean: float | None
+    gil_contention_pct_median: float | None
+    gil_contention_pct_max: float | None
 
 
 class HostPoint(_Shape):
@@ -841,11 +962,25 @@ class HostPoint(_Shape):
     net_recv_bytes_per_s: float | None
     gpu_util_pct: float | None
     gpu_mem_used_bytes: float | None
+    gil_contention_pct: float | None
 
 
 class PipelineHost(_Shape):
     summary: HostSummary
     series: list[HostPoint]
+
+
+class PipelineProfiler(_Shape, kw_only=True):
+    """Whose torch.profiler traces the run has (`tb-pipeline record --profile`):
+    the launcher's, with its schedule, or the script's own (the launcher then started none)."""
+
+    owner: Literal["launcher", "script"]
+    wall_time_s: float
+    schedule: str | None
+    activities: list[str]
+    profile_memory: bool
+    trace_dir: str | None
+    note: str
 
 
 class PipelineMeta(_Shape, kw_only=True):
@@ -864,6 +999,27 @@ class PipelineMeta(_Shape, kw_only=True):
     headspace_batches: int | None = None
     host_interval_s: float | None = None
     path: str | None = None
+    profilers: list[PipelineProfiler] = []
+
+
+class PipelineRecording(_Shape):
+    """One recording of a pooled group: its own figures, the spread the pooled ones hide."""
+
+    name: str
+    steps: int
+    mean_step_s: float | None
+    data_wait_pct: float | None
+    steps_per_s: float | None
+    input_bound: InputBoundVerdict
+
+
+class PipelineRecordings(_Shape):
+    """A group of recordings pooled as one run (docs/http_api.md, "Groups of recordings")."""
+
+    recordings: list[PipelineRecording]
+    # The recording the host samples come from (the median mean step time).
+    representative: str
+    note: str
 
 
 class PipelineReport(_Shape):
@@ -877,6 +1033,7 @@ class PipelineReport(_Shape):
     host: PipelineHost
     meta: list[PipelineMeta]
     warnings: list[str]
+    group: PipelineRecordings | None
 
 
 class PipelineResponse(PipelineReport):
@@ -894,6 +1051,8 @@ class PipelineSummaryRow(_Shape):
     experimental: Number | None
     delta: Number | None
     delta_pct: float | None
+    # The step time and the split's parts per step (in µs, as every significance); null for the other rows.
+    significance: Significance | None
 
 
 class DiffPipelineStageRow(_Shape):
@@ -933,6 +1092,9 @@ class DiffPipelineStageRow(_Shape):
     experimental_busy_pct: float
     delta_busy_pct: float
     delta_busy_rel_pct: float | None
+    # Of delta_task_mean_s (in µs, as every significance), each recording one sample; null unless both
+    # sides are groups of 3 or more recordings.
+    significance: Significance | None
 
 
 class DiffPipelineCallbackRow(_Shape):
@@ -965,6 +1127,79 @@ class DiffPipelineResponse(_Shape):
     # Joined rows, largest |delta task_mean_s| (stages) / |delta per_step_s| (callbacks) first.
     stages: list[DiffPipelineStageRow]
     callbacks: list[DiffPipelineCallbackRow]
+    # Where the significance bands' spread between recordings came from.
+    noise: ExplainNoise
+
+
+# ---------------------------------------------------------------- diff/timeline
+
+TimelineKind = Literal["operator", "kernel", "memcpy", "memset", "annotation", "module", "python"]
+
+
+class TimelineLane(_Shape):
+    label: str
+    # A device stream (else a host thread).
+    device: bool
+
+
+class TimelineEvents(_Shape):
+    """One column per field, one entry per event, by start (compact: a
+    whole step is thousands of events)."""
+    name: list[int]  # index into the side's `names`
+    kind: list[int]  # index into the answer's `kinds`
+    ts_us: list[float]  # after the side's `start_us` (the piece's start)
+    dur_us: list[float]
+    lane: list[int]  # index into the side's `lanes`
+    depth: list[int]  # nesting inside the lane, 0 outermost
+    match: list[int | None]  # shared with the matching event of the other side
+    delta_us: list[float | None]  # matched: experimental - baseline duration
+
+
+class TimelineMerged(_Shape):
+    """Events too short to draw, merged per lane and depth: each entry spans
+    from its first event's start to its last one's end."""
+    lane: list[int]
+    depth: list[int]
+    ts_us: list[float]
+    dur_us: list[float]
+    count: list[int]
+    merged_us: list[float]  # the merged events' summed duration
+
+
+class TimelineSide(_Shape):
+    piece_name: str
+    # Absolute trace time of the piece (host window), and of the window drawn.
+    start_us: float
+    end_us: float
+    window_start_us: float
+    window_end_us: float
+    # The end of the window's last event, or the window's end if later (device
+    # work can outlast the piece; events enclosing the window do not count).
+    events_end_us: float
+    lanes: list[TimelineLane]
+    names: list[str]
+    events: TimelineEvents
+    events_total: int  # in the window: drawn + merged
+    min_draw_us: float  # shorter events were merged (0: none)
+    merged: TimelineMerged
+    merged_count: int
+    merged_us: float
+
+
+class DiffTimelineResponse(_Shape):
+    baseline: TraceRef
+    experimental: TraceRef
+    path: str
+    name: str
+    kind: PieceKind
+    status: PieceStatus
+    breadcrumb: list[Crumb]
+    kinds: list[TimelineKind]
+    from_us: float | None
+    to_us: float | None
+    matched: int  # pairs of matched events in the piece
+    baseline_side: TimelineSide | None
+    experimental_side: TimelineSide | None
 
 
 # ---------------------------------------------------------------- timeline
@@ -978,11 +1213,17 @@ class TimelineResponse(_Shape):
 
 # ---------------------------------------------------------------- distributed
 
+RankSource = Literal["trace", "name", "order"]
+
+
 class RankRow(_Shape):
     worker: str
-    # distributedInfo.rank; the worker's position when the trace has none.
+    # distributedInfo.rank when every worker has a distinct one; else `rankN` in
+    # every worker's name when distinct; else the worker's place in natural order.
     rank: int
     rank_from_trace: bool
+    # Which of those three gave `rank` (the same for every row of a run).
+    rank_source: RankSource
     world_size: int | None
     backend: str | None
     steps: int

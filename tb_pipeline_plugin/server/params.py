@@ -15,6 +15,7 @@ import msgspec
 from ..analysis.operators import GroupBy
 from ..diff.tables import DEFAULT_LIMIT, MAX_LIMIT, TableQuery
 from ..diff.pair_impls import MODULES_DEFAULT_LIMIT, MODULES_MAX_LIMIT
+from ..diff.timeline import DEFAULT_MAX_EVENTS, DEFAULT_WIDTH_PX, MAX_EVENTS, MAX_WIDTH_PX
 from ..errors import BadRequest
 
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
@@ -68,6 +69,20 @@ class DiffModulesParams(PairParams):
     path: str = ""
     offset: NonNegative = 0
     limit: Annotated[int, msgspec.Meta(ge=0, le=MODULES_MAX_LIMIT)] = MODULES_DEFAULT_LIMIT
+
+
+class DiffTimelineParams(PairParams):
+    # The `diff/modules` piece ("" = all steps).
+    path: str = ""
+    # A window inside the piece: µs after each side's piece start (absent: the whole piece).
+    from_us: Annotated[float, msgspec.Meta(ge=0)] | None = None
+    to_us: Annotated[float, msgspec.Meta(gt=0)] | None = None
+    # Pixels the window is drawn on: shorter events are merged (0: every event, for an export).
+    width_px: Annotated[int, msgspec.Meta(ge=0, le=MAX_WIDTH_PX)] = DEFAULT_WIDTH_PX
+    # Per side, at most this many events drawn (the longest).
+    max_events: Annotated[int, msgspec.Meta(ge=1, le=MAX_EVENTS)] = DEFAULT_MAX_EVENTS
+    # An event name: its first occurrence in the window is drawn, however short.
+    find: str = ""
 
 
 class _TableParams(PairParams):

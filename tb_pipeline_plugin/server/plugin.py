@@ -20,13 +20,16 @@ from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
 from ..analysis.diagnostic import report as diagnostic_report
+from ..analysis.diagnostic_group import pool_diagnostic
 from ..analysis.group import RecordingGroup
 from ..analysis.pipeline import report as pipeline_report
+from ..analysis.pipeline_group import pool_statistics
 from ..analysis.pipeline_trace import steps_from_trace
 from ..analysis.processor import TraceProcessor
 from ..diff import pair_impls
 from ..diff.diagnostic import diff_diagnostic_impl
 from ..diff.pipeline import compare_pipeline
+from ..diff.timeline import diff_timeline_impl
 from ..errors import NotFound
 from ..pipeline import PipelineTables
 from ..sources.artifacts import Source, make_loader
@@ -62,12 +65,6 @@ def _group_state(members: list[LoadState | None]) -> LoadState:
         if hit is not None:
             return LoadState(status, error=hit.error)
     return LoadState("ready", warnings=[w for m in known for w in m.warnings])
-
-
-def _per_recording(run: str, info: RunInfo, what: str) -> str:
-    """Why a group answers no pooled `what`: each recording has its own."""
-    return (f"run {run!r} is a group of {len(info.recordings)} recordings; its {what} are not pooled: "
-            f"pick one recording ({', '.join(info.recordings[:3])}{', ...' if len(info.recordings) > 3 else ''})")
 
 
 class PipelinePlugin(base_plugin.TBPlugin):
@@ -117,10 +114,12 @@ class PipelinePlugin(base_plugin.TBPlugin):
             "/kernels": self._kernels,
             "/modules": self._modules,
             "/diff/overview": self._diff_overview,
+            "/diff/memory": self._diff_memory,
             "/diff/explain": self._diff_explain,
             "/diff/modules": self._diff_modules,
             "/diff/operators": self._diff_operators,
             "/diff/kernels": self._diff_kernels,
+            "/diff/timeline": self._diff_timeline,
             "/diagnostic": self._diagnostic,
             "/diff/diagnostic": self._diff_diagnostic,
             "/pipeline": self._pipeline,
@@ -230,18 +229,42 @@ class PipelinePlugin(base_plugin.TBPlugin):
         e, e_ref = self._ask_side(p.experimental, p.e_worker, p.e_span)
         return b.value(), e.value(), {"baseline": b_ref, "experimental": e_ref}
 
-    def _ask_diagnostic(self, run: str) -> Pending:
-        info = self._lookup(lambda runs: run_info(runs, run))
-        if info.recordings and not info.diagnostic_files:
-            raise NotFound(_per_recording(run, info, "diagnostic results"))
+    def _recordings(self, run: str) -> list[str]:
+        """A group's recordings (empty for a plain run)."""
+        return self._lookup(lambda runs: run_info(runs, run)).recordings
+
+    @staticmethod
+    def _ask_members(run: str, members: list[str], ask: Callable[[str], T], what: str) -> tuple[T, ...]:
+        """`ask` of every recording of group `run`, all before any answers; a
+        recording without the data says so, naming the group."""
+        try:
+            return tuple(ask(m) for m in members)
+        except NotFound as exc:
+            raise NotFound(f"group {run!r} pools its recordings' {what}, and one has none: {exc}") from None
+
+    def _ask_diagnostic(self, run: str) -> Pending | PendingAll:
+        """The run's diagnostic results; a group's, its recordings' pooled
+        (analysis/diagnostic_group.py), each recording asked for before any answers."""
+        members = self._recordings(run)
+        if members:
+            return PendingAll(self._ask_members(run, members, self._ask_diagnostic, "diagnostic results"),
+                              lambda results: pool_diagnostic(results, members))
         path = self._lookup(lambda runs: resolve_diagnostic(runs, run))
         # Stat'ed on every request: results being appended to are read again when they grow.
         return self._ask(self._store, Source("diagnostic", path), stat_file(path),
                          f"the diagnostic results of run {run!r}", f"the diagnostic results of run {run!r} are gone",
                          plural=True)
 
-    def _ask_statistics(self, run: str) -> Pending | None:
-        """The run's recorded pipeline statistics, or None when it has none."""
+    def _ask_statistics(self, run: str) -> Pending | PendingAll | None:
+        """The run's recorded pipeline statistics, or None when it has none; a
+        group's, its recordings' pooled (analysis/pipeline_group.py), None
+        unless every recording has them."""
+        members = self._recordings(run)
+        if members:
+            parts = [self._ask_statistics(m) for m in members]
+            if any(p is None for p in parts):
+                return None
+            return PendingAll(tuple(parts), lambda tables: pool_statistics(tables, members))
         info = self._lookup(lambda runs: run_info(runs, run))
         identity = info.statistics_identity() if info.pipeline_files else None
         if identity is None:
@@ -249,15 +272,18 @@ class PipelinePlugin(base_plugin.TBPlugin):
         return self._ask(self._stats_store, Source("pipeline", info.path), identity,
                          f"the pipeline statistics of run {run!r}", "", plural=True)
 
-    def _ask_pipeline(self, run: str) -> Pending:
+    def _ask_pipeline(self, run: str) -> Pending | PendingAll:
         """The run's statistics; a run without any gets its split from its
-        default trace's DataLoader annotations."""
+        default trace's DataLoader annotations; a group, its recordings'
+        (each as a run of its own) pooled."""
+        members = self._recordings(run)
+        if members:
+            return PendingAll(self._ask_members(run, members, self._ask_pipeline, "pipeline statistics"),
+                              lambda tables: pool_statistics(tables, members))
         statistics = self._ask_statistics(run)
         if statistics is not None:
             return statistics
         info = self._lookup(lambda runs: run_info(runs, run))
-        if info.recordings and not info.traces:
-            raise NotFound(_per_recording(run, info, "pipeline statistics"))
         if not info.traces:
             raise NotFound(f"run {run!r} has neither pipeline statistics nor a trace")
         return self._ask_trace(self._resolve(run)).then(lambda tp: tp.memo("pipeline_tables", lambda: PipelineTables(
@@ -330,6 +356,10 @@ class PipelinePlugin(base_plugin.TBPlugin):
         b, e, refs = self._pair(p)
         return {**refs, **pair_impls.diff_overview_impl(b, e)}
 
+    def _diff_memory(self, p: Q.PairParams) -> dict:
+        b, e, refs = self._pair(p)
+        return {**refs, **pair_impls.diff_memory_impl(b, e)}
+
     def _diff_explain(self, p: Q.PairParams) -> dict:
         # Recorded statistics join the explanation only when both runs have
         # them (a trace's DataLoader split is already its data loading);
@@ -350,6 +380,10 @@ class PipelinePlugin(base_plugin.TBPlugin):
     def _diff_kernels(self, p: Q.DiffKernelsParams) -> dict:
         b, e, refs = self._pair(p)
         return {**refs, **pair_impls.diff_kernels_impl(b, e, p.table_query(), p.path)}
+
+    def _diff_timeline(self, p: Q.DiffTimelineParams) -> dict:
+        b, e, refs = self._pair(p)
+        return {**refs, **diff_timeline_impl(b, e, p.path, p.from_us, p.to_us, p.width_px, p.max_events, p.find)}
 
     def _diagnostic(self, p: Q.DiagnosticParams) -> dict:
         return {"run": p.run, **diagnostic_report(self._ask_diagnostic(p.run).value())}

@@ -33,12 +33,18 @@ ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in (
      "Every overview metric of baseline and experimental with delta and delta %."),
     ("/diff/explain", Q.PairParams, C.DiffExplainResponse,
      "Why the experimental run's step time differs: ranked contributors with significance, one sentence, a waterfall."),
+    ("/diff/memory", Q.PairParams, C.DiffMemoryResponse,
+     "Both runs' memory peaks per device, their growth, and the bytes alive at each peak by module and by "
+     "operator (largest |delta| first), with each step's peak and the peak step's curve."),
     ("/diff/modules", Q.DiffModulesParams, C.DiffModulesResponse,
      "One node of the aligned piece tree and a page of its children, with accumulated trends."),
     ("/diff/operators", Q.DiffOperatorsParams, C.DiffOperatorsResponse,
      "Operators of both runs joined, filtered, sorted (largest |delta| first by default) and paged."),
     ("/diff/kernels", Q.DiffKernelsParams, C.DiffKernelsResponse,
      "GPU kernels of both runs joined, filtered, sorted (largest |delta| first by default) and paged."),
+    ("/diff/timeline", Q.DiffTimelineParams, C.DiffTimelineResponse,
+     "Both runs' events of one aligned piece as timelines: lanes per thread and stream, events matched through the "
+     "piece alignment with their deltas, events too small to draw merged into declared aggregates."),
     ("/diagnostic", Q.DiagnosticParams, C.DiagnosticResponse,
      "Diagnostic-mode results of one run: per stage the verdict in words, best concurrency and the sweep curves."),
     ("/diff/diagnostic", Q.DiffDiagnosticParams, C.DiffDiagnosticResponse,

@@ -11,6 +11,7 @@ is meaningful, on the local filesystem.
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import logging
 import os
 import posixpath
@@ -24,8 +25,9 @@ from ..errors import BadRequest, NotFound
 from ..formats.diagnostic import DIAGNOSTIC_DIR, RESULTS_FILE
 from ..formats.group import MANIFEST_FILE
 from ..formats.pipeline import PIPELINE_DIR
-from ..pipeline.composer import looks_like_composer
-from . import groups
+from ..pipeline.composer import composer_kind
+from ..trace.worker_names import natural_key
+from . import groups, layouts
 
 logger = logging.getLogger(__name__)
 
@@ -96,15 +98,15 @@ def discover_runs(logdir: str) -> dict[str, RunInfo]:
     if not _is_remote(logdir):
         # Absolute paths keep store keys stable if the process changes directory.
         logdir = os.path.abspath(logdir)
-    found: dict[str, _RunBuilder] = {}
-    manifests: dict[str, _RunBuilder] = {}
+    builders: dict[tuple[str, ...], _RunBuilder] = {}
+    by_name: dict[str, _RunBuilder] = {}
     for parts, dirpath, files, pipeline_dir, diagnostic_file in _walk(logdir):
         name = "/".join(display_name(p) for p in parts) if parts else "."
-        if name in found:
+        if name in by_name and (by_name[name].has_data() or by_name[name].manifest_file is not None):
             # Two directories whose names differ only in undecodable bytes
             # escaped to the same text: keep the first, say so.
             logger.warning("tb_pipeline: run directory %r shows as %r, like another one: skipped", dirpath, name)
-            found[name].notes.append(f"another directory also shows as {name!r} and was skipped")
+            by_name[name].notes.append(f"another directory also shows as {name!r} and was skipped")
             continue
         builder = _RunBuilder(name, dirpath)
         for fname in sorted(files):
@@ -113,14 +115,35 @@ def discover_runs(logdir: str) -> dict[str, RunInfo]:
             builder.add_pipeline_dir(pipeline_dir)
         if diagnostic_file is not None:
             builder.diagnostic_files.append(diagnostic_file)
-        if builder.has_data():
-            found[name] = builder
-        if builder.manifest_file is not None:
-            manifests[name] = builder
+        builders[parts] = by_name[name] = builder
+    _fold_job_folders(builders)
+    found = {b.name: b for b in builders.values() if b.has_data()}
+    manifests = {b.name: b for b in builders.values() if b.manifest_file is not None}
     runs = {name: found[name].build() for name in found}
     for name, builder in manifests.items():
         _apply_group(runs, name, builder)
     return {name: runs[name] for name in sorted(runs)}
+
+
+def _fold_job_folders(builders: dict[tuple[str, ...], _RunBuilder]) -> None:
+    """Joins into their parent the folders one training job writes its
+    profiler output to (`layouts.py`: Composer's trace and torch trace
+    folders); deepest directories first, so a joined folder is seen whole."""
+    below: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+    for parts in builders:
+        if parts:
+            below.setdefault(parts[:-1], []).append(parts)
+    for parent in sorted(below, key=len, reverse=True):
+        target = builders.get(parent)
+        # A child missing from `builders` was a directory skipped for its name.
+        data = [p for p in below[parent]
+                if p in builders and (builders[p].has_data() or builders[p].manifest_file is not None)]
+        if target is None or not data:
+            continue
+        names = set(layouts.folds_into_parent(bool(target.composer), [builders[p].folder(p[-1]) for p in data]))
+        for p in data:
+            if p[-1] in names:
+                target.absorb(builders.pop(p))
 
 
 def _apply_group(runs: dict[str, RunInfo], name: str, builder: _RunBuilder) -> None:
@@ -138,7 +161,10 @@ def _apply_group(runs: dict[str, RunInfo], name: str, builder: _RunBuilder) -> N
         if found.recordings:
             info = runs.get(name) or RunInfo(name=name, path=builder.path)
             info.recordings = found.recordings
-            info.kinds = [k for k in KINDS_ORDER if k in info.kinds or k == "group"]
+            # What every recording has, the group has too: its routes pool them (the Pipeline and
+            # Diagnostic tabs read `kinds`); a trace is not listed, since the group has no workers.
+            pooled = {k for k in ("pipeline", "diagnostic") if all(k in runs[m].kinds for m in found.recordings)}
+            info.kinds = [k for k in KINDS_ORDER if k in info.kinds or k == "group" or k in pooled]
             info.notes.extend(found.notes)
             runs[name] = info
             return
@@ -232,6 +258,12 @@ class _RunBuilder:
         self.diagnostic_files: list[str] = []
         self.notes: list[str] = []
         self.manifest_file: str | None = None
+        # Composer traces: path -> "rank" or "merged" (pipeline.composer.composer_kind),
+        # and those that are also Chrome traces, kept apart until build.
+        self.composer: dict[str, str] = {}
+        self.composer_traces: list[TraceFile] = []
+        self.kineto_files: list[str] = []
+        self.generic_traces = False
 
     def add_file(self, fname: str) -> None:
         full = _join(self.path, fname)
@@ -252,17 +284,55 @@ class _RunBuilder:
         size, mtime = stat_file(full)
         if size is None:
             return
-        if not m and not g.group(2) and not _is_remote(full) and _looks_like_composer(full, size, mtime):
-            # A Composer trace is pipeline statistics (read by pipeline/composer.py), and a trace if it looks like one.
+        kind = None if m or g.group(2) or _is_remote(full) else _composer_kind(full, size, mtime)
+        if kind is not None:
+            # Composer's events are the run's pipeline statistics; they are its
+            # trace only when no torch.profiler trace is there (see build).
             self.pipeline_files.append(full)
+            self.composer[full] = kind
         if not m and not _looks_like_trace(full, bool(g.group(2)), size, mtime):
             return
-        spans = self.traces.setdefault(worker, {})
+        found = TraceFile(self.name, worker, span, full, size, mtime)
+        if kind is not None:
+            self.composer_traces.append(found)
+            return
+        if m:
+            self.kineto_files.append(fname)
+        else:
+            self.generic_traces = True
+        self._add_trace(found, display_name(fname) != fname)
+
+    def _add_trace(self, found: TraceFile, escaped: bool) -> None:
+        spans = self.traces.setdefault(found.worker, {})
         # Files arrive in name order, so `w.json` beats `w.json.gz` for the
         # same (worker, span): deterministic, and the plain one decodes faster.
-        kept = spans.setdefault(span, TraceFile(self.name, worker, span, full, size, mtime))
-        if kept.path != full and display_name(fname) != fname:
-            self.notes.append(f"file {display_name(fname)!r} was skipped: its name shows like that of another file")
+        kept = spans.setdefault(found.span, found)
+        if kept.path == found.path:
+            return
+        if escaped:
+            self.notes.append(f"file {display_name(os.path.basename(found.path))!r} was skipped: its name shows like that of another file")
+        elif os.path.dirname(kept.path) != os.path.dirname(found.path):
+            self.notes.append(f"file {display_name(found.path)!r} was skipped: worker {found.worker!r} span "
+                              f"{found.span} is also {display_name(kept.path)!r}")
+
+    def folder(self, dirname: str) -> layouts.Folder:
+        """This directory as `layouts.folds_into_parent` sees it."""
+        other = bool(self.diagnostic_files or self.manifest_file or self.generic_traces
+                     or len(self.pipeline_files) > len(self.composer))
+        return layouts.Folder(display_name(dirname), len(self.composer), list(self.kineto_files), other)
+
+    def absorb(self, child: "_RunBuilder") -> None:
+        """`child`'s files become this run's (a folder of the same training job)."""
+        for spans in child.traces.values():
+            for tf_ in spans.values():
+                self._add_trace(dataclasses.replace(tf_, run=self.name), False)
+        self.composer_traces += [dataclasses.replace(tf_, run=self.name) for tf_ in child.composer_traces]
+        self.kineto_files += child.kineto_files
+        self.generic_traces |= child.generic_traces
+        self.composer.update(child.composer)
+        self.pipeline_files += child.pipeline_files
+        self.diagnostic_files += child.diagnostic_files
+        self.notes += child.notes
 
     def add_pipeline_dir(self, pdir: str) -> None:
         for fname in sorted(_listdir(pdir)):
@@ -277,9 +347,15 @@ class _RunBuilder:
         return bool(self.traces or self.pipeline_files or self.diagnostic_files)
 
     def build(self) -> RunInfo:
+        if not self.traces:
+            # Composer's own events as the trace when the torch profiler wrote
+            # none; its merge of the rank files is not a worker of its own.
+            ranked = [t for t in self.composer_traces if self.composer[t.path] == "rank"]
+            for tf_ in ranked or self.composer_traces[:1]:
+                self._add_trace(tf_, False)
         traces = {
             w: {s: self.traces[w][s] for s in sorted(self.traces[w], key=int)}
-            for w in sorted(self.traces)
+            for w in sorted(self.traces, key=natural_key)
         }
         present = {
             "trace": bool(traces),
@@ -468,18 +544,17 @@ def _looks_like_trace(path: str, gz: bool, size: int, mtime: float) -> bool:
     return result
 
 
-_composer_cache: dict[tuple[str, int, float], bool] = {}
+_composer_cache: dict[tuple[str, int, float], str | None] = {}
 
 
-def _looks_like_composer(path: str, size: int, mtime: float) -> bool:
+def _composer_kind(path: str, size: int, mtime: float) -> str | None:
     # Cached like the trace sniff: discovery repeats on every `runs` request.
     key = (path, size, mtime)
-    hit = _composer_cache.get(key)
-    if hit is None:
+    if key not in _composer_cache:
         if len(_composer_cache) >= _SNIFF_CACHE_MAX:
             _composer_cache.clear()
-        hit = _composer_cache[key] = looks_like_composer(path)
-    return hit
+        _composer_cache[key] = composer_kind(path)
+    return _composer_cache[key]
 
 
 def looks_like_trace_head(head: bytes) -> bool:

@@ -18,6 +18,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
+from ..errors import MissingExtra
 from .cache import CacheConfig, TraceCache
 from .logdir import discover_runs, stat_file
 from .workers import FIRST_VIEWS, MemoryBudget, TraceTooLarge, WorkerConfig, estimate_parse_bytes, parse_to_entry
@@ -71,7 +72,10 @@ def summarize(logdir: str, scheduler: str | None = None, processes: int | None =
         return results
     columns = [list(c) for c in zip(*tasks)]
     if scheduler:
-        from dask.distributed import Client
+        try:
+            from dask.distributed import Client
+        except ImportError:
+            raise MissingExtra("dask[distributed]", "cluster", "summarize --scheduler") from None
 
         with Client(scheduler) as client:
             futures = client.map(summarize_file, *columns, pure=False)

@@ -23,7 +23,7 @@ import posixpath
 from dataclasses import dataclass
 
 from ..errors import NotFound
-from .logdir import KINETO_RE, TraceFile, _is_remote, _isdir, _join, _listdir
+from .logdir import KINETO_RE, TraceFile, _is_remote, _isdir, _join, _listdir, display_name
 
 DEFAULT_SPAN = "default"
 
@@ -45,21 +45,31 @@ def tb_profiler_names(logdir: str, tf: TraceFile) -> ProfilerNames:
             f"torch-tb-profiler reads only *.pt.trace.json[.gz] files; {fname!r} (run {tf.run!r}) is not one"
         )
     worker = m.group(1)
+    run = _run_name(logdir, run_dir)
     if m.group(2) is None:
-        return ProfilerNames(_run_name(logdir, tf.run), worker, DEFAULT_SPAN)
+        return ProfilerNames(run, worker, DEFAULT_SPAN)
     spans = _timestamps_of(run_dir, worker)
     stamp = m.group(2)[1:]
     # Last index of `stamp` in the sorted list: what its dict assignment keeps.
     index = bisect.bisect_right(spans, stamp)
-    return ProfilerNames(_run_name(logdir, tf.run), worker, str(index))
+    return ProfilerNames(run, worker, str(index))
 
 
-def _run_name(logdir: str, run: str) -> str:
-    if run != ".":
-        return run
+def _run_name(logdir: str, run_dir: str) -> str:
+    """Theirs is the file's own directory under the logdir, named as discovery
+    names directories: our run's name, or below it when discovery joined a
+    training job's folders into one run (sources/layouts.py); the logdir
+    itself is named after its directory."""
     root = logdir.rstrip("/")
-    if not _is_remote(root):
+    if _is_remote(root):
+        rest = run_dir[len(root):].strip("/") if run_dir.startswith(root) else ""
+        parts = rest.split("/") if rest else []
+    else:
         root = os.path.abspath(root)
+        rel = os.path.relpath(run_dir, root)
+        parts = [] if rel == "." else rel.split(os.sep)
+    if parts:
+        return "/".join(display_name(p) for p in parts)
     return posixpath.basename(root) if _is_remote(root) else os.path.basename(root)
 
 

@@ -36,7 +36,7 @@ GET_KERNEL = attrgetter(
     "grid", "block", "registers_per_thread", "shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "occupancy_pct"
 )
 _GET_TS, _GET_DUR = attrgetter("ts"), attrgetter("dur")
-GET_MEMORY = attrgetter("bytes_delta", "total_allocated", "total_reserved", "device_type", "device_id")
+GET_MEMORY = attrgetter("bytes_delta", "total_allocated", "total_reserved", "device_type", "device_id", "addr")
 
 # Phase codes while decoding; B/E are paired into COMPLETE rows in build_table.
 _PH_BEGIN, _PH_END, _PH_META, _PH_FLOW, _PH_DROP, _PH_FLOW_START = 10, 11, 12, 13, 14, 15
@@ -188,7 +188,10 @@ def chunk_columns(events: list, interners: Interners) -> ChunkColumns:
     main_kind = kind[rows]
     op_rows = np.flatnonzero(main_kind == Kind.CPU_OP)
     shape_id = np.full(len(rows), NO_ID, dtype=np.int32)
-    shape_id[op_rows] = interners.raw_text_ids(list(map(attrgetter("input_dims"), _take(kept_args, op_rows))))
+    op_args = _take(kept_args, op_rows)
+    shape_id[op_rows] = interners.raw_text_ids(list(map(attrgetter("input_dims"), op_args)))
+    stack_id = np.full(len(rows), NO_ID, dtype=np.int32)
+    stack_id[op_rows] = interners.raw_text_ids(list(map(attrgetter("call_stack"), op_args)))
     main = {
         "phase": phase[rows].astype(np.uint8),
         "kind": main_kind,
@@ -203,6 +206,7 @@ def chunk_columns(events: list, interners: Interners) -> ChunkColumns:
         "python_parent_id": links[4],
         "device": links[5],
         "shape_id": shape_id,
+        "stack_id": stack_id,
     }
 
     kernel_rows = np.flatnonzero(main_kind == Kind.KERNEL)
@@ -212,6 +216,7 @@ def chunk_columns(events: list, interners: Interners) -> ChunkColumns:
     mem_rows = np.flatnonzero(is_memory & usable)
     memory = _memory_columns(_take(args, mem_rows), issues)
     memory["ts_us"] = ts_all[mem_rows]
+    memory["thread_key"] = thread_key[mem_rows]
 
     flow_rows = np.flatnonzero(is_flow & usable)
     flow = _flow_columns(_take(events, flow_rows), _take(cat, flow_rows))
@@ -244,6 +249,7 @@ def remap_ids(part: ChunkColumns, string_ids: np.ndarray, key_ids: np.ndarray) -
     if part.main:
         part.main["name_id"] = string_ids[part.main["name_id"]]
         part.main["shape_id"] = strings(part.main["shape_id"])
+        part.main["stack_id"] = strings(part.main["stack_id"])
         part.main["pid_key"] = key_ids[part.main["pid_key"]]
         part.main["thread_key"] = threads(part.main["thread_key"])
     if part.kernel:
@@ -251,6 +257,8 @@ def remap_ids(part: ChunkColumns, string_ids: np.ndarray, key_ids: np.ndarray) -
         part.kernel["block_id"] = strings(part.kernel["block_id"])
     if part.flow:
         part.flow["thread_key"] = threads(part.flow["thread_key"])
+    if part.memory:
+        part.memory["thread_key"] = threads(part.memory["thread_key"])
 
 
 def _kernel_columns(kargs: list, interners: Interners) -> dict[str, np.ndarray]:
@@ -267,7 +275,7 @@ def _kernel_columns(kargs: list, interners: Interners) -> dict[str, np.ndarray]:
 
 
 def _memory_columns(margs: list, issues: Counter) -> dict[str, np.ndarray]:
-    cols = list(zip(*map(GET_MEMORY, margs))) if margs else [()] * 5
+    cols = list(zip(*map(GET_MEMORY, margs))) if margs else [()] * 6
     # -1 is a valid `Bytes` (a 1-byte free): absence is tested on the values.
     no_delta = np.fromiter((v is None for v in cols[0]), dtype=bool, count=len(margs))
     delta = _ints([0 if v is None else v for v in cols[0]], issues)
@@ -282,6 +290,7 @@ def _memory_columns(margs: list, issues: Counter) -> dict[str, np.ndarray]:
         "total_reserved_bytes": _ints(cols[2], issues),
         "device_type": device_type,
         "device_id": _ints(cols[4], issues),
+        "addr": _ints(cols[5], issues),
     }
 
 
@@ -340,6 +349,7 @@ _MAIN_DTYPES = {
     "phase": np.uint8, "kind": np.uint8, "name_id": np.int32, "pid_key": np.int32, "thread_key": np.int64,
     "ts_us": np.float64, "dur_us": np.float64, "external_id": np.int64, "correlation": np.int64,
     "python_id": np.int64, "python_parent_id": np.int64, "device": np.int64, "shape_id": np.int32,
+    "stack_id": np.int32,
 }
 _KERNEL_DTYPES = {
     "row": np.int64, "grid_id": np.int32, "block_id": np.int32, "registers_per_thread": np.float64,
@@ -348,7 +358,8 @@ _KERNEL_DTYPES = {
 }
 _MEMORY_DTYPES = {
     "ts_us": np.float64, "bytes_delta": np.int64, "total_allocated_bytes": np.int64,
-    "total_reserved_bytes": np.int64, "device_type": np.int64, "device_id": np.int64,
+    "total_reserved_bytes": np.int64, "device_type": np.int64, "device_id": np.int64, "addr": np.int64,
+    "thread_key": np.int64,
 }
 
 
@@ -380,10 +391,10 @@ def build_table(parts: list[ChunkColumns], strings: Interner, keys: Interner, me
         paired = kernel["row"] >= 0
         kernel = {k: v[paired] for k, v in kernel.items()}
 
-    # Dense thread ids over (pid, tid) pairs seen anywhere (events and flows).
-    all_keys = np.concatenate([main["thread_key"], flow["thread_key"]])
+    # Dense thread ids over (pid, tid) pairs seen anywhere (events, flows, memory events).
+    all_keys = np.concatenate([main["thread_key"], flow["thread_key"], memory.pop("thread_key")])
     uniq, inverse = unique_inverse(all_keys)
-    n_main = len(main["thread_key"])
+    n_main, n_flow = len(main["thread_key"]), len(flow["thread_key"])
     threads = [(keys.values[int(u) >> 32], keys.values[int(u) & 0xFFFFFFFF]) for u in uniq]
     pid_uniq, pid_inverse = unique_inverse(main["pid_key"])
 
@@ -402,12 +413,13 @@ def build_table(parts: list[ChunkColumns], strings: Interner, keys: Interner, me
         python_parent_id=main["python_parent_id"],
         device=main["device"],
         shape_id=main["shape_id"],
+        stack_id=main["stack_id"],
         kernels=KernelColumns(**kernel),
-        memory=MemoryColumns(**memory),
+        memory=MemoryColumns(**memory, thread_id=inverse[n_main + n_flow:].astype(np.int32)),
         flows=FlowColumns(
             kind=flow["kind"], flow_id=flow["flow_id"], is_start=flow["is_start"],
             binds_enclosing=flow["binds_enclosing"], ts_us=flow["ts_us"],
-            thread_id=inverse[n_main:].astype(np.int32),
+            thread_id=inverse[n_main:n_main + n_flow].astype(np.int32),
         ),
         pids=[keys.values[int(p)] for p in pid_uniq],
         threads=threads,

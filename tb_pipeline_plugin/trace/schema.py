@@ -25,6 +25,8 @@ class Args(msgspec.Struct, gc=False, frozen=True):
     python_id: int | None = field(name="Python id", default=_NO_ID)
     python_parent_id: int | None = field(name="Python parent id", default=_NO_ID)
     input_dims: Raw = field(name="Input Dims", default=Raw())
+    # Kineto 2021's Python stack of an operator (`with_stack=True`), frames joined by ";".
+    call_stack: Raw = field(name="Call stack", default=Raw())
     device: int | None = _NO_ID
     # Kernel launch properties (NaN when absent).
     grid: Raw = Raw()
@@ -40,6 +42,7 @@ class Args(msgspec.Struct, gc=False, frozen=True):
     total_reserved: int | None = field(name="Total Reserved", default=None)
     device_type: int | None = field(name="Device Type", default=None)
     device_id: int | None = field(name="Device Id", default=None)
+    addr: int | None = field(name="Addr", default=_NO_ID)  # the block's address (Kineto from 2022)
     # `M` metadata events (process_name / thread_name).
     name: str | None = None
 

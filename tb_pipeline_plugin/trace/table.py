@@ -98,6 +98,8 @@ class MemoryColumns:
     total_reserved_bytes: np.ndarray  # int64, -1 if absent
     device_type: np.ndarray  # int64: 0 CPU, 1 CUDA (c10::DeviceType)
     device_id: np.ndarray  # int64
+    addr: np.ndarray  # int64 block address, -1 if absent (Kineto before 2022): frees pair with allocations by it
+    thread_id: np.ndarray  # int32, same ids as EventTable.thread_id: the thread that (de)allocated
 
 
 @dataclass
@@ -128,6 +130,7 @@ class EventTable:
     python_parent_id: np.ndarray  # int64
     device: np.ndarray  # int64, args.device of device events, else -1
     shape_id: np.ndarray  # int32 string id of `Input Dims` JSON text, -1 if absent
+    stack_id: np.ndarray  # int32 string id of `Call stack` JSON text (Kineto 2021), -1 if absent
     kernels: KernelColumns
     memory: MemoryColumns
     flows: FlowColumns

@@ -13,7 +13,8 @@ def normalize(sample):
 
 
 class SlowDataset(Dataset):
-    """torchvision style: `transform` is an attribute applied in __getitem__."""
+    """torchvision style: `transform` is an attribute applied to the image of
+    an (image, target) pair in __getitem__."""
 
     def __init__(self, transform=None):
         self.transform = transform
@@ -24,19 +25,22 @@ class SlowDataset(Dataset):
     def __getitem__(self, i):
         time.sleep(READ_S)  # a slow storage read: waits, GIL released
         sample = torch.full((16,), float(i))
-        return self.transform(sample) if self.transform is not None else sample
+        if self.transform is not None:
+            sample = self.transform(sample)
+        return sample, i % 10
 
 
 def slow_collate(samples):
     s = 0
     for i in range(40_000):  # pure-Python work per batch: holds the GIL
         s += i * i
-    return torch.stack(samples)
+    images, targets = zip(*samples)
+    return torch.stack(images), torch.tensor(targets)
 
 
 if __name__ == "__main__":
     loader = DataLoader(SlowDataset(transform=normalize), batch_size=8, collate_fn=slow_collate, num_workers=0)
     model = torch.nn.Linear(16, 1)
-    for batch in loader:
-        model(batch).sum().backward()
+    for images, targets in loader:
+        model(images).sum().backward()
     print("TRAINED")

@@ -45,6 +45,7 @@ export function ModuleDiffTable({
   selectedPath,
   onZoom,
   onSelect,
+  onTimeline,
   stepOf,
 }: {
   pieces: DiffPiece[];
@@ -54,6 +55,8 @@ export function ModuleDiffTable({
   selectedPath: string;
   onZoom: (p: DiffPiece) => void;
   onSelect: (p: DiffPiece) => void;
+  /** Opens the piece in the Timeline view. */
+  onTimeline: (p: DiffPiece) => void;
   stepOf: (p: DiffPiece) => string;
 }) {
   const split = clock === "with_backward";
@@ -143,6 +146,9 @@ export function ModuleDiffTable({
                         aria-label={`Show operators of ${p.name}`}
                       >
                         Operators
+                      </button>
+                      <button class="btn" type="button" onClick={() => onTimeline(p)} aria-label={`Timeline of ${p.name}`}>
+                        Timeline
                       </button>
                     </span>
                   </td>

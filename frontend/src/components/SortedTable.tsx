@@ -16,9 +16,11 @@ export interface SortedTableProps<R extends TableRow> {
   empty: string;
   /** How names sort when their text would sort wrong (see sortRows). */
   nameOrder?: (row: R) => string;
+  /** The column whose cells carry the row's `significance` mark (see VirtualTable). */
+  markKey?: string;
 }
 
-export function SortedTable<R extends TableRow>({ title, label, testId, rows, columns, initialSort, empty, nameOrder }: SortedTableProps<R>) {
+export function SortedTable<R extends TableRow>({ title, label, testId, rows, columns, initialSort, empty, nameOrder, markKey }: SortedTableProps<R>) {
   const [sort, setSort] = useState<SortSpec>(initialSort);
   const sorted = useMemo(() => sortRows(rows, sort, nameOrder), [rows, sort, nameOrder]);
   return (
@@ -27,7 +29,7 @@ export function SortedTable<R extends TableRow>({ title, label, testId, rows, co
       {rows.length === 0 ? (
         <p class="muted">{empty}</p>
       ) : (
-        <VirtualTable columns={columns} rows={sorted} sort={sort} onSort={(k) => setSort((s) => nextSort(s, k))} label={label} height={Math.min(360, 26 * (rows.length + 3))} />
+        <VirtualTable columns={columns} rows={sorted} sort={sort} onSort={(k) => setSort((s) => nextSort(s, k))} label={label} height={Math.min(360, 26 * (rows.length + 3))} markKey={markKey} />
       )}
     </section>
   );

@@ -29,7 +29,7 @@ const WIDTHS: Record<Column["role"], number> = {
 };
 
 // Right after the name: at the far right it would be scrolled out of view.
-const EXTRA_W = 72;
+const EXTRA_W = 112;
 
 export interface VirtualTableProps {
   columns: Column[];

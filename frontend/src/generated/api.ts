@@ -123,6 +123,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/diff/memory": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Both runs' memory peaks per device, their growth, and the bytes alive at each peak by module and by operator (largest |delta| first), with each step's peak and the peak step's curve. */
+        get: operations["diff_memory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/diff/modules": {
         parameters: {
             query?: never;
@@ -166,6 +183,23 @@ export interface paths {
         };
         /** GPU kernels of both runs joined, filtered, sorted (largest |delta| first by default) and paged. */
         get: operations["diff_kernels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/diff/timeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Both runs' events of one aligned piece as timelines: lanes per thread and stream, events matched through the piece alignment with their deltas, events too small to draw merged into declared aggregates. */
+        get: operations["diff_timeline"];
         put?: never;
         post?: never;
         delete?: never;
@@ -288,6 +322,8 @@ export interface components {
             starving_occupancy_pct: number | null;
             gil_bound: boolean;
             gil_cpu_cores: number | null;
+            gil_contention_pct: number | null;
+            loader_part: string | null;
             summary: string;
         };
         /**
@@ -369,6 +405,16 @@ export interface components {
             top: components["schemas"]["GilHolder"][];
         };
         /**
+         * DiagnosticGroup
+         * @description A group of recordings' results pooled (docs/http_api.md, "Groups of recordings").
+         */
+        DiagnosticGroup: {
+            recordings: string[];
+            between_recordings_pct: number | null;
+            degrees_of_freedom: number;
+            note: string;
+        };
+        /**
          * DiagnosticPoint
          * @description One stage alone at one concurrency level of one executor.
          */
@@ -390,6 +436,7 @@ export interface components {
             qps_high: number | null;
             cpu_pct_low: number | null;
             cpu_pct_high: number | null;
+            recordings: number;
         };
         /** DiagnosticResponse */
         DiagnosticResponse: {
@@ -401,6 +448,7 @@ export interface components {
             environment: components["schemas"]["DiagnosticEnvironment"] | null;
             stages: components["schemas"]["DiagnosticStage"][];
             warnings: string[];
+            group: components["schemas"]["DiagnosticGroup"] | null;
         };
         /** DiagnosticStage */
         DiagnosticStage: {
@@ -516,6 +564,15 @@ export interface components {
             table: "kernels";
             group_by: null;
             rows: components["schemas"]["DiffKernelRow"][];
+        };
+        /** DiffMemoryResponse */
+        DiffMemoryResponse: {
+            baseline: components["schemas"]["TraceRef"];
+            experimental: components["schemas"]["TraceRef"];
+            devices: components["schemas"]["MemoryDeviceDiff"][];
+            device: string | null;
+            sentence: string;
+            message: string | null;
         };
         /** DiffModulesResponse */
         DiffModulesResponse: {
@@ -668,6 +725,7 @@ export interface components {
             summary: components["schemas"]["PipelineSummaryRow"][];
             stages: components["schemas"]["DiffPipelineStageRow"][];
             callbacks: components["schemas"]["DiffPipelineCallbackRow"][];
+            noise: components["schemas"]["ExplainNoise"];
         };
         /** DiffPipelineStageRow */
         DiffPipelineStageRow: {
@@ -705,6 +763,25 @@ export interface components {
             experimental_busy_pct: number;
             delta_busy_pct: number;
             delta_busy_rel_pct: number | null;
+            significance: components["schemas"]["Significance"] | null;
+        };
+        /** DiffTimelineResponse */
+        DiffTimelineResponse: {
+            baseline: components["schemas"]["TraceRef"];
+            experimental: components["schemas"]["TraceRef"];
+            path: string;
+            name: string;
+            /** @enum {unknown} */
+            kind: "annotation" | "backward" | "data_loading" | "module" | "optimizer" | "root" | "step" | "unknown";
+            /** @enum {unknown} */
+            status: "baseline_only" | "experimental_only" | "matched";
+            breadcrumb: components["schemas"]["Crumb"][];
+            kinds: ("annotation" | "kernel" | "memcpy" | "memset" | "module" | "operator" | "python")[];
+            from_us: number | null;
+            to_us: number | null;
+            matched: number;
+            baseline_side: components["schemas"]["TimelineSide"] | null;
+            experimental_side: components["schemas"]["TimelineSide"] | null;
         };
         /**
          * DiffTrend
@@ -771,6 +848,12 @@ export interface components {
             baseline_data_wait_pct: number | null;
             experimental_data_wait_pct: number | null;
         };
+        /** ExplainLoaderLimit */
+        ExplainLoaderLimit: {
+            run: string;
+            part: string;
+            stage: string;
+        };
         /**
          * ExplainNoise
          * @description Where the explanation's noise bands came from, for the sentence's reader.
@@ -792,6 +875,7 @@ export interface components {
             input_bound: components["schemas"]["ExplainInputBound"];
             stage: components["schemas"]["ExplainStageChange"] | null;
             gil: components["schemas"]["ExplainGilLimit"] | null;
+            loader: components["schemas"]["ExplainLoaderLimit"] | null;
             clause: string;
         };
         /**
@@ -843,6 +927,7 @@ export interface components {
             net_recv_bytes_per_s: number | null;
             gpu_util_pct: number | null;
             gpu_mem_used_bytes: number | null;
+            gil_contention_pct: number | null;
         };
         /** HostSummary */
         HostSummary: {
@@ -857,6 +942,9 @@ export interface components {
             net_recv_bytes_per_s_mean: number | null;
             gpu_util_pct_mean: number | null;
             gpu_mem_used_bytes_max: number | null;
+            gil_contention_pct_mean: number | null;
+            gil_contention_pct_median: number | null;
+            gil_contention_pct_max: number | null;
         };
         /** InputBound */
         InputBound: {
@@ -900,6 +988,16 @@ export interface components {
             delta_pct: number | null;
             significance: components["schemas"]["Significance"];
         };
+        /** MemoryCurve */
+        MemoryCurve: {
+            step: string | null;
+            duration_us: number;
+            t_us: (number)[];
+            allocated_bytes: (number)[];
+            reserved_bytes: (number | null)[] | null;
+            peak_us: number;
+            peak_bytes: number;
+        };
         /** MemoryDevice */
         MemoryDevice: {
             device: string;
@@ -907,6 +1005,59 @@ export interface components {
             peak_allocated_bytes: number;
             peak_reserved_bytes: number | null;
             samples: number;
+        };
+        /** MemoryDeviceDiff */
+        MemoryDeviceDiff: {
+            device: string;
+            baseline: components["schemas"]["MemoryPeak"] | null;
+            experimental: components["schemas"]["MemoryPeak"] | null;
+            growth_bytes: number | null;
+            growth_pct: number | null;
+            basis: string;
+            by_module: components["schemas"]["MemoryRow"][];
+            by_operator: components["schemas"]["MemoryRow"][];
+            steps: components["schemas"]["MemoryStepPeak"][];
+            baseline_curve: components["schemas"]["MemoryCurve"] | null;
+            experimental_curve: components["schemas"]["MemoryCurve"] | null;
+            steady_differs: boolean;
+            steady_by_module: components["schemas"]["MemoryRow"][];
+            steady_by_operator: components["schemas"]["MemoryRow"][];
+        };
+        /** MemoryPeak */
+        MemoryPeak: {
+            peak_bytes: number;
+            peak_us: number | null;
+            step: string | null;
+            operator: string;
+            part: string;
+            avg_allocated_bytes: number;
+            before_window_bytes: number;
+            frees_before_window: number;
+            basis: string;
+        };
+        /** MemoryRow */
+        MemoryRow: {
+            key: string;
+            phase: string;
+            detail: string;
+            call_path: string;
+            baseline_bytes: number;
+            experimental_bytes: number;
+            delta_bytes: number;
+            delta_pct: number | null;
+            baseline_blocks: number;
+            experimental_blocks: number;
+            median_alive_us: number | null;
+            baseline_lifetimes: (number | null)[][];
+            experimental_lifetimes: (number | null)[][];
+        };
+        /** MemoryStepPeak */
+        MemoryStepPeak: {
+            index: number;
+            baseline_step: string | null;
+            experimental_step: string | null;
+            baseline_peak_bytes: number | null;
+            experimental_peak_bytes: number | null;
         };
         /** MemorySummary */
         MemorySummary: {
@@ -1011,6 +1162,45 @@ export interface components {
             host_interval_s: number | null;
             /** @default null */
             path: string | null;
+            /** @default [] */
+            profilers: components["schemas"]["PipelineProfiler"][];
+        };
+        /**
+         * PipelineProfiler
+         * @description Whose torch.profiler traces the run has (`tb-pipeline record --profile`):
+         *         the launcher's, with its schedule, or the script's own (the launcher then started none).
+         */
+        PipelineProfiler: {
+            /** @enum {unknown} */
+            owner: "launcher" | "script";
+            wall_time_s: number;
+            schedule: string | null;
+            activities: string[];
+            profile_memory: boolean;
+            trace_dir: string | null;
+            note: string;
+        };
+        /**
+         * PipelineRecording
+         * @description One recording of a pooled group: its own figures, the spread the pooled ones hide.
+         */
+        PipelineRecording: {
+            name: string;
+            steps: number;
+            mean_step_s: number | null;
+            data_wait_pct: number | null;
+            steps_per_s: number | null;
+            /** @enum {unknown} */
+            input_bound: "no" | "partly" | "unknown" | "yes";
+        };
+        /**
+         * PipelineRecordings
+         * @description A group of recordings pooled as one run (docs/http_api.md, "Groups of recordings").
+         */
+        PipelineRecordings: {
+            recordings: components["schemas"]["PipelineRecording"][];
+            representative: string;
+            note: string;
         };
         /** PipelineReport */
         PipelineReport: {
@@ -1025,6 +1215,7 @@ export interface components {
             host: components["schemas"]["PipelineHost"];
             meta: components["schemas"]["PipelineMeta"][];
             warnings: string[];
+            group: components["schemas"]["PipelineRecordings"] | null;
         };
         /** PipelineResponse */
         PipelineResponse: {
@@ -1039,6 +1230,7 @@ export interface components {
             host: components["schemas"]["PipelineHost"];
             meta: components["schemas"]["PipelineMeta"][];
             warnings: string[];
+            group: components["schemas"]["PipelineRecordings"] | null;
             run: string;
         };
         /**
@@ -1078,6 +1270,7 @@ export interface components {
             task_p99_s: number | null;
             task_cpu_mean_s: number | null;
             task_call_mean_s: number | null;
+            task_runq_mean_s: number | null;
             cpu_cores: number | null;
             put_wait_mean_s: number | null;
             get_wait_mean_s: number | null;
@@ -1096,6 +1289,7 @@ export interface components {
             experimental: number | null;
             delta: number | null;
             delta_pct: number | null;
+            significance: components["schemas"]["Significance"] | null;
         };
         /** RankDeltaRow */
         RankDeltaRow: {
@@ -1124,6 +1318,8 @@ export interface components {
             worker: string;
             rank: number;
             rank_from_trace: boolean;
+            /** @enum {unknown} */
+            rank_source: "name" | "order" | "trace";
             world_size: number | null;
             backend: string | null;
             steps: number;
@@ -1222,10 +1418,60 @@ export interface components {
             steps_per_s: number;
             samples_per_s: number | null;
         };
+        /**
+         * TimelineEvents
+         * @description One column per field, one entry per event, by start (compact: a
+         *         whole step is thousands of events).
+         */
+        TimelineEvents: {
+            name: number[];
+            kind: number[];
+            ts_us: number[];
+            dur_us: number[];
+            lane: number[];
+            depth: number[];
+            match: (number | null)[];
+            delta_us: (number | null)[];
+        };
+        /** TimelineLane */
+        TimelineLane: {
+            label: string;
+            device: boolean;
+        };
+        /**
+         * TimelineMerged
+         * @description Events too short to draw, merged per lane and depth: each entry spans
+         *         from its first event's start to its last one's end.
+         */
+        TimelineMerged: {
+            lane: number[];
+            depth: number[];
+            ts_us: number[];
+            dur_us: number[];
+            count: number[];
+            merged_us: number[];
+        };
         /** TimelineResponse */
         TimelineResponse: {
             trace: components["schemas"]["TraceRef"];
             profiler: components["schemas"]["TraceRef"];
+        };
+        /** TimelineSide */
+        TimelineSide: {
+            piece_name: string;
+            start_us: number;
+            end_us: number;
+            window_start_us: number;
+            window_end_us: number;
+            events_end_us: number;
+            lanes: components["schemas"]["TimelineLane"][];
+            names: string[];
+            events: components["schemas"]["TimelineEvents"];
+            events_total: number;
+            min_draw_us: number;
+            merged: components["schemas"]["TimelineMerged"];
+            merged_count: number;
+            merged_us: number;
         };
         /** TraceRef */
         TraceRef: {
@@ -1679,6 +1925,69 @@ export interface operations {
             };
         };
     };
+    diff_memory: {
+        parameters: {
+            query: {
+                baseline: string;
+                experimental: string;
+                b_worker?: string;
+                b_span?: string;
+                e_worker?: string;
+                e_span?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DiffMemoryResponse"];
+                };
+            };
+            /** @description A missing or malformed parameter. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description An unknown run, worker or span, or a run without the data the route reads. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The run is still loading (run_status: loading); retry later. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The run could not be read or analysed; the message says why. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     diff_modules: {
         parameters: {
             query: {
@@ -1844,6 +2153,75 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DiffKernelsResponse"];
+                };
+            };
+            /** @description A missing or malformed parameter. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description An unknown run, worker or span, or a run without the data the route reads. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The run is still loading (run_status: loading); retry later. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The run could not be read or analysed; the message says why. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    diff_timeline: {
+        parameters: {
+            query: {
+                baseline: string;
+                experimental: string;
+                b_worker?: string;
+                b_span?: string;
+                e_worker?: string;
+                e_span?: string;
+                path?: string;
+                from_us?: number | null;
+                to_us?: number | null;
+                width_px?: number;
+                max_events?: number;
+                find?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DiffTimelineResponse"];
                 };
             };
             /** @description A missing or malformed parameter. */

@@ -72,18 +72,24 @@ function distinct<T>(values: readonly (T | null)[]): T[] {
   return [...new Set(values.filter((v): v is T => v !== null))];
 }
 
+const RANK_SOURCE_WORDS: Record<RankRow["rank_source"], string> = {
+  trace: "from each trace's distributedInfo",
+  name: "from the worker names (rankN; the traces' ranks are missing or repeat)",
+  order: "the files' order (the traces' ranks are missing or repeat)",
+};
+
 /** One run's distributedInfo as label / value pairs: ranks loaded, world size, backend, where rank numbers come from. */
 export function runFacts(r: RunRanks): { label: string; value: string }[] {
   const worlds = distinct(r.ranks.map((x) => x.world_size));
   const backends = distinct(r.ranks.map((x) => x.backend));
-  const fromTrace = r.ranks.length > 0 && r.ranks.every((x) => x.rank_from_trace);
+  const source = r.ranks[0]?.rank_source ?? "trace";
   return [
     { label: "Ranks (trace files)", value: formatInt(r.ranks.length) },
     { label: "World size", value: worlds.length ? worlds.map((w) => formatInt(w)).join(", ") : "not in the traces" },
     { label: "Backend", value: backends.length ? backends.join(", ") : "not in the traces" },
     {
       label: "Rank numbers",
-      value: fromTrace ? "from each trace's distributedInfo" : "the files' order (the traces' ranks are missing or repeat)",
+      value: RANK_SOURCE_WORDS[source],
     },
   ];
 }

@@ -5,7 +5,7 @@
  * comes from `pipeline` / `diff/pipeline`; nothing is recomputed here but
  * unit conversions and the alignment of time axes.
  */
-import type { DiffPipelineStageRow, HostPoint, PipelineReport, PipelineSummaryRow, RunInfo } from "../api";
+import type { DiffPipelineStageRow, HostPoint, PipelineRecording, PipelineReport, PipelineSummaryRow, RunInfo } from "../api";
 import { EM_DASH, formatBytes, formatDecimal, formatInt, formatMsWithUnit, formatPct, formatSignedInt, formatSignedMsWithUnit, formatSignedPoints, type Polarity } from "./format";
 import { buildColumns, type Column } from "./tableModel";
 
@@ -167,6 +167,8 @@ export type HostMetric = Exclude<keyof HostPoint, "t_s">;
 
 export const HOST_METRICS: readonly { key: HostMetric; label: string; unit: "pct" | "bytes" | "bytes_per_s" }[] = [
   { key: "cpu_pct", label: "CPU (process tree, %)", unit: "pct" },
+  // Share of the interval a thread asking for the GIL waited for it (record/gil_contention.py).
+  { key: "gil_contention_pct", label: "GIL contention (%)", unit: "pct" },
   { key: "rss_bytes", label: "Resident memory", unit: "bytes" },
   { key: "mem_used_bytes", label: "System memory used", unit: "bytes" },
   { key: "gpu_util_pct", label: "GPU utilisation (%)", unit: "pct" },
@@ -200,7 +202,19 @@ export function hostValueText(metric: HostMetric, v: number | null): string {
  * not already plotted, in the server's order.
  */
 export function extraRunChoices(runs: readonly RunInfo[], plotted: readonly string[]): string[] {
-  return runs.filter((r) => !plotted.includes(r.name) && (r.kinds.includes("pipeline") || r.kinds.includes("trace"))).map((r) => r.name);
+  return runs.filter((r) => !plotted.includes(r.name) && plottable(r)).map((r) => r.name);
+}
+
+function plottable(r: RunInfo): boolean {
+  return r.kinds.includes("pipeline") || r.kinds.includes("trace");
+}
+
+/**
+ * The added runs (kept in the URL) that are still plotted: those the server
+ * still has with something to plot, besides the picked pair, in the order added.
+ */
+export function addedRuns(added: readonly string[], runs: readonly RunInfo[], pair: readonly string[]): string[] {
+  return added.filter((name) => !pair.includes(name) && runs.some((r) => r.name === name && plottable(r)));
 }
 
 /** Colours of extra runs on trend plots (baseline and experimental keep theirs). */
@@ -246,4 +260,11 @@ export function callbackColumns(): Column[] {
 
 function withNameTitle(cols: Column[], title: string): Column[] {
   return cols.map((c) => (c.role === "name" ? { ...c, label: title, title } : c));
+}
+
+/** One recording of a pooled group, in words: "base/r1: 12.3 ms per step, data wait 4 %, not input-bound". */
+export function recordingText(r: PipelineRecording): string {
+  const step = r.mean_step_s === null ? "no steps" : `${formatMsWithUnit(r.mean_step_s * 1e6)} per step`;
+  const wait = r.data_wait_pct === null ? "" : `, data wait ${formatPct(r.data_wait_pct, false)}`;
+  return `${r.name}: ${step}${wait}, ${VERDICT_TITLES[r.input_bound].toLowerCase()}`;
 }

@@ -8,8 +8,8 @@ import type { RunInfo } from "../api";
 import { DIFF_TABLE_KINDS } from "./diffTables";
 import { isGroup } from "./runPicker";
 
-/** Tabs in order: the two fixed views, one per diff table of the registry, then the pipeline, diagnostic and distributed views. */
-export const VIEWS = ["overview", "modules", ...DIFF_TABLE_KINDS, "pipeline", "diagnostic", "distributed"] as const;
+/** Tabs in order: the two fixed views, one per diff table of the registry, the timeline, memory, then the pipeline, diagnostic and distributed views. */
+export const VIEWS = ["overview", "modules", ...DIFF_TABLE_KINDS, "timeline", "memory", "pipeline", "diagnostic", "distributed"] as const;
 export type View = (typeof VIEWS)[number];
 
 export interface TraceChoice {
@@ -36,6 +36,10 @@ export interface UrlState {
   sort: string;
   dir: "asc" | "desc";
   filter: string;
+  /** Timeline: an event name to select (its first occurrence in the piece at `path`). */
+  find: string;
+  /** Runs the user added to the Pipeline tab's trend plots, in the order added. */
+  plotted: string[];
 }
 
 export const EMPTY_CHOICE: TraceChoice = { run: "", worker: "", span: "" };
@@ -52,14 +56,33 @@ export const DEFAULT_STATE: UrlState = {
   sort: "",
   dir: "desc",
   filter: "",
+  find: "",
+  plotted: [],
 };
 
 /** Short keys keep shared URLs readable. */
 const KEYS = {
   b: "b", bw: "bw", bs: "bs", e: "e", ew: "ew", es: "es",
   view: "view", path: "path", piece: "piece", time: "time", pass: "pass", shape: "shape",
-  sort: "sort", dir: "dir", q: "q",
+  sort: "sort", dir: "dir", q: "q", find: "find", plotted: "pl",
 } as const;
+
+/** Run names joined by "," each escaped first, so a name holding a comma survives. */
+function joinNames(names: readonly string[]): string {
+  return names.map((n) => encodeURIComponent(n)).join(",");
+}
+
+function splitNames(value: string | null): string[] {
+  if (!value) return [];
+  const names = value.split(",").map((part) => {
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      return part;
+    }
+  });
+  return [...new Set(names.filter((n) => n !== ""))];
+}
 
 function isView(v: string | null): v is View {
   return v !== null && (VIEWS as readonly string[]).includes(v);
@@ -84,6 +107,8 @@ export function parseState(params: URLSearchParams | Record<string, string>): Ur
     sort: get(KEYS.sort) ?? "",
     dir: dir === "asc" ? "asc" : "desc",
     filter: get(KEYS.q) ?? "",
+    find: get(KEYS.find) ?? "",
+    plotted: splitNames(get(KEYS.plotted)),
   };
 }
 
@@ -108,6 +133,8 @@ export function stateEntries(s: UrlState): [string, string][] {
   put(KEYS.sort, s.sort, "");
   if (s.sort) put(KEYS.dir, s.dir, "");
   put(KEYS.q, s.filter, "");
+  put(KEYS.find, s.find, "");
+  put(KEYS.plotted, joinNames(s.plotted), "");
   return out;
 }
 
@@ -156,7 +183,7 @@ export function resolveSelection(s: UrlState, runs: readonly RunInfo[]): UrlStat
 /** When the compared traces change, module zoom/piece selections refer to another tree: reset them. */
 export function withSelection(s: UrlState, side: "baseline" | "experimental", choice: TraceChoice, runs: readonly RunInfo[]): UrlState {
   const resolved = resolveChoice(choice, runs);
-  return { ...s, [side]: resolved, path: "", piece: "" };
+  return { ...s, [side]: resolved, path: "", piece: "", find: "" };
 }
 
 // ------------------------------------------------- TensorBoard hash mirror
@@ -197,4 +224,9 @@ function safeDecode(s: string): string {
   } catch {
     return s;
   }
+}
+
+/** The Timeline view of the piece at `path`, selecting `find`'s first event there when given. */
+export function timelineOf(path: string, find = ""): Partial<UrlState> {
+  return { view: "timeline", path, find, sort: "", dir: "desc", filter: "" };
 }

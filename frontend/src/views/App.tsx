@@ -14,17 +14,21 @@ import { resolveSelection, VIEWS, withSelection, type TraceChoice, type UrlState
 import { DiagnosticView } from "./DiagnosticView";
 import { DistributedView } from "./DistributedView";
 import { DiffTableView } from "./DiffTableView";
+import { MemoryView } from "./MemoryView";
 import { ModuleDiffView } from "./ModuleDiffView";
 import { OverviewView } from "./OverviewView";
 import { PipelineView } from "./PipelineView";
 import { RunPicker } from "./RunPicker";
+import { TimelineView } from "./TimelineView";
 
 function viewLabel(view: View): string {
   if (view === "overview") return "Overview";
   if (view === "modules") return "Module diff";
+  if (view === "memory") return "Memory";
   if (view === "pipeline") return "Pipeline";
   if (view === "diagnostic") return "Diagnostic";
   if (view === "distributed") return "Distributed";
+  if (view === "timeline") return "Timeline";
   return DIFF_TABLES[view].tab;
 }
 
@@ -113,7 +117,7 @@ export function App({ client, ipc, initial }: { client: ApiClient; ipc: HostIpc;
     (side: "baseline" | "experimental", c: TraceChoice) => setState((s) => withSelection(s, side, c, runList)),
     [runList],
   );
-  const swap = useCallback(() => setState((s) => ({ ...s, baseline: s.experimental, experimental: s.baseline, path: "", piece: "" })), []);
+  const swap = useCallback(() => setState((s) => ({ ...s, baseline: s.experimental, experimental: s.baseline, path: "", piece: "", find: "" })), []);
   const setView = (view: View) => setState((s) => (s.view === view ? s : { ...s, view, sort: "", dir: "desc", filter: "" }));
 
   const sel: DiffSelection = useMemo(
@@ -224,14 +228,18 @@ function ViewFor(props: { view: View; client: ApiClient; sel: DiffSelection; sta
   switch (view) {
     case "overview":
       return <OverviewView client={client} sel={sel} reloadToken={reloadToken} />;
+    case "memory":
+      return <MemoryView client={client} sel={sel} reloadToken={reloadToken} />;
     case "modules":
       return <ModuleDiffView client={client} sel={sel} state={state} onChange={onChange} reloadToken={reloadToken} />;
     case "pipeline":
-      return <PipelineView client={client} sel={sel} reloadToken={reloadToken} />;
+      return <PipelineView client={client} sel={sel} reloadToken={reloadToken} added={state.plotted} onAdded={(plotted) => onChange({ plotted })} />;
     case "diagnostic":
       return <DiagnosticView client={client} runs={props.runs} sel={sel} reloadToken={reloadToken} />;
     case "distributed":
       return <DistributedView client={client} runs={props.runs} sel={sel} reloadToken={reloadToken} />;
+    case "timeline":
+      return <TimelineView client={client} sel={sel} state={state} onChange={onChange} reloadToken={reloadToken} />;
     default:
       // Every other tab is a diff table, one per entry of model/diffTables.ts.
       return <DiffTableView client={client} sel={sel} table={view} state={state} onChange={onChange} reloadToken={reloadToken} />;

@@ -194,6 +194,11 @@ function RunHeader({ r, side }: { r: DiagnosticResponse; side: Side }) {
       <p class="muted" data-testid="diagnostic-environment">
         {environmentText(r.environment)}
       </p>
+      {r.group && (
+        <p class="note" data-testid="diagnostic-group" data-recordings={r.group.recordings.length}>
+          {r.group.note}
+        </p>
+      )}
       {status && <Message kind="warn" title={status} />}
       {r.warnings.length > 0 && (
         <Message kind="warn" title="Parts of the results could not be read">

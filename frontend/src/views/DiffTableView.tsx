@@ -31,7 +31,7 @@ import {
   type ServerMatches,
   type SortSpec,
 } from "../model/tableModel";
-import type { UrlState } from "../model/urlState";
+import { timelineOf, type UrlState } from "../model/urlState";
 import { useDebounced } from "../useDebounced";
 import { useRequest } from "../useRequest";
 
@@ -188,7 +188,20 @@ export function DiffTableView({ client, sel, table: asked, state, onChange, relo
             onChange({ sort: next.key, dir: next.dir });
           }}
           label={look.label}
-          rowExtra={timeline ? (row) => <TimelinePair {...sidesOf(sel)} find={String(row.name)} bare /> : undefined}
+          rowExtra={(row) => (
+            <>
+              <button
+                class="linklike small"
+                type="button"
+                data-timeline-of={String(row.name)}
+                title={`Open the first ${String(row.name)} of ${piece ? `“${piece.name}”` : "the first step"} in the Timeline view`}
+                onClick={() => onChange(timelineOf(piece?.path || "0", String(row.name)))}
+              >
+                Timeline
+              </button>
+              {timeline && <TimelinePair {...sidesOf(sel)} find={String(row.name)} bare />}
+            </>
+          )}
           markKey={`delta_${resp.primary}`}
           height={height ?? Math.max(320, window.innerHeight - 300)}
         />

@@ -16,7 +16,7 @@ import { TimelinePair } from "../components/TimelineLink";
 import { formatMsWithUnit, formatSignedMsWithUnit } from "../model/format";
 import { accumulated, clockTimes, moduleDiffControls, pieceStep, selectedPiece } from "../model/moduleDiff";
 import { sidesOf } from "../model/timeline";
-import type { UrlState } from "../model/urlState";
+import { timelineOf, type UrlState } from "../model/urlState";
 import { useRequest } from "../useRequest";
 import { DiffTableView } from "./DiffTableView";
 
@@ -108,6 +108,11 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
           {d.node.name}: baseline {formatMsWithUnit(nodeTimes.baseline)}, experimental {formatMsWithUnit(nodeTimes.experimental)} (
           <DeltaText value={nodeTimes.delta} text={formatSignedMsWithUnit(nodeTimes.delta)} />)
         </span>
+        {d.path !== "" && (
+          <button class="btn" type="button" data-testid="level-timeline" onClick={() => onChange(timelineOf(d.path))}>
+            Timeline
+          </button>
+        )}
       </div>
       <p class="muted small time-hint" data-testid="time-hint">
         {controls.hint}
@@ -143,6 +148,7 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
             selectedPath={state.piece}
             onZoom={zoom}
             onSelect={select}
+            onTimeline={(p) => onChange(timelineOf(p.path))}
             stepOf={(p) => pieceStep(p, d)}
           />
         </>

@@ -11,6 +11,7 @@ import { useMemo, useState } from "preact/hooks";
 import type uPlot from "uplot";
 import type { ApiClient, DiffPipelineResponse, DiffSelection, PipelineReport, PipelineSummaryRow } from "../api";
 import { DeltaText } from "../components/Delta";
+import { SignificanceMark } from "../components/Explanation";
 import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
 import { Legend, UPlotChart } from "../components/UPlotChart";
@@ -19,6 +20,7 @@ import { formatPct, formatTicks } from "../model/format";
 import {
   callbackColumns,
   CALLBACK_PRIMARY,
+  addedRuns,
   extraRunChoices,
   extraRunColor,
   HOST_METRICS,
@@ -26,6 +28,7 @@ import {
   hostValueText,
   namedStageRows,
   presentHostMetrics,
+  recordingText,
   segmentText,
   SOURCE_TEXT,
   splitSegments,
@@ -49,9 +52,12 @@ interface Props {
   client: ApiClient;
   sel: DiffSelection;
   reloadToken: number;
+  /** Runs added to the trend plots (URL state) and how to change them. */
+  added: readonly string[];
+  onAdded: (names: string[]) => void;
 }
 
-export function PipelineView({ client, sel, reloadToken }: Props) {
+export function PipelineView({ client, sel, reloadToken, added, onAdded }: Props) {
   const req = useRequest<DiffPipelineResponse>((opts) => client.diffPipeline(sel.baseline, sel.experimental, opts), [client, sel.baseline, sel.experimental, reloadToken]);
   if (req.state === "loading" || req.state === "idle") return <Loading what="the pipeline statistics" waitingFor={req.state === "loading" ? req.waitingFor : null} />;
   if (req.state === "error") return <ErrorMessage error={req.error} what="the pipeline statistics" />;
@@ -88,8 +94,11 @@ export function PipelineView({ client, sel, reloadToken }: Props) {
       <section class="card" aria-labelledby="pl-summary">
         <h2 id="pl-summary">Comparison</h2>
         <SummaryTable rows={d.summary} />
+        <p class="note" data-testid="pipeline-noise" data-noise={d.noise.source}>
+          Significance marks: the step time and each part of it per step{d.noise.source === "measured" ? ", and a stage's mean task time where both sides are groups" : ""}. {d.noise.note}.
+        </p>
       </section>
-      <Trends client={client} pair={sides} reloadToken={reloadToken} />
+      <Trends client={client} pair={sides} reloadToken={reloadToken} added={added} onAdded={onAdded} />
       <SortedTable
         title="SPDL stages"
         label="Pipeline stages, baseline versus experimental, largest change in mean task time first"
@@ -97,6 +106,7 @@ export function PipelineView({ client, sel, reloadToken }: Props) {
         rows={namedStageRows(d.stages)}
         columns={stageColumns()}
         initialSort={defaultSort(STAGE_PRIMARY)}
+        markKey={`delta_${STAGE_PRIMARY}`}
         empty="Neither run has SPDL stage statistics (they are recorded when the loader is an SPDL pipeline)."
       />
       <SortedTable
@@ -132,7 +142,25 @@ function Verdict({ side, name, report }: { side: string; name: string; report: P
         </p>
       ))}
       <p class="muted">Statistics {SOURCE_TEXT[report.source]}.</p>
+      {report.group && <Recordings group={report.group} />}
     </section>
+  );
+}
+
+/** A pooled group: what was pooled, and each recording's own figures (the spread the pooled ones hide). */
+function Recordings({ group }: { group: NonNullable<PipelineReport["group"]> }) {
+  return (
+    <div data-testid="pipeline-group">
+      <p class="note">{group.note}</p>
+      <ul class="muted">
+        {group.recordings.map((r) => (
+          <li key={r.name} data-recording={r.name}>
+            {recordingText(r)}
+            {r.name === group.representative ? " (host samples)" : ""}
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }
 
@@ -172,7 +200,7 @@ function SummaryTable({ rows }: { rows: PipelineSummaryRow[] }) {
               <td data-raw={r.baseline ?? ""}>{summaryValueText(r, r.baseline)}</td>
               <td data-raw={r.experimental ?? ""}>{summaryValueText(r, r.experimental)}</td>
               <td data-raw={r.delta ?? ""}>
-                <DeltaText value={r.delta} text={summaryDeltaText(r)} polarity={polarity} />
+                <DeltaText value={r.delta} text={summaryDeltaText(r)} polarity={polarity} /> <SignificanceMark sig={r.significance} />
               </td>
               <td data-raw={r.delta_pct ?? ""}>
                 <DeltaText value={r.delta_pct} text={formatPct(r.delta_pct)} polarity={polarity} />
@@ -191,11 +219,19 @@ interface PlottedRun extends TrendRun {
 }
 
 /** Throughput and host lines of the pair plus any runs the user adds. */
-function Trends({ client, pair, reloadToken }: { client: ApiClient; pair: { side: string; name: string; report: PipelineReport; color: string }[]; reloadToken: number }) {
-  const [extra, setExtra] = useState<string[]>([]);
+function Trends(props: {
+  client: ApiClient;
+  pair: { side: string; name: string; report: PipelineReport; color: string }[];
+  reloadToken: number;
+  added: readonly string[];
+  onAdded: (names: string[]) => void;
+}) {
+  const { client, pair, reloadToken, onAdded } = props;
   const [choice, setChoice] = useState("");
   const [hostMetric, setHostMetric] = useState<HostMetric>("cpu_pct");
   const runs = useRequest((opts) => client.runs(opts), [client, reloadToken]);
+  // Until the runs are known, the URL's names stand as they are.
+  const extra = runs.state === "ok" ? addedRuns(props.added, runs.data.runs, pair.map((p) => p.name)) : [...props.added];
   const extraKey = extra.join("\u0000");
   const extras = useRequest(
     extra.length ? (opts) => Promise.all(extra.map((name) => client.pipeline(name, opts))) : null,
@@ -211,7 +247,7 @@ function Trends({ client, pair, reloadToken }: { client: ApiClient; pair: { side
   const shownHost = hostMetrics.includes(hostMetric) ? hostMetric : hostMetrics[0];
   const add = () => {
     const name = choice || choices[0];
-    if (name) setExtra((x) => [...x, name]);
+    if (name) onAdded([...extra, name]);
     setChoice("");
   };
   return (
@@ -221,7 +257,7 @@ function Trends({ client, pair, reloadToken }: { client: ApiClient; pair: { side
         {extra.map((name, i) => (
           <span key={name} class="chip" style={{ borderColor: extraRunColor(i) }}>
             {name}
-            <button type="button" aria-label={`Remove ${name} from the plots`} onClick={() => setExtra((x) => x.filter((n) => n !== name))}>
+            <button type="button" aria-label={`Remove ${name} from the plots`} onClick={() => onAdded(extra.filter((n) => n !== name))}>
               ×
             </button>
           </span>
