@@ -1,7 +1,7 @@
 """Scale benchmark: one command, inputs generated, every row in
 the same run on the same machine.
 
-    .venv/bin/python benchmarks/bench_scale.py [--sizes 200,1024] [--inputs gpu,cpu] [--ranks 64]
+    .venv/bin/python benchmarks/bench_scale.py [--sizes 200,1024] [--inputs gpu,cpu,cpu_stack] [--ranks 64]
                                                [--no-ttp] [--keep] [--json rows.json]
 
 Per input (a real trace replicated in time to each size, plus a second,
@@ -39,6 +39,7 @@ OUT_DIR = os.path.join(HERE, "out", "scale")
 SHARED = os.path.join(REPO_ROOT, "..", "shared", "traces", "hta")
 MIB = 1 << 20
 TTP_VERSION = "0.4.3"
+STACK_PYTHON_DEPTH = 12
 
 sys.path.insert(0, HERE)
 from replicate import replicate_trace  # noqa: E402
@@ -51,12 +52,15 @@ def _sources(kind: str) -> tuple[str, str]:
     sys.path.insert(0, os.path.join(REPO_ROOT, "samples"))
     from record_samples import record_run
 
+    # cpu_stack: each block's layers called STACK_PYTHON_DEPTH Python frames
+    # down, so most events are `python_function` (issue 23's slow input).
+    python_depth = STACK_PYTHON_DEPTH if kind == "cpu_stack" else 0
     out = []
     for name, layers in (("base", 4), ("exp", 5)):
-        d = os.path.join(OUT_DIR, f"cpu_source_{name}")
+        d = os.path.join(OUT_DIR, f"{kind}_source_{name}")
         if not os.path.isdir(d) or not any(n.endswith(".pt.trace.json") for n in os.listdir(d)):
             shutil.rmtree(d, ignore_errors=True)
-            record_run(d, layers=layers, with_stack=True)
+            record_run(d, layers=layers, with_stack=True, python_depth=python_depth)
         [trace] = [n for n in os.listdir(d) if n.endswith(".pt.trace.json")]
         out.append(os.path.join(d, trace))
     return out[0], out[1]
@@ -311,7 +315,7 @@ def bench_ranks(n: int, ttp_py: str | None, ttp_note: str, repeat: int = 1) -> l
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", default="200,1024", help="comma-separated input sizes, MiB")
-    p.add_argument("--inputs", default="gpu,cpu", help="comma-separated subset of gpu,cpu")
+    p.add_argument("--inputs", default="gpu,cpu,cpu_stack", help="comma-separated subset of gpu,cpu,cpu_stack")
     p.add_argument("--ranks", type=int, default=64, help="worker files in the many-rank run (0: skip)")
     p.add_argument("--repeat", type=int, default=3, help="rounds of the lean/cold rows and of each many-rank load row; the fastest is kept")
     p.add_argument("--no-ttp", action="store_true", help="skip torch-tb-profiler")

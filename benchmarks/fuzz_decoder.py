@@ -8,17 +8,23 @@ byte-level damage (truncation, flipped / inserted / deleted / duplicated
 bytes, invalid UTF-8, splices of two traces), gzip damage (cut, corrupt,
 garbage after it, concatenated members, bombs), structural damage (dropped
 and wrongly typed fields, NaN / Infinity, huge numbers, deep values, huge
-strings, cycles and duplicates in Python ids, flow ids and correlations), or
-events drawn by hypothesis. A pool of worker processes loads each case the
+strings, cycles and duplicates in Python ids, flow ids and correlations),
+events drawn by hypothesis, or a degenerate but valid trace
+(benchmarks/degenerate.py: a million events at one instant, long same-name
+chains, 100,000 threads or names, 20,000-deep module and operator chains,
+flows fanning out to every event) at a random fraction of its full size,
+sometimes with its events shuffled. A pool of worker processes loads each case the
 way the plugin does (`TraceProcessor.load`), then computes and encodes every
 view and the diff of the trace against itself (every case loads; every 2nd
 computes the views, every 8th the diff views; see VIEWS_EVERY).
 
 A case must end `loaded` (warnings allowed) or `failed` with a clear reason
 (a `ValueError` with a message). Anything else counts against the run:
-`unexpected` (another exception), `hang` (over `--timeout-s`; the worker is
-killed), `memory` (MemoryError under the worker's address-space limit, or
-peak RSS growth over `--max-growth-mb`), `crash` (the worker died). Exit
+`unexpected` (another exception), `hang` (over `--timeout-s` of CPU time,
+or ten times that of wall time; the worker is killed), `memory` (MemoryError under the worker's address-space limit, or
+peak RSS growth over the case's bound, `_views.memory_bound_bytes` of its
+file size: 100x a file of a few MB, 3x a large one), `crash` (the worker
+died). `worst_memory_ratio` is the largest growth over its bound. Exit
 status 0 only when all four are 0. Failing cases are kept in `--keep-dir`.
 """
 from __future__ import annotations
@@ -40,6 +46,8 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
+from _views import memory_bound_bytes  # noqa: E402
 SHARED = REPO.parent / "shared" / "traces"
 MAX_SEED_EVENTS = 600
 # The views cost more than the decode: every case loads, every 2nd computes
@@ -49,7 +57,8 @@ VIEWS_EVERY, DIFF_EVERY = 2, 8
 # Every 3rd case is also decoded by the fast paths and the reference path,
 # which must agree exactly (`fast_paths_mismatch`).
 FAST_PATHS_EVERY = 3
-ALWAYS_VIEWS = ("s_id_cycles", "s_deep", "hypothesis")
+ALWAYS_VIEWS = ("s_id_cycles", "s_deep", "hypothesis", "d_")
+DEGENERATE_SHARE = 0.1  # of the cases
 GZIP_MAGIC = b"\x1f\x8b"
 BAD_OUTCOMES = ("unexpected", "hang", "memory", "crash")
 
@@ -265,6 +274,23 @@ def s_shuffle(rng, seeds):
     return kineto_bytes(doc)
 
 
+DEGENERATE_SCALES = (0.001, 0.005, 0.02, 0.05)
+DEGENERATE_FULL_EVERY = 100  # one degenerate case in this many is full size
+
+
+def degenerate_case(rng, family: str) -> bytes:
+    from degenerate import trace_bytes
+
+    scale = 1.0 if rng.randrange(DEGENERATE_FULL_EVERY) == 0 else rng.choice(DEGENERATE_SCALES)
+    data = trace_bytes(family, scale)
+    if rng.random() < 0.3:  # any event order is valid
+        head, _, body = data.partition(b"[\n")
+        lines = body[: -len(b"\n]}")].split(b",\n")
+        rng.shuffle(lines)
+        data = head + b"[\n" + b",\n".join(lines) + b"\n]}"
+    return data
+
+
 def _gzip(data):
     return gzip.compress(data, compresslevel=1)
 
@@ -340,10 +366,15 @@ def hypothesis_cases(count: int, seed: int) -> list[bytes]:
 
 
 def make_case(i: int, seed: int, seeds: list[dict], drawn: list[bytes]) -> tuple[str, bytes]:
+    from degenerate import FAMILIES
+
     rng = random.Random(seed * 1_000_003 + i)
     r = rng.random()
     if drawn and r < 0.1:
         return "hypothesis", drawn[i % len(drawn)]
+    if r < 0.1 + DEGENERATE_SHARE:
+        family = rng.choice(FAMILIES)
+        return f"d_{family}", degenerate_case(rng, family)
     if r < 0.5:
         fn = rng.choice(STRUCT_MUTATIONS)
         return fn.__name__, fn(rng, seeds)
@@ -366,20 +397,13 @@ def _rss() -> int:
 
 def worker_main(limit_bytes: int, work: Path, seed: int) -> None:
     sys.path.insert(0, str(REPO))
+    sys.path.insert(0, str(REPO / "benchmarks"))
     seeds = json.loads((work / "seeds.json").read_text())
     drawn = [d.encode() for d in json.loads((work / "drawn.json").read_text())]
-    from tb_pipeline_plugin.analysis.processor import TraceProcessor
-    from tb_pipeline_plugin.server import params as Q
-    from tb_pipeline_plugin.diff import pair_impls
-    from tb_pipeline_plugin.server import run_impls as views
-    from tb_pipeline_plugin.server.http import encode_json
-    from tb_pipeline_plugin.sources.logdir import TraceFile
+    from _views import view_calls
     from tb_pipeline_plugin.trace.reader import TraceTooLarge
 
-    pair = {"baseline": "r", "experimental": "r"}
-    modules_q = Q.parse(Q.DiffModulesParams, pair)
-    operators_q = Q.parse(Q.DiffOperatorsParams, pair)
-    kernels_q = Q.parse(Q.DiffKernelsParams, pair)
+    view_calls("imports")  # imports now, so the address-space limit counts only the cases
 
     # Address-space limit: imports done, so only the case's own memory counts.
     vm = int(next(line for line in open("/proc/self/status") if line.startswith("VmSize")).split()[1]) * 1024
@@ -393,7 +417,7 @@ def worker_main(limit_bytes: int, work: Path, seed: int) -> None:
         path.write_bytes(data)
         del data
         # 0: load only, 1: + per-run views, 2: + diff views
-        level = 2 if kind in ALWAYS_VIEWS or i % DIFF_EVERY == 0 else 1 if i % VIEWS_EVERY == 0 else 0
+        level = 2 if kind.startswith(ALWAYS_VIEWS) or i % DIFF_EVERY == 0 else 1 if i % VIEWS_EVERY == 0 else 0
         try:
             with open("/proc/self/clear_refs", "w") as f:
                 f.write("5")  # resets VmHWM: peak RSS per case
@@ -403,20 +427,12 @@ def worker_main(limit_bytes: int, work: Path, seed: int) -> None:
         t0 = time.monotonic()
         result = {"outcome": "loaded", "detail": "", "warnings": 0, "kind": kind, "path": str(path)}
         try:
-            tp = TraceProcessor.load(str(path))
-            tf = TraceFile("r", "w", "1", str(path), 0, 0.0)
-            out = []
+            load, per_run, diff = view_calls(str(path))
+            tp = load()
             if level >= 1:
-                out += [views.overview_impl(tp, tf.selection()), views.operators_impl(tp, "name"),
-                        views.operators_impl(tp, "name_and_shape"), views.kernels_impl(tp), views.modules_impl(tp)]
+                per_run(tp)
             if level >= 2:
-                out += [pair_impls.diff_overview_impl(tp, tp),
-                        pair_impls.diff_modules_impl(tp, tp, modules_q.path, modules_q.offset, modules_q.limit),
-                        pair_impls.diff_operators_impl(tp, tp, operators_q.table_query(), operators_q.group_by,
-                                                       operators_q.path),
-                        pair_impls.diff_kernels_impl(tp, tp, kernels_q.table_query(), kernels_q.path)]
-            for v in out:
-                encode_json(v)
+                diff(tp)
             result["warnings"] = len(tp.warnings)
         except MemoryError:
             result = {**result, "outcome": "memory", "detail": "MemoryError"}
@@ -426,13 +442,16 @@ def worker_main(limit_bytes: int, work: Path, seed: int) -> None:
             if not clear:
                 detail += "\n" + "".join(traceback.format_exc(limit=-4))[-1500:]
             result = {**result, "outcome": "failed" if clear else "unexpected", "detail": detail}
-        tp = out = None
+        tp = None
+        # The bound is the plugin's: the check below holds two decoded tables
+        # at once, which loading never does.
+        result["peak_growth"] = max(_hwm() - base, 0)
         if i % FAST_PATHS_EVERY == 0 and result["outcome"] in ("loaded", "failed"):
             mismatch = fast_paths_mismatch(path)
             if mismatch:
                 result = {**result, "outcome": "unexpected", "detail": mismatch}
         result["seconds"] = round(time.monotonic() - t0, 3)
-        result["peak_growth"] = max(_hwm() - base, 0)
+        result["file_bytes"] = path.stat().st_size
         sys.stdout.write(json.dumps(result) + "\n")
         sys.stdout.flush()
 
@@ -485,6 +504,18 @@ def _case_path(work: Path, i: int) -> str | None:
     return None
 
 
+def _cpu_seconds(pid: int) -> float:
+    """CPU time of a process and its waited-for children (the fast-path
+    check forks): on a shared, oversubscribed box wall time mostly measures
+    the neighbours."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 class Worker:
     def __init__(self, limit_bytes: int, work: Path, seed: int):
         self.proc = subprocess.Popen(
@@ -494,10 +525,18 @@ class Worker:
         )
         self.case = None
         self.started = 0.0
+        self.cpu_started = 0.0
+
+    def overdue(self, timeout_s: float) -> bool:
+        """Past `timeout_s` of CPU on the case (making it included), or 10
+        times that of wall time (a worker stuck without using CPU)."""
+        return (_cpu_seconds(self.proc.pid) - self.cpu_started > timeout_s
+                or time.monotonic() - self.started > 10 * timeout_s)
 
     def submit(self, case) -> None:
         self.case = case
         self.started = time.monotonic()
+        self.cpu_started = _cpu_seconds(self.proc.pid)
         self.proc.stdin.write(f"{case}\n")
         self.proc.stdin.flush()
 
@@ -521,7 +560,7 @@ def run(args) -> dict:
         (work / "drawn.json").write_text(json.dumps([d.decode() for d in drawn]))
         n_seeds = len(seeds)
         del seeds, drawn
-        pending = list(range(args.cases))
+        pending = list(range(args.first, args.first + args.cases))
         limit = args.memory_limit_mb << 20
         workers = [Worker(limit, work, args.seed) for _ in range(args.workers)]
         sel = selectors.DefaultSelector()
@@ -532,6 +571,7 @@ def run(args) -> dict:
         bad: list[dict] = []
         peak = 0
         warned = 0
+        worst = [0.0, None, None, 0, 0]  # growth / bound, case, kind, file bytes, growth
         t0 = time.monotonic()
 
         def next_case(w: Worker) -> None:
@@ -546,8 +586,13 @@ def run(args) -> dict:
             kind = result.get("kind") or make_case(i, args.seed, json.loads((work / "seeds.json").read_text()),
                                                    [d.encode() for d in json.loads((work / "drawn.json").read_text())])[0]
             path = result.get("path") or _case_path(work, i)
-            if result["outcome"] in ("loaded", "failed") and result.get("peak_growth", 0) > args.max_growth_mb << 20:
-                result = {**result, "outcome": "memory", "detail": f"peak RSS growth {result['peak_growth'] >> 20} MB"}
+            bound = memory_bound_bytes(result.get("file_bytes", 0))
+            ratio = result.get("peak_growth", 0) / bound
+            if result["outcome"] in ("loaded", "failed") and ratio > 1:
+                result = {**result, "outcome": "memory",
+                          "detail": f"peak RSS growth {result['peak_growth'] >> 20} MB, over its bound of {bound >> 20} MB"}
+            if ratio > worst[0]:
+                worst[:] = [ratio, i, kind, result.get("file_bytes", 0), result.get("peak_growth", 0)]
             outcomes[result["outcome"]] += 1
             by_kind.setdefault(kind, Counter())[result["outcome"]] += 1
             peak = max(peak, result.get("peak_growth", 0))
@@ -560,9 +605,22 @@ def run(args) -> dict:
             if path and os.path.exists(path):
                 os.unlink(path)
 
+        def summary() -> dict:
+            return {
+                "cases": sum(outcomes.values()), "outcomes": dict(outcomes), "loaded_with_warnings": warned,
+                "by_mutation": {k: dict(v) for k, v in sorted(by_kind.items())}, "seeds": n_seeds,
+                "peak_growth_mb": round(peak / (1 << 20), 1), "seconds": round(time.monotonic() - t0, 1),
+                "worst_memory_ratio": {"of_bound": round(worst[0], 3), "case": worst[1], "kind": worst[2],
+                                       "file_mb": round(worst[3] / (1 << 20), 2),
+                                       "growth_mb": round(worst[4] / (1 << 20), 1),
+                                       "of_file": round(worst[4] / max(worst[3], 1), 1)},
+                "bad": bad[:50],
+            }
+
+        reported = 0
         for w in workers:
             next_case(w)
-        while any(w.case for w in workers):
+        while any(w.case is not None for w in workers):
             for key, _ in sel.select(timeout=0.5):
                 w = key.data
                 line = w.proc.stdout.readline()
@@ -577,8 +635,9 @@ def run(args) -> dict:
                 record(w, json.loads(line))
                 next_case(w)
             for idx, w in enumerate(workers):
-                if w.case and time.monotonic() - w.started > args.timeout_s:
-                    record(w, {"outcome": "hang", "detail": f"no answer after {args.timeout_s} s"})
+                if w.case is not None and w.overdue(args.timeout_s):
+                    record(w, {"outcome": "hang", "detail": f"no answer after {args.timeout_s} s of CPU "
+                                                            f"({time.monotonic() - w.started:.0f} s wall)"})
                     sel.unregister(w.proc.stdout)
                     w.kill()
                     fresh = Worker(limit, work, args.seed)
@@ -586,17 +645,15 @@ def run(args) -> dict:
                     sel.register(fresh.proc.stdout, selectors.EVENT_READ, fresh)
                     next_case(fresh)
             done = sum(outcomes.values())
-            if args.progress and done and done % 500 == 0:
+            if args.progress and done and done % 500 == 0 and done != reported:
+                reported = done
                 print(f"  {done} cases, {dict(outcomes)}", file=sys.stderr, flush=True)
+                if args.json:  # a run stopped early still leaves its figures
+                    Path(args.json).write_text(json.dumps({**summary(), "partial": True}, indent=1))
         for w in workers:
             w.proc.stdin.close()
             w.kill()
-        return {
-            "cases": sum(outcomes.values()), "outcomes": dict(outcomes), "loaded_with_warnings": warned,
-            "by_mutation": {k: dict(v) for k, v in sorted(by_kind.items())}, "seeds": n_seeds,
-            "peak_growth_mb": round(peak / (1 << 20), 1), "seconds": round(time.monotonic() - t0, 1),
-            "bad": bad[:50],
-        }
+        return summary()
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -604,11 +661,13 @@ def run(args) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cases", type=int, default=10_000)
+    p.add_argument("--first", type=int, default=0,
+                   help="number of the first case: runs over disjoint ranges split one long run")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=max(1, min(4, os.cpu_count() or 1)))
-    p.add_argument("--timeout-s", type=float, default=30.0, help="per case: slower counts as a hang")
+    p.add_argument("--timeout-s", type=float, default=30.0,
+                   help="CPU seconds per case (or 10x that of wall time): slower counts as a hang")
     p.add_argument("--memory-limit-mb", type=int, default=3072, help="address space a worker may add (RLIMIT_AS)")
-    p.add_argument("--max-growth-mb", type=int, default=1536, help="peak RSS growth per case; more is a blow-up")
     p.add_argument("--recorded", nargs="*", default=[], help="more seed traces (recorded ones)")
     p.add_argument("--record", action=argparse.BooleanOptionalAction, default=True,
                    help="record a seed trace with samples/record_samples.py first")

@@ -21,23 +21,32 @@ NUM_CLASSES = 10
 BATCHES_PER_EPOCH = 16
 
 
+def _through_python(depth: int, fn, x):
+    """fn(x) called `depth` Python frames down: with `with_stack=True` every
+    frame is a `python_function` event (a Python-heavy training step)."""
+    return fn(x) if depth <= 0 else _through_python(depth - 1, fn, x)
+
+
 class Block(nn.Module):
-    def __init__(self, hidden: int):
+    def __init__(self, hidden: int, python_depth: int = 0):
         super().__init__()
         self.linear = nn.Linear(hidden, hidden)
         self.act = nn.ReLU()
+        self.python_depth = python_depth
 
     def forward(self, x):
+        if self.python_depth:
+            return _through_python(self.python_depth, lambda v: self.act(self.linear(v)), x)
         return self.act(self.linear(x))
 
 
 class Net(nn.Module):
-    def __init__(self, layers: int, hidden: int):
+    def __init__(self, layers: int, hidden: int, python_depth: int = 0):
         super().__init__()
         self.stem = nn.Linear(IN_FEATURES, hidden)
         # Identical blocks: inserting one shifts instance names (Block_2 -> Block_3),
         # which is exactly what the diff alignment has to survive.
-        self.blocks = nn.Sequential(*[Block(hidden) for _ in range(layers)])
+        self.blocks = nn.Sequential(*[Block(hidden, python_depth) for _ in range(layers)])
         self.head = nn.Linear(hidden, NUM_CLASSES)
 
     def forward(self, x):
@@ -72,11 +81,14 @@ def record_run(
     loader_delay_s: float = 0.0,
     with_stack: bool = True,
     seed: int = 0,
+    python_depth: int = 0,
 ) -> torch.profiler.profile:
     """Train a few steps under the profiler; the trace lands in `out_dir`.
 
     Returns the profiler so callers can use `prof.key_averages()` as an
     independent oracle for what the plugin computes from the trace file.
+    `python_depth` calls each block's layers that many Python frames down
+    (a stack-heavy trace: most events `python_function`).
     """
     torch.manual_seed(seed)
     os.makedirs(out_dir, exist_ok=True)
@@ -86,13 +98,14 @@ def record_run(
     threads_before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _train_profiled(out_dir, layers, hidden, batch, active_steps, loader_delay_s, with_stack, seed)
+        return _train_profiled(out_dir, layers, hidden, batch, active_steps, loader_delay_s, with_stack, seed,
+                               python_depth)
     finally:
         torch.set_num_threads(threads_before)
 
 
-def _train_profiled(out_dir, layers, hidden, batch, active_steps, loader_delay_s, with_stack, seed):
-    model = Net(layers, hidden)
+def _train_profiled(out_dir, layers, hidden, batch, active_steps, loader_delay_s, with_stack, seed, python_depth=0):
+    model = Net(layers, hidden, python_depth)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
     steps_total = 2 + active_steps  # wait + warmup + active

@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import gzip
 import json
+import re
 
 
 def load_events(path) -> tuple[dict, list[dict]]:
@@ -258,3 +259,13 @@ def composer_steps(path) -> list[dict]:
             step_end = max([e for b, e in batches if b >= begin] + [begin])
         out.append({"start_us": begin, "end_us": step_end, "wait_us": end - begin})
     return out
+
+
+def bracket_depth(body: bytes) -> int:
+    """Bracket nesting of a JSON text (names here hold no brackets): a tree
+    too deep for Python's JSON decoder is checked on its bytes."""
+    depth = deepest = 0
+    for c in re.findall(rb"[][{}]", body):
+        depth += 1 if c in (b"[", b"{") else -1
+        deepest = max(deepest, depth)
+    return deepest

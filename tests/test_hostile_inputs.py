@@ -13,11 +13,10 @@ import time
 import zlib
 from urllib.parse import quote
 
-import numpy as np
 import pytest
 
 from conftest import PLUGIN_PREFIX, REPO_ROOT, wait_ready
-from json_oracle import load_events
+from json_oracle import bracket_depth, load_events
 from tb_pipeline_plugin.server.deep_json import encode_deep
 from tb_pipeline_plugin.server.http import encode_json
 from tb_pipeline_plugin.trace import decode_trace, load_trace
@@ -47,13 +46,6 @@ def _timed_get(client, url):
     t0 = time.monotonic()
     resp = client.get(url)
     return resp, time.monotonic() - t0
-
-
-def _max_depth(body: bytes) -> int:
-    """Bracket nesting of a JSON text (names here hold no brackets)."""
-    a = np.frombuffer(body, dtype=np.uint8)
-    step = np.isin(a, (ord("{"), ord("["))).astype(np.int64) - np.isin(a, (ord("}"), ord("]")))
-    return int(np.cumsum(step).max())
 
 
 # ---- 1. cycles in ids -----------------------------------------------------------
@@ -116,7 +108,7 @@ def test_deep_module_chain_encodes_and_answers(make_tb_client, tmp_path, n, with
     assert took < 5.0  # 9.6 s before; about 1 s on a loaded 2-core machine
     body = resp.get_data()
     # {"roots":[ then an object and a children array per level.
-    assert _max_depth(body) == 2 + 2 * n
+    assert bracket_depth(body) == 2 + 2 * n
     assert body.count(b'"calls":1') == n
 
 
@@ -128,7 +120,7 @@ def test_encode_deep_matches_msgspec():
     for _ in range(5000):
         deep = {"c": [deep]}
     out = encode_json(deep)
-    assert _max_depth(out) == 1 + 2 * 5000 and out.endswith(b'{"v":0}' + b"]}" * 5000)
+    assert bracket_depth(out) == 1 + 2 * 5000 and out.endswith(b'{"v":0}' + b"]}" * 5000)
 
 
 # ---- 2. gzip bomb -------------------------------------------------------------

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -271,3 +275,23 @@ def test_memory_only_trace_bom_and_nan(recorded_logdir):
     assert any("NaN" in w for w in table.warnings)
     assert any("duration" in w for w in table.warnings)
     assert not any("middle of an event" in w for w in table.warnings)
+
+
+def test_small_plain_file_reserves_only_its_size(shared_traces, tmp_path):
+    """Reading a plain file asks for its size, not the size limit: `read(n)`
+    reserves n bytes up front, and a KB file under an address-space limit
+    (a container's, the fuzz's) failed with MemoryError."""
+    path = tmp_path / "small.pt.trace.json"
+    path.write_bytes(gzip.decompress((shared_traces / "cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz").read_bytes()))
+    script = textwrap.dedent(f"""
+        import resource
+        from tb_pipeline_plugin.trace.reader import read_trace_bytes
+        vm = int(next(l for l in open("/proc/self/status") if l.startswith("VmSize")).split()[1]) * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (vm + (512 << 20), vm + (512 << 20)))
+        data, warnings = read_trace_bytes({str(path)!r})
+        print(len(data), warnings)
+    """)
+    env = {**os.environ, "TB_PIPELINE_MAX_TRACE_MB": "4096"}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == [str(path.stat().st_size), "[]"]

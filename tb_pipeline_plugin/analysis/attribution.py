@@ -220,17 +220,46 @@ def _row_mask(linked: LinkedTrace, kind: Kind, test) -> np.ndarray:
     return mask
 
 
+# A path names at most this many calls at each end: deeper calls elide the
+# middle (`A_0/B_1/… 19,936 levels …/Y_0/Z_1`), so a 20,000-deep chain of
+# module calls costs O(n) path text, not O(n²) (gigabytes).
+_PATH_END_LEVELS = 32
+
+
 def _call_paths(t, parent: np.ndarray, module_rows: np.ndarray, is_mod: np.ndarray) -> np.ndarray:
     """`Outer_0/Inner_1` path of each of the module call rows `module_rows`
-    (nesting of calls), as an object array."""
+    (nesting of calls), as an object array; past 2 * _PATH_END_LEVELS
+    levels, the first and last _PATH_END_LEVELS names and the number of
+    levels between."""
     up = nearest_marked_ancestor(parent, is_mod, parent[module_rows])
     order = np.argsort(t.ts_us[module_rows], kind="stable")  # outer calls start first
+    keep = _PATH_END_LEVELS
     paths: dict[int, str] = {}
+    depth: dict[int, int] = {}
+    head: dict[int, str] = {}  # deep calls: the path of their ancestor `keep` levels down from the top
+    above: dict[int, int] = {}  # the enclosing call of each call seen
+    name_of: dict[int, str] = {}
     for i in order.tolist():
         r = int(module_rows[i])
-        name = t.strings[t.name_id[r]][len(MODULE_PREFIX):]
+        name = name_of[r] = t.strings[t.name_id[r]][len(MODULE_PREFIX):]
         p = int(up[i])
-        paths[r] = f"{paths[p]}/{name}" if p >= 0 and p in paths else name
+        if p < 0 or p not in paths:
+            paths[r], depth[r] = name, 0
+            continue
+        d = depth[r] = depth[p] + 1
+        above[r] = p
+        if d >= keep:
+            head[r] = head[p]
+        if d < 2 * keep:
+            paths[r] = f"{paths[p]}/{name}"
+            if d == keep - 1:
+                head[r] = paths[r]
+            continue
+        tail, a = [name], p
+        while len(tail) < keep:
+            tail.append(name_of[a])
+            a = above[a]
+        paths[r] = f"{head[r]}/… {d + 1 - 2 * keep:,} levels …/{'/'.join(reversed(tail))}"
     return np.array([paths[r] for r in module_rows.tolist()], dtype=object)
 
 

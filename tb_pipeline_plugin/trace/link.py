@@ -217,8 +217,20 @@ def _device_flow_ends(table: EventTable, device_rows: np.ndarray) -> tuple[np.nd
     return merged["flow_id"].to_numpy(np.int64), merged["row"].to_numpy(np.int64)
 
 
+# Levels with fewer rows than this are summed in plain Python, several
+# levels in one pass: a NumPy call per level would cost O(depth) calls, and a
+# 1,000,000-deep chain (a million events at one instant) has a level per row.
+_NARROW_LEVEL = 64
+
+
 def _propagate_up(values: np.ndarray, parent: np.ndarray, depth: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """values plus the sum over all descendants, deepest level first."""
+    """values plus the sum over all descendants, deepest level first.
+
+    O(n log n) whatever the depth: one sort by depth, then each level is
+    either one `np.add.at` (a wide level; there are at most n / _NARROW_LEVEL)
+    or part of a run of narrow levels summed in one Python loop, each row
+    once. Both add children in row order, so the sums are the same as one
+    `np.add.at` per level would give."""
     total = values.astype(np.float64, copy=True)
     if len(rows) == 0:
         return total
@@ -227,11 +239,35 @@ def _propagate_up(values: np.ndarray, parent: np.ndarray, depth: np.ndarray, row
     sorted_rows = rows[order]
     sorted_d = d[order]
     cuts = np.concatenate(([0], np.flatnonzero(np.diff(sorted_d)) + 1, [len(rows)]))
-    for a, b in zip(cuts[:-1], cuts[1:]):
+    wide = np.flatnonzero(np.diff(cuts) >= _NARROW_LEVEL)
+    done = 0  # sorted_rows[:done] have been added to their parents
+    for w in wide.tolist():
+        a, b = int(cuts[w]), int(cuts[w + 1])
+        if done < a:
+            _add_up_in_order(total, parent, sorted_rows[done:a])
         level = sorted_rows[a:b]
         level = level[parent[level] >= 0]
         np.add.at(total, parent[level], total[level])
+        done = b
+    if done < len(sorted_rows):
+        _add_up_in_order(total, parent, sorted_rows[done:])
     return total
+
+
+def _add_up_in_order(total: np.ndarray, parent: np.ndarray, rows: np.ndarray) -> None:
+    """total[parent[r]] += total[r] for each of `rows` in turn (children
+    before parents), on Python floats: the same IEEE additions."""
+    rows = rows[parent[rows] >= 0]
+    if len(rows) == 0:
+        return
+    ups = parent[rows]
+    touched = np.unique(np.concatenate((rows, ups)))
+    slot = np.searchsorted(touched, rows).tolist()
+    up_slot = np.searchsorted(touched, ups).tolist()
+    local = total[touched].tolist()
+    for i, j in zip(slot, up_slot):
+        local[j] += local[i]
+    total[touched] = local
 
 
 def whole_window(steps: Steps) -> Steps:

@@ -10,6 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+# Up to this many threads, each thread's ends are sorted on their own
+# (nearly sorted already: timsort's best case); beyond, one pass over all
+# threads at once, so 100,000 threads cost no Python loop.
+_PER_THREAD_MAX = 64
+
 # Zero-length events get this length (µs) so that they nest inside an event
 # starting at the same instant instead of enclosing the ones after them.
 _ZERO_DUR_US = 1e-4
@@ -56,23 +61,8 @@ def nest(thread_id: np.ndarray, ts_us: np.ndarray, dur_us: np.ndarray, rows: np.
     order = _by_thread_start_longest(thread, start, length)
     s, e, t = start[order], (start + length)[order], thread[order]
 
-    sorted_depth = np.empty(n, dtype=np.int64)
-    cuts = np.concatenate(([0], np.flatnonzero(np.diff(t)) + 1, [n]))
-    for a, b in zip(cuts[:-1], cuts[1:]):
-        ends = np.sort(e[a:b], kind="stable")  # nearly sorted already: timsort's best case
-        sorted_depth[a:b] = np.arange(b - a) - np.searchsorted(ends, s[a:b], side="right")
-
-    sorted_parent = np.full(n, -1, dtype=np.int64)
-    # Depths are small: as int16 the stable sort is a radix sort.
-    narrow = sorted_depth.astype(np.int16) if sorted_depth.max() < np.iinfo(np.int16).max else sorted_depth
-    by_depth = np.argsort(narrow, kind="stable")
-    level_cuts = np.concatenate(([0], np.flatnonzero(np.diff(sorted_depth[by_depth])) + 1, [n]))
-    levels = [by_depth[a:b] for a, b in zip(level_cuts[:-1], level_cuts[1:])]
-    for upper, lower in zip(levels[:-1], levels[1:]):
-        # `upper` holds depth d-1 positions, `lower` depth d, both ascending.
-        k = np.searchsorted(upper, lower) - 1
-        ok = k >= 0
-        sorted_parent[lower[ok]] = upper[k[ok]]
+    sorted_depth = _depths(s, e, t)
+    sorted_parent = _parents(sorted_depth)
 
     # Back from sorted positions to row numbers, in the caller's order.
     row_of_sorted = rows[order]
@@ -82,3 +72,47 @@ def nest(thread_id: np.ndarray, ts_us: np.ndarray, dur_us: np.ndarray, rows: np.
     parent[order] = parent_sorted_rows
     depth[order] = sorted_depth
     return parent, depth
+
+
+def _depths(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Depth of each event sorted by (thread, start, longest first): its
+    position within its thread minus the thread's events that ended by its
+    start. O(n log n) for any number of threads."""
+    n = len(s)
+    cuts = np.concatenate(([0], np.flatnonzero(np.diff(t)) + 1, [n]))
+    depth = np.empty(n, dtype=np.int64)
+    if len(cuts) - 1 <= _PER_THREAD_MAX:
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            ends = np.sort(e[a:b], kind="stable")  # nearly sorted already: timsort's best case
+            depth[a:b] = np.arange(b - a) - np.searchsorted(ends, s[a:b], side="right")
+        return depth
+    # All threads in one search: every start and end as an exact integer
+    # rank (floats offset by a thread number would round), keyed by thread
+    # first. The search then also counts the ends of the earlier threads,
+    # which equal their events: position minus it is the depth.
+    values, rank = np.unique(np.concatenate((s, e)), return_inverse=True)
+    thread_no = np.cumsum(np.concatenate(([0], (np.diff(t) != 0).astype(np.int64))))
+    width = len(values) + 1
+    start_key = thread_no * width + rank[:n]
+    end_key = np.sort(thread_no * width + rank[n:])
+    depth[:] = np.arange(n) - np.searchsorted(end_key, start_key, side="right")
+    return depth
+
+
+def _parents(depth: np.ndarray) -> np.ndarray:
+    """Sorted position of each event's parent (-1): the last earlier event
+    one level up. Depth rises by at most one from an event to the next on
+    its thread, so that event is on the same thread. One binary search for
+    all levels (key: depth, then position), O(n log n) however deep."""
+    n = len(depth)
+    parent = np.full(n, -1, dtype=np.int64)
+    # Depths are small: as int16 the stable sort is a radix sort.
+    narrow = depth.astype(np.int16) if depth.max() < np.iinfo(np.int16).max else depth
+    by_depth = np.argsort(narrow, kind="stable")
+    key = depth[by_depth] * n + by_depth  # ascending, unique
+    below = np.flatnonzero(depth > 0)
+    k = np.searchsorted(key, (depth[below] - 1) * n + below) - 1
+    # Always true but where float rounding made an end equal its start.
+    ok = (k >= 0) & (depth[by_depth[np.maximum(k, 0)]] == depth[below] - 1)
+    parent[below[ok]] = by_depth[k[ok]]
+    return parent

@@ -110,14 +110,17 @@ def read_trace_bytes(path: str, opener=None) -> tuple[bytes, list[str]]:
 def _read_plain(f, head: bytes, limit: int) -> bytes:
     """The whole file as one bytes object. `head + rest` would copy hundreds
     of MB once more (and fault in as many fresh pages): rewind instead when
-    the file allows it."""
+    the file allows it. `read(n)` reserves n bytes up front: ask for the
+    file's size (and one byte more, to see a file beyond the limit), not
+    the limit, so a 50 KB file does not reserve gigabytes of address space."""
     try:
         seekable = f.seekable()
     except (AttributeError, OSError):
         seekable = False
     if seekable:
+        size = f.seek(0, os.SEEK_END)
         f.seek(0)
-        return f.read(limit)
+        return f.read(min(limit, size + 1))
     return head + f.read(limit - len(head))
 
 

@@ -1,0 +1,49 @@
+"""Every first view of one trace and its diff against itself, as the routes
+compute and encode them, and the memory a trace may cost (shared by the
+decoder fuzz and bench_degenerate.py)."""
+from __future__ import annotations
+
+MIB = 1 << 20
+
+
+def memory_bound_bytes(file_bytes: int) -> int:
+    """Peak memory a trace may add to the process that loads it and computes
+    its views (issue 23): 100x a file of a few MB (up to 512 MiB on that
+    count), 3x a large file, and 300 MiB for any file (the allocator's and
+    the lazily built views' fixed cost dwarfs a file of a few KB)."""
+    return max(3 * file_bytes, min(100 * file_bytes, 512 * MIB), 300 * MIB)
+
+
+def view_calls(path: str):
+    """(load, per_run, diff): callables; `load()` returns the TraceProcessor
+    the other two take. Imports happen here, not in the timed calls."""
+    from tb_pipeline_plugin.analysis.processor import TraceProcessor
+    from tb_pipeline_plugin.diff import pair_impls
+    from tb_pipeline_plugin.server import params as Q
+    from tb_pipeline_plugin.server import run_impls as views
+    from tb_pipeline_plugin.server.http import encode_json
+    from tb_pipeline_plugin.sources.logdir import TraceFile
+
+    pair = {"baseline": "r", "experimental": "r"}
+    modules_q = Q.parse(Q.DiffModulesParams, pair)
+    operators_q = Q.parse(Q.DiffOperatorsParams, pair)
+    kernels_q = Q.parse(Q.DiffKernelsParams, pair)
+    selection = TraceFile("r", "w", "1", str(path), 0, 0.0).selection()
+
+    def load():
+        return TraceProcessor.load(str(path))
+
+    def per_run(tp) -> None:
+        for v in (views.overview_impl(tp, selection), views.operators_impl(tp, "name"),
+                  views.operators_impl(tp, "name_and_shape"), views.kernels_impl(tp), views.modules_impl(tp)):
+            encode_json(v)
+
+    def diff(tp) -> None:
+        for v in (pair_impls.diff_overview_impl(tp, tp),
+                  pair_impls.diff_modules_impl(tp, tp, modules_q.path, modules_q.offset, modules_q.limit),
+                  pair_impls.diff_operators_impl(tp, tp, operators_q.table_query(), operators_q.group_by,
+                                                 operators_q.path),
+                  pair_impls.diff_kernels_impl(tp, tp, kernels_q.table_query(), kernels_q.path)):
+            encode_json(v)
+
+    return load, per_run, diff
