@@ -26,9 +26,11 @@ FETCH = TaskClock()
 COLLATE = TaskClock()
 CLOCKS = {"fetch": FETCH, "collate_fn": COLLATE}
 _workers_dir: str | None = None
-# One fetch in 8 reads the run-queue clock (task_cpu.py samples one call in
-# 16): a fetch is a whole batch, rarer and longer than a stage's task.
-_FETCH_SAMPLE_MASK = 7
+# One fetch in 16 reads the run-queue clock, as task_cpu.py samples a task:
+# one in 8 cost 0.12 µs more per timed call, past the 2 µs budget
+# (benchmarks/bench_record.py), and a run's fetches still give the mean
+# dozens of samples a minute.
+_FETCH_SAMPLE_MASK = 15
 _cpu_ns = time.thread_time_ns
 _wall_ns = time.perf_counter_ns
 
