@@ -54,6 +54,9 @@ _MAX_STATISTICS = 64
 # beyond TB_PIPELINE_MAX_LOADED_TRACES): a pair of two groups of N needs 2N
 # recordings at once, which the store alone would evict in turn.
 _MAX_GROUPS = 2
+# Pooled pipeline statistics / diagnostic results of groups, kept for the
+# last few asked: every tab and the explanation ask again for the same pool.
+_MAX_POOLED = 8
 
 
 def _group_state(members: list[LoadState | None]) -> LoadState:
@@ -95,6 +98,8 @@ class PipelinePlugin(base_plugin.TBPlugin):
         self._scan_lock = threading.Lock()
         self._groups: dict[tuple, RecordingGroup] = {}
         self._groups_lock = threading.Lock()
+        self._pooled: dict[tuple, tuple] = {}
+        self._pooled_lock = threading.Lock()
         # Last: every module is imported by now; a full GC pass over them
         # would otherwise land on a request (server/gc_freeze.py).
         freeze_startup_objects()
@@ -242,13 +247,32 @@ class PipelinePlugin(base_plugin.TBPlugin):
         except NotFound as exc:
             raise NotFound(f"group {run!r} pools its recordings' {what}, and one has none: {exc}") from None
 
+    def _pooling(self, pool: Callable, members: list[str]) -> Callable[[list], object]:
+        """`pool(parts, members)`, computed once for the same loaded parts (the
+        store's very objects: their identities are the key, and the entry holds
+        them, so an identity is not reused while it is kept) and kept for the
+        last `_MAX_POOLED` pools."""
+        def pooled(parts: list):
+            key = (pool.__name__, tuple(members), tuple(map(id, parts)))
+            with self._pooled_lock:
+                hit = self._pooled.get(key)
+            if hit is not None:
+                return hit[1]
+            value = pool(parts, members)
+            with self._pooled_lock:
+                self._pooled[key] = (parts, value)
+                while len(self._pooled) > _MAX_POOLED:
+                    self._pooled.pop(next(iter(self._pooled)))
+            return value
+        return pooled
+
     def _ask_diagnostic(self, run: str) -> Pending | PendingAll:
         """The run's diagnostic results; a group's, its recordings' pooled
         (analysis/diagnostic_group.py), each recording asked for before any answers."""
         members = self._recordings(run)
         if members:
             return PendingAll(self._ask_members(run, members, self._ask_diagnostic, "diagnostic results"),
-                              lambda results: pool_diagnostic(results, members))
+                              self._pooling(pool_diagnostic, members))
         path = self._lookup(lambda runs: resolve_diagnostic(runs, run))
         # Stat'ed on every request: results being appended to are read again when they grow.
         return self._ask(self._store, Source("diagnostic", path), stat_file(path),
@@ -264,7 +288,7 @@ class PipelinePlugin(base_plugin.TBPlugin):
             parts = [self._ask_statistics(m) for m in members]
             if any(p is None for p in parts):
                 return None
-            return PendingAll(tuple(parts), lambda tables: pool_statistics(tables, members))
+            return PendingAll(tuple(parts), self._pooling(pool_statistics, members))
         info = self._lookup(lambda runs: run_info(runs, run))
         identity = info.statistics_identity() if info.pipeline_files else None
         if identity is None:
@@ -279,7 +303,7 @@ class PipelinePlugin(base_plugin.TBPlugin):
         members = self._recordings(run)
         if members:
             return PendingAll(self._ask_members(run, members, self._ask_pipeline, "pipeline statistics"),
-                              lambda tables: pool_statistics(tables, members))
+                              self._pooling(pool_statistics, members))
         statistics = self._ask_statistics(run)
         if statistics is not None:
             return statistics
