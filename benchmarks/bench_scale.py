@@ -166,8 +166,13 @@ def bench_input(kind: str, size_mb: int, ttp_py: str | None, ttp_note: str, repe
     load_before = os.getloadavg()[0]
     leans, colds, ones = [], [], []
     for _ in range(max(1, repeat)):
+        # Every measurement starts from the same state: the file in the page
+        # cache and the memory it will touch backed by the host (`settle`).
+        settle(path)
         leans.append(measure("lean", path))
+        settle(path)
         colds.append(_fastest(1, "cold", path, cold=True))
+        settle(path)
         ones.append(_fastest(1, "cold", path, cold=True, env_extra={"TB_PIPELINE_PARSE_WORKERS": "1"}))
     lean, cold, one = (min(rs, key=lambda r: r.get("wall_s", float("inf"))) for rs in (leans, colds, ones))
     ref = lean.get("wall_s")
@@ -231,6 +236,28 @@ def bench_input(kind: str, size_mb: int, ttp_py: str | None, ttp_note: str, repe
     else:
         rows.append(row(name, f"torch-tb-profiler {TTP_VERSION}", {"error": ttp_note}, ref, file_mb))
     return rows
+
+
+# Memory touched before each load row, as a multiple of the file: more than
+# the lean decode's peak (2.6x) and our process tree's (1.7x).
+SETTLE_MEMORY_X = 3.5
+
+
+def settle(path: str) -> None:
+    """Reads `path` through (this VM keeps only 3-4 GB of page cache whatever
+    memory is free, and a cold load writes half a GB of cache entry, so a
+    1 GB row read the disk or not by chance), then touches and frees
+    `SETTLE_MEMORY_X` times its size in a throwaway process. This VM hands
+    freed memory back to its host (virtio balloon free page reporting), and
+    a page touched again costs a host fault: 2.7 GB touched took 5.8 s
+    after an idle spell and 0.17-0.25 s right after another process had
+    used it, so the lean decode of one 1 GB file took 2.6 to 8.7 s. Settled,
+    it takes 2.6-2.8 s, and every row of a run starts alike."""
+    with open(path, "rb", buffering=0) as f:
+        while f.read(8 * MIB):
+            pass
+    touch = int(SETTLE_MEMORY_X * os.path.getsize(path))
+    subprocess.run([sys.executable, "-c", f"import numpy; numpy.ones({touch // 8})"], check=True)
 
 
 def _vs_serial(ref: float | None, r: dict) -> str:

@@ -23,6 +23,7 @@ from json_oracle import load_events
 from tb_pipeline_plugin.trace import decode as decode_module
 from tb_pipeline_plugin.trace import decode_trace
 from tb_pipeline_plugin.trace.fork_map import fork_map
+from tb_pipeline_plugin.trace import link as link_module
 from tb_pipeline_plugin.trace.link import HOST_KINDS, link
 from tb_pipeline_plugin.trace.locate import chunk_bounds, guess_events, locate_events
 from tb_pipeline_plugin.trace.nesting import _by_thread_start_longest
@@ -86,6 +87,19 @@ def test_parallel_decode_equals_one_process(shared_traces, split_small, name):
         many = decode_trace(data, chunk, processes=processes)
         assert_same(one, many)
     assert_same(link(one), link(many), "linked")
+
+
+@pytest.mark.parametrize("name", SHARED)
+def test_links_found_on_a_side_thread_equal_one_thread(shared_traces, monkeypatch, name):
+    """Big traces find their Python parents and forward/backward flows on a
+    thread beside the nesting: the same links and warnings, in the same order."""
+    data = _data(shared_traces, name)
+    linked = {}
+    for side, threshold in (("one thread", 10**12), ("side thread", 0)):
+        monkeypatch.setattr(link_module, "SIDE_THREAD_MIN_EVENTS", threshold)
+        linked[side] = link(decode_trace(data))
+    assert_same(linked["one thread"], linked["side thread"], "linked")
+    assert linked["one thread"].table.warnings == linked["side thread"].table.warnings
 
 
 def test_parallel_decode_of_damage_falls_back_with_exact_warnings(shared_traces, split_small):

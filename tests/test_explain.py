@@ -8,6 +8,7 @@ import pytest
 
 import explain_runs as R
 from json_oracle import category, load_events
+from null_verdicts import assert_null
 from tb_pipeline_plugin.analysis.processor import TraceProcessor
 from tb_pipeline_plugin.diff import significance as S
 from tb_pipeline_plugin.diff.explain import explain, sentence
@@ -74,7 +75,8 @@ def test_injected_module_slowdown_is_that_module_forward_and_backward(tps):
 
 def test_same_configuration_has_no_significant_contributor(tps):
     out = _explain(tps, "replica")
-    assert _significant(out) == [], out["sentence"]
+    # At most one near miss: the 1 in 20 of a 95 % interval (null_verdicts.py).
+    assert_null([c["significance"] for c in out["contributors"]], out["sentence"])
 
 
 def test_slower_data_loader_is_data_loading(tps):

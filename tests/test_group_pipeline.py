@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from group_runs import get_ready, groups_in_the_browser, tb_client
+from null_verdicts import assert_null
 from test_e2e_browser import browser, page  # noqa: F401 - fixtures
 from tb_pipeline_plugin.cli import main as cli_main
 from tb_pipeline_plugin.compare import compare
@@ -165,11 +166,11 @@ def test_null_groups_show_no_significant_pipeline_change(client):
     assert {r["metric"] for r in judged} == {"split.mean_step_s", "split.data_wait_s", "split.compute_s",
                                             "split.callbacks_s", "split.other_s"}
     for row in judged:
-        assert row["significance"]["verdict"] != S.SIGNIFICANT, row
         assert row["significance"]["baseline_recordings"] == N and row["significance"]["noise"] == "measured"
     decode = next(r for r in d["stages"] if r["stage_name"] == "decode")
     assert decode["significance"]["baseline_steps"] == N  # one sample per recording
-    assert decode["significance"]["verdict"] != S.SIGNIFICANT, decode
+    # At most one near miss among them: the 1 in 20 of a 95 % interval (null_verdicts.py).
+    assert_null([r["significance"] for r in judged] + [decode["significance"]], str(d["summary"]))
     assert d["baseline"]["input_bound"]["verdict"] == d["experimental"]["input_bound"]["verdict"] == "no"
 
 

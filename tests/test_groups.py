@@ -17,6 +17,7 @@ import pytest
 from group_runs import busy_core, get_ready, load_group, record_interleaved
 from test_e2e_browser import browser, page  # noqa: F401 - fixtures
 from json_oracle import load_events
+from null_verdicts import assert_null
 from conftest import PLUGIN_PREFIX, wait_ready
 from tb_pipeline_plugin.cli import main as cli_main
 from tb_pipeline_plugin.compare import compare
@@ -50,8 +51,8 @@ def _significant(explanation: dict) -> list[str]:
 def test_null_groups_show_no_significant_change(groups, pair):
     c = compare(load_group(groups[pair[0]]), load_group(groups[pair[1]]))
     ex = c.explanation
-    assert ex["step"]["significance"]["verdict"] != S.SIGNIFICANT, ex["sentence"]
-    assert _significant(ex) == [], ex["sentence"]
+    # One near miss of the step or of one contributor is the 1 in 20 of a 95 % interval (null_verdicts.py).
+    assert_null([ex["step"]["significance"]] + [c["significance"] for c in ex["contributors"]], ex["sentence"])
     assert ex["noise"] == {"source": "measured", "baseline_recordings": N, "experimental_recordings": N,
                            "note": S.noise_note(N, N)}
     assert "measured across 3 + 3 recordings" in ex["noise"]["note"]

@@ -15,6 +15,7 @@ from operator import attrgetter, itemgetter
 import numpy as np
 
 from .intern import Interner, Interners, Memo
+from .schema import EMPTY_ARGS
 from .unique import unique_inverse
 from .names import ids_mask, is_profiler_annotation
 from .table import (
@@ -189,9 +190,9 @@ def chunk_columns(events: list, interners: Interners) -> ChunkColumns:
     op_rows = np.flatnonzero(main_kind == Kind.CPU_OP)
     shape_id = np.full(len(rows), NO_ID, dtype=np.int32)
     op_args = _take(kept_args, op_rows)
-    shape_id[op_rows] = interners.raw_text_ids(list(map(attrgetter("input_dims"), op_args)))
+    shape_id[op_rows] = _raw_ids(interners, op_args, "input_dims")
     stack_id = np.full(len(rows), NO_ID, dtype=np.int32)
-    stack_id[op_rows] = interners.raw_text_ids(list(map(attrgetter("call_stack"), op_args)))
+    stack_id[op_rows] = _raw_ids(interners, op_args, "call_stack")
     main = {
         "phase": phase[rows].astype(np.uint8),
         "kind": main_kind,
@@ -234,6 +235,17 @@ def chunk_columns(events: list, interners: Interners) -> ChunkColumns:
         elif name[i] == "thread_name":
             out.thread_names[(pid[i], tid[i])] = label
     return out
+
+
+def _raw_ids(interners: Interners, op_args: list, field: str) -> np.ndarray:
+    """Interned text ids of a `Raw` argument, -1 where absent. A chunk where
+    every operator lacks it (`Call stack` outside 2021 traces, shapes
+    without `record_shapes`) holds the schema's one default object in each
+    place: counted by identity in C, and nothing decoded or looked up."""
+    raws = list(map(attrgetter(field), op_args))
+    if raws.count(getattr(EMPTY_ARGS, field)) == len(raws):
+        return np.full(len(raws), NO_ID, dtype=np.int32)
+    return interners.raw_text_ids(raws)
 
 
 def remap_ids(part: ChunkColumns, string_ids: np.ndarray, key_ids: np.ndarray) -> None:
