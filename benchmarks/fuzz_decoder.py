@@ -467,20 +467,41 @@ def fast_paths_mismatch(path: Path) -> str | None:
     from tb_pipeline_plugin.trace import decode as decode_module
     from tb_pipeline_plugin.trace.reader import TraceTooLarge, read_trace_bytes
 
+    from tb_pipeline_plugin.trace import range_read
+
     try:
         data, _ = read_trace_bytes(str(path))
     except (ValueError, TraceTooLarge):
         return None
     decode_module.SPLIT_MIN_BYTES = 4 << 10
+    range_read.EDGE_BYTES, range_read.WINDOW_BYTES = 8 << 10, 1 << 10
     outcomes = []
     for processes, guess in ((1, False), (3, True)):
         try:
             outcomes.append(decode_module.decode_trace(data, 4 << 10, processes=processes, guess=guess))
         except ValueError as exc:
             outcomes.append(f"ValueError: {exc}")
+    try:
+        # The file read by the processes that decode it, each its own range
+        # (or, where that path declines, the whole read): the loader's path.
+        by_ranges = decode_module._load_by_ranges(str(path), 3, chunk_bytes=4 << 10)
+    except ValueError as exc:
+        return f"range reading raised ValueError: {exc}"  # it must decline, never refuse
     ref, fast = outcomes
+    if by_ranges is not None and isinstance(ref, str):
+        return f"range reading gave a table where the reference refused: {ref[:200]!r}"
     if isinstance(ref, str) or isinstance(fast, str):
         return None if ref == fast else f"fast paths: {str(fast)[:200]!r}, reference: {str(ref)[:200]!r}"
+    for other in (fast, by_ranges):
+        mismatch = _tables_differ(ref, other) if other is not None else None
+        if mismatch:
+            return mismatch
+    return None
+
+
+def _tables_differ(ref, fast) -> str | None:
+    import numpy as np
+
     for name in ref.__dataclass_fields__:
         a, b = getattr(ref, name), getattr(fast, name)
         for sub in (a.__dataclass_fields__ if hasattr(a, "__dataclass_fields__") else [None]):

@@ -21,7 +21,7 @@ import pytest
 
 from json_oracle import load_events
 from tb_pipeline_plugin.trace import decode as decode_module
-from tb_pipeline_plugin.trace import decode_trace
+from tb_pipeline_plugin.trace import decode_trace, load_trace, range_read
 from tb_pipeline_plugin.trace.fork_map import fork_map
 from tb_pipeline_plugin.trace import link as link_module
 from tb_pipeline_plugin.trace.link import HOST_KINDS, link
@@ -126,6 +126,58 @@ def test_a_failed_child_is_redone_in_the_caller(shared_traces, split_small, monk
 
     monkeypatch.setattr(decode_module, "_decode_chunks", dies_in_a_child)
     assert_same(one, decode_trace(data, SMALL_CHUNK, processes=2))
+
+
+@pytest.fixture
+def range_small(monkeypatch, split_small):
+    """Ends, windows and chunks small enough for the shared traces to take the range-reading path."""
+    monkeypatch.setattr(range_read, "EDGE_BYTES", 8 << 10)
+    monkeypatch.setattr(range_read, "WINDOW_BYTES", 1 << 10)
+
+
+def _plain_copy(shared_traces, name: str, tmp_path) -> str:
+    out = tmp_path / (os.path.basename(name).removesuffix(".gz"))
+    out.write_bytes(_data(shared_traces, name))
+    return str(out)
+
+
+@pytest.mark.parametrize("name", SHARED)
+def test_processes_reading_their_own_ranges_give_the_one_process_table(shared_traces, range_small, tmp_path, name):
+    path = _plain_copy(shared_traces, name, tmp_path)
+    data = _data(shared_traces, name)
+    by_ranges = decode_module._load_by_ranges(path, 3, chunk_bytes=chunk_size(data))
+    assert by_ranges is not None  # the range-reading path, not its fallback
+    one = decode_trace(data, chunk_size(data))
+    assert_same(one, by_ranges)
+    assert one.warnings == by_ranges.warnings
+    assert_same(load_trace(path), load_trace(path, processes=2))
+
+
+def test_range_reading_leaves_every_irregular_file_to_the_whole_read(shared_traces, range_small, tmp_path,
+                                                                     monkeypatch):
+    name = SHARED[3]
+    path = _plain_copy(shared_traces, name, tmp_path)
+    gz = str(shared_traces / name)
+    assert decode_module._load_by_ranges(gz, 2) is None  # gzip
+    data = _data(shared_traces, name)
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(data[: len(data) * 3 // 4])  # still being written: no closing bracket
+    assert decode_module._load_by_ranges(str(cut), 2) is None
+    assert_same(load_trace(str(cut)), load_trace(str(cut), processes=2))
+    assert any("ends in the middle" in w or "not valid JSON" in w for w in load_trace(str(cut), processes=2).warnings)
+    corrupt = bytearray(data)
+    at = corrupt.index(b'"name"', len(corrupt) * 2 // 3)
+    corrupt[at : at + 6] = b"\x00@#!\x01{"
+    (tmp_path / "corrupt.json").write_bytes(bytes(corrupt))
+    assert decode_module._load_by_ranges(str(tmp_path / "corrupt.json"), 2) is None  # damage: exact warnings need one process
+    with_damage = load_trace(str(tmp_path / "corrupt.json"), processes=2)
+    assert_same(decode_trace(bytes(corrupt)), with_damage)
+    # A file that shrank after it was opened: the short read gives up, in the parent or in a child.
+    real_read = range_read.RangeFile.read
+    monkeypatch.setattr(range_read.RangeFile, "read",
+                        lambda self, a, b: False if b - a > 64 << 10 else real_read(self, a, b))
+    assert decode_module._load_by_ranges(path, 2) is None
+    assert_same(load_trace(path, processes=2), load_trace(path))
 
 
 def test_fork_map_results_and_failures():

@@ -191,7 +191,9 @@ def parse_to_entry(path: str, size: int, mtime: float, cache_root: str | None, c
     cache = TraceCache(CacheConfig(cache_root, cache_max_bytes))
     staged = cache.staging_dir()
     try:
-        linked = link(load_trace(path, opener=open_binary, processes=decode_processes))
+        # A local file without an opener: the decoding processes read it themselves.
+        opener = open_binary if _is_remote(path) else None
+        linked = link(load_trace(path, opener=opener, processes=decode_processes))
         # Writing the columns (file writes and checksums, without the GIL)
         # overlaps building the views: no analysis modifies `linked`.
         with ThreadPoolExecutor(1) as writer:

@@ -1,6 +1,7 @@
 """Trace bytes -> EventTable, chunk by chunk, tolerant of damaged input."""
 from __future__ import annotations
 
+import contextlib
 import gc
 import re
 from collections import Counter
@@ -11,7 +12,8 @@ from .columns import ChunkColumns, build_table, chunk_columns, issue_warnings, r
 from .fork_map import fork_available, fork_map
 from .intern import Interners
 from .locate import BOUNDARY, EventRegion, chunk_bounds, chunk_text, guess_events, last_boundaries, locate_events
-from .reader import read_trace_bytes
+from .range_read import RangeFile
+from .reader import TraceTooLarge, check_limits, read_trace_bytes
 from .repair import repair
 from .schema import Event, LenientEvent
 from .coerce import coerce_events
@@ -29,11 +31,67 @@ _LENIENT = msgspec.json.Decoder(list[LenientEvent])
 
 def load_trace(path: str, opener=None, processes: int = 1) -> EventTable:
     """`opener(path)` -> binary file object; local files when None.
-    `processes` > 1: see `decode_trace`."""
+    `processes` > 1: see `decode_trace`; a big local file is then read by
+    the processes that decode it, each its own range (`range_read.py`)."""
+    if opener is None and processes > 1:
+        table = _load_by_ranges(path, processes)
+        if table is not None:
+            return table
     data, warnings = read_trace_bytes(path, opener)
     table = decode_trace(data, processes=processes)
     table.warnings[:0] = warnings
     return table
+
+
+def _load_by_ranges(path: str, processes: int, chunk_bytes: int = CHUNK_BYTES) -> EventTable | None:
+    """The table of a big, intact, local plain-JSON trace, decoded in
+    `processes` forked processes that each read their own byte range; None
+    for anything else (the caller reads the whole file): the same table
+    either way (tests/test_decode_parallel.py)."""
+    if not fork_available():
+        return None
+    try:
+        f = RangeFile(path)
+    except (OSError, MemoryError):
+        return None  # the whole-file read says what is wrong
+    try:
+        try:
+            check_limits(f.size)
+        except TraceTooLarge:
+            return None  # refused by the whole-file read, with its message
+        if f.size < 2 * SPLIT_MIN_BYTES or f.is_gzip():
+            return None
+        region = f.region()
+        bounds = None if region is None else f.chunk_bounds(region.start, region.end, chunk_bytes)
+        if bounds is None:
+            return None
+        ranges = _split_points(bounds, processes)
+        if len(ranges) < 2:
+            return None
+        with _gc_paused():
+            decoded = _decode_split(f.data, ranges, read=lambda k: f.read(ranges[k][0], ranges[k][-1]))
+            if decoded is None:
+                return None
+            parts, interners = decoded
+            if not any(len(p.main.get("ts_us", ())) + len(p.flow.get("ts_us", ())) + len(p.memory.get("ts_us", ()))
+                       for p in parts):
+                return None  # the whole-file read says why
+            return build_table(parts, interners.strings, interners.keys, region.metadata)
+    finally:
+        f.close()
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    # Decoding creates millions of short-lived containers; each cyclic-GC
+    # pass would walk them all again (about a third of the decode time).
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def decode_trace(data: bytes, chunk_bytes: int = CHUNK_BYTES, processes: int = 1, guess: bool = True) -> EventTable:
@@ -42,15 +100,8 @@ def decode_trace(data: bytes, chunk_bytes: int = CHUNK_BYTES, processes: int = 1
     table is the one a single process decodes. `guess=False` always reads
     the whole document's structure first (the reference the fast path must
     equal: tests and the fuzz compare them)."""
-    # Decoding creates millions of short-lived containers; each cyclic-GC
-    # pass would walk them all again (about a third of the decode time).
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _gc_paused():
         return _decode(data, chunk_bytes, processes, guess)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _decode(data: bytes, chunk_bytes: int, processes: int, guess: bool) -> EventTable:
@@ -160,13 +211,16 @@ def _split_points(bounds: list[int], processes: int) -> list[list[int]]:
     return [bounds[a : b + 1] for a, b in zip(cuts, cuts[1:])]
 
 
-def _decode_split(data: bytes, ranges: list[list[int]]):
+def _decode_split(data: bytes, ranges: list[list[int]], read=None):
     """(parts, interners) of `ranges` decoded at once, one process each, or
     None when anything was irregular (damage, a range ending inside an
     event, a failed child): the caller then decodes it in one process, where
-    the repairs and warnings are exact."""
+    the repairs and warnings are exact. `read(k)`: fills range k of `data`
+    in the process that decodes it, False when it could not."""
 
     def decode_range(k: int):
+        if read is not None and not read(k):
+            return None
         interners = Interners()
         parts, warnings, complete = _decode_chunks(data, ranges[k], True, interners, ends_file=k == len(ranges) - 1)
         if warnings or not complete:

@@ -90,6 +90,11 @@ class _Limits:
             )
 
 
+def check_limits(size: int) -> None:
+    """Raises `TraceTooLarge` for a plain file of `size` bytes beyond the limits."""
+    _Limits().check(size, size)
+
+
 def read_trace_bytes(path: str, opener=None) -> tuple[bytes, list[str]]:
     """The decompressed file content and warnings about what was lost.
 
