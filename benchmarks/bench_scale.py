@@ -112,9 +112,13 @@ def ttp_python() -> tuple[str | None, str]:
     return py, "ok"
 
 
-def measure(mode: str, *args: str, python: str | None = None, env_extra: dict | None = None, timeout_s: float = 3600) -> dict:
+def measure(mode: str, *args: str, python: str | None = None, env_extra: dict | None = None, timeout_s: float = 3600,
+            one_core: bool = False) -> dict:
+    """`one_core`: pinned to CPU 0 (`taskset -c 0`), with everything it starts."""
     env = dict(os.environ, PYTHONPATH=REPO_ROOT, **(env_extra or {}))
     cmd = [python or sys.executable, os.path.join(HERE, "_scale_measure.py"), mode, *args]
+    if one_core:
+        cmd = ["taskset", "-c", "0", *cmd]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -173,7 +177,8 @@ def bench_input(kind: str, size_mb: int, ttp_py: str | None, ttp_note: str, repe
         settle(path)
         colds.append(_fastest(1, "cold", path, cold=True))
         settle(path)
-        ones.append(_fastest(1, "cold", path, cold=True, env_extra={"TB_PIPELINE_PARSE_WORKERS": "1"}))
+        ones.append(_fastest(1, "cold", path, cold=True, env_extra={"TB_PIPELINE_PARSE_WORKERS": "1"},
+                             one_core=shutil.which("taskset") is not None))
     lean, cold, one = (min(rs, key=lambda r: r.get("wall_s", float("inf"))) for rs in (leans, colds, ones))
     ref = lean.get("wall_s")
     rounds = f"best of {max(1, repeat)}, alternating; load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}"
@@ -181,8 +186,9 @@ def bench_input(kind: str, size_mb: int, ttp_py: str | None, ttp_note: str, repe
     rows.append(row(name, "ours cold: file -> every view", cold, ref, file_mb,
                     f"ready (mapped) after {cold.get('ready_s', 0):.2f} s; {cold.get('processes')} worker processes, "
                     f"one file decoded by up to that many; worker start {cold.get('pool_start_s', 0):.1f} s, once"))
-    rows.append(row(name, "  same, one process (1 worker)", one, ref, file_mb,
-                    "TB_PIPELINE_PARSE_WORKERS=1: what a single core does"))
+    rows.append(row(name, "  same, one core (1 worker)", one, ref, file_mb,
+                    "TB_PIPELINE_PARSE_WORKERS=1" + (" under taskset -c 0" if shutil.which("taskset") else "")
+                    + ": what a single core does"))
     mem = _fastest(1, "coldmem", path, cold=True)
     if "error" not in mem:
         tree_mb = mem["peak_tree_pss_bytes"] / MIB
@@ -268,7 +274,8 @@ def _vs_serial(ref: float | None, r: dict) -> str:
             f"workers {cpu.get('children', 0):.1f}")
 
 
-def _fastest(repeat: int, mode: str, *args: str, cold: bool = False, env_extra: dict | None = None) -> dict:
+def _fastest(repeat: int, mode: str, *args: str, cold: bool = False, env_extra: dict | None = None,
+             one_core: bool = False) -> dict:
     """The least disturbed of `repeat` runs (minimum wall time), as
     bench_load.py does: on a shared machine the rest is the neighbours.
     `cold`: each run gets a new, empty cache directory (the first argument)."""
@@ -276,7 +283,7 @@ def _fastest(repeat: int, mode: str, *args: str, cold: bool = False, env_extra: 
     for _ in range(max(1, repeat)):
         cache = tempfile.mkdtemp(prefix="tb_pipeline_bench_cache_") if cold else None
         try:
-            r = measure(mode, *((cache,) if cold else ()), *args, env_extra=env_extra)
+            r = measure(mode, *((cache,) if cold else ()), *args, env_extra=env_extra, one_core=one_core)
         finally:
             if cache:
                 shutil.rmtree(cache, ignore_errors=True)
