@@ -61,8 +61,12 @@ test-js: $(STAMPS)/npm $(STAMPS)/codegen
 	cd frontend/codegen && npm run check
 	cd frontend && npm run typecheck && npm test
 
+# Timing-sensitive tests alone, then the parallel-safe ones on two workers
+# (tests/conftest.py:PARALLEL_SAFE_MODULES); both halves always run.
 test-py: setup chromium
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -m "not parallel_safe" tests; serial=$$?; \
+	$(PY) -m pytest -q -m parallel_safe -n 2 --dist loadfile tests; parallel=$$?; \
+	exit $$(( serial || parallel ))
 
 test: setup chromium test-js test-py
 

@@ -27,6 +27,32 @@ if "TB_PIPELINE_CACHE_DIR" not in os.environ:
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PLUGIN_PREFIX = "/data/plugin/tb_pipeline"
 
+# `make test` runs every other module alone, one test at a time: they record
+# and measure (step times, QPS, CPU shares, the GIL, latencies), and their
+# verdicts are the product's. These modules assert nothing that another
+# process's load moves (shapes, counts against the JSON, oracles from the
+# same recording, CPU-time bounds, generous waits in the browser), so they
+# run afterwards on two workers (pytest-xdist, whole files per worker).
+# A module left out of this list is serial: the safe default.
+PARALLEL_SAFE_MODULES = frozenset({
+    "test_architecture", "test_contract", "test_cpu_oracle", "test_datapipes", "test_decode_parallel",
+    "test_decoder_fuzz", "test_degenerate_traces", "test_diff_gpu_pair", "test_diff_timeline",
+    "test_e2e_distributed", "test_e2e_memory", "test_e2e_timeline", "test_e2e_timeline_diff", "test_gpu_traces",
+    "test_import_hook", "test_install_hints", "test_layout_composer", "test_layout_frameworks", "test_logdir",
+    "test_logdir_groups", "test_memory_diff", "test_readme", "test_route_fuzz", "test_routes",
+    "test_tb_profiler_beside", "test_torch_agreement", "test_trace_processor", "test_trace_robustness",
+})
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "parallel_safe: asserts nothing another process's load moves (conftest.py)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in PARALLEL_SAFE_MODULES:
+            item.add_marker(pytest.mark.parallel_safe)
+
 # Run name -> record_run kwargs of the session logdir.
 RECORDED_RUNS = {
     "baseline": dict(layers=4),
