@@ -17,6 +17,7 @@ from tb_pipeline_plugin.diagnose import diagnose
 from tb_pipeline_plugin.formats import diagnostic as fmt
 from tb_pipeline_plugin.pipeline.diagnostic import read_diagnostic
 
+from conftest import as_in_a_terminal
 from diagnose_helpers import REPO_ROOT, SCRIPTS
 
 sys.path.insert(0, str(SCRIPTS))
@@ -65,7 +66,8 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path):
         [sys.executable, "-m", "tb_pipeline_plugin.diagnose", "flaky:factory", "--logdir", str(tmp_path),
          "--run", "interrupted", "--levels", "1,2,4,8", "--executors", "thread", "--duration-s", "1",
          "--warmup-s", "0.1", "--no-gil"],
-        env=env, cwd=str(REPO_ROOT), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        env=env, cwd=str(REPO_ROOT), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        preexec_fn=as_in_a_terminal)
     results = tmp_path / "interrupted" / "diagnostic" / "diagnostic.jsonl"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # interrupt once the first level has been written

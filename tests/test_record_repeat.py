@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PLUGIN_PREFIX, wait_ready
+from conftest import PLUGIN_PREFIX, as_in_a_terminal, wait_ready
 from tb_pipeline_plugin.analysis.pipeline import report
 from tb_pipeline_plugin.cli import main
 from tb_pipeline_plugin.formats.group import decode_manifest
@@ -157,7 +157,7 @@ def test_ctrl_c_ends_the_group_and_keeps_what_finished(tmp_path):
     cmd = [sys.executable, "-m", "tb_pipeline_plugin.cli", "record", "--logdir", "logs", "--host-interval", "0",
            "--run", "g", "--repeat", "3", "--", sys.executable, "train.py"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(REPO)), start_new_session=True,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=as_in_a_terminal)
     deadline = time.monotonic() + 60
     while not (tmp_path / "second_started").exists():
         assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
