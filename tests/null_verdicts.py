@@ -7,7 +7,7 @@ method is (CI saw it: +723 µs ± 693 µs on 3 + 3 null recordings). What a
 sound method never does is miss 0 by much, or miss it on several numbers
 of one pair at once: missing by more than the interval's half-width is
 |t| beyond twice the critical value (about 1 in 200 at 4 degrees of
-freedom, 1 in a million with a normal), while a bias (a cold first
+freedom, 1 in 11,000 with a normal), while a bias (a cold first
 recording, a variance too small) misses by more, on pair after pair.
 """
 from __future__ import annotations
