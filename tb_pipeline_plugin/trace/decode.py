@@ -73,8 +73,7 @@ def _load_by_ranges(path: str, processes: int, chunk_bytes: int = CHUNK_BYTES) -
             if decoded is None:
                 return None
             parts, interners = decoded
-            if not any(len(p.main.get("ts_us", ())) + len(p.flow.get("ts_us", ())) + len(p.memory.get("ts_us", ()))
-                       for p in parts):
+            if not _events_decoded(parts):
                 return None  # the whole-file read says why
             return build_table(parts, interners.strings, interners.keys, region.metadata)
     finally:
@@ -149,8 +148,7 @@ def _decode_events(data: bytes, region: EventRegion, warnings: list[str], chunk_
         warnings.extend(chunk_warnings)
     else:
         parts, interners = decoded_in_parallel
-    decoded = sum(len(p.main.get("ts_us", ())) + len(p.flow.get("ts_us", ())) + len(p.memory.get("ts_us", ())) for p in parts)
-    if not decoded and data[region.start : region.end].strip():
+    if not _events_decoded(parts) and data[region.start : region.end].strip():
         if guessed:
             return None
         issues = Counter()
@@ -161,6 +159,10 @@ def _decode_events(data: bytes, region: EventRegion, warnings: list[str], chunk_
     table = build_table(parts, interners.strings, interners.keys, region.metadata)
     table.warnings.extend(warnings)
     return table
+
+
+def _events_decoded(parts: list[ChunkColumns]) -> int:
+    return sum(len(p.main.get("ts_us", ())) + len(p.flow.get("ts_us", ())) + len(p.memory.get("ts_us", ())) for p in parts)
 
 
 def _decode_chunks(data: bytes, bounds: list[int], closed: bool, interners: Interners,

@@ -180,21 +180,30 @@ def _locate_in_broken_object(data: bytes) -> EventRegion:
     return EventRegion(open_bracket + 1, len(data.rstrip(_WS)), False, metadata, warnings)
 
 
-def chunk_bounds(data: bytes, start: int, end: int, chunk_bytes: int) -> list[int]:
-    """Offsets where a chunk starts (at an event's `{`), then `end`."""
+def chunk_bounds(data: bytes, start: int, end: int, chunk_bytes: int, next_start=None) -> list[int]:
+    """Offsets where a chunk starts (at an event's `{`), then `end`.
+    `next_start(pos, end)`: the first event start after `pos`, None when
+    there is none before `end` (default: a search of `data`; `range_read`
+    passes one that reads a window first)."""
+    next_start = next_start or (lambda pos, stop: _next_start(data, pos, stop))
     first = start
     while first < end and data[first] in _WS:
         first += 1
     bounds = [first]
     pos = first + chunk_bytes
     while pos < end:
-        m = BOUNDARY.search(data, pos, end)
-        if m is None:
+        at = next_start(pos, end)
+        if at is None:
             break
-        bounds.append(m.end() - 1)
-        pos = m.end() - 1 + chunk_bytes
+        bounds.append(at)
+        pos = at + chunk_bytes
     bounds.append(end)
     return bounds
+
+
+def _next_start(data: bytes, pos: int, end: int) -> int | None:
+    m = BOUNDARY.search(data, pos, end)
+    return None if m is None else m.end() - 1
 
 
 def chunk_text(data: bytes, a: int, b: int) -> bytes:

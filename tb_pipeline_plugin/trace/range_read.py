@@ -18,7 +18,8 @@ from __future__ import annotations
 import mmap
 import os
 
-from .locate import BOUNDARY, EventRegion, guess_events
+from .locate import BOUNDARY, EventRegion, chunk_bounds, guess_events
+from .reader import GZIP_MAGIC
 
 # Enough of each end for `guess_events`: the metadata before the events and
 # its look-back of 1 MiB after them.
@@ -27,7 +28,6 @@ EDGE_BYTES = 2 << 20
 # before giving up (one event larger than that is no trace to split).
 WINDOW_BYTES = 64 << 10
 MAX_WINDOW_BYTES = 4 << 20
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 class RangeFile:
@@ -67,7 +67,7 @@ class RangeFile:
         return True
 
     def is_gzip(self) -> bool:
-        return self.read(0, 2) and bytes(self.data[:2]) == _GZIP_MAGIC
+        return self.read(0, 2) and bytes(self.data[:2]) == GZIP_MAGIC
 
     def region(self) -> EventRegion | None:
         """The event array, guessed from the two ends of the document."""
@@ -86,25 +86,26 @@ class RangeFile:
     def chunk_bounds(self, start: int, end: int, chunk_bytes: int) -> list[int] | None:
         """`locate.chunk_bounds` over the unread middle: a window is read at
         each place a chunk may end. None when a window holds no boundary."""
-        while start < end and self.data[start] in b" \t\r\n":
-            start += 1
-        bounds = [start]
-        pos = start + chunk_bytes
-        while pos < end:
-            window = WINDOW_BYTES
-            while True:
-                stop = min(end, pos + window)
-                if not self.read(pos, stop):
-                    return None
-                m = BOUNDARY.search(self.data, pos, stop)
-                if m is not None:
-                    break
-                if stop == end:
-                    return bounds + [end]
-                if window >= MAX_WINDOW_BYTES:
-                    return None
-                window *= 4
-            bounds.append(m.end() - 1)
-            pos = m.end() - 1 + chunk_bytes
-        bounds.append(end)
-        return bounds
+        try:
+            return chunk_bounds(self.data, start, end, chunk_bytes, next_start=self._next_start)
+        except _Unreadable:
+            return None
+
+    def _next_start(self, pos: int, end: int) -> int | None:
+        window = WINDOW_BYTES
+        while True:
+            stop = min(end, pos + window)
+            if not self.read(pos, stop):
+                raise _Unreadable
+            m = BOUNDARY.search(self.data, pos, stop)
+            if m is not None:
+                return m.end() - 1
+            if stop == end:
+                return None
+            if window >= MAX_WINDOW_BYTES:
+                raise _Unreadable
+            window *= 4
+
+
+class _Unreadable(Exception):
+    """A short read, or a window without an event boundary: read the whole file instead."""
