@@ -75,6 +75,14 @@ def serve_tensorboard(logdir, log_path, until: Callable[[dict], bool], env: dict
                 pytest.fail(f"TensorBoard did not serve the runs (exit {proc.poll()}):\n{log.read()[-4000:]}")
             time.sleep(0.3)
         yield port
+        if proc.poll() is not None:
+            # Died under the tests (a crash in a request thread): what the page
+            # saw was only "Failed to fetch", so say why here.
+            log.seek(0)
+            text = log.read()
+            fatal = text.find("Fatal Python error")
+            excerpt = text[fatal:fatal + 4000] if fatal >= 0 else text[-4000:]
+            pytest.fail(f"TensorBoard exited (status {proc.returncode}) while the tests used it:\n{excerpt}")
     finally:
         proc.terminate()
         try:

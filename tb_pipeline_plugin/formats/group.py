@@ -32,12 +32,16 @@ class GroupManifest(msgspec.Struct, kw_only=True):
     repeat: int | None = None  # how many recordings were asked for
 
 
+# Built at import: a type first decoded by two threads at once crashes msgspec (struct_types.py).
+_MANIFEST = msgspec.json.Decoder(GroupManifest)
+
+
 def decode_manifest(data: bytes) -> GroupManifest:
     """The manifest in `data`; ValueError saying what is wrong with it."""
     if len(data) > MAX_MANIFEST_BYTES:
         raise ValueError(f"{MANIFEST_FILE} is larger than {MAX_MANIFEST_BYTES} bytes")
     try:
-        manifest = msgspec.json.decode(data, type=GroupManifest)
+        manifest = _MANIFEST.decode(data)
     except msgspec.DecodeError as exc:
         raise ValueError(f"{MANIFEST_FILE} is not a group manifest: {exc}") from None
     if manifest.version != GROUP_VERSION:

@@ -9,6 +9,7 @@ import numpy as np
 from werkzeug import wrappers
 
 from ..errors import PluginError
+from ..struct_types import build_types
 from .deep_json import encode_deep
 from . import params as Q
 from .routes import ROUTES, Route
@@ -75,14 +76,17 @@ def json_route(route: Route, handler):
     Typed errors carry their status. Anything else is a failure inside an
     analysis of one run: 422 with the reason, never a 500 that would hide it.
     """
+    # Before TensorBoard serves: request threads never build a type (struct_types.py).
+    build_types(route.params, route.response)
+    response_decoder = msgspec.json.Decoder(route.response) if _VALIDATE else None
 
     @wrappers.Request.application
     def app(request):
         try:
             body = encode_json(handler(Q.parse(route.params, request.args)))
-            if _VALIDATE:
+            if response_decoder is not None:
                 try:
-                    msgspec.json.decode(body, type=route.response)
+                    response_decoder.decode(body)
                 except RecursionError:  # deeper than msgspec decodes: shape checked at shallower depths
                     pass
             return _json_bytes(body, 200)

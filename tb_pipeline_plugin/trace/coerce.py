@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import msgspec
 
+from ..struct_types import build_types
 from .schema import EMPTY_ARGS, Args, Event, LenientEvent
+
+# Converted on load threads: built once, at import (struct_types.py).
+build_types(Args)
 
 
 def _args(value) -> Args:

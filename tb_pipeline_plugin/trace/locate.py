@@ -19,6 +19,9 @@ from .schema import EventsOnly, Header
 BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _TRACE_EVENTS_KEY = b'"traceEvents"'
 _WS = b" \t\r\n"
+# Built at import: a type first decoded by two load threads at once crashes msgspec (struct_types.py).
+_HEADER = msgspec.json.Decoder(Header)
+_EVENTS_ONLY = msgspec.json.Decoder(EventsOnly)
 _COMMA = ord(",")
 
 
@@ -63,11 +66,11 @@ def locate_events(data: bytes) -> EventRegion:
         raise ValueError("not a trace: the file is neither a JSON object nor a JSON array")
     warnings: list[str] = []
     try:
-        header = msgspec.json.decode(data, type=Header)
+        header = _HEADER.decode(data)
     except msgspec.ValidationError as exc:
         # A metadata value out of range (1e400, say): keep the events.
         try:
-            header = msgspec.json.decode(data, type=EventsOnly)
+            header = _EVENTS_ONLY.decode(data)
         except msgspec.ValidationError:
             raise ValueError(f"not a trace: {exc}") from None
         except msgspec.DecodeError:
@@ -153,7 +156,7 @@ def _object_metadata(open_part: bytes, close_part: bytes) -> dict | None:
     """The metadata of the object `open_part + close_part`; None when it is
     not one, or holds an event array of its own."""
     try:
-        header = msgspec.json.decode(open_part + close_part, type=Header)
+        header = _HEADER.decode(open_part + close_part)
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
         return None
     return None if len(header.traceEvents) else _header_metadata(header)
@@ -173,7 +176,7 @@ def _locate_in_broken_object(data: bytes) -> EventRegion:
     try:
         head = data[:key].rstrip(_WS)
         head = head[:-1] if head.endswith(b",") else head
-        header = msgspec.json.decode(head + b"}", type=Header)
+        header = _HEADER.decode(head + b"}")
         metadata = _header_metadata(header)
     except (msgspec.DecodeError, msgspec.ValidationError):
         pass

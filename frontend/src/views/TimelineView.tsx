@@ -53,7 +53,9 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
   const path = timelinePath(state.path);
   const wrapRef = useRef<HTMLDivElement>(null);
   const canvasRef = useRef<HTMLCanvasElement>(null);
-  const [widthPx, setWidthPx] = useState(1200);
+  // Null until measured: the first request is made at the width drawn, not at a guess and again.
+  const [measuredPx, setMeasuredPx] = useState<number | null>(null);
+  const widthPx = measuredPx ?? 1200;
   const [stretch, setStretch] = useState(false);
   // By identity, not index: the whole piece's answer and a window's number events differently.
   const [selected, setSelected] = useState<EventKey | null>(null);
@@ -67,7 +69,7 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
   useLayoutEffect(() => {
     const el = wrapRef.current;
     if (!el) return;
-    const measure = () => setWidthPx(Math.max(Math.floor(el.clientWidth), 400));
+    const measure = () => setMeasuredPx(Math.max(Math.floor(el.clientWidth), 400));
     measure();
     const ro = new ResizeObserver(measure);
     ro.observe(el);
@@ -76,7 +78,10 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
 
   const selKey = [client, sel.baseline, sel.bWorker, sel.bSpan, sel.experimental, sel.eWorker, sel.eSpan, reloadToken, path];
   const find = state.find || undefined;
-  const base = useRequest<DiffTimelineResponse>((opts) => client.diffTimeline(sel, { path, widthPx: plotPx, find }, opts), [...selKey, plotPx, find]);
+  const base = useRequest<DiffTimelineResponse>(
+    measuredPx === null ? null : (opts) => client.diffTimeline(sel, { path, widthPx: plotPx, find }, opts),
+    [...selKey, plotPx, find, measuredPx === null],
+  );
   const baseModel = useMemo(() => (base.state === "ok" ? decodeTimeline(base.data) : null), [base]);
   const axisUs = baseModel ? axisLength([baseModel.baseline, baseModel.experimental], stretch) : 1;
 
