@@ -109,7 +109,7 @@ export interface DiffSelection {
 
 // ---------------------------------------------------------------- errors
 
-/** An API answer that is not 2xx, with the server's own message. */
+/** An API answer that is not 2xx, with the server's own message; status 0: no answer at all. */
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -222,7 +222,15 @@ export class ApiClient {
     const deadline = Date.now() + this.loadingTimeoutMs;
     let delay = this.retryDelayMs;
     for (;;) {
-      const res = await this.fetchFn(url, signal ? { signal } : undefined);
+      let res: Response;
+      try {
+        res = await this.fetchFn(url, signal ? { signal } : undefined);
+      } catch (e) {
+        // An abort is the caller's own; anything else is a server that stopped, restarted or is out of reach,
+        // which the browser only calls "Failed to fetch".
+        if (signal?.aborted || (e instanceof DOMException && e.name === "AbortError")) throw e;
+        throw new ApiError(0, `no answer from TensorBoard (${e instanceof Error ? e.message : String(e)})`);
+      }
       if (res.ok) return (await res.json()) as T;
       const err = await toApiError(res);
       if (!err.isLoading || Date.now() + delay > deadline) throw err;

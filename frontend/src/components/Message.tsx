@@ -14,6 +14,12 @@ export function Message({ kind, title, children }: { kind: "info" | "warn" | "er
 /** Explains a failed request using the server's JSON error message. */
 export function ErrorMessage({ error, what }: { error: unknown; what: string }) {
   if (error instanceof ApiError) {
+    if (error.status === 0)
+      return (
+        <Message kind="error" title={`TensorBoard did not answer for ${what}`}>
+          The server stopped, restarted or is out of reach ({error.message}). Once it is back, press TensorBoard's reload button.
+        </Message>
+      );
     if (error.status === 409)
       return (
         <Message kind="info" title={`Still loading ${what}`}>
