@@ -1,4 +1,4 @@
-"""Build msgspec's decoding information for Struct types before threads use them.
+"""msgspec types built once, under a lock, before a thread decodes with them.
 
 msgspec builds a Struct type's decoding information the first time the type
 is decoded or converted, and two threads doing that at once for the same
@@ -7,18 +7,29 @@ type crash the process: one reads the entry the other is still filling
 TensorBoard serves requests on threads and the plugin loads on threads, so
 the first two requests to a route arriving together took TensorBoard down.
 
-Every type decoded or converted at run time is built once, in one thread:
-a module-level `msgspec.json.Decoder(T)` where a module decodes (an import
-runs in one thread), `build_types` where it converts, and the route table's
-parameter and response types when TensorBoard builds the routes, before it
-serves. A leaf: any package may import it.
+A `msgspec.convert` (or `msgspec.inspect`) of a Struct type on a thread
+goes through `built(T)`; a module that decodes keeps a module-level
+`msgspec.json.Decoder(T)`, which builds the type at import (one thread).
+A leaf: any package may import it.
 """
 from __future__ import annotations
 
+import threading
+from typing import TypeVar
+
 import msgspec
 
+T = TypeVar("T")
+_built: set = set()
+_lock = threading.Lock()
 
-def build_types(*types: type) -> None:
-    """Builds the decoding information of `types` and every type they contain now."""
-    for t in types:
-        msgspec.json.Decoder(t)
+
+def built(t: type[T]) -> type[T]:
+    """`t`, with its decoding information (and that of every type in it)
+    built: by the first caller, while any other waits."""
+    if t not in _built:
+        with _lock:
+            if t not in _built:
+                msgspec.json.Decoder(t)
+                _built.add(t)
+    return t

@@ -6,8 +6,9 @@ type crash the process (msgspec 0.22.0: one thread reads the entry the other
 is still filling; reproduced here as a segmentation fault). TensorBoard
 serves requests on threads, so the first two requests to a route arriving
 together (a view's request and its retry at another width, two tabs) took
-the whole TensorBoard down. The plugin builds every type it decodes at run
-time before it serves (`struct_types.build_types`).
+the whole TensorBoard down. A type converted on a thread is built once,
+under a lock (`struct_types.built`); the response check's decoders are
+built with the routes, before TensorBoard serves.
 
 Each check runs in fresh interpreters (a crash is an exit status, and only a
 first use races) with a one-microsecond thread switch interval. Without the
@@ -62,9 +63,9 @@ def _assert_ok(script: str) -> None:
 
 def test_every_route_type_at_once_once_the_app_is_built(tmp_path):
     """Once TensorBoard has built our routes (before it serves), several
-    threads parse each route's parameters and decode its response type (as
-    the response check does) at the same moment, as two first requests to a
-    route do. Through `params.parse` and the type itself rather than HTTP
+    threads parse each route's parameters and decode its response type (the
+    type the response check decodes) at the same moment, as two first
+    requests to a route do. Through `params.parse` and the type itself rather than HTTP
     requests: the threads then meet inside msgspec, not somewhere in
     TensorBoard's request handling."""
     _assert_ok(f"""

@@ -43,10 +43,6 @@ def groups(tmp_path_factory):
     return out
 
 
-def _significant(explanation: dict) -> list[str]:
-    return [c["name"] for c in explanation["contributors"] if c["significance"]["verdict"] == S.SIGNIFICANT]
-
-
 @pytest.mark.parametrize("pair", [("base", "same"), ("base_busy", "same_busy")], ids=["quiet", "busy_core"])
 def test_null_groups_show_no_significant_change(groups, pair):
     c = compare(load_group(groups[pair[0]]), load_group(groups[pair[1]]))

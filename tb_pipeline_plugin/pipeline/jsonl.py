@@ -16,6 +16,7 @@ from collections import Counter, defaultdict
 import msgspec
 
 from ..formats.pipeline import RECORD_TYPES, SCHEMA_VERSION, Record
+from ..struct_types import built
 from . import spdl_jsonl
 
 _FAST = msgspec.json.Decoder(list[Record])
@@ -98,7 +99,7 @@ class JsonlTail:
             self._unknown_fields[f"{raw['type']}.{k}"] += 1
             del raw[k]
         try:
-            rec = msgspec.convert(raw, Record)
+            rec = msgspec.convert(raw, built(Record))
         except msgspec.ValidationError as exc:
             self._bad[f"invalid {raw['type']} record ({exc})"].append(number)
             return

@@ -9,7 +9,6 @@ import numpy as np
 from werkzeug import wrappers
 
 from ..errors import PluginError
-from ..struct_types import build_types
 from .deep_json import encode_deep
 from . import params as Q
 from .routes import ROUTES, Route
@@ -76,8 +75,7 @@ def json_route(route: Route, handler):
     Typed errors carry their status. Anything else is a failure inside an
     analysis of one run: 422 with the reason, never a 500 that would hide it.
     """
-    # Before TensorBoard serves: request threads never build a type (struct_types.py).
-    build_types(route.params, route.response)
+    # Built now, before TensorBoard serves: no request thread builds it (struct_types.py).
     response_decoder = msgspec.json.Decoder(route.response) if _VALIDATE else None
 
     @wrappers.Request.application

@@ -17,6 +17,7 @@ from ..diff.tables import DEFAULT_LIMIT, MAX_LIMIT, TableQuery
 from ..diff.pair_impls import MODULES_DEFAULT_LIMIT, MODULES_MAX_LIMIT
 from ..diff.timeline import DEFAULT_MAX_EVENTS, DEFAULT_WIDTH_PX, MAX_EVENTS, MAX_WIDTH_PX
 from ..errors import BadRequest
+from ..struct_types import built
 
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 
@@ -123,6 +124,7 @@ _INT_FIELDS: dict[type, set[str]] = {}
 def parse(params_type: type[P], args) -> P:
     """`args`: a werkzeug MultiDict or a plain mapping of strings. An empty
     value counts as absent (a client with nothing selected yet)."""
+    params_type = built(params_type)  # on a request thread (struct_types.py)
     raw = {k: v for k, v in args.items() if v != ""}
     for name in _int_fields(params_type):
         value = raw.get(name)

@@ -3,29 +3,26 @@ from __future__ import annotations
 
 import msgspec
 
-from ..struct_types import build_types
+from ..struct_types import built
 from .schema import EMPTY_ARGS, Args, Event, LenientEvent
-
-# Converted on load threads: built once, at import (struct_types.py).
-build_types(Args)
 
 
 def _args(value) -> Args:
     if not isinstance(value, dict):
         return EMPTY_ARGS
     try:
-        return msgspec.convert(value, Args, strict=False)
+        return msgspec.convert(value, built(Args), strict=False)
     except msgspec.ValidationError:
         pass
     # Keep the fields that convert on their own, drop the rest.
     good = {}
     for key, item in value.items():
         try:
-            msgspec.convert({key: item}, Args, strict=False)
+            msgspec.convert({key: item}, built(Args), strict=False)
             good[key] = item
         except msgspec.ValidationError:
             continue
-    return msgspec.convert(good, Args, strict=False)
+    return msgspec.convert(good, built(Args), strict=False)
 
 
 _NAN = float("nan")

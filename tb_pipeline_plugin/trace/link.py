@@ -93,10 +93,9 @@ def link(table: EventTable) -> LinkedTrace:
     complete = table.phase == Phase.COMPLETE
     host_rows = np.flatnonzero(complete & np.isin(table.kind, HOST_KINDS))
     if len(table) < SIDE_THREAD_MIN_EVENTS:
-        return _link(table, complete, host_rows, _unnested_links(table, host_rows))
+        return _link(table, complete, host_rows, lambda: _unnested_links(table, host_rows))
     with ThreadPoolExecutor(1, thread_name_prefix="link") as side:
-        unnested = side.submit(_unnested_links, table, host_rows)
-        return _link(table, complete, host_rows, unnested)
+        return _link(table, complete, host_rows, side.submit(_unnested_links, table, host_rows).result)
 
 
 def _unnested_links(table: EventTable, host_rows: np.ndarray) -> tuple:
@@ -109,7 +108,7 @@ def _unnested_links(table: EventTable, host_rows: np.ndarray) -> tuple:
 
 
 def _link(table: EventTable, complete: np.ndarray, host_rows: np.ndarray, unnested) -> LinkedTrace:
-    """`unnested`: `_unnested_links`' result, or a future of it."""
+    """`unnested()`: `_unnested_links`' result (computed now, or waited for)."""
     n = len(table)
     kind = table.kind
     is_host = np.zeros(n, dtype=bool)
@@ -162,8 +161,7 @@ def _link(table: EventTable, complete: np.ndarray, host_rows: np.ndarray, unnest
     steps = _steps(table, launch_of, device_rows)
     folded_rows, folded_into = fold_same_name(table, parent, host_rows)
 
-    python_parent, python_warnings, (fwd_ids, fwd_rows), (bwd_ids, bwd_rows) = (
-        unnested if isinstance(unnested, tuple) else unnested.result())
+    python_parent, python_warnings, (fwd_ids, fwd_rows), (bwd_ids, bwd_rows) = unnested()
     table.warnings.extend(python_warnings)
     backward_of = np.full(n, -1, dtype=np.int64)
     backward_of[bwd_rows] = _lookup(fwd_ids, fwd_rows, bwd_ids)
@@ -176,15 +174,14 @@ def _link(table: EventTable, complete: np.ndarray, host_rows: np.ndarray, unnest
     )
 
 
-def python_parents(table: EventTable, warnings: list[str] | None = None) -> np.ndarray:
+def python_parents(table: EventTable, warnings: list[str]) -> np.ndarray:
     """Row of each python event's `Python parent id` (-1 if none or unusable).
 
     The profiler numbers Python calls in call order, so a parent's id is
     smaller than its child's. A link that does not go down in id (a
     self-reference, a cycle, a duplicated id pointing at a later call) is
-    damage: it is dropped and counted in the trace's warnings, which also
-    guarantees that every walk up these links ends (`warnings`: where to
-    say so; the table's own by default).
+    damage: it is dropped and counted in `warnings`, which also guarantees
+    that every walk up these links ends.
     """
     step = np.full(len(table), -1, dtype=np.int64)
     py_rows = np.flatnonzero(table.python_id >= 0)
@@ -200,7 +197,7 @@ def python_parents(table: EventTable, warnings: list[str] | None = None) -> np.n
     step[py_rows[going_down]] = by_id.to_numpy()[pos[going_down]]
     bad = int(np.count_nonzero(found & ~going_down))
     if bad:
-        (table.warnings if warnings is None else warnings).append(
+        warnings.append(
             f"{bad:,} Python calls name a parent that cannot enclose them "
             "(their own id, a cycle or a later call): those links were ignored"
         )

@@ -17,7 +17,7 @@ import numpy as np
 from .schema import EventsOnly, Header
 
 BOUNDARY = re.compile(rb"\}\s*,\s*\{")
-_TRACE_EVENTS_KEY = b'"traceEvents"'
+TRACE_EVENTS_KEY = b'"traceEvents"'
 _WS = b" \t\r\n"
 # Built at import: a type first decoded by two load threads at once crashes msgspec (struct_types.py).
 _HEADER = msgspec.json.Decoder(Header)
@@ -114,8 +114,8 @@ def guess_events(data: bytes) -> EventRegion | None:
         return None
     key, head_meta = -1, None
     for _ in range(_KEY_CANDIDATES):  # the name may also occur in a value before the key
-        key = data.find(_TRACE_EVENTS_KEY, key + 1)
-        opens = _ARRAY_OPENS.match(data, key + len(_TRACE_EVENTS_KEY)) if key > 0 else None
+        key = data.find(TRACE_EVENTS_KEY, key + 1)
+        opens = _ARRAY_OPENS.match(data, key + len(TRACE_EVENTS_KEY)) if key > 0 else None
         if key < 0 or opens is not None:
             break
     if key < 0 or opens is None:
@@ -164,7 +164,7 @@ def _object_metadata(open_part: bytes, close_part: bytes) -> dict | None:
 
 def _locate_in_broken_object(data: bytes) -> EventRegion:
     """A document that does not parse: most often cut while being written."""
-    key = data.find(_TRACE_EVENTS_KEY)
+    key = data.find(TRACE_EVENTS_KEY)
     if key < 0:
         raise ValueError('not a trace: the JSON is malformed and has no "traceEvents" array')
     open_bracket = data.find(b"[", key)

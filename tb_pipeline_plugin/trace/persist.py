@@ -78,7 +78,7 @@ def save_linked(linked: LinkedTrace, directory: str) -> int:
     # and wait to get it back a hundred times.
     with open(path, "wb") as f:
         _write_all(f.fileno(), buffers)
-    crc = _crc32_of_file(path, offset)
+    crc = zlib.crc32(_map_columns(path, offset))
     body = json.dumps({"format": _FORMAT, "parser": PARSER_VERSION, "tree": tree, "columns": layout,
                        "columns_bytes": offset, "columns_crc32": crc}, allow_nan=True)
     manifest = json.dumps({"crc32": zlib.crc32(body.encode()), "body": body})
@@ -105,10 +105,9 @@ def _write_all(fd: int, buffers: list) -> None:
             pending[0] = memoryview(pending[0])[written:]
 
 
-def _crc32_of_file(path: str, size: int) -> int:
-    if not size:
-        return 0
-    return zlib.crc32(np.memmap(path, dtype=np.uint8, mode="r"))
+def _map_columns(path: str, size: int) -> np.ndarray:
+    """The columns file of `size` bytes, mapped read-only (a file of 0 bytes cannot be mapped)."""
+    return np.memmap(path, dtype=np.uint8, mode="r") if size else np.empty(0, np.uint8)
 
 
 def load_linked(directory: str, verify: bool = True) -> LinkedTrace:
@@ -136,7 +135,7 @@ def load_linked(directory: str, verify: bool = True) -> LinkedTrace:
         size = os.path.getsize(path)
         if size != expected_bytes:
             raise CorruptEntry(f"{COLUMNS} has {size} bytes, expected {expected_bytes}")
-        blob = np.memmap(path, dtype=np.uint8, mode="r") if size else np.empty(0, np.uint8)
+        blob = _map_columns(path, size)
     except CorruptEntry:
         raise
     except (OSError, ValueError) as exc:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import mmap
 import os
 
-from .locate import BOUNDARY, EventRegion, chunk_bounds, guess_events
+from .locate import BOUNDARY, TRACE_EVENTS_KEY, EventRegion, chunk_bounds, guess_events
 from .reader import GZIP_MAGIC
 
 # Enough of each end for `guess_events`: the metadata before the events and
@@ -76,7 +76,7 @@ class RangeFile:
             return None
         # The unread middle is zeros; the key must lie in the read head (a
         # search past it would scan the zeros and find nothing anyway).
-        if bytes(self.data[:head_end]).find(b'"traceEvents"') < 0:
+        if self.data.find(TRACE_EVENTS_KEY, 0, head_end) < 0:
             return None
         region = guess_events(self.data)
         if region is None or region.start > head_end or region.end < self.size - EDGE_BYTES:
