@@ -1,14 +1,17 @@
 """Packaging for tb_pipeline_plugin.
 
-`pip wheel .` / `pip install .` build the TypeScript frontend into
-tb_pipeline_plugin/static/ when it is missing, so the bundle is a build output
-and never committed.
+`pip wheel .` / `pip install .` / `python -m build` build the TypeScript
+frontend into tb_pipeline_plugin/static/ when it is missing, so the bundle is
+a build output and never committed. Every package has its `__init__.py`
+(tests/test_wheel_install.py installs the wheel and imports every module).
 """
 import os
+import shutil
 import subprocess
 
 from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
+from setuptools.command.sdist import sdist
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STATIC = os.path.join(HERE, "tb_pipeline_plugin", "static")
@@ -16,12 +19,30 @@ STATIC = os.path.join(HERE, "tb_pipeline_plugin", "static")
 BUNDLES = [os.path.join(STATIC, name) for name in ("index.js", "timeline.js")]
 
 
+def build_frontend() -> None:
+    """The bundle a wheel or sdist needs, built from frontend/ when missing.
+    An sdist ships the built bundle (and no frontend/), so a wheel built from
+    it needs no Node.js."""
+    frontend = os.path.join(HERE, "frontend")
+    if all(os.path.exists(b) for b in BUNDLES) or not os.path.exists(os.path.join(frontend, "package.json")):
+        return
+    if shutil.which("npm") is None:
+        raise SystemExit(
+            "tb_pipeline_plugin: building the frontend bundle needs Node.js 20 and npm on PATH "
+            "(or install from an sdist or wheel, which carry the built bundle)")
+    subprocess.check_call(["npm", "ci", "--no-audit", "--no-fund"], cwd=frontend)
+    subprocess.check_call(["npm", "run", "build"], cwd=frontend)
+
+
 class BuildPyWithFrontend(build_py):
     def run(self):
-        frontend = os.path.join(HERE, "frontend", "package.json")
-        if os.path.exists(frontend) and not all(os.path.exists(b) for b in BUNDLES):
-            subprocess.check_call(["npm", "ci", "--no-audit", "--no-fund"], cwd=os.path.join(HERE, "frontend"))
-            subprocess.check_call(["npm", "run", "build"], cwd=os.path.join(HERE, "frontend"))
+        build_frontend()
+        super().run()
+
+
+class SdistWithFrontend(sdist):
+    def run(self):
+        build_frontend()
         super().run()
 
 
@@ -58,11 +79,11 @@ setup(
     },
     entry_points={
         "tensorboard_plugins": [
-            "tb_pipeline = tb_pipeline_plugin.server.plugin:PipelinePlugin",
+            "tb_pipeline = tb_pipeline_plugin.server.loader:PipelinePluginLoader",
         ],
         "console_scripts": [
             "tb-pipeline = tb_pipeline_plugin.cli:main",
         ],
     },
-    cmdclass={"build_py": BuildPyWithFrontend},
+    cmdclass={"build_py": BuildPyWithFrontend, "sdist": SdistWithFrontend},
 )

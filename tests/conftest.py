@@ -46,6 +46,8 @@ PARALLEL_SAFE_MODULES = frozenset({
     "test_logdir_groups", "test_memory_diff", "test_pipeline_diagnostic_launch", "test_readme", "test_route_fuzz",
     "test_routes", "test_summarize", "test_tb_profiler_beside", "test_torch_agreement", "test_trace_processor",
     "test_trace_robustness",
+    # Installs into a fresh venv and uses the plugin there: minutes of CPU, no timing asserted.
+    "test_wheel_install",
 })
 
 

@@ -55,13 +55,14 @@ def runs_ready(*names: str) -> Callable[[dict], bool]:
 @contextlib.contextmanager
 def serve_tensorboard(logdir, log_path, until: Callable[[dict], bool], env: dict | None = None,
                       command: Callable[[int], list[str]] | None = None):
-    """Starts TensorBoard (`command(port)`, default `tensorboard --logdir`),
-    waits until `until(runs)`, yields the port, and stops it afterwards."""
+    """Starts TensorBoard (`command(port)`, default `tensorboard --logdir`)
+    in `env` (the whole environment; default this process's), waits until
+    `until(runs)`, yields the port, and stops it afterwards."""
     port = free_port()
     cmd = command(port) if command else tensorboard_command(logdir, port)
     log = open(log_path, "w+")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
+                            env={**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"})
     try:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while True:

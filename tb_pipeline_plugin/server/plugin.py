@@ -39,11 +39,11 @@ from . import params as Q
 from . import run_impls
 from .gc_freeze import freeze_startup_objects
 from .http import json_response, json_routes, static_response
+from .loader import PLUGIN_NAME, TAB_NAME
 from .store import LoadState, LoadStore, Pending, PendingAll
 
 T = TypeVar("T")
 
-PLUGIN_NAME = "tb_pipeline"
 _STATIC_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")
 # A rescan walks the logdir; data routes reuse a recent one.
 _RESCAN_INTERVAL_S = 2.0
@@ -144,7 +144,7 @@ class PipelinePlugin(base_plugin.TBPlugin):
         self._stats_store.close()
 
     def frontend_metadata(self):
-        return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name="Pipeline Diff")
+        return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name=TAB_NAME)
 
     # ---- discovery and loading ---------------------------------------------------
 

@@ -1,0 +1,1 @@
+"""Every per-run computation: pure functions from a run's tables to DataFrames."""
