@@ -2,13 +2,18 @@
 
     python tests/route_snapshot.py build LOGDIR            # copy the demo runs and shared traces into LOGDIR
     python tests/route_snapshot.py take LOGDIR OUT.json    # ask every route (real TensorBoard app), save
-    python tests/route_snapshot.py compare A.json B.json [--rename OLD=NEW ...]
+    python tests/route_snapshot.py compare A.json B.json [--rename OLD=NEW ...] [--ignore-new KEY ...] [--old-refs]
 
 `take` walks the module-diff tree of every pair (every path it answers) and
 asks the operator and kernel tables of each piece, so a change anywhere in
 the diff layers shows. `compare` prints each URL whose answer differs, with the
 first differing keys; `--rename` maps field names of A to those of B (a
-documented contract rename) before comparing.
+documented contract rename) before comparing; `--ignore-new` drops fields
+B added (a documented addition) wherever they are; `--old-refs` moves A's
+run references to where answers name their runs since issue 30 (a one-run
+answer: `run`, `worker`, `span` at its top; a pair: `baseline` and
+`experimental` references, each side's report under `*_report` or
+`*_ranks`; the timeline link's `trace` spread at its top).
 """
 from __future__ import annotations
 
@@ -123,6 +128,45 @@ def take(logdir: Path, out: Path) -> None:
     print(f"{len(answers)} answers -> {out}")
 
 
+def _ref(run: str) -> dict:
+    return {"run": run, "worker": "", "span": ""}
+
+
+def _old_refs(url: str, body):
+    """A's answer at `url` with its run references where B names them (module docstring)."""
+    if not isinstance(body, dict) or "error" in body:
+        return body
+    route = url.split("?", 1)[0]
+    query = dict(p.split("=", 1) for p in url.split("?", 1)[1].split("&")) if "?" in url else {}
+    body = dict(body)
+    if route == "/timeline" and "trace" in body:
+        body = {**body.pop("trace"), **body}
+    elif route in ("/operators", "/kernels", "/modules") and "run" not in body:
+        # These answers named no run before; B's reference is the one the other routes resolve.
+        return body
+    elif route in ("/pipeline", "/diagnostic"):
+        body.update(worker="", span="")
+    elif route == "/diff/pipeline":
+        b, e = body.pop("baseline_run"), body.pop("experimental_run")
+        body["baseline_report"], body["experimental_report"] = body.pop("baseline"), body.pop("experimental")
+        body["baseline"], body["experimental"] = _ref(b), _ref(e)
+    elif route == "/diff/diagnostic":
+        for side in ("baseline", "experimental"):
+            report = dict(body.pop(side))
+            body[side] = _ref(report.pop("run"))
+            body[f"{side}_report"] = report
+    elif route == "/distributed":
+        for side in ("baseline", "experimental"):
+            ranks = body.pop(side)
+            if ranks is None:
+                body[side], body[f"{side}_ranks"] = None, None
+                continue
+            ranks = dict(ranks)
+            body[side] = _ref(ranks.pop("run"))
+            body[f"{side}_ranks"] = ranks
+    return body
+
+
 def _renamed(value, renames: dict[str, str]):
     if isinstance(value, dict):
         return {renames.get(k, k): _renamed(v, renames) for k, v in value.items()}
@@ -131,32 +175,42 @@ def _renamed(value, renames: dict[str, str]):
     return value
 
 
-def _differences(a, b, where: str = "", out=None) -> list[str]:
+def _differences(a, b, where: str = "", out=None, new: set[str] = frozenset()) -> list[str]:
+    """Where `a` and `b` differ; a key in `new` that only `b` has is no difference."""
     out = [] if out is None else out
     if isinstance(a, dict) and isinstance(b, dict):
         for k in sorted(set(a) | set(b)):
+            if k in new and k not in a:
+                continue
             if k not in a or k not in b:
                 out.append(f"{where}.{k}: {'only in B' if k not in a else 'only in A'}")
             else:
-                _differences(a[k], b[k], f"{where}.{k}", out)
+                _differences(a[k], b[k], f"{where}.{k}", out, new)
     elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         for i, (x, y) in enumerate(zip(a, b)):
-            _differences(x, y, f"{where}[{i}]", out)
+            _differences(x, y, f"{where}[{i}]", out, new)
     elif a != b or type(a) is not type(b):  # 4 vs 4.0 is a change in the JSON
         out.append(f"{where}: {str(a)[:120]!s} != {str(b)[:120]!s}")
     return out
 
 
-def compare(a_path: Path, b_path: Path, renames: dict[str, str]) -> int:
+def compare(a_path: Path, b_path: Path, renames: dict[str, str], new: set[str] = frozenset(),
+            old_refs: bool = False) -> int:
     a = _renamed(json.loads(a_path.read_text()), renames)
     b = json.loads(b_path.read_text())
+    if old_refs:
+        a = {url: {**answer, "body": _old_refs(url, answer["body"])} for url, answer in a.items()}
+        # One-run answers that named no run before: B's reference is checked by the route tests.
+        for url, answer in b.items():
+            if url.split("?")[0] in ("/operators", "/kernels", "/modules") and isinstance(answer["body"], dict):
+                answer["body"] = {k: v for k, v in answer["body"].items() if k not in ("run", "worker", "span")}
     bad = 0
     for url in sorted(set(a) | set(b)):
         if url not in a or url not in b:
             print(f"{url}: only in {'B' if url not in a else 'A'}")
             bad += 1
             continue
-        diffs = _differences(a[url], b[url])
+        diffs = _differences(a[url], b[url], new=new)
         if diffs:
             bad += 1
             print(f"{url}: {len(diffs)} differences")
@@ -177,6 +231,8 @@ def main() -> int:
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)
     c.add_argument("--rename", action="append", default=[], help="OLD=NEW field name in A")
+    c.add_argument("--ignore-new", action="append", default=[], metavar="KEY", help="a field only B has, dropped")
+    c.add_argument("--old-refs", action="store_true", help="A names its runs as before issue 30")
     args = ap.parse_args()
     if args.cmd == "build":
         build(args.logdir)
@@ -184,7 +240,7 @@ def main() -> int:
     if args.cmd == "take":
         take(args.logdir, args.out)
         return 0
-    return compare(args.a, args.b, dict(r.split("=", 1) for r in args.rename))
+    return compare(args.a, args.b, dict(r.split("=", 1) for r in args.rename), set(args.ignore_new), args.old_refs)
 
 
 if __name__ == "__main__":

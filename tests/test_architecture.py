@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "tb_pipeline_plugin"
-LEAVES = {"errors", "import_hook", "struct_types"}
+LEAVES = {"errors", "import_hook", "struct_types", "bounded_cache"}
 # Layer -> the layers of ours it may import (besides itself and the leaves).
 ALLOWED = {
     "formats": set(),

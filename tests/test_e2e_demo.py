@@ -138,7 +138,7 @@ def test_every_tab_shows_the_demo_pair_when_the_page_opens(demo, page):
     for side in ("baseline", "experimental"):
         card = frame.locator(f"[data-testid=pipeline-verdict][data-side={side}]")
         assert card.get_attribute("data-verdict") == pipe[side]["input_bound"]["verdict"]
-    assert pipe["experimental"]["split"]["data_wait_s"] > pipe["baseline"]["split"]["data_wait_s"]
+    assert pipe["experimental_report"]["split"]["data_wait_s"] > pipe["baseline_report"]["split"]["data_wait_s"]
     frame.evaluate("() => window.scrollTo(0, 0)")
     _doc_shot(page, "pipeline")
 

@@ -72,7 +72,7 @@ def test_pipeline_tab(tensorboard, page):
         assert card.get_attribute("data-verdict") == verdict["verdict"]
         assert card.locator("[data-testid=verdict-summary]").inner_text() == verdict["summary"]
         assert verdict["next_step"] in card.locator("[data-testid=next-step]").inner_text()
-    assert api["baseline"]["input_bound"]["verdict"] == "yes"  # the demo's slow load stage
+    assert api["baseline_report"]["input_bound"]["verdict"] == "yes"  # the demo's slow load stage
     assert "Input-bound" in frame.locator("[data-testid=pipeline-verdict][data-side=baseline]").inner_text()
     assert "load" in frame.locator("[data-side=baseline] [data-testid=bottleneck]").inner_text()
 
@@ -113,7 +113,7 @@ def test_pipeline_tab(tensorboard, page):
                             timeout=30_000)
     assert THIRD in legend.nth(2).inner_text()
     # ---- GIL contention: a host plot of its own, and the run's mean in the summary table.
-    assert any(p["gil_contention_pct"] is not None for p in api["baseline"]["host"]["series"])
+    assert any(p["gil_contention_pct"] is not None for p in api["baseline_report"]["host"]["series"])
     frame.select_option("select[aria-label='Host metric']", "gil_contention_pct")
     frame.wait_for_selector("[aria-label='Host metric gil_contention_pct over time of 3 runs']", timeout=30_000)
     gil_row = frame.locator("tr[data-metric='host.summary.gil_contention_pct_mean'] td").nth(0)

@@ -119,12 +119,12 @@ def test_the_same_code_as_two_groups_never_reads_changed(client):
     # Each interval is one of several on a null pair: one may miss 1.0 by chance (seen once in CI: 0.794-0.9986),
     # never by much, and never two of them.
     assert len(misses) <= 1 and all(0.95 <= high and low <= 1.05 for _, _, low, high in misses), misses
-    assert d["baseline"]["group"]["recordings"] == ["base/r1", "base/r2", "base/r3"]
+    assert d["baseline_report"]["group"]["recordings"] == ["base/r1", "base/r2", "base/r3"]
 
 
 def test_a_stage_made_gil_bound_reads_changed_between_groups(client):
     d = get_ready(client, "diff/diagnostic", baseline="base", experimental="gil")
-    gil = next(s for s in d["experimental"]["stages"] if s["stage"] == "augment")["gil"]
+    gil = next(s for s in d["experimental_report"]["stages"] if s["stage"] == "augment")["gil"]
     if gil is None or gil["skipped"]:
         pytest.skip(f"GIL sampling impossible here: {gil and gil['skipped']}")
     rows = {r["stage"]: r for r in d["stages"]}

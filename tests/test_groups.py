@@ -171,8 +171,8 @@ def test_routes_and_cli_compare_groups_with_one_step_verdict(groups, make_tb_cli
     # The pipeline split of trace-only recordings is pooled too (tests/test_group_pipeline.py: statistics);
     # a group whose recordings have no diagnostic results says which one lacks them.
     pipeline = get("diff/pipeline", **pair)
-    assert [r["name"] for r in pipeline["baseline"]["group"]["recordings"]] == listed["base"]["recordings"]
-    assert pipeline["baseline"]["split"]["steps"] == sum(
+    assert [r["name"] for r in pipeline["baseline_report"]["group"]["recordings"]] == listed["base"]["recordings"]
+    assert pipeline["baseline_report"]["split"]["steps"] == sum(
         get("pipeline", run=m)["split"]["steps"] for m in listed["base"]["recordings"])
     assert pipeline["noise"]["source"] == "measured"
     from urllib.parse import urlencode

@@ -92,7 +92,7 @@ def test_every_pair_route_answers_on_the_job_names(client, route):
     if route == "diff/explain":
         assert body["pipeline"] is not None  # both runs have Composer's statistics
     if route == "distributed":
-        assert [r["worker"] for r in body["baseline"]["ranks"]] == ["rank0"]
+        assert [r["worker"] for r in body["baseline_ranks"]["ranks"]] == ["rank0"]
 
 
 def test_cli_and_notebook_take_the_job_directories(capsys):

@@ -126,7 +126,7 @@ def test_tensorboard_trace_handler_workers_and_spans(clients, ddp_logdir):
     for w in run["workers"]:
         for span in w["spans"]:
             _check_overview(client, "job", w["name"], span, ddp_logdir / "job" / f"{w['name']}.{span}.pt.trace.json")
-    ranks = _get(client, "distributed", baseline="job")["baseline"]["ranks"]
+    ranks = _get(client, "distributed", baseline="job")["baseline_ranks"]["ranks"]
     by_worker = {}
     for w in run["workers"]:
         meta, _ = load_events(ddp_logdir / "job" / f"{w['name']}.{w['spans'][-1]}.pt.trace.json")

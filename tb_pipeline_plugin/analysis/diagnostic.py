@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..pipeline.diagnostic import DiagnosticRun
-from .diagnostic_spread import crowded, level_spread, others_cpu_pct
+from .diagnostic_spread import CONFIDENCE, crowded, level_spread, others_cpu_pct
 
 BEST_WITHIN = 0.95  # best concurrency: the smallest level within 5 % of the best QPS
 SCALE_EFFICIENCY = 0.7  # scales: QPS at min(cores, top level) >= 0.7 x level x QPS at level 1
@@ -330,7 +330,7 @@ def report(run: DiagnosticRun) -> dict:
             "environment": ({"cores": int(env.get("cpu_count") or 1),
                              **{k: env.get(k, _ENVIRONMENT_DEFAULTS.get(k)) for k in _ENVIRONMENT_FIELDS}}
                             if env else None),
-            "stages": stages, "warnings": list(run.warnings),
+            "stages": stages, "warnings": list(run.warnings), "interval_confidence": CONFIDENCE,
             # A group of recordings (analysis/diagnostic_group.py): its recordings and measured spread.
             "group": getattr(run, "group", None)}
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.diagnostic import as_dicts, environment, report, sweep_frame, verdicts
-from ..analysis.diagnostic_spread import crowded, level_spread, others_cpu_pct
+from ..analysis.diagnostic_spread import CONFIDENCE, crowded, level_spread, others_cpu_pct
 from .diagnostic_change import CHANGED, best_concurrency_change, evidence, verdict_change
 
 SIDE_COLUMNS = ["verdict", "label", "best_thread_concurrency", "best_thread_qps", "best_process_concurrency",
@@ -89,8 +89,8 @@ def _changes(baseline: list, experimental: list, base: pd.DataFrame, exp: pd.Dat
     return pd.DataFrame(rows, columns=CHANGE_COLUMNS)
 
 
-def diff_diagnostic_impl(baseline, experimental) -> dict:
-    """The `diff/diagnostic` route's answer but the run names, from both
+def compare_diagnostic(baseline, experimental) -> dict:
+    """The `diff/diagnostic` route's answer but the runs' references, from both
     runs' DiagnosticRun (pipeline/diagnostic.py): both reports and the stage
     rows (None for a side without the stage, a ratio without two QPS or an
     interval without slices)."""
@@ -104,7 +104,8 @@ def diff_diagnostic_impl(baseline, experimental) -> dict:
         "best_thread_concurrency_change": r["best_thread_concurrency_change"],
         "best_process_concurrency_change": r["best_process_concurrency_change"],
     } for r in frame.to_dict("records")]
-    return {"baseline": report(baseline), "experimental": report(experimental), "stages": stages}
+    return {"baseline_report": report(baseline), "experimental_report": report(experimental), "stages": stages,
+            "interval_confidence": CONFIDENCE}
 
 
 def _present(value):

@@ -29,8 +29,6 @@ from .pipeline_significance import data_wait_significance, data_wait_us, step_me
 
 VERDICT_WORDS = {"yes": "input-bound", "partly": "partly input-bound", "no": "not input-bound",
                  "unknown": "of unknown input-boundness"}
-SIGNIFICANCE_WORDS = {S.SIGNIFICANT: "significant", S.WITHIN_NOISE: "within noise",
-                      S.TOO_FEW_STEPS: "too few steps to judge"}
 # A stage whose throughput moved less than this is not worth a clause.
 STAGE_NOTABLE_PCT = 10.0
 
@@ -143,7 +141,7 @@ def clause(part: dict) -> str:
         span = (f"from {duration(w['baseline_us'])} to {duration(w['experimental_us'])}" if verb != "stayed"
                 else f"at {duration(w['baseline_us'])}")
         text = (f"the pipeline's data wait {verb} {span} per step "
-                f"({SIGNIFICANCE_WORDS[w['significance']['verdict']]})")
+                f"({w['significance']['label']})")
     b, e = ib["baseline"], ib["experimental"]
     if ib["changed"]:
         if e == "yes":

@@ -1,5 +1,6 @@
-"""The diff routes' implementations: a pair of loaded runs and typed values in,
-the route's answer out (all but the selections, which the route adds).
+"""Every diff route's implementation: a pair of loaded runs (or their
+statistics, or their diagnostic results) and typed values in, the route's
+answer out, all but the runs' references, which the route adds.
 
 The server parses request parameters into the arguments here; the notebook
 API (`compare.py`) and the CLI call the same functions, so every surface
@@ -19,12 +20,15 @@ from ..errors import BadRequest
 from . import significance_marks, tables
 from . import tree as T
 from .delta import delta_fields
+from .diagnostic import compare_diagnostic
 from .explain import explain
 from .explain_pipeline import pipeline_part, with_clause
 from .launch_health import launch_rows
 from .memory import diff_memory
 from .overview import overview_rows
+from .pipeline import compare_pipeline
 from .tables import TableQuery
+from .timeline import DEFAULT_MAX_EVENTS, DEFAULT_WIDTH_PX, timeline_diff
 
 OPERATOR_KEYS = ["name", "input_shape"]
 KERNEL_KEYS = ["name"]
@@ -98,9 +102,8 @@ def diff_modules_impl(b: TraceProcessor, e: TraceProcessor, path: str = "", offs
                  limit: int = MODULES_DEFAULT_LIMIT) -> dict:
     """The node at `path` and one page of its aligned children (`children_total`
     counts them all). The trend arrays cover the returned children, as running
-    sums over the whole level."""
-    if offset < 0 or not 0 <= limit <= MODULES_MAX_LIMIT:
-        raise BadRequest(f"offset must be >= 0 and limit between 0 and {MODULES_MAX_LIMIT}")
+    sums over the whole level. `offset` and `limit` are bounded by the
+    parameters (server/params.py:DiffModulesParams)."""
     bi, ei = b.pieces(), e.pieces()
     chain = T.resolve(bi, ei, path or "")
     node = chain[-1]
@@ -207,6 +210,23 @@ def diff_kernels_impl(b: TraceProcessor, e: TraceProcessor, query: TableQuery = 
     significance_marks.mark_rows(b, e, out["rows"], KERNEL_KEYS, len(table), path, lambda tp: tp.kernel_steps(),
                                  KERNEL_PRIMARY)
     return {"table": "kernels", "group_by": None, "path": path, "device_present": device_present(b, e), **out}
+
+
+def diff_timeline_impl(b: TraceProcessor, e: TraceProcessor, path: str = "", from_us: float | None = None,
+                       to_us: float | None = None, width_px: int = DEFAULT_WIDTH_PX,
+                       max_events: int = DEFAULT_MAX_EVENTS, find: str = "") -> dict:
+    """Both runs' events of one aligned piece, matched (diff/timeline.py)."""
+    return timeline_diff(b, e, path, from_us, to_us, width_px, max_events, find)
+
+
+def diff_pipeline_impl(b_statistics, e_statistics) -> dict:
+    """Both runs' pipeline statistics (PipelineTables) compared (diff/pipeline.py)."""
+    return compare_pipeline(b_statistics, e_statistics)
+
+
+def diff_diagnostic_impl(b_results, e_results) -> dict:
+    """Both runs' diagnostic results (DiagnosticRun) compared (diff/diagnostic.py)."""
+    return compare_diagnostic(b_results, e_results)
 
 
 def operator_primary(b: TraceProcessor, e: TraceProcessor) -> str:

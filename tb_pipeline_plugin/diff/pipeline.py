@@ -79,13 +79,13 @@ def callback_rows(b_tables, e_tables) -> pd.DataFrame:
 
 
 def compare_pipeline(b_tables, e_tables) -> dict:
-    """The `diff/pipeline` payload: per-run reports (split, verdict,
+    """The `diff/pipeline` payload but the runs' references: per-run reports (split, verdict,
     throughput series, host series, stages, callbacks) plus the delta views,
     with their significance (diff/pipeline_significance.py)."""
     b, e = ap.report(b_tables), ap.report(e_tables)
     return with_significance({
-        "baseline": b,
-        "experimental": e,
+        "baseline_report": b,
+        "experimental_report": e,
         "summary": summary_rows(b, e),
         "stages": ap.records(stage_rows(b_tables, e_tables)),
         "callbacks": ap.records(callback_rows(b_tables, e_tables)),

@@ -26,7 +26,6 @@ import numpy as np
 
 from ..analysis import pieces as P
 from ..analysis.timeline import KINDS, depths, first_named, lanes, level_of_detail, window_rows
-from ..errors import BadRequest
 from . import tree as T
 from .align import align
 
@@ -164,18 +163,13 @@ def _device_pairs(bl, el, host_b: np.ndarray, host_e: np.ndarray) -> tuple[np.nd
 # ---------------------------------------------------------------- the answer
 
 
-def diff_timeline_impl(b, e, path: str = "", from_us: float | None = None, to_us: float | None = None,
-                       width_px: int = DEFAULT_WIDTH_PX, max_events: int = DEFAULT_MAX_EVENTS, find: str = "") -> dict:
+def timeline_diff(b, e, path: str = "", from_us: float | None = None, to_us: float | None = None,
+                  width_px: int = DEFAULT_WIDTH_PX, max_events: int = DEFAULT_MAX_EVENTS, find: str = "") -> dict:
     """Both runs' events of the piece at `path` (optionally the window
     [from_us, to_us) after each side's piece start), matched, each side cut
     to what `width_px` pixels draw (0: every event); the first event named
-    `find` in the window is drawn whatever its length."""
-    if not 0 <= width_px <= MAX_WIDTH_PX or not 1 <= max_events <= MAX_EVENTS:
-        raise BadRequest(f"width_px must be between 0 and {MAX_WIDTH_PX}, max_events between 1 and {MAX_EVENTS}")
-    if from_us is not None and to_us is not None and not from_us < to_us:
-        raise BadRequest(f"from_us ({from_us}) must be before to_us ({to_us})")
-    if (from_us is not None and from_us < 0) or (to_us is not None and to_us <= 0):
-        raise BadRequest("from_us and to_us are offsets after the piece's start: from_us >= 0, to_us > 0")
+    `find` in the window is drawn whatever its length. The bounds of the
+    arguments are the parameters' (server/params.py:DiffTimelineParams)."""
     bi, ei = b.pieces(), e.pieces()
     chain = T.resolve(bi, ei, path)
     node = chain[-1]

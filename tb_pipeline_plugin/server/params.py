@@ -85,6 +85,10 @@ class DiffTimelineParams(PairParams):
     # An event name: its first occurrence in the window is drawn, however short.
     find: str = ""
 
+    def __post_init__(self):
+        if self.from_us is not None and self.to_us is not None and not self.from_us < self.to_us:
+            raise ValueError(f"from_us ({self.from_us:g}) must be before to_us ({self.to_us:g})")
+
 
 class _TableParams(PairParams):
     # Restrict the table to the `diff/modules` piece at this path ("" = everything).

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from ..errors import Conflict, Unprocessable
-from ..sources.artifacts import Source
+from .artifacts import Source
 
 Status = Literal["loading", "ready", "failed", "unloaded"]
 _MAX_ERROR_CHARS = 1000
