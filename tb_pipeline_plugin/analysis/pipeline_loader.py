@@ -1,6 +1,6 @@
 """Which part of a PyTorch DataLoader limits loading, and what to do.
 
-The recorder times two parts per batch (record/loader_cpu.py): the fetch
+The recorder times two parts per batch (record/loader_clocks.py): the fetch
 (the dataset's `__getitem__` calls, `collate_fn` included) and `collate_fn`
 alone, CPU and wall time, in the training loop's thread (`num_workers=0`)
 or in the worker processes (the record's concurrency is `num_workers`).

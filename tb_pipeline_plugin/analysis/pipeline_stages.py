@@ -16,7 +16,7 @@ from .pipeline_gil import gil_limit, gil_summary
 from .pipeline_loader import loader_limit, loader_summary
 
 KEY = ["pipeline_id", "stage_id", "stage_name"]
-LOADER_PIPELINE_ID = -1  # record/loader_cpu.py's DataLoader parts
+LOADER_PIPELINE_ID = -1  # record/loader_clocks.py's DataLoader parts
 STARVING_PCT = 50.0  # a queue holding an item less often than this starves its consumer
 STAGE_COLUMNS = [*KEY, "pipeline_index", "stage", "concurrency", "items", "interval_s", "qps", "tasks", "failures", "task_mean_s",
                  "task_p90_s", "task_p99_s", "task_cpu_mean_s", "task_call_mean_s", "task_runq_mean_s", "cpu_cores", "put_wait_mean_s", "get_wait_mean_s", "occupancy_pct", "busy_pct",
@@ -93,7 +93,7 @@ def stage_table(stage_tasks: pd.DataFrame, stage_queues: pd.DataFrame) -> pd.Dat
                                                      "is_starving")])
     # SPDL numbers pipelines per process (0, 1, ...): the n-th pipeline a run
     # builds is what lines up across runs, not the id.
-    # DataLoader parts (pipeline_id -1, record/loader_cpu.py) keep -1: a run
+    # DataLoader parts (pipeline_id -1, record/loader_clocks.py) keep -1: a run
     # with a DataLoader and one without still line up their SPDL pipelines.
     ids = pd.to_numeric(frame["pipeline_id"], errors="coerce")
     loader = ids == LOADER_PIPELINE_ID

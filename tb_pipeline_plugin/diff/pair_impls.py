@@ -15,7 +15,7 @@ from ..analysis.labels import BACKWARD, MODULE
 from ..analysis.ledger import merged
 from ..analysis.operators import GROUP_BY, operators, primary_column
 from ..analysis.pieces import Piece, PieceIndex, device_rows, op_rows
-from ..analysis.processor import TraceProcessor
+from ..analysis.run import Run
 from ..errors import BadRequest
 from . import significance_marks, tables
 from . import tree as T
@@ -46,12 +46,12 @@ _HOST_WINDOW_NOTE = (
 )
 
 
-def device_present(b: TraceProcessor, e: TraceProcessor) -> bool:
+def device_present(b: Run, e: Run) -> bool:
     """Either run has device activity: device time is the primary measure."""
     return b.has_device or e.has_device
 
 
-def diff_overview_impl(b: TraceProcessor, e: TraceProcessor) -> dict:
+def diff_overview_impl(b: Run, e: Run) -> dict:
     present = device_present(b, e)
     if b.has_steps == e.has_steps:
         rows = overview_rows(b.overview(), e.overview(), (b.recording_of_step, e.recording_of_step))
@@ -67,12 +67,12 @@ def diff_overview_impl(b: TraceProcessor, e: TraceProcessor) -> dict:
     return {"device_present": present, "rows": rows, "note": note}
 
 
-def diff_memory_impl(b: TraceProcessor, e: TraceProcessor) -> dict:
+def diff_memory_impl(b: Run, e: Run) -> dict:
     """Where the peak went (diff/memory.py), computed once per pair of runs' analyses."""
     return diff_memory(b.memory(), e.memory())
 
 
-def diff_explain_impl(b: TraceProcessor, e: TraceProcessor, pipelines: tuple | None = None) -> dict:
+def diff_explain_impl(b: Run, e: Run, pipelines: tuple | None = None) -> dict:
     """The step-time delta split into ranked contributors (diff/explain.py).
     `pipelines`: both runs' recorded pipeline statistics (PipelineTables),
     when both have them: their part (diff/explain_pipeline.py) joins the
@@ -98,7 +98,7 @@ def diff_explain_impl(b: TraceProcessor, e: TraceProcessor, pipelines: tuple | N
     return out
 
 
-def diff_modules_impl(b: TraceProcessor, e: TraceProcessor, path: str = "", offset: int = 0,
+def diff_modules_impl(b: Run, e: Run, path: str = "", offset: int = 0,
                  limit: int = MODULES_DEFAULT_LIMIT) -> dict:
     """The node at `path` and one page of its aligned children (`children_total`
     counts them all). The trend arrays cover the returned children, as running
@@ -137,7 +137,7 @@ def diff_modules_impl(b: TraceProcessor, e: TraceProcessor, path: str = "", offs
     }
 
 
-def _with_backward(b: TraceProcessor, e: TraceProcessor, node: T.Node, kids: list[T.Node]):
+def _with_backward(b: Run, e: Run, node: T.Node, kids: list[T.Node]):
     """Each piece's backward time and its host time with backward moved to
     the modules, for the node and every child of the level (the trend runs
     over all of them): ((b_bwd, e_bwd, b_with, e_with) of the node, the same
@@ -194,7 +194,7 @@ def _add_backward(row: dict, bv: float | None, ev: float | None, bw: float, ew: 
     row.update(delta_fields("with_backward_us", bw, ew))
 
 
-def diff_operators_impl(b: TraceProcessor, e: TraceProcessor, query: TableQuery = TableQuery(),
+def diff_operators_impl(b: Run, e: Run, query: TableQuery = TableQuery(),
                    group_by: str = "name", path: str = "") -> dict:
     table = operator_table(b, e, group_by, path)
     primary = operator_primary(b, e)
@@ -204,7 +204,7 @@ def diff_operators_impl(b: TraceProcessor, e: TraceProcessor, query: TableQuery 
     return {"table": "operators", "group_by": group_by, "path": path, "device_present": device_present(b, e), **out}
 
 
-def diff_kernels_impl(b: TraceProcessor, e: TraceProcessor, query: TableQuery = TableQuery(), path: str = "") -> dict:
+def diff_kernels_impl(b: Run, e: Run, query: TableQuery = TableQuery(), path: str = "") -> dict:
     table = kernel_table(b, e, path)
     out = tables.query(table, KERNEL_KEYS, tables.KERNEL_COLUMNS, KERNEL_PRIMARY, query)
     significance_marks.mark_rows(b, e, out["rows"], KERNEL_KEYS, len(table), path, lambda tp: tp.kernel_steps(),
@@ -212,7 +212,7 @@ def diff_kernels_impl(b: TraceProcessor, e: TraceProcessor, query: TableQuery = 
     return {"table": "kernels", "group_by": None, "path": path, "device_present": device_present(b, e), **out}
 
 
-def diff_timeline_impl(b: TraceProcessor, e: TraceProcessor, path: str = "", from_us: float | None = None,
+def diff_timeline_impl(b: Run, e: Run, path: str = "", from_us: float | None = None,
                        to_us: float | None = None, width_px: int = DEFAULT_WIDTH_PX,
                        max_events: int = DEFAULT_MAX_EVENTS, find: str = "") -> dict:
     """Both runs' events of one aligned piece, matched (diff/timeline.py)."""
@@ -229,12 +229,12 @@ def diff_diagnostic_impl(b_results, e_results) -> dict:
     return compare_diagnostic(b_results, e_results)
 
 
-def operator_primary(b: TraceProcessor, e: TraceProcessor) -> str:
+def operator_primary(b: Run, e: Run) -> str:
     """Device self time when either trace has device activity, else host self time."""
     return primary_column(device_present(b, e))
 
 
-def operator_table(b: TraceProcessor, e: TraceProcessor, group_by: str = "name", path: str = ""):
+def operator_table(b: Run, e: Run, group_by: str = "name", path: str = ""):
     """Operators of both runs joined by name (and input shape when grouped
     so), optionally restricted to the `diff/modules` piece at `path`."""
     if group_by not in GROUP_BY:
@@ -253,7 +253,7 @@ def operator_table(b: TraceProcessor, e: TraceProcessor, group_by: str = "name",
     return table
 
 
-def kernel_table(b: TraceProcessor, e: TraceProcessor, path: str = ""):
+def kernel_table(b: Run, e: Run, path: str = ""):
     """Kernels of both runs joined by name, optionally restricted to those
     launched from inside the `diff/modules` piece at `path` (the kernels its
     `device_us` counts)."""
@@ -266,14 +266,14 @@ def kernel_table(b: TraceProcessor, e: TraceProcessor, path: str = ""):
     return tables.join(b_table, e_table, KERNEL_KEYS, tables.KERNEL_COLUMNS)
 
 
-def _piece_kernels(tp: TraceProcessor, index: PieceIndex, piece: Piece | None):
+def _piece_kernels(tp: Run, index: PieceIndex, piece: Piece | None):
     if piece is not None and piece.kind == T.ROOT:
         return tp.kernels()
     rows = device_rows(index, piece) if piece is not None else np.empty(0, dtype=np.int64)
     return kernels(tp.linked, rows=rows)
 
 
-def _piece_operators(tp: TraceProcessor, index: PieceIndex, piece: Piece | None, group_by: str):
+def _piece_operators(tp: Run, index: PieceIndex, piece: Piece | None, group_by: str):
     if piece is None:
         rows = np.empty(0, dtype=np.int64)
     elif piece.kind == T.ROOT:

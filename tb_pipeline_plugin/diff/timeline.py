@@ -17,14 +17,12 @@ for windows of the same piece again.
 """
 from __future__ import annotations
 
-import threading
-import weakref
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..analysis import pieces as P
+from ..bounded_cache import BoundedCache
 from ..analysis.timeline import KINDS, depths, first_named, lanes, level_of_detail, window_rows
 from . import tree as T
 from .align import align
@@ -63,30 +61,10 @@ class Matches:
 
 def piece_matches(b, e, bi: P.PieceIndex, ei: P.PieceIndex, chain: list[T.Node]) -> Matches:
     """The matches inside the last node of `chain` (and the chain's own
-    pieces' events: a piece's step and parent modules), memoised."""
-    cache = _cache(bi, ei)
-    key = chain[-1].path
-    with _LOCK:
-        hit = cache.get(key)
-        if hit is not None:
-            cache.move_to_end(key)
-            return hit
-    found = _matches(b.linked, e.linked, bi, ei, chain)
-    with _LOCK:
-        cache[key] = found
-        while len(cache) > _CACHE_PATHS:
-            cache.popitem(last=False)
-    return found
-
-
-_LOCK = threading.Lock()
-_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _cache(bi: P.PieceIndex, ei: P.PieceIndex) -> OrderedDict:
-    with _LOCK:
-        per_b = _CACHES.setdefault(bi, weakref.WeakKeyDictionary())
-        return per_b.setdefault(ei, OrderedDict())
+    pieces' events: a piece's step and parent modules), memoised for the
+    last few pieces of the pair."""
+    cache = bi.pair_cache(ei, "timeline_matches", lambda: BoundedCache(_CACHE_PATHS))
+    return cache.get_or_make(chain[-1].path, lambda: _matches(b.linked, e.linked, bi, ei, chain))
 
 
 def _matches(bl, el, bi: P.PieceIndex, ei: P.PieceIndex, chain: list[T.Node]) -> Matches:

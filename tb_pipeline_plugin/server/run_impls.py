@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..analysis.diagnostic import report as diagnostic_report
 from ..analysis.distributed import ranks_summary
 from ..analysis.pipeline import report as pipeline_report
-from ..analysis.processor import TraceProcessor
+from ..analysis.run import Run
 from ..diff.distributed import diff_ranks
 from ..sources.logdir import RunInfo
 from ..sources.tb_profiler import ProfilerNames
@@ -38,22 +38,22 @@ def runs_impl(runs: dict[str, RunInfo], states: dict[str, LoadState]) -> dict:
     return {"runs": out, "loading": any(r["status"] == "loading" for r in out)}
 
 
-def overview_impl(tp: TraceProcessor) -> dict:
+def overview_impl(tp: Run) -> dict:
     return {**tp.overview(), "device_present": tp.has_device}
 
 
-def operators_impl(tp: TraceProcessor, group_by: str) -> dict:
+def operators_impl(tp: Run, group_by: str) -> dict:
     frame = tp.operators(group_by)
     return {"group_by": group_by, "device_present": tp.has_device, "total": len(frame),
             "rows": frame.to_dict("records")}
 
 
-def kernels_impl(tp: TraceProcessor) -> dict:
+def kernels_impl(tp: Run) -> dict:
     frame = tp.kernels()
     return {"device_present": tp.has_device, "total": len(frame), "rows": frame.to_dict("records")}
 
 
-def modules_impl(tp: TraceProcessor) -> dict:
+def modules_impl(tp: Run) -> dict:
     return {"device_present": tp.has_device, "roots": tp.modules()}
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from tensorboard.compat import tf
 
+from ..bounded_cache import BoundedCache
 from ..errors import BadRequest, NotFound
 from ..formats.diagnostic import DIAGNOSTIC_DIR, RESULTS_FILE
 from ..formats.group import MANIFEST_FILE
@@ -520,41 +521,32 @@ def _within(path: str, root: str) -> bool:
 
 # ---- generic Chrome trace sniffing --------------------------------------------
 
-_sniff_cache: dict[tuple[str, int, float], bool] = {}
+# Discovery repeats on every `runs` request: a file is sniffed again only
+# when its size or mtime changed.
 _SNIFF_CACHE_MAX = 4096
+_sniff_cache: BoundedCache[tuple[str, int, float], bool] = BoundedCache(_SNIFF_CACHE_MAX)
+_composer_cache: BoundedCache[tuple[str, int, float], str | None] = BoundedCache(_SNIFF_CACHE_MAX)
 
 
 def _looks_like_trace(path: str, gz: bool, size: int, mtime: float) -> bool:
-    key = (path, size, mtime)
-    hit = _sniff_cache.get(key)
-    if hit is not None:
-        return hit
+    return _sniff_cache.get_or_make((path, size, mtime), lambda: _sniff(path, gz))
+
+
+def _sniff(path: str, gz: bool) -> bool:
     try:
         with (tf.io.gfile.GFile(path, "rb") if _is_remote(path) else open(path, "rb")) as f:
             head = f.read(SNIFF_BYTES)
         if gz:
             # A partial inflate of the first block; tolerant of truncated files.
             head = zlib.decompressobj(wbits=47).decompress(head, SNIFF_BYTES)
-        result = looks_like_trace_head(head)
+        return looks_like_trace_head(head)
     except Exception:
-        result = False
-    if len(_sniff_cache) >= _SNIFF_CACHE_MAX:
-        _sniff_cache.clear()
-    _sniff_cache[key] = result
-    return result
-
-
-_composer_cache: dict[tuple[str, int, float], str | None] = {}
+        return False
 
 
 def _composer_kind(path: str, size: int, mtime: float) -> str | None:
-    # Cached like the trace sniff: discovery repeats on every `runs` request.
-    key = (path, size, mtime)
-    if key not in _composer_cache:
-        if len(_composer_cache) >= _SNIFF_CACHE_MAX:
-            _composer_cache.clear()
-        _composer_cache[key] = composer_kind(path)
-    return _composer_cache[key]
+    # Cached like the trace sniff.
+    return _composer_cache.get_or_make((path, size, mtime), lambda: composer_kind(path))
 
 
 def looks_like_trace_head(head: bytes) -> bool:
