@@ -97,7 +97,7 @@ def load(source, worker: str | None = None, span: str | None = None) -> TracePro
 
 
 def statistics(source):
-    """The recorded pipeline statistics (pipeline.PipelineTables) of the run
+    """The recorded pipeline statistics (readers.PipelineTables) of the run
     a source belongs to (a trace file: the run directory holding it), or
     None without any, or for an already loaded trace."""
     if isinstance(source, (TraceProcessor, RecordingGroup)):

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from json_oracle import duration_by_name, load_events
+from support.json_oracle import duration_by_name, load_events
 from tb_pipeline_plugin import cli
 
 

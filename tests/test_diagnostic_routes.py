@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 import pytest
 
 from conftest import PLUGIN_PREFIX
-from tb_pipeline_plugin.analysis.diagnostic import VERDICT_LABELS
+from tb_pipeline_plugin.analysis.diagnostic.report import VERDICT_LABELS
 
 RESULTS = Path("diagnostic") / "diagnostic.jsonl"
 

@@ -137,7 +137,7 @@ def test_every_tab_shows_the_demo_pair_when_the_page_opens(demo, page):
     pipe = _get(port, "diff/pipeline", **PAIR)
     for side in ("baseline", "experimental"):
         card = frame.locator(f"[data-testid=pipeline-verdict][data-side={side}]")
-        assert card.get_attribute("data-verdict") == pipe[side]["input_bound"]["verdict"]
+        assert card.get_attribute("data-verdict") == pipe[f"{side}_report"]["input_bound"]["verdict"]
     assert pipe["experimental_report"]["split"]["data_wait_s"] > pipe["baseline_report"]["split"]["data_wait_s"]
     frame.evaluate("() => window.scrollTo(0, 0)")
     _doc_shot(page, "pipeline")
@@ -146,7 +146,7 @@ def test_every_tab_shows_the_demo_pair_when_the_page_opens(demo, page):
     _tab(frame, "diagnostic", "[data-view=diagnostic] .diag-stage")
     diag = _get(port, "diff/diagnostic", **PAIR)
     for side in ("baseline", "experimental"):
-        for stage in diag[side]["stages"]:
+        for stage in diag[f"{side}_report"]["stages"]:
             assert frame.locator(f".diag-stage[data-stage='{stage['stage']}'][data-side={side}]").count() == 1
     _doc_shot(page, "diagnostic")
     assert not page.problems, page.problems

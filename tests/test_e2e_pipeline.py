@@ -68,7 +68,7 @@ def test_pipeline_tab(tensorboard, page):
     # ---- Verdicts and next steps, in the server's words.
     for side in ("baseline", "experimental"):
         card = frame.locator(f"[data-testid=pipeline-verdict][data-side={side}]")
-        verdict = api[side]["input_bound"]
+        verdict = api[f"{side}_report"]["input_bound"]
         assert card.get_attribute("data-verdict") == verdict["verdict"]
         assert card.locator("[data-testid=verdict-summary]").inner_text() == verdict["summary"]
         assert verdict["next_step"] in card.locator("[data-testid=next-step]").inner_text()
@@ -80,7 +80,7 @@ def test_pipeline_tab(tensorboard, page):
     for side in ("baseline", "experimental"):
         for part in ("data_wait", "compute"):
             seg = frame.locator(f"[data-testid=split-bar][data-side={side}] [data-part={part}]")
-            assert math.isclose(float(seg.get_attribute("data-pct")), api[side]["split"][f"{part}_pct"], rel_tol=1e-9)
+            assert math.isclose(float(seg.get_attribute("data-pct")), api[f"{side}_report"]["split"][f"{part}_pct"], rel_tol=1e-9)
     wait_row = frame.locator("tr[data-metric='split.data_wait_pct'] td").nth(2)
     assert math.isclose(float(wait_row.get_attribute("data-raw")),
                         next(r["delta"] for r in api["summary"] if r["metric"] == "split.data_wait_pct"), rel_tol=1e-9)

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from group_runs import get_ready, groups_in_the_browser, tb_client
-from null_verdicts import assert_null
+from support.group_runs import get_ready, groups_in_the_browser, tb_client
+from support.null_verdicts import assert_null
 from test_e2e_browser import browser, page  # noqa: F401 - fixtures
 from tb_pipeline_plugin.cli import main as cli_main
 from tb_pipeline_plugin.compare import compare
@@ -233,18 +233,18 @@ def test_pipeline_tab_on_groups_in_the_browser(logdir, tmp_path, page):
     """Picked by name, two groups fill the Pipeline tab: pooled verdicts, the
     recordings behind them, and significance measured across them."""
     from test_e2e_browser import _shot
-    from tb_cli import get as tb_get
+    from support.tb_cli import get as tb_get
 
     with groups_in_the_browser(page, logdir, tmp_path / "tensorboard.log", "base", "slow", "pipeline") as (frame, port):
         frame.wait_for_selector("[data-testid=pipeline-noise]", timeout=180_000)
         api = tb_get(port, "diff/pipeline", baseline="base", experimental="slow")
         for side in ("baseline", "experimental"):
             card = f"[data-testid=pipeline-verdict][data-side={side}]"
-            assert frame.get_attribute(card, "data-verdict") == api[side]["input_bound"]["verdict"]
+            assert frame.get_attribute(card, "data-verdict") == api[f"{side}_report"]["input_bound"]["verdict"]
             items = frame.eval_on_selector_all(f"{card} [data-testid=pipeline-group] li",
                                                "lis => lis.map(li => li.dataset.recording)")
-            assert items == [r["name"] for r in api[side]["group"]["recordings"]]
-            assert api[side]["group"]["note"] in frame.inner_text(f"{card} [data-testid=pipeline-group]")
+            assert items == [r["name"] for r in api[f"{side}_report"]["group"]["recordings"]]
+            assert api[f"{side}_report"]["group"]["note"] in frame.inner_text(f"{card} [data-testid=pipeline-group]")
         assert frame.get_attribute("[data-testid=pipeline-noise]", "data-noise") == "measured"
         assert "3 + 3 recordings" in frame.inner_text("[data-testid=pipeline-noise]")
         wait = next(r for r in api["summary"] if r["metric"] == "split.data_wait_s")

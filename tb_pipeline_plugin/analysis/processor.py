@@ -16,7 +16,7 @@ from ..trace.link import LinkedTrace, has_step_annotations, link
 from .attribution import Attribution, attribute
 from .backward_index import BackwardIndex, backward_index
 from .kernels import kernels
-from .memory_peak import RunMemory, run_memory
+from .memory.peak import RunMemory, run_memory
 from .launch import launch_health
 from .per_step import kernel_steps, operator_steps
 from .ledger import StepLedger, step_ledger
@@ -131,7 +131,7 @@ class TraceProcessor(Views):
 
     @view
     def memory(self) -> RunMemory:
-        """Each device's memory peak and what was alive at it (analysis/memory_peak.py)."""
+        """Each device's memory peak and what was alive at it (analysis/memory/peak.py)."""
         return run_memory(self.linked, self.attribution())
 
     @view

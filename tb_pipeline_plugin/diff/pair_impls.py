@@ -8,6 +8,13 @@ shows the same numbers.
 """
 from __future__ import annotations
 
+import functools
+import inspect
+import os
+import threading
+import weakref
+from typing import Callable
+
 import numpy as np
 
 from ..analysis.kernels import kernels
@@ -16,17 +23,19 @@ from ..analysis.ledger import merged
 from ..analysis.operators import GROUP_BY, operators, primary_column
 from ..analysis.pieces import Piece, PieceIndex, device_rows, op_rows
 from ..analysis.run import Run
+from ..bounded_cache import BoundedCache
 from ..errors import BadRequest
+from . import significance as S
 from . import significance_marks, tables
 from . import tree as T
 from .delta import delta_fields
-from .diagnostic import compare_diagnostic
+from .diagnostic.compare import compare_diagnostic
 from .explain import explain
-from .explain_pipeline import pipeline_part, with_clause
+from .statistics.explain import pipeline_part, with_clause
 from .launch_health import launch_rows
-from .memory import diff_memory
+from .memory.compare import diff_memory
 from .overview import overview_rows
-from .pipeline import compare_pipeline
+from .statistics.compare import compare_pipeline
 from .tables import TableQuery
 from .timeline import DEFAULT_MAX_EVENTS, DEFAULT_WIDTH_PX, timeline_diff
 
@@ -46,11 +55,61 @@ _HOST_WINDOW_NOTE = (
 )
 
 
+# Answers, per pair of loaded runs: a page asks the same answer again (a
+# reload, back to a tab, the overview and the explanation after a sort), and
+# a warm answer should cost a lookup. Weak on the runs, so a pair's answers
+# go with either run; keyed by the impl, its arguments and the between-run
+# spread in force (it moves every noise band).
+ANSWERS_PER_PAIR = 32
+_ANSWERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_ANSWERS_LOCK = threading.Lock()
+
+
+def _answers(b: Run, e: Run) -> BoundedCache:
+    with _ANSWERS_LOCK:
+        per_b = _ANSWERS.get(b)
+        if per_b is None:
+            per_b = _ANSWERS[b] = weakref.WeakKeyDictionary()
+        cache = per_b.get(e)
+        if cache is None:
+            cache = per_b[e] = BoundedCache(ANSWERS_PER_PAIR)
+        return cache
+
+
+def _remembered(impl: Callable[..., dict]) -> Callable[..., dict]:
+    """`impl(b, e, *args)` computed once per pair and arguments. An argument
+    that is not hashable (a run's statistics) counts by identity, and the
+    answer holds it, so its identity is not reused while the answer is kept."""
+    signature = inspect.signature(impl)
+
+    @functools.wraps(impl)
+    def remembered(b: Run, e: Run, *args, **kwargs) -> dict:
+        bound = signature.bind(b, e, *args, **kwargs)
+        bound.apply_defaults()
+        values = tuple(bound.arguments.values())[2:]
+        key = (impl.__name__, os.environ.get(S.BETWEEN_RUN_ENV), *map(_key_part, values))
+        return _answers(b, e).get_or_make(key, lambda: (values, impl(b, e, *values)))[1]
+    return remembered
+
+
+def _key_part(value):
+    """`value` in a cache key: itself when hashable, a tuple part by part,
+    anything else by identity."""
+    if isinstance(value, tuple):
+        return ("tuple", *map(_key_part, value))
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return ("id", id(value))
+
+
 def device_present(b: Run, e: Run) -> bool:
     """Either run has device activity: device time is the primary measure."""
     return b.has_device or e.has_device
 
 
+@_remembered
 def diff_overview_impl(b: Run, e: Run) -> dict:
     present = device_present(b, e)
     if b.has_steps == e.has_steps:
@@ -67,15 +126,17 @@ def diff_overview_impl(b: Run, e: Run) -> dict:
     return {"device_present": present, "rows": rows, "note": note}
 
 
+@_remembered
 def diff_memory_impl(b: Run, e: Run) -> dict:
-    """Where the peak went (diff/memory.py), computed once per pair of runs' analyses."""
+    """Where the peak went (diff/memory/compare.py), computed once per pair of runs' analyses."""
     return diff_memory(b.memory(), e.memory())
 
 
+@_remembered
 def diff_explain_impl(b: Run, e: Run, pipelines: tuple | None = None) -> dict:
     """The step-time delta split into ranked contributors (diff/explain.py).
     `pipelines`: both runs' recorded pipeline statistics (PipelineTables),
-    when both have them: their part (diff/explain_pipeline.py) joins the
+    when both have them: their part (diff/statistics/explain.py) joins the
     answer and its clause the sentence."""
     bl, el = b.ledger(), e.ledger()
     present = device_present(b, e)
@@ -98,6 +159,7 @@ def diff_explain_impl(b: Run, e: Run, pipelines: tuple | None = None) -> dict:
     return out
 
 
+@_remembered
 def diff_modules_impl(b: Run, e: Run, path: str = "", offset: int = 0,
                  limit: int = MODULES_DEFAULT_LIMIT) -> dict:
     """The node at `path` and one page of its aligned children (`children_total`
@@ -194,6 +256,7 @@ def _add_backward(row: dict, bv: float | None, ev: float | None, bw: float, ew: 
     row.update(delta_fields("with_backward_us", bw, ew))
 
 
+@_remembered
 def diff_operators_impl(b: Run, e: Run, query: TableQuery = TableQuery(),
                    group_by: str = "name", path: str = "") -> dict:
     table = operator_table(b, e, group_by, path)
@@ -204,6 +267,7 @@ def diff_operators_impl(b: Run, e: Run, query: TableQuery = TableQuery(),
     return {"table": "operators", "group_by": group_by, "path": path, "device_present": device_present(b, e), **out}
 
 
+@_remembered
 def diff_kernels_impl(b: Run, e: Run, query: TableQuery = TableQuery(), path: str = "") -> dict:
     table = kernel_table(b, e, path)
     out = tables.query(table, KERNEL_KEYS, tables.KERNEL_COLUMNS, KERNEL_PRIMARY, query)
@@ -220,12 +284,12 @@ def diff_timeline_impl(b: Run, e: Run, path: str = "", from_us: float | None = N
 
 
 def diff_pipeline_impl(b_statistics, e_statistics) -> dict:
-    """Both runs' pipeline statistics (PipelineTables) compared (diff/pipeline.py)."""
+    """Both runs' pipeline statistics (PipelineTables) compared (diff/statistics/compare.py)."""
     return compare_pipeline(b_statistics, e_statistics)
 
 
 def diff_diagnostic_impl(b_results, e_results) -> dict:
-    """Both runs' diagnostic results (DiagnosticRun) compared (diff/diagnostic.py)."""
+    """Both runs' diagnostic results (DiagnosticRun) compared (diff/diagnostic/compare.py)."""
     return compare_diagnostic(b_results, e_results)
 
 

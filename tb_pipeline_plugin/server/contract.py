@@ -480,7 +480,7 @@ class ExplainLoaderLimit(_Shape):
 
 
 class ExplainPipeline(_Shape):
-    """What both runs' recorded pipeline statistics add (diff/explain_pipeline.py);
+    """What both runs' recorded pipeline statistics add (diff/statistics/explain.py);
     `clause` is the sentence's last clause."""
 
     data_wait: ExplainDataWait
@@ -489,7 +489,7 @@ class ExplainPipeline(_Shape):
     # The GIL-bound run's limiting stage, experimental first (None: neither run is GIL-bound).
     gil: ExplainGilLimit | None
     # The input-bound run's DataLoader part that limits loading, experimental first
-    # (analysis/pipeline_loader.py; None: no input-bound run with DataLoader figures).
+    # (analysis/statistics/loader.py; None: no input-bound run with DataLoader figures).
     loader: ExplainLoaderLimit | None
     clause: str
 
@@ -685,7 +685,7 @@ class DiffKernelsResponse(_DiffTable):
 StageVerdict = Literal["scales", "gil_bound", "cpu_saturated", "io_bound", "contention", "inconclusive",
                   "not_swept", "failing"]
 Executor = Literal["thread", "process"]
-# Baseline vs experimental, judged against the noise (diff/diagnostic_change.py): "changed" beyond the intervals;
+# Baseline vs experimental, judged against the noise (diff/diagnostic/change.py): "changed" beyond the intervals;
 # "within_noise"; "machine_busy": the curves differ, but other processes crowded the stage in a run;
 # "no_interval": a run has no slices to judge the noise by; "same": the same verdict (or level).
 LevelChange = Literal["same", "changed", "within_noise", "machine_busy", "no_interval"]
@@ -945,14 +945,14 @@ class Bottleneck(_Shape):
     slowest_busy_pct: float | None
     starving_queue: str | None
     starving_occupancy_pct: float | None
-    # The stage threads take turns at the GIL (analysis/pipeline_gil.py):
+    # The stage threads take turns at the GIL (analysis/statistics/gil.py):
     # slowest_stage is the one computing most under it.
     gil_bound: bool
     gil_cpu_cores: float | None
     # The run's mean sampled GIL contention behind the verdict (pct), when sampled.
     gil_contention_pct: float | None
     # Without SPDL stages: the DataLoader part named (__getitem__ | collate_fn;
-    # analysis/pipeline_loader.py); slowest_stage is its row.
+    # analysis/statistics/loader.py); slowest_stage is its row.
     loader_part: str | None
     summary: str
 
@@ -1240,7 +1240,7 @@ class DiffTimelineResponse(_Shape):
 
 # ---------------------------------------------------------------- timeline
 
-class TimelineResponse(_Shape):
+class ProfilerLinkResponse(_Shape):
     # Our selection, worker and span resolved as every route resolves them.
     run: str
     worker: str

@@ -43,8 +43,8 @@ class PipelinePlugin(base_plugin.TBPlugin):
     def get_plugin_apps(self):
         apps = {
             "/index.js": self._serve_index_js,
-            "/timeline.html": self._serve_timeline_html,
-            "/timeline.js": self._serve_timeline_js,
+            "/profiler.html": self._serve_profiler_html,
+            "/profiler.js": self._serve_profiler_js,
         }
         apps.update(json_routes({
             "/runs": self._list_runs,
@@ -63,7 +63,7 @@ class PipelinePlugin(base_plugin.TBPlugin):
             "/diff/diagnostic": self._diff_diagnostic,
             "/pipeline": self._pipeline,
             "/diff/pipeline": self._diff_pipeline,
-            "/timeline": self._timeline,
+            "/profiler_link": self._profiler_link,
             "/distributed": self._distributed,
         }))
         return apps
@@ -95,16 +95,16 @@ class PipelinePlugin(base_plugin.TBPlugin):
     def _serve_index_js(self, request):
         return self._static_file("index.js", "text/javascript; charset=utf-8")
 
-    # The timeline page: torch-tb-profiler's trace viewer for one of our
+    # The profiler page: torch-tb-profiler's trace viewer for one of our
     # traces (its own UI has no deep link). Static: the page reads
-    # run/worker/span from its URL and asks `timeline` for their names.
+    # run/worker/span from its URL and asks `profiler_link` for their names.
     @wrappers.Request.application
-    def _serve_timeline_html(self, request):
-        return self._static_file("timeline.html", "text/html; charset=utf-8")
+    def _serve_profiler_html(self, request):
+        return self._static_file("profiler.html", "text/html; charset=utf-8")
 
     @wrappers.Request.application
-    def _serve_timeline_js(self, request):
-        return self._static_file("timeline.js", "text/javascript; charset=utf-8")
+    def _serve_profiler_js(self, request):
+        return self._static_file("profiler.js", "text/javascript; charset=utf-8")
 
     def _list_runs(self, _: Q.NoParams) -> dict:
         return run_impls.runs_impl(*self.runs.listing())
@@ -131,10 +131,10 @@ class PipelinePlugin(base_plugin.TBPlugin):
     def _diagnostic(self, p: Q.DiagnosticParams) -> dict:
         return {**trace_ref(p.run), **run_impls.diagnostic_impl(self.runs.diagnostic(p.run).value())}
 
-    def _timeline(self, p: Q.RunParams) -> dict:
+    def _profiler_link(self, p: Q.RunParams) -> dict:
         # Discovery only: the link must work before (or without) our parse.
         tf = self.runs.resolve(p.run, p.worker, p.span)
-        return {**tf.selection(), **run_impls.timeline_impl(tb_profiler_names(self._logdir, tf))}
+        return {**tf.selection(), **run_impls.profiler_link_impl(tb_profiler_names(self._logdir, tf))}
 
     def _distributed(self, p: Q.DistributedParams) -> dict:
         # Every rank of both runs asked for before any answers.

@@ -9,9 +9,9 @@ pair routes' impls are `diff.pair_impls`.
 """
 from __future__ import annotations
 
-from ..analysis.diagnostic import report as diagnostic_report
+from ..analysis.diagnostic.report import report as diagnostic_report
 from ..analysis.distributed import ranks_summary
-from ..analysis.pipeline import report as pipeline_report
+from ..analysis.statistics.report import report as pipeline_report
 from ..analysis.run import Run
 from ..diff.distributed import diff_ranks
 from ..sources.logdir import RunInfo
@@ -69,7 +69,7 @@ def diagnostic_impl(results) -> dict:
 
 # ---- timeline links (torch-tb-profiler) ------------------------------------------
 
-def timeline_impl(names: ProfilerNames) -> dict:
+def profiler_link_impl(names: ProfilerNames) -> dict:
     return {"profiler": {"run": names.run, "worker": names.worker, "span": names.span}}
 
 

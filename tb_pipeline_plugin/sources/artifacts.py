@@ -13,8 +13,8 @@ import os
 from typing import Any, Callable, NamedTuple
 
 from ..analysis.processor import TraceProcessor
-from ..pipeline import PipelineTables, load_pipeline_run
-from ..pipeline.diagnostic import DiagnosticRun, parse_diagnostic
+from ..readers import PipelineTables, load_pipeline_run
+from ..readers.diagnostic import DiagnosticRun, parse_diagnostic
 from ..trace.persist import entry_bytes
 from .cache import CacheConfig, TraceCache
 from .logdir import open_binary, stat_file

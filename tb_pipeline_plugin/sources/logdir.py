@@ -26,7 +26,7 @@ from ..errors import BadRequest, NotFound
 from ..formats.diagnostic import DIAGNOSTIC_DIR, RESULTS_FILE
 from ..formats.group import MANIFEST_FILE
 from ..formats.pipeline import PIPELINE_DIR
-from ..pipeline.composer import composer_kind
+from ..readers.composer import composer_kind
 from ..trace.worker_names import natural_key
 from . import groups, layouts
 

@@ -20,13 +20,13 @@ import threading
 import time
 from typing import Any, Callable, Sequence, TypeVar
 
-from ..analysis.diagnostic_group import pool_diagnostic
+from ..analysis.diagnostic.group import pool_diagnostic
 from ..analysis.group import RecordingGroup
-from ..analysis.pipeline_group import pool_statistics
-from ..analysis.pipeline_trace import steps_from_trace
+from ..analysis.statistics.group import pool_statistics
+from ..analysis.statistics.from_trace import steps_from_trace
 from ..bounded_cache import BoundedCache
 from ..errors import NotFound
-from ..pipeline import PipelineTables
+from ..readers import PipelineTables
 from .artifacts import Source
 from .logdir import RunInfo, TraceFile, discover_runs, resolve, resolve_diagnostic, run_info, stat_file
 from .store import LoadState, LoadStore, Pending, PendingAll

@@ -276,7 +276,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/timeline": {
+    "/profiler_link": {
         parameters: {
             query?: never;
             header?: never;
@@ -284,7 +284,7 @@ export interface paths {
             cookie?: never;
         };
         /** torch-tb-profiler's run, worker and span for one of our traces (its timeline link); never parses. */
-        get: operations["timeline"];
+        get: operations["profiler_link"];
         put?: never;
         post?: never;
         delete?: never;
@@ -887,7 +887,7 @@ export interface components {
         };
         /**
          * ExplainPipeline
-         * @description What both runs' recorded pipeline statistics add (diff/explain_pipeline.py);
+         * @description What both runs' recorded pipeline statistics add (diff/statistics/explain.py);
          *         `clause` is the sentence's last clause.
          */
         ExplainPipeline: {
@@ -1322,6 +1322,13 @@ export interface components {
             delta_pct: number | null;
             significance: components["schemas"]["Significance"] | null;
         };
+        /** ProfilerLinkResponse */
+        ProfilerLinkResponse: {
+            run: string;
+            worker: string;
+            span: string;
+            profiler: components["schemas"]["RunRef"];
+        };
         /** RankDeltaRow */
         RankDeltaRow: {
             rank: number;
@@ -1499,13 +1506,6 @@ export interface components {
             dur_us: number[];
             count: number[];
             merged_us: number[];
-        };
-        /** TimelineResponse */
-        TimelineResponse: {
-            run: string;
-            worker: string;
-            span: string;
-            profiler: components["schemas"]["RunRef"];
         };
         /** TimelineSide */
         TimelineSide: {
@@ -2542,7 +2542,7 @@ export interface operations {
             };
         };
     };
-    timeline: {
+    profiler_link: {
         parameters: {
             query: {
                 run: string;
@@ -2561,7 +2561,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TimelineResponse"];
+                    "application/json": components["schemas"]["ProfilerLinkResponse"];
                 };
             };
             /** @description A missing or malformed parameter. */
