@@ -31,9 +31,10 @@ import pandas as pd
 
 from ...analysis.diagnostic.report import VERDICT_LABELS, scale_level
 from ...analysis.diagnostic.spread import CROWDED_OTHERS_PCT, Z, gil_share_sd, ratio_interval
+from ..significance import WITHIN_NOISE
 
-SAME, CHANGED, WITHIN_NOISE, MACHINE_BUSY, NO_INTERVAL, ONE_SIDE = (
-    "same", "changed", "within_noise", "machine_busy", "no_interval", "one_side")
+# "within noise" is the significance policy's verdict, the one word for it everywhere.
+SAME, CHANGED, MACHINE_BUSY, NO_INTERVAL, ONE_SIDE = "same", "changed", "machine_busy", "no_interval", "one_side"
 CHANGES = (SAME, CHANGED, WITHIN_NOISE, MACHINE_BUSY, NO_INTERVAL, ONE_SIDE)
 # A stage that stopped being swept or started failing changed in what it does, whatever the noise.
 _WITHOUT_CURVES = ("not_swept", "failing")
