@@ -178,7 +178,7 @@ class PipelinePlugin(base_plugin.TBPlugin):
 
     def _diff_kernels(self, p: Q.DiffKernelsParams) -> dict:
         b, e, refs = self._pair(p)
-        return {**refs, **pair_impls.diff_kernels_impl(b, e, p.table_query(), p.path)}
+        return {**refs, **pair_impls.diff_kernels_impl(b, e, p.table_query(), p.path, p.group_by)}
 
     def _diff_timeline(self, p: Q.DiffTimelineParams) -> dict:
         b, e, refs = self._pair(p)
