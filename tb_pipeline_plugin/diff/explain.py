@@ -75,12 +75,15 @@ OWN = " (own operators)"
 
 
 def explain(b: StepLedger, e: StepLedger, compiled: dict[str, str] | None = None, clock: str = "host",
-            top_operator: Callable[[str], dict | None] | None = None) -> dict:
+            top_operator: Callable[[str], dict | None] | None = None, recorded: dict | None = None) -> dict:
     """`compiled`: module path -> which run ran it compiled ("baseline",
     "experimental" or "both"); `clock`: what the ledgers measure, "host" or
     "device" (the sentence says which); `top_operator(module key)`: the
     operator whose device time changed most inside a module contributor,
-    with each run's kernels (device time only)."""
+    with each run's kernels (device time only); `recorded`: the step verdict
+    from every recorded step (diff/statistics/significance.py:recorded_step),
+    when both runs have pipeline statistics: it is the step's, and the
+    profiled steps split the delta into parts."""
     compiled = compiled or {}
     b, e = _rolled_up(b, compiled), _rolled_up(e, compiled)
     b_step = b.steps["step_us"].to_numpy(np.float64)
@@ -89,7 +92,8 @@ def explain(b: StepLedger, e: StepLedger, compiled: dict[str, str] | None = None
     e_mean = float(e_step.mean()) if len(e_step) else 0.0
     recordings = (S.ledger_recordings(b), S.ledger_recordings(e))
     total = S.step_time(b_step, e_step, recordings)
-    contributors = _contributors(b, e, b_mean, recordings, compiled, total["verdict"] == S.SIGNIFICANT)
+    verdict = (recorded["significance"] if recorded else total)["verdict"]
+    contributors = _contributors(b, e, b_mean, recordings, compiled, verdict == S.SIGNIFICANT)
     if top_operator is not None:
         for c in contributors[:TOP_OPERATOR_CONTRIBUTORS]:
             if c["kind"] == "module":
@@ -97,8 +101,15 @@ def explain(b: StepLedger, e: StepLedger, compiled: dict[str, str] | None = None
     step = {
         "baseline_us": round(b_mean, 3), "experimental_us": round(e_mean, 3),
         "delta_us": round(e_mean - b_mean, 3), "delta_pct": delta_pct(b_mean, e_mean - b_mean),
-        "significance": total,
+        "significance": total, "source": "profiled", "profiled": None,
     }
+    if recorded is not None:
+        # The verdict from every recorded step; the profiled steps' own stays beside it.
+        step = {**{k: recorded[k] for k in ("baseline_us", "experimental_us", "delta_us", "significance")},
+                "delta_pct": delta_pct(recorded["baseline_us"], recorded["delta_us"]), "source": "recorded",
+                "profiled": {"baseline_steps": total["baseline_steps"], "experimental_steps": total["experimental_steps"],
+                             "delta_us": step["delta_us"], "significance": total}}
+        total = recorded["significance"]
     return {
         "sentence": sentence(step, contributors, clock),
         "step": step,
@@ -307,14 +318,18 @@ def sentence(step: dict, contributors: list[dict], clock: str = "host") -> str:
     sig = step["significance"]
     delta, pct = step["delta_us"], step["delta_pct"]
     nb, ne = sig["baseline_steps"], sig["experimental_steps"]
+    profiled = step.get("profiled")
     if sig["verdict"] == S.TOO_FEW_STEPS:
         return (f"Experimental is {_direction(delta, pct)} per step ({_signed(delta)}), but with {nb} baseline and "
                 f"{ne} experimental step{'s' if ne != 1 else ''} the noise cannot be measured "
-                f"(at least {S.MIN_STEPS} per run are needed); profile more steps to tell change from noise.")
+                f"(at least {sig['min_steps']} per run are needed); profile more steps to tell change from noise.")
     pm = S.half_width(sig)
     rb, re_ = sig["baseline_recordings"], sig["experimental_recordings"]
     recordings = f" in {rb} + {re_} recordings" if max(rb, re_) > 1 else ""
-    band = f"{_signed(delta)} ± {duration(pm)}, {nb} vs {ne} steps{recordings}"
+    parts_from = (f"; parts from {profiled['baseline_steps']} vs {profiled['experimental_steps']} profiled steps"
+                  if profiled else "")
+    kind = "recorded " if profiled else ""
+    band = f"{_signed(delta)} ± {duration(pm)}, {nb} vs {ne} {kind}steps{recordings}{parts_from}"
     significant = [c for c in contributors if c["significance"]["verdict"] == S.SIGNIFICANT]
     if sig["verdict"] != S.SIGNIFICANT:
         head = f"Experimental and baseline take the same time per step within noise ({band})"
@@ -325,6 +340,13 @@ def sentence(step: dict, contributors: list[dict], clock: str = "host") -> str:
         return f"{head}, although {moved}."
     same_way = [c for c in significant if c["delta_us"] * delta > 0]
     parts = [f"Experimental is {_direction(delta, pct)} per step ({band})"]
+    if not same_way and profiled and profiled["significance"]["verdict"] != S.SIGNIFICANT:
+        # The whole moved beyond noise on the recorded steps, the parts cannot
+        # say so on the few profiled ones: say why, and what settles it.
+        parts.append(f"the {profiled['baseline_steps']} vs {profiled['experimental_steps']} profiled steps are too "
+                     "few or too noisy to split it into parts: profile more steps (`tb-pipeline record --profile "
+                     "wait=5,warmup=2,active=10`) or record groups (`--repeat 3`)")
+        return "; ".join(parts) + "."
     if not same_way:
         largest = max((c for c in contributors if c["delta_us"] * delta > 0), key=lambda c: abs(c["delta_us"]),
                       default=None)

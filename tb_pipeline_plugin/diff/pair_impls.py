@@ -36,7 +36,8 @@ from .launches import LAUNCH_COLUMNS, launch_join, launch_keys, launch_samples, 
 from .statistics.explain import pipeline_part, with_clause
 from .launch_health import launch_rows
 from .memory.compare import diff_memory
-from .overview import overview_rows
+from .overview import STEP_TIME, overview_rows
+from .statistics.significance import recorded_step
 from .statistics.compare import compare_pipeline
 from .tables import TableQuery
 from .timeline import DEFAULT_MAX_EVENTS, DEFAULT_WIDTH_PX, timeline_diff
@@ -115,10 +116,17 @@ def device_present(b: Run, e: Run) -> bool:
 
 
 @_remembered
-def diff_overview_impl(b: Run, e: Run) -> dict:
+def diff_overview_impl(b: Run, e: Run, pipelines: tuple | None = None) -> dict:
+    """Every overview metric side by side. `pipelines`: both runs' recorded
+    statistics, when both have them: the step time's verdict is then the one
+    from every recorded step (as the explanation's)."""
     present = device_present(b, e)
     if b.has_steps == e.has_steps:
         rows = overview_rows(b.overview(), e.overview(), (b.recording_of_step, e.recording_of_step))
+        if pipelines is not None:
+            for row in rows:
+                if row["metric"] == STEP_TIME:
+                    row["significance"] = recorded_step(*pipelines)["significance"]
         return {"device_present": present, "rows": rows, "note": None}
     # Per-step averages of a 3-step trace against one whole-trace "step"
     # would show a regression that is not there: compare whole windows.
@@ -169,8 +177,9 @@ def diff_explain_impl(b: Run, e: Run, pipelines: tuple | None = None) -> dict:
               if present else [])
     compiled = _compiled(b, e)
     top = (lambda key: top_operator(b, e, key, frozenset(compiled))) if clock == "device" else None
-    out = {"device_present": present, **explain(bl, el, compiled, clock, top), "launch": launch, "note": note,
-           "pipeline": None, "clock": clock, "device_busy_pct": busy}
+    recorded = recorded_step(*pipelines) if pipelines is not None else None
+    out = {"device_present": present, **explain(bl, el, compiled, clock, top, recorded), "launch": launch,
+           "note": note, "pipeline": None, "clock": clock, "device_busy_pct": busy}
     graph_us = _graph_us_per_step(b, e) if present else 0.0
     if graph_us:
         out["note"] = T.join_notes(out["note"], (

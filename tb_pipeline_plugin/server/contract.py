@@ -372,12 +372,26 @@ class SpikinessPair(_Shape):
     experimental: Spikiness
 
 
+class ProfiledStep(_Shape):
+    """The profiled steps' own step delta, which the contributors split,
+    when the step's verdict came from the recorded statistics."""
+
+    baseline_steps: int
+    experimental_steps: int
+    delta_us: Number
+    significance: Significance
+
+
 class ExplainStep(_Shape):
     baseline_us: Number
     experimental_us: Number
     delta_us: Number
     delta_pct: float | None
     significance: Significance
+    # "recorded": from every recorded step (both runs have pipeline statistics, warm-up and epilogue left
+    # out); "profiled": from the traces' profiled steps.
+    source: Literal["profiled", "recorded"]
+    profiled: ProfiledStep | None
 
 
 ContributorKind = Literal["data_loading", "module", "backward", "optimizer", "communication", "annotation",
@@ -1109,6 +1123,16 @@ class PipelineRecordings(_Shape):
     note: str
 
 
+class LoopEpilogue(_Shape):
+    """The time the loop's end cost after its last step (per recording): in
+    no step, rate or verdict (analysis/statistics/settle.py)."""
+
+    epilogue_s: float
+    # The last recorded step held it (a file without the recorder's loop end, or a loop that never ended).
+    from_last_step: bool
+    note: str
+
+
 class PipelineReport(_Shape):
     source: PipelineSource
     split: PipelineSplit
@@ -1121,6 +1145,7 @@ class PipelineReport(_Shape):
     meta: list[PipelineMeta]
     warnings: list[str]
     group: PipelineRecordings | None
+    epilogue: LoopEpilogue | None
 
 
 class PipelineResponse(PipelineReport):

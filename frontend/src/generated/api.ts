@@ -946,6 +946,9 @@ export interface components {
             delta_us: number;
             delta_pct: number | null;
             significance: components["schemas"]["Significance"];
+            /** @enum {unknown} */
+            source: "profiled" | "recorded";
+            profiled: components["schemas"]["ProfiledStep"] | null;
         };
         /** GilHolder */
         GilHolder: {
@@ -1039,6 +1042,16 @@ export interface components {
             delta: number | null;
             delta_pct: number | null;
             significance: components["schemas"]["Significance"];
+        };
+        /**
+         * LoopEpilogue
+         * @description The time the loop's end cost after its last step (per recording): in
+         *         no step, rate or verdict (analysis/statistics/settle.py).
+         */
+        LoopEpilogue: {
+            epilogue_s: number;
+            from_last_step: boolean;
+            note: string;
         };
         /** MemoryCurve */
         MemoryCurve: {
@@ -1274,6 +1287,7 @@ export interface components {
             meta: components["schemas"]["PipelineMeta"][];
             warnings: string[];
             group: components["schemas"]["PipelineRecordings"] | null;
+            epilogue: components["schemas"]["LoopEpilogue"] | null;
         };
         /** PipelineResponse */
         PipelineResponse: {
@@ -1289,6 +1303,7 @@ export interface components {
             meta: components["schemas"]["PipelineMeta"][];
             warnings: string[];
             group: components["schemas"]["PipelineRecordings"] | null;
+            epilogue: components["schemas"]["LoopEpilogue"] | null;
             run: string;
             worker: string;
             span: string;
@@ -1350,6 +1365,17 @@ export interface components {
             delta: number | null;
             delta_pct: number | null;
             significance: components["schemas"]["Significance"] | null;
+        };
+        /**
+         * ProfiledStep
+         * @description The profiled steps' own step delta, which the contributors split,
+         *         when the step's verdict came from the recorded statistics.
+         */
+        ProfiledStep: {
+            baseline_steps: number;
+            experimental_steps: number;
+            delta_us: number;
+            significance: components["schemas"]["Significance"];
         };
         /** ProfilerLinkResponse */
         ProfilerLinkResponse: {
