@@ -124,7 +124,7 @@ def test_the_sweep_fits_the_machine_and_ends_within_its_budget(heavy):
     summaries = [r for r in data.records if isinstance(r, fmt.StageSummary) and r.kind == "map"]
     assert summaries and all(0 < s.budget_s <= BUDGET_S for s in summaries)
     for s in summaries:  # a level left out for the budget or memory says so, with its estimate
-        assert all(k.cause in ("time", "memory") and k.reason.startswith("would ") for k in s.skipped_levels)
+        assert all(k.cause in ("time", "memory") and k.reason for k in s.skipped_levels)
 
 
 def test_threads_and_the_verdict_through_tensorboard(heavy, make_tb_client):

@@ -344,10 +344,9 @@ _POINT_FIELDS = ("concurrency", "qps", "speedup", "p50_latency_s", "p90_latency_
                  "intra_op_threads", "cut_reason")
 _INTERVAL_FIELDS = ("qps_low", "qps_high", "cpu_pct_low", "cpu_pct_high")  # NaN (no slices) -> None
 _ENVIRONMENT_FIELDS = ("python", "implementation", "free_threaded", "gil_enabled", "process_start_method", "levels",
-                       "executors", "warmup_s", "duration_s", "source", "hostname", "intra_op_threads",
-                       "process_intra_op_threads", "time_limit_s")
-# Threads and the time limit: null where unknown (0 in the record, or written before they were).
+                       "executors", "warmup_s", "duration_s", "source", "hostname")
 _ENVIRONMENT_DEFAULTS = {"source": "function", "hostname": "", "free_threaded": False, "gil_enabled": True}
+# Threads and the time limit: null where unknown (0 in the record, or written before they were).
 _ENVIRONMENT_ZERO_IS_NULL = ("intra_op_threads", "process_intra_op_threads", "time_limit_s")
 
 

@@ -52,7 +52,9 @@ class WorkerStart:
 
     def __call__(self, worker_id: int, num_workers: int) -> None:
         set_torch_threads(self.THREADS)
-        try:  # private in torch, stable for years: without it get_worker_info() is None, as in the main process
+        # get_worker_info() as in a worker: the user's code may read it, and default_collate then collates into
+        # shared memory, which a worker pays for. Private in torch, stable for years; without it, None.
+        try:
             from torch.utils.data._utils import worker as torch_worker
             torch_worker._worker_info = torch_worker.WorkerInfo(id=worker_id, num_workers=num_workers,
                                                                 seed=worker_id, dataset=self.dataset)
