@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from tb_pipeline_plugin.analysis.diagnostic import sweep_frame, verdicts
-from tb_pipeline_plugin.diagnose import diagnose
+from tb_pipeline_plugin.diagnose import DEFAULT_LEVELS, diagnose, run_levels
 from tb_pipeline_plugin.diff.diagnostic import diff_diagnostic
 from tb_pipeline_plugin.formats import diagnostic as fmt
 from tb_pipeline_plugin.pipeline.diagnostic import read_diagnostic
@@ -207,6 +207,26 @@ def test_the_end_record_is_written_when_the_launcher_is_stopped(tmp_path, how):
     assert data.complete and data.cut_short and data.records[-1].reason == how, data.warnings
     points = [r for r in data.records if isinstance(r, fmt.SweepPoint)]
     assert points and points[0].items > 0 and len(points) < 6
+
+
+def test_levels_fit_the_cores_and_threads_go_further_only_while_waiting(tmp_path):
+    sys.path.insert(0, str(SCRIPTS))
+    import flaky
+    import three_stages
+
+    cores = run_levels.cpu_count()
+    fitted = [c for c in DEFAULT_LEVELS if c <= cores] + [c for c in DEFAULT_LEVELS if c > cores][:1]
+    diagnose([("sleep", flaky.slow), ("python", three_stages.pure_python_loop)], range(30), out_dir=tmp_path,
+             executors=("thread", "process"), duration_s=0.3, warmup_s=0.05, gil=False, progress=None)
+    sweep = sweep_frame(read_diagnostic(tmp_path).records)
+
+    def levels(stage, executor):
+        return sweep[(sweep.stage == stage) & (sweep.executor == executor)]["concurrency"].tolist()
+
+    assert levels("sleep", "process") == levels("python", "process") == fitted
+    assert levels("python", "thread") == fitted  # one core's worth under the GIL: no gain past the cores
+    # A stage that waits keeps gaining with threads it barely keeps busy: the sweep goes on past cores + 1.
+    assert levels("sleep", "thread")[:len(fitted) + 1] == [c for c in DEFAULT_LEVELS][:len(fitted) + 1]
 
 
 def hold_100_mb(x):
