@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from tb_pipeline_plugin.analysis.diagnostic import sweep_frame, verdicts
-from tb_pipeline_plugin.diagnose import DEFAULT_LEVELS, diagnose, run_levels
+from tb_pipeline_plugin.diagnose import DEFAULT_LEVELS, diagnose, level_budget, run_levels
 from tb_pipeline_plugin.diff.diagnostic import diff_diagnostic
 from tb_pipeline_plugin.formats import diagnostic as fmt
 from tb_pipeline_plugin.pipeline.diagnostic import read_diagnostic
@@ -157,14 +157,15 @@ def test_results_written_before_threads_were_recorded_still_load(heavy, tmp_path
                   "caller_cpu_pct", "cut_reason", "skipped_levels", "budget_s"}
     old = tmp_path / "logs" / "old" / "diagnostic"
     old.mkdir(parents=True)
-    lines = [json.loads(line) for line in (logdir / "heavy" / "diagnostic" / "diagnostic.jsonl").read_text().splitlines()]
-    (old / "diagnostic.jsonl").write_text("".join(json.dumps({k: v for k, v in r.items() if k not in new_fields}) + "\n"
-                                                  for r in lines))
+    written = (logdir / "heavy" / "diagnostic" / "diagnostic.jsonl").read_text().splitlines()
+    lines = [{k: v for k, v in json.loads(line).items() if k not in new_fields} for line in written]
+    (old / "diagnostic.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
     client = make_tb_client(tmp_path / "logs")
     resp = get_when_ready(client, "diagnostic?run=old")
     assert resp.status_code == 200, resp.get_data(as_text=True)
     body = resp.get_json()
-    assert body["complete"] and body["environment"]["intra_op_threads"] is None and body["environment"]["time_limit_s"] is None
+    assert body["complete"] and body["environment"]["intra_op_threads"] is None
+    assert body["environment"]["time_limit_s"] is None
     for stage in body["stages"]:
         assert stage["skipped_levels"] == []
         for curve in stage["curves"]:
@@ -224,9 +225,15 @@ def test_levels_fit_the_cores_and_threads_go_further_only_while_waiting(tmp_path
         return sweep[(sweep.stage == stage) & (sweep.executor == executor)]["concurrency"].tolist()
 
     assert levels("sleep", "process") == levels("python", "process") == fitted
-    assert levels("python", "thread") == fitted  # one core's worth under the GIL: no gain past the cores
     # A stage that waits keeps gaining with threads it barely keeps busy: the sweep goes on past cores + 1.
-    assert levels("sleep", "thread")[:len(fitted) + 1] == [c for c in DEFAULT_LEVELS][:len(fitted) + 1]
+    assert levels("sleep", "thread")[:len(fitted) + 1] == list(DEFAULT_LEVELS)[:len(fitted) + 1]
+    # The pure-Python loop computes under the GIL: it goes past the fitted levels only where its own curve read
+    # as a waiting one (a lowest level that neighbours starved, on a busy machine), by the rule itself.
+    python = sweep[(sweep.stage == "python") & (sweep.executor == "thread")]
+    assert levels("python", "thread")[:len(fitted)] == fitted
+    if len(python) > len(fitted):
+        points = list(zip(python.concurrency, python.qps, python.cpu_pct))[:len(fitted)]
+        assert level_budget.gains_like_io(points, cores), python
 
 
 def hold_100_mb(x):

@@ -21,8 +21,12 @@ from .process_tree import gigabytes
 
 MEMORY_HEADROOM = 0.8  # a level may plan to use this share of the memory left to the sweep
 LOW_MEMORY_FRACTION = 0.05  # a level is stopped when the machine's free memory falls under this share of it
-IO_GAIN = 1.5  # threads past the cores + 1: go on while a level gains this much over the one before ...
-IO_CPU_PER_WORKER_PCT = 35.0  # ... with each worker keeping less than this share of a core busy (waiting)
+# Threads past the cores + 1 go on while the curve looks like a waiting stage's, as the I/O verdict reads one: QPS
+# at the last level at least half of linear over the lowest and more than the cores explain, each worker under 35 %
+# of a core at the lowest level and the last. (Fewer conditions are not enough on a busy machine: a GIL-bound stage
+# at 4 threads keeps 25 % of a core each, and a lowest level that neighbours starved makes any level look faster.)
+IO_HALF_LINEAR = 0.5
+IO_CPU_PER_WORKER_PCT = 35.0
 
 
 def fitted_levels(levels, cores: int) -> tuple[list[int], list[int]]:
@@ -33,13 +37,15 @@ def fitted_levels(levels, cores: int) -> tuple[list[int], list[int]]:
     return fit, [x for x in asked if x not in fit]
 
 
-def gains_like_io(points: list[tuple[int, float, float]]) -> bool:
-    """`points`: (level, QPS, CPU %) measured so far, ascending: the last
-    level gained IO_GAIN over the one before while its workers mostly waited."""
-    if len(points) < 2:
+def gains_like_io(points: list[tuple[int, float, float]], cores: int) -> bool:
+    """`points`: (level, QPS, CPU %) measured so far, ascending: the curve
+    still gains as a waiting stage's does (the constants' comment)."""
+    if len(points) < 2 or not points[0][1] > 0:
         return False
-    (_, q0, _), (c1, q1, cpu1) = points[-2], points[-1]
-    return q0 > 0 and q1 >= IO_GAIN * q0 and cpu1 / c1 < IO_CPU_PER_WORKER_PCT
+    (c0, q0, cpu0), (c1, q1, cpu1) = points[0], points[-1]
+    speedup = q1 / q0
+    waiting = cpu0 / c0 < IO_CPU_PER_WORKER_PCT and cpu1 / c1 < IO_CPU_PER_WORKER_PCT
+    return speedup >= IO_HALF_LINEAR * c1 / c0 and speedup > cores and waiting
 
 
 @dataclass

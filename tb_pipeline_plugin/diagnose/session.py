@@ -313,7 +313,7 @@ class Session:
                 break
             prev = level_budget.Measured(level, r.startup_s, r.p90_latency_s, r.cpu_pct, r.memory_used_bytes)
             seen.append((level, r.qps, r.cpu_pct))
-            if not queue and more and level_budget.gains_like_io(seen):
+            if not queue and more and level_budget.gains_like_io(seen, self.cores):
                 queue.append(more.pop(0))
         return "", first_error
 
