@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 from . import autohook, profiling
+from .child import run_child
 from .repeat import run_repeated
 from .trace_dir import ENV_TRACE_DIR
 from .writer import run_name_default
@@ -65,6 +65,6 @@ def run_recorded(command: list[str], logdir: str, run: str | None = None, headsp
     env = record_env(logdir, run, headspace, host_interval_s, spdl_interval_s, command, profile=profile)
     print(f"tb-pipeline: recording into {os.path.join(logdir, run)}", file=sys.stderr)
     try:
-        return subprocess.call(command, env=env)
+        return run_child(command, env)[0]
     except FileNotFoundError as exc:
         raise ValueError(f"cannot run {command[0]!r}: {exc.strerror}") from None
