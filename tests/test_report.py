@@ -26,7 +26,7 @@ from tb_pipeline_plugin.formats.group import GROUP_VERSION, MANIFEST_FILE, Group
 from tb_pipeline_plugin.report import FORMATS, render
 from tb_pipeline_plugin.report.json_format import decode
 from tb_pipeline_plugin.report.model import Report
-from tb_pipeline_plugin.report.words import signed
+from tb_pipeline_plugin.report.words import headline, signed
 
 GATES = ["--fail-if", "breakdown_us.data_loading>100", "--fail-if", "avg_step_time_us>1000000"]
 
@@ -58,14 +58,15 @@ def test_every_format_of_a_recorded_pair(capsys, recorded_logdir, repo_root):
     data = json.loads(out["json"])
     schema(repo_root).validate(data)
     report = msgspec.convert(data, Report)
-    assert report.step.direction == "slower" and report.step.delta_us > 0
+    # The loader's 20 ms sleep per batch: data loading far beyond +100 % whatever the machine's load
+    # (the step time as a whole may still drown in a busy machine's noise: its verdict is not asserted).
     assert [(g.gate, g.outcome) for g in report.gates] == [
         ("breakdown_us.data_loading>100", "failed"), ("avg_step_time_us>1000000", "passed")]
     assert report.exit_status == cli.EXIT_REGRESSION
 
     # Text: the verdict, then the sentence; every gate's outcome, passed ones too.
     lines = out["text"].splitlines()
-    assert lines[3].startswith("Slower: +") and lines[4] == report.sentence
+    assert lines[3] == headline(report) and lines[4] == report.sentence
     assert "REGRESSION: breakdown_us.data_loading changed +" in out["text"]
     assert "PASSED: avg_step_time_us changed +" in out["text"]
 
@@ -115,25 +116,33 @@ def test_a_gate_that_cannot_be_evaluated_is_an_error_in_every_format(capsys, rec
 
 
 def test_signs_and_words_agree(capsys, recorded_logdir):
-    """The slower pair the other way round: "faster" with −, in every format and row."""
+    """A pair both ways round: the words flip with the signs, "slower" with
+    +, "faster" with −, in the verdict of every format and in every Δ cell."""
     base, slow = str(recorded_logdir / "baseline"), str(recorded_logdir / "slow_loader")
-    out, _ = every_format(capsys, slow, base)
-    report = decode(out["json"].encode())
-    assert report.step.direction == "faster" and report.step.delta_us < 0
-    assert report.step.significance.verdict == S.SIGNIFICANT
-    verdict = out["text"].splitlines()[3]
-    assert verdict.startswith("Faster: −") and "+" not in verdict.split(",")[0]
-    assert markdown_headings(out["markdown"])[0] == verdict
-    assert 'data-direction="faster"' in out["html"]
-    # Every Δ cell of the markdown: + exactly where the number is positive, − where negative.
-    for table in markdown_tables(out["markdown"]):
-        if "Δ" not in table["header"]:
-            continue
-        col = table["header"].index("Δ")
-        for row in table["rows"]:
-            assert row[col][:1] in "+−—", row
-    step_line = next(line.split() for line in out["text"].splitlines() if line.startswith("avg_step_time_us "))
-    assert step_line[4].startswith("-") and step_line[5].startswith("-")  # delta, delta_pct
+    directions = []
+    for pair in ((base, slow), (slow, base)):
+        out, _ = every_format(capsys, *pair)
+        report = decode(out["json"].encode())
+        step, sig = report.step, report.step.significance
+        sign = "+" if step.delta_us >= 0 else "−"
+        directions.append(step.direction)
+        assert step.direction == ("slower" if step.delta_us > 0 else "faster")
+        verdict = out["text"].splitlines()[3]
+        if sig.verdict == S.SIGNIFICANT:
+            assert verdict.startswith(f"{step.direction.capitalize()}: {sign}")
+        else:
+            assert verdict.startswith(f"No significant change: {sign}")
+        assert verdict == headline(report) == markdown_headings(out["markdown"])[0]
+        assert f'data-direction="{step.direction}"' in out["html"]
+        assert f'name="verdict" value="{verdict}"' in out["junit"]
+        # Every Δ cell of the markdown: + exactly where the number is positive, − where negative.
+        overview = next(t for t in markdown_tables(out["markdown"]) if (t["title"] or "").startswith("Overview"))
+        for row, metric in zip(overview["rows"], report.overview, strict=True):
+            if metric.delta:
+                assert row[3][0] == ("+" if metric.delta > 0 else "−") and row[4][0] in "+−—", row
+        step_line = next(line.split() for line in out["text"].splitlines() if line.startswith("avg_step_time_us "))
+        assert step_line[4].startswith("-") == (step.delta_us < 0)
+    assert sorted(directions) == ["faster", "slower"]
 
 
 def test_an_inconclusive_answer_says_what_would_make_it_conclusive(capsys, recorded_logdir):
@@ -292,8 +301,8 @@ def test_every_format_of_a_group_pair(capsys, groups, repo_root):
 
 def test_the_readmes_ci_step_runs_as_written(recorded_logdir, repo_root, tmp_path):
     """README's "Compare and gate" step, under bash as GitHub Actions runs it
-    (`-eo pipefail`), on a recorded pair that is far slower: the job fails,
-    the summary holds the markdown, the artifacts are there."""
+    (`-eo pipefail`), on a recorded pair: the job exits with the gate's
+    verdict, the summary holds the markdown, the artifacts are there."""
     import os
     import re
 
@@ -309,11 +318,14 @@ def test_the_readmes_ci_step_runs_as_written(recorded_logdir, repo_root, tmp_pat
                PATH=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
     done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)
-    assert done.returncode == cli.EXIT_REGRESSION, done.stderr
-    assert markdown_headings(summary.read_text())[0].startswith("Slower: +")
-    assert html_tables((tmp_path / "report.html").read_text())[1]["sentence"]
+    report = decode((tmp_path / "report.json").read_bytes())
+    # Whether +5 % is beyond this machine's noise today is the recording's business: the job
+    # exits with the gate's verdict, whichever it is, and every file says the same.
+    assert done.returncode == report.exit_status == (1 if report.gates[0].outcome == "failed" else 0), done.stderr
+    assert markdown_headings(summary.read_text())[0] == headline(report)
+    assert html_tables((tmp_path / "report.html").read_text())[1]["sentence"] == report.sentence
     _, cases = junit_cases((tmp_path / "report.xml").read_text())
-    assert [c["failure"] is not None for c in cases] == [True]
+    assert [c["failure"] is not None for c in cases] == [report.exit_status == 1]
 
 
 HOSTILE = ["<img src=x onerror=alert(1)>", "a|b *c* _d_ `e` [f](g) # h", "&amp; \\ ~"]

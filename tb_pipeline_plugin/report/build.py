@@ -48,7 +48,7 @@ def build(c: Comparison, sources: tuple[str, str], top: int, gates: list[Gate] =
         "overview": [_metric(r["metric"], r["label"], r["unit"], r["baseline"], r["experimental"], r["delta"],
                              r["delta_pct"], r.get("significance")) for r in overview["rows"]],
         "overview_note": overview["note"],
-        "pipeline": _pipeline(ex["pipeline"]),
+        "pipeline": pipeline(ex["pipeline"]),
         "operators": _table(c.operator_page(top), c.operator_primary),
         "kernels": _table(c.kernel_page(top), KERNEL_PRIMARY),
         "memory": _memory(c.memory, top),
@@ -74,7 +74,7 @@ def _metric(name, label, unit, baseline, experimental, delta, delta_pct, signifi
             "significance": significance}
 
 
-def _pipeline(part: dict | None) -> dict | None:
+def pipeline(part: dict | None) -> dict | None:
     """The explanation's pipeline part as rows: the data wait (judged), its
     share of the step, the input-bound verdicts, the stage that changed most."""
     if part is None:
@@ -88,7 +88,6 @@ def _pipeline(part: dict | None) -> dict | None:
         _metric("input_bound", "Input-bound", None, ib["baseline"], ib["experimental"], None, None),
     ]
     if st is not None:
-        to_us = lambda s: None if s is None else s * 1e6  # noqa: E731 - the stage's seconds, in the report's µs
         stage_rows = [
             _metric("stage_task_mean_us", f"Stage {st['stage']}: mean task time", "us",
                     to_us(st["baseline_task_mean_s"]), to_us(st["experimental_task_mean_s"]), None,
@@ -107,6 +106,11 @@ def _pipeline(part: dict | None) -> dict | None:
         ld = part["loader"]
         notes.append(f"DataLoader ({ld['run']}): {ld['part']} limits loading ({ld['stage']})")
     return {"clause": part["clause"], "rows": rows, "notes": notes}
+
+
+def to_us(seconds: float | None) -> float | None:
+    """The stage's seconds in the report's µs."""
+    return None if seconds is None else seconds * 1e6
 
 
 def _table(answer: dict, measure: str) -> dict:
