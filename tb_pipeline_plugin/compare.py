@@ -158,7 +158,7 @@ class Comparison:
     def overview_answer(self) -> dict:
         """The `diff/overview` route's answer (without the selections): `rows`
         (each with its `significance`, the step time's the explanation's), `note`."""
-        return pair_impls.diff_overview_impl(self.baseline, self.experimental)
+        return pair_impls.diff_overview_impl(self.baseline, self.experimental, self.pipelines)
 
     @cached_property
     def overview(self) -> pd.DataFrame:
@@ -226,8 +226,10 @@ class Comparison:
 
     @property
     def step_samples_us(self) -> tuple:
-        """The per-step step times the explanation's step verdict is judged on (the step ledgers')."""
-        return tuple(run.ledger().steps["step_us"].to_numpy() for run in (self.baseline, self.experimental))
+        """((baseline µs, recordings), (experimental µs, recordings)): the
+        per-step step times the explanation's step verdict is judged on
+        (`pair_impls.step_samples`)."""
+        return pair_impls.step_samples(self.baseline, self.experimental, self.pipelines)
 
     @property
     def operator_primary(self) -> str:

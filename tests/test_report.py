@@ -291,6 +291,12 @@ def test_every_format_of_a_group_pair(capsys, groups, repo_root):
     assert len(cases) == 1 and (cases[0]["failure"] is not None) == failed
     assert html_tables(out["html"])[1]["sentence"] == report.sentence
 
+    # The advice's samples are the verdict's own: judged again, they give the same verdict.
+    from tb_pipeline_plugin.compare import compare
+
+    (b, b_rec), (e, e_rec) = compare(groups / "base", groups / "wide").step_samples_us
+    assert S.step_time(b, e, (b_rec, e_rec)) == msgspec.to_builtins(sig)
+
     # The routes name the groups as runs and answer the same step verdict and contributors.
     with tb_client(groups) as client:
         ex = get_ready(client, "diff/explain", baseline="base", experimental="wide")

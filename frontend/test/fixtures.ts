@@ -46,6 +46,7 @@ export function kernelRow(name: string, calls: [number, number], totalUs: [numbe
 
 export function piece(p: Partial<DiffPiece> & Pick<DiffPiece, "name" | "path">, host: [number, number] = [0, 0], device: [number, number] = [0, 0]): DiffPiece {
   return {
+    compiled: null,
     kind: "module",
     key: p.name,
     step: null,
@@ -101,6 +102,7 @@ export function modulesResponse(children: DiffPiece[], trend: DiffModulesRespons
     children,
     trend,
     device_present: true,
+    device_bound: false,
     ...over,
   };
 }

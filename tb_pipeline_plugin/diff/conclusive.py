@@ -41,20 +41,25 @@ TOO_FEW_STEPS, MORE_DATA, OUT_OF_REACH = "too_few_steps", "more_data", "out_of_r
 
 def advice(step: dict, baseline_us, experimental_us) -> dict | None:
     """What would make the step verdict conclusive (None when it is
-    significant): `reason`, `steps_per_run` (profiled steps per run, None
-    when more steps cannot do it), `repeat` (recordings per side, None when
-    out of reach) and `text`, in words. `step` is the explanation's `step`
-    (with its `significance`); `baseline_us` / `experimental_us` the
-    per-step samples it was judged on."""
+    significant): `reason`, `steps_per_run` (steps per run, profiled or
+    recorded as `step["source"]` says; None when more steps cannot do it),
+    `repeat` (recordings per side, None when out of reach) and `text`, in
+    words. `step` is the explanation's `step` (with its `significance`);
+    `baseline_us` / `experimental_us` the per-step samples it was judged on
+    (pair_impls.step_samples)."""
     sig = step["significance"]
     if sig["verdict"] == S.SIGNIFICANT:
         return None
     nb, ne = sig["baseline_steps"], sig["experimental_steps"]
+    # Judged on every recorded step (both runs have pipeline statistics) more steps means a longer
+    # run; on the traces' profiled steps, a longer profiler schedule.
+    recorded = step.get("source") == "recorded"
     if sig["verdict"] == S.TOO_FEW_STEPS:
         need = sig["min_steps"]
+        how = "Record" if recorded else "Profile"
         return _out(TOO_FEW_STEPS, need, None,
-                    f"Profile at least {need} steps per run (this pair has {nb} vs {ne}) to measure the noise: "
-                    f"`tb-pipeline record --profile active={need}`.")
+                    f"{how} at least {need} steps per run (this pair has {nb} vs {ne}) to measure the noise"
+                    + ("." if recorded else f": `tb-pipeline record --profile active={need}`."))
     delta = abs(float(step["delta_us"]))
     least = S.MIN_EFFECT_PCT / 100.0 * abs(float(step["baseline_us"]))
     half = S.half_width(sig) or 0.0
@@ -80,13 +85,14 @@ def advice(step: dict, baseline_us, experimental_us) -> dict | None:
                     f"than {MAX_RECORDINGS} recordings a side on this noise. Treat the runs as the same.")
     ways = []
     if steps is not None:
-        ways.append(f"about {steps} profiled steps per run (now {nb} vs {ne}: "
+        ways.append(f"about {steps} recorded steps per run (now {nb} vs {ne}: a longer run)" if recorded else
+                    f"about {steps} profiled steps per run (now {nb} vs {ne}: "
                     f"`tb-pipeline record --profile active={steps}`)")
     if repeat is not None:
         ways.append(f"{'or ' if ways else ''}about {repeat} recordings a side (now {rb} + {re_}: "
                     f"`tb-pipeline record --repeat {repeat}`)")
     why = "" if steps is not None or min(rb, re_) >= S.MIN_RECORDINGS else (
-        "More profiled steps will not narrow the band: most of it is the spread between recordings. ")
+        "More steps will not narrow the band: most of it is the spread between recordings. ")
     return _out(MORE_DATA, steps, repeat,
                 f"{why}{goal}{' '.join(ways)} would bring the noise band (± {duration(half)}) under "
                 f"{duration(target)}.")

@@ -53,6 +53,8 @@ class Step(_Shape):
     # The sign's word: "slower" for +, "faster" for −.
     direction: Direction
     significance: Significance
+    # "recorded": judged on every recorded step (both runs have pipeline statistics); "profiled": on the traces' steps.
+    source: Literal["profiled", "recorded"]
 
 
 class Noise(_Shape):
@@ -187,6 +189,8 @@ class Report(_Shape):
     baseline: Side
     experimental: Side
     device_present: bool
+    # What the contributors are measured on: "device" time when a run kept the device busy most of its steps.
+    clock: Literal["host", "device"]
     # The explanation in one sentence (`diff/explain`'s `sentence`).
     sentence: str
     step: Step

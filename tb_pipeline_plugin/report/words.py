@@ -37,26 +37,28 @@ def headline(r: Report) -> str:
     with the signed delta, then the significance in the policy's words."""
     step, sig = r.step, r.step.significance
     change = f"{signed_duration(step.delta_us)} per step ({signed_pct(step.delta_pct)})"
+    kind = "recorded " if step.source == "recorded" else ""
     if sig.verdict == SIGNIFICANT:
         word = {"slower": "Slower", "faster": "Faster", "unchanged": "Unchanged"}[step.direction]
-        return f"{word}: {change}, {sig.label} ({band(sig, 'us')})"
+        return f"{word}: {change}, {sig.label} ({band(sig, 'us', kind)})"
     if sig.verdict == WITHIN_NOISE:
-        return f"No significant change: {change} is {sig.label} ({band(sig, 'us')})"
-    return f"Inconclusive: {change}, {sig.label} ({steps(sig)}; {sig.min_steps} per run needed)"
+        return f"No significant change: {change} is {sig.label} ({band(sig, 'us', kind)})"
+    return f"Inconclusive: {change}, {sig.label} ({steps(sig, kind)}; {sig.min_steps} per run needed)"
 
 
-def band(sig, unit: str | None) -> str:
+def band(sig, unit: str | None, kind: str = "") -> str:
     """"95 % interval +3.1 ms to +9.8 ms, 5 vs 5 steps" (the interval's level as the verdict states it)."""
     if sig.ci_low is None:
-        return steps(sig)
+        return steps(sig, kind)
     return (f"{confidence_pct(sig.confidence)} interval {signed(sig.ci_low, unit)} to {signed(sig.ci_high, unit)}, "
-            f"{steps(sig)}")
+            f"{steps(sig, kind)}")
 
 
-def steps(sig) -> str:
+def steps(sig, kind: str = "") -> str:
+    """"5 vs 5 steps", "40 vs 40 recorded steps in 3 + 3 recordings"."""
     recordings = (f" in {sig.baseline_recordings} + {sig.experimental_recordings} recordings"
                   if max(sig.baseline_recordings, sig.experimental_recordings) > 1 else "")
-    return f"{sig.baseline_steps} vs {sig.experimental_steps} steps{recordings}"
+    return f"{sig.baseline_steps} vs {sig.experimental_steps} {kind}steps{recordings}"
 
 
 def value(v, unit: str | None) -> str:
