@@ -122,6 +122,13 @@ def test_numbers_in_every_format_are_the_routes(demo, routes):
         assert {k: g[k] for k in ("baseline", "experimental", "delta", "delta_pct", "significance")} == {
             k: rows[g["name"]][k] for k in ("baseline", "experimental", "delta", "delta_pct", "significance")}
 
+    # The advice's samples are the verdict's own (every recorded step here): judged again, the same verdict.
+    from tb_pipeline_plugin.compare import compare
+    from tb_pipeline_plugin.diff import significance as S
+
+    (b, b_rec), (e, e_rec) = compare(demo[0] / "baseline", demo[0] / "experimental").step_samples_us
+    assert S.step_time(b, e, (b_rec, e_rec)) == ex["step"]["significance"]
+
     # ---- JUnit: each gate's numbers as properties, exactly.
     _, cases = junit_cases(text["junit"])
     for case, g in zip(cases, j["gates"], strict=True):
