@@ -60,7 +60,7 @@ def render(r: Report) -> str:
 
 def _contributors(r: Report) -> list[str]:
     step = r.step
-    out = ["| | Baseline | Experimental | Δ | Share of Δ | |", "|---|--:|--:|--:|--:|---|",
+    out = ["| | Baseline | Experimental | Δ | Δ % / share of Δ | |", "|---|--:|--:|--:|--:|---|",
            _row(["**Step time**", value(step.baseline_us, "us"), value(step.experimental_us, "us"),
                  f"**{signed(step.delta_us, 'us')}**", signed_pct(step.delta_pct), mark(step.significance)])]
     for c in r.contributors:
