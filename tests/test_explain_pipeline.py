@@ -158,4 +158,4 @@ def test_notebook_api_and_cli_carry_the_clause(logdir, make_tb_client):
     assert run_diff(build_parser().parse_args(["diff", str(logdir / "fast"), str(logdir / "slow")]), out) == 0
     text = out.getvalue()
     assert part["clause"] in text
-    assert "Pipeline statistics (recorded steps)" in text and "data wait per step" in text
+    assert "Pipeline statistics (recorded steps)" in text and "Data wait per step" in text

@@ -20,6 +20,8 @@ from msgspec import Struct
 
 from ..analysis.operators import GroupBy
 from ..diff.launches import KernelGroupBy
+# Declared once beside the verdicts it describes; the report of `tb-pipeline diff` carries it too.
+from ..diff.significance_shape import NoiseSource, Significance, SignificanceVerdict
 
 Number = Union[int, float]
 
@@ -214,34 +216,6 @@ class RunRef(_Shape):
 
 DiffUnit = Literal["us", "bytes", "pct", "count"]
 InputBoundVerdict = Literal["yes", "partly", "no", "unknown"]
-SignificanceVerdict = Literal["significant", "within_noise", "too_few_steps"]
-
-
-NoiseSource = Literal["measured", "assumed"]
-
-
-class Significance(_Shape):
-    """Is a delta more than the runs' noise (docs/http_api.md,
-    "Significance")? `ci_low` / `ci_high`: the interval of the delta (null
-    with too few steps), at `confidence` (0.95 for one quantity, higher for
-    each of a family judged together); the steps and recordings each side's
-    samples come from, and `min_steps`, the fewest a side needs for a
-    verdict; `noise`: whether the spread between recordings was measured (a
-    side with two or more recordings) or assumed (`between_run_pct`);
-    `label`: the verdict in the words every surface shows."""
-
-    verdict: SignificanceVerdict
-    label: str
-    delta: Number
-    ci_low: Number | None
-    ci_high: Number | None
-    baseline_steps: int
-    experimental_steps: int
-    baseline_recordings: int
-    experimental_recordings: int
-    noise: NoiseSource
-    confidence: float
-    min_steps: int
 
 
 class ExplainNoise(_Shape):
