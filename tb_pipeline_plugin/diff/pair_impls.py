@@ -29,7 +29,7 @@ from ..errors import BadRequest
 from . import significance as S
 from . import significance_marks, tables
 from . import tree as T
-from .delta import delta_fields
+from .delta import delta_fields, delta_pct
 from .diagnostic.compare import compare_diagnostic
 from .explain import duration, explain
 from .launches import LAUNCH_COLUMNS, launch_join, launch_keys, launch_samples, top_operator
@@ -123,11 +123,20 @@ def diff_overview_impl(b: Run, e: Run, pipelines: tuple | None = None) -> dict:
     present = device_present(b, e)
     if b.has_steps == e.has_steps:
         rows = overview_rows(b.overview(), e.overview(), (b.recording_of_step, e.recording_of_step))
+        note = None
         if pipelines is not None:
+            # The step time the verdict is about, and the one a gate reads: every recorded step's.
+            recorded = recorded_step(*pipelines)
+            sig = recorded["significance"]
             for row in rows:
                 if row["metric"] == STEP_TIME:
-                    row["significance"] = recorded_step(*pipelines)["significance"]
-        return {"device_present": present, "rows": rows, "note": None}
+                    row.update(baseline=recorded["baseline_us"], experimental=recorded["experimental_us"],
+                               delta=recorded["delta_us"], significance=sig,
+                               delta_pct=delta_pct(recorded["baseline_us"], recorded["delta_us"]))
+            note = (f"Average step time is over every recorded step ({sig['baseline_steps']} vs "
+                    f"{sig['experimental_steps']}, the pipeline statistics: warm-up and the loop's epilogue left "
+                    "out); the breakdown is of the profiled steps.")
+        return {"device_present": present, "rows": rows, "note": note}
     # Per-step averages of a 3-step trace against one whole-trace "step"
     # would show a regression that is not there: compare whole windows.
     without = "baseline" if not b.has_steps else "experimental"
