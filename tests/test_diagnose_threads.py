@@ -26,7 +26,7 @@ import pytest
 
 from tb_pipeline_plugin.analysis.diagnostic.report import sweep_frame, verdicts
 from tb_pipeline_plugin.diagnose import DEFAULT_LEVELS, diagnose, level_budget, run_levels
-from tb_pipeline_plugin.diff.diagnostic import diff_diagnostic
+from tb_pipeline_plugin.diff.diagnostic.compare import diff_diagnostic
 from tb_pipeline_plugin.formats import diagnostic as fmt
 from tb_pipeline_plugin.readers.diagnostic import read_diagnostic
 
