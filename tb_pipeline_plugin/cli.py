@@ -2,14 +2,17 @@
 
     tb-pipeline diff BASELINE EXPERIMENTAL [--top N] [--fail-if METRIC>PCT ...] [--require-significance]
                          [--between-run-pct PCT] [--format text|markdown|html|json|junit] [--output FILE]
+                         [--baseline-samples N] [--experimental-samples N] [--baseline-tokens N] [--experimental-tokens N]
     tb-pipeline report REPORT.json [--format FORMAT] [--output FILE]
     tb-pipeline record --logdir DIR [--run NAME] [--headspace N] [--repeat N] [--profile [SCHEDULE]] -- python train.py ...
     tb-pipeline summarize LOGDIR [--scheduler tcp://HOST:8786] [--processes N] [--cache-dir DIR]
     tb-pipeline noise RUN RUN [RUN ...]
 
 BASELINE / EXPERIMENTAL are trace files or run directories. `diff` prints
-the verdict, the explanation (one sentence: how much slower or faster per
-step, and which contributors, with their significance), what would make an
+how the runs differ besides the change (batch, device, profiler options,
+versions, host load), the verdict, the explanation (one sentence: how much
+slower or faster per step, or per sample / token when the runs' batches
+differ, and which contributors, with their significance), what would make an
 inconclusive answer conclusive, the overview deltas, the pipeline
 statistics, memory, the operators / kernels with the largest absolute
 deltas and every gate's outcome, in the `--format` asked for (text;
@@ -68,6 +71,16 @@ def _percentage(text: str) -> float:
     return pct
 
 
+def _per_step(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1e12:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive count per step")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tb-pipeline", description="Why is one PyTorch training run slower than another?")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -90,6 +103,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how far two recordings of one configuration land apart on this machine, in %% of a "
                         "quantity (one standard deviation; default 2, or TB_PIPELINE_BETWEEN_RUN_PCT): part of "
                         "every noise band (docs/http_api.md, Significance)")
+    for side in ("baseline", "experimental"):
+        d.add_argument(f"--{side}-samples", type=_per_step, metavar="N",
+                       help=f"samples per step of the {side} run, where its pipeline statistics do not say (a "
+                            "trace-only run): when the runs' differ, the verdict is per sample")
+        d.add_argument(f"--{side}-tokens", type=_per_step, metavar="N",
+                       help=f"tokens per step of the {side} run: when both runs' are known and differ, the verdict "
+                            "is per token")
     _format_options(d)
     d.set_defaults(run=run_diff)
     rep = sub.add_parser("report", help="render a saved JSON report (diff --format json) in another format",
@@ -224,7 +244,9 @@ def _diff(args, out) -> int:
     from .report.build import build
 
     c = compare(args.baseline, args.experimental, b_worker=args.b_worker, b_span=args.b_span,
-                e_worker=args.e_worker, e_span=args.e_span, group_by=args.group_by)
+                e_worker=args.e_worker, e_span=args.e_span, group_by=args.group_by,
+                baseline_samples=args.baseline_samples, experimental_samples=args.experimental_samples,
+                baseline_tokens=args.baseline_tokens, experimental_tokens=args.experimental_tokens)
     report = build(c, (args.baseline, args.experimental), args.top, args.fail_if, args.require_significance)
     for g in report.gates:
         if g.outcome == CANNOT_EVALUATE:

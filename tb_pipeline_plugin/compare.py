@@ -3,7 +3,9 @@
     from tb_pipeline_plugin.compare import compare
     c = compare("runs/baseline", "runs/experimental")   # run dirs or trace files
     c.explanation     # why: sentence, step delta with significance, ranked contributors, waterfall;
-                      # `pipeline` (data wait, input-bound change, stage) when both runs have pipeline statistics
+                      # `pipeline` (data wait, input-bound change, stage) when both runs have pipeline statistics;
+                      # per sample (token) when the runs' batches differ: compare(..., baseline_samples=16, ...)
+                      # for runs without statistics; `comparability`: how the runs differ besides the change
     c.memory          # where the peak went: `sentence`, per device both peaks, growth, rows by module / operator
     c.memory_rows     # the memory sentence's device's rows by module (bytes alive at each peak, largest |delta| first)
     c.contributors    # the contributors as a table (delta, share, verdict, interval)
@@ -33,6 +35,7 @@ import pandas as pd
 from .analysis.group import RecordingGroup
 from .analysis.processor import TraceProcessor
 from .diff import pair_impls, tables
+from .diff.units import Given
 from .diff import tree as T
 from .sources.artifacts import make_loader
 from .sources.provider import RunProvider
@@ -118,8 +121,15 @@ class Comparison:
     baseline: TraceProcessor | RecordingGroup
     experimental: TraceProcessor | RecordingGroup
     group_by: str = "name"
-    # Both runs' recorded pipeline statistics (PipelineTables), when both have them.
-    pipelines: tuple | None = None
+    # Each run's recorded pipeline statistics (PipelineTables) or None.
+    statistics: tuple = pair_impls.NO_STATISTICS
+    # Each run's samples / tokens per step given by the caller (diff/units.py).
+    given: tuple = pair_impls.NOT_GIVEN
+
+    @property
+    def pipelines(self) -> tuple | None:
+        """Both runs' recorded pipeline statistics, when both have them."""
+        return pair_impls.both(self.statistics)
 
     @cached_property
     def explanation(self) -> dict:
@@ -128,7 +138,7 @@ class Comparison:
         `contributors`, `waterfall`, `launch`, `note`, and `pipeline` (data
         wait, input-bound verdicts, the stage that changed most) when both
         runs have recorded pipeline statistics."""
-        return pair_impls.diff_explain_impl(self.baseline, self.experimental, self.pipelines)
+        return pair_impls.diff_explain_impl(self.baseline, self.experimental, self.statistics, self.given)
 
     @cached_property
     def memory(self) -> dict:
@@ -158,7 +168,7 @@ class Comparison:
     def overview_answer(self) -> dict:
         """The `diff/overview` route's answer (without the selections): `rows`
         (each with its `significance`, the step time's the explanation's), `note`."""
-        return pair_impls.diff_overview_impl(self.baseline, self.experimental, self.pipelines)
+        return pair_impls.diff_overview_impl(self.baseline, self.experimental, self.statistics, self.given)
 
     @cached_property
     def overview(self) -> pd.DataFrame:
@@ -229,7 +239,7 @@ class Comparison:
         """((baseline µs, recordings), (experimental µs, recordings)): the
         per-step step times the explanation's step verdict is judged on
         (`pair_impls.step_samples`)."""
-        return pair_impls.step_samples(self.baseline, self.experimental, self.pipelines)
+        return pair_impls.step_samples(self.baseline, self.experimental, self.statistics, self.given)
 
     @property
     def operator_primary(self) -> str:
@@ -246,10 +256,20 @@ def compare(
     e_worker: str | None = None,
     e_span: str | None = None,
     group_by: str = "name",
+    baseline_samples: float | None = None,
+    experimental_samples: float | None = None,
+    baseline_tokens: float | None = None,
+    experimental_tokens: float | None = None,
 ) -> Comparison:
     """Load both sides (paths or TraceProcessors) and compare them; tables
     are computed when first read. Baseline and experimental may be the same
-    trace, or two workers of one run."""
+    trace, or two workers of one run. `*_samples` / `*_tokens`: a run's
+    work per step where its pipeline statistics do not say (a trace-only
+    run): when the runs' differ, the step verdict is per sample (token)."""
     (b, b_stats), (e, e_stats) = _side(baseline, b_worker, b_span), _side(experimental, e_worker, e_span)
-    pipelines = (b_stats, e_stats) if b_stats is not None and e_stats is not None else None
-    return Comparison(b, e, group_by, pipelines)
+    for name, value in (("baseline_samples", baseline_samples), ("experimental_samples", experimental_samples),
+                        ("baseline_tokens", baseline_tokens), ("experimental_tokens", experimental_tokens)):
+        if value is not None and not value > 0:
+            raise ValueError(f"{name} must be a positive count per step, got {value!r}")
+    given = (Given(baseline_samples, baseline_tokens), Given(experimental_samples, experimental_tokens))
+    return Comparison(b, e, group_by, (b_stats, e_stats), given)

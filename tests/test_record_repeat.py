@@ -89,7 +89,8 @@ def test_three_recordings_each_with_its_trace_and_statistics(repeated):
         traces = list((group / name).glob("*.pt.trace.json"))
         assert len(traces) == 1, sorted(p.name for p in (group / name).iterdir())
         stats = load_pipeline_run(str(group / name))
-        assert report(stats)["split"]["steps"] == BATCHES and stats.warnings == []
+        split = report(stats)["split"]
+        assert split["steps"] + split["warmup_steps"] + split["epilogue_steps"] == BATCHES and stats.warnings == []
     # Redirected, under both names torch exports the handler by.
     assert not (cwd / SCRIPT_TRACE_DIR).exists()
     assert done.stdout.count("same handler True") == 3

@@ -108,6 +108,11 @@ export interface DiffSelection {
   bSpan?: string;
   eWorker?: string;
   eSpan?: string;
+  /** Samples / tokens per step given for a run whose statistics do not say (diff/units.py). */
+  bSamples?: number;
+  eSamples?: number;
+  bTokens?: number;
+  eTokens?: number;
 }
 
 // ---------------------------------------------------------------- errors
@@ -177,6 +182,10 @@ function diffParams(sel: DiffSelection): Params {
     b_span: sel.bSpan,
     e_worker: sel.eWorker,
     e_span: sel.eSpan,
+    baseline_samples: sel.bSamples,
+    experimental_samples: sel.eSamples,
+    baseline_tokens: sel.bTokens,
+    experimental_tokens: sel.eTokens,
   };
 }
 

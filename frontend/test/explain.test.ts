@@ -1,8 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { inputBoundText, shortLabel, significanceMark, stageText, waterfallData, waterfallRange, type Significance, type WaterfallBar } from "../src/model/explain";
+import { inputBoundText, perUnitText, shortLabel, significanceMark, stageText, waterfallData, waterfallRange, type Significance, type WaterfallBar } from "../src/model/explain";
 
 // The server's words (diff/significance.py:VERDICT_WORDS): the frontend shows `label`, never its own.
-const WORDS = { significant: "significant", within_noise: "within noise", too_few_steps: "too few steps to judge" } as const;
+const WORDS = {
+  significant: "significant",
+  within_noise: "within noise",
+  too_few_steps: "too few steps to judge",
+  not_comparable: "not comparable: stacks recorded in the baseline run only",
+} as const;
 
 const sig = (verdict: Significance["verdict"], low: number | null = 10, high: number | null = 30, confidence = 0.95): Significance => ({
   verdict,
@@ -35,6 +40,9 @@ describe("significance marks", () => {
   it("names the recordings a group's verdict rests on", () => {
     const grouped = { ...sig("significant", 1500, 2500), baseline_recordings: 3, experimental_recordings: 3, noise: "measured" as const };
     expect(significanceMark(grouped)?.label).toBe("significant (8 vs 8 steps in 3 vs 3 recordings, 95 % interval 1.50 ms to 2.50 ms)");
+  });
+  it("says why a delta has no verdict", () => {
+    expect(significanceMark(sig("not_comparable"))).toEqual({ symbol: "✕", label: WORDS.not_comparable, cls: "void" });
   });
   it("has no mark for a delta without samples", () => {
     expect(significanceMark(null)).toBeNull();
@@ -82,5 +90,29 @@ describe("pipeline part", () => {
     };
     expect(stageText(st)).toBe("load: task 1.10 ms → 30.2 ms, 80.1 → 30.2 items/s (-62 %)");
     expect(stageText({ ...st, baseline_task_mean_s: null, baseline_qps: null })).toBe("load: no timings");
+  });
+});
+
+describe("per-unit step", () => {
+  const counts = (samples: number) => ({ samples_per_step: samples, samples_source: "statistics" as const, tokens_per_step: null, tokens_source: null });
+  const step = {
+    baseline_us: 7150.43,
+    experimental_us: 6552.9,
+    delta_us: -597.53,
+    delta_pct: -8.36,
+    significance: sig("significant"),
+    source: "recorded" as const,
+    profiled: null,
+    unit: "sample" as const,
+    units: { unit: "sample" as const, baseline: counts(16), experimental: counts(32) },
+    per_step: { baseline_us: 114406.9, experimental_us: 209692.8, delta_us: 95285.9, delta_pct: 83.3 },
+    baseline_per_s: 139.852,
+    experimental_per_s: 152.604,
+  };
+  it("says the unit, both counts, the rates and the per-step figures", () => {
+    expect(perUnitText(step)).toBe("Compared per sample: 16 vs 32 samples a step; per sample 7.15 ms → 6.55 ms; 140 → 153 samples/s; per step 114 ms → 210 ms.");
+  });
+  it("is silent per step", () => {
+    expect(perUnitText({ ...step, unit: "step", units: null, per_step: null })).toBeNull();
   });
 });

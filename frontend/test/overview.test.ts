@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { DiffOverviewRow } from "../src/api";
 import { decimalsForIncrement, deltaLook, formatTicks } from "../src/model/format";
-import { breakdownYMax, deviceMismatch, overviewDeltaText, overviewValueText, rowPolarity, stepLineSeries } from "../src/model/overview";
+import { breakdownYMax, comparabilityTitle, type Difference, overviewDeltaText, overviewValueText, rowPolarity, stepLineSeries } from "../src/model/overview";
 import { step } from "./fixtures";
 
 const row = (metric: string, unit: DiffOverviewRow["unit"], baseline: number | string | null = 1, experimental: number | string | null = 2): DiffOverviewRow => ({
@@ -13,6 +13,7 @@ const row = (metric: string, unit: DiffOverviewRow["unit"], baseline: number | s
   delta: null,
   delta_pct: null,
   significance: null,
+  caveat: null,
 });
 
 describe("overview delta polarity", () => {
@@ -43,13 +44,36 @@ describe("overview delta polarity", () => {
   });
 });
 
-describe("device mismatch", () => {
-  it("flags different device names", () => {
-    expect(deviceMismatch([row("device", null, "NVIDIA A100", "Tesla V100")])).toEqual({ baseline: "NVIDIA A100", experimental: "Tesla V100" });
+const difference = (effect: Difference["effect"]): Difference => ({
+  key: "device",
+  label: "Device",
+  baseline: "NVIDIA A100",
+  experimental: "Tesla V100",
+  effect,
+  text: "Different devices.",
+});
+
+describe("comparability", () => {
+  it("warns when a difference affects a number", () => {
+    expect(comparabilityTitle([difference("caveat")]).kind).toBe("warn");
+    expect(comparabilityTitle([difference("no_verdict"), difference("note")]).title).toContain("2 ways");
   });
-  it("is quiet for the same device or CPU on both sides", () => {
-    expect(deviceMismatch([row("device", null, "CPU", "CPU")])).toBeNull();
-    expect(deviceMismatch([row("steps", "count")])).toBeNull();
+  it("only informs when every difference is a note", () => {
+    expect(comparabilityTitle([difference("note")])).toEqual({ kind: "info", title: "The runs differ in one way besides the change" });
+  });
+});
+
+describe("work per step", () => {
+  it("shows rates per second, higher is better", () => {
+    expect(overviewValueText(row("samples_per_s", "per_s"), 139.852)).toBe("139.85/s");
+    expect(overviewDeltaText({ unit: "per_s", delta: -45.091 })).toBe("−45.09/s");
+    expect(rowPolarity(row("samples_per_s", "per_s"))).toBe("higher");
+    expect(rowPolarity(row("samples_per_step", "count"))).toBe("neutral");
+    expect(rowPolarity(row("time_per_sample_us", "us"))).toBe("lower");
+  });
+  it("keeps a fractional count per step", () => {
+    expect(overviewValueText(row("samples_per_step", "count"), 15.5)).toBe("15.5");
+    expect(overviewValueText(row("samples_per_step", "count"), 16)).toBe("16");
   });
 });
 

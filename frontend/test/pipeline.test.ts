@@ -25,7 +25,7 @@ function report(over: Partial<PipelineReport> = {}): PipelineReport {
     epilogue: null,
     source: "recorder",
     split: {
-      steps: 10, total_s: 0.5, mean_step_s: 0.05, notes: [],
+      steps: 10, warmup_steps: 0, epilogue_steps: 0, total_s: 0.5, mean_step_s: 0.05, notes: [],
       data_wait_s: 0.02, data_wait_pct: 40, compute_s: 0.025, compute_pct: 50,
       callbacks_s: 0.005, callbacks_pct: 10, other_s: 0, other_pct: 0,
     },

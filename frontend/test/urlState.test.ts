@@ -34,6 +34,7 @@ const FULL: UrlState = {
   filter: "aten::add & more",
   find: "aten::mm",
   plotted: ["third", "a,b/c & d"],
+  work: { baselineSamples: 16, experimentalSamples: 32, baselineTokens: null, experimentalTokens: 1024 },
 };
 
 describe("serialize / parse", () => {
@@ -113,5 +114,14 @@ describe("TensorBoard hash mirror", () => {
   it("reads back what it wrote", () => {
     const h = mergeHostHash("#tb_pipeline&x=1", FULL);
     expect(parseState(readHostHash(h))).toEqual(FULL);
+  });
+});
+
+describe("work per step given in the URL", () => {
+  it("round-trips positive counts and drops bad ones", () => {
+    const s = parseState(new URLSearchParams("b=a&e=b&bsamples=16&esamples=32&btokens=-3&etokens=x"));
+    expect(s.work).toEqual({ baselineSamples: 16, experimentalSamples: 32, baselineTokens: null, experimentalTokens: null });
+    expect(parseState(new URLSearchParams(serializeState(s))).work).toEqual(s.work);
+    expect(serializeState(parseState(new URLSearchParams("b=a")))).toBe("b=a");
   });
 });

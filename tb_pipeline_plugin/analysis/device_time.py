@@ -50,7 +50,7 @@ LAUNCH_COLUMNS = ("row", "step", "ts_us", "dur_us", "kind", "key", "phase", "op_
 
 def device_launches(linked: LinkedTrace, attribution: Attribution) -> pd.DataFrame:
     """One row per device activity in a step (LAUNCH_COLUMNS), sorted by row:
-    its step, its duration clipped to the step, its part (kind, key,
+    its step, its start and duration clipped to the step's window, its part (kind, key,
     phase), the operator that launched it (-1: none) and whether a CUDA
     graph launch ran it."""
     t = linked.table
@@ -83,9 +83,12 @@ def device_launches(linked: LinkedTrace, attribution: Attribution) -> pd.DataFra
     if launched.any():
         via_graph[launched] = name_mask(t, launch[launched], lambda s: s in GRAPH_LAUNCHES)
     keep = step >= 0
-    end = np.asarray(st.end_us, np.float64)
-    ts = t.ts_us[rows]
-    dur = np.where(keep, np.minimum(ts + t.dur_us[rows], end[np.maximum(step, 0)]) - ts, 0.0)
+    # Clipped to the step's window at both ends: a step's window starts where
+    # the previous step's device work ended, and work launched early in a step
+    # can run while that work still runs (it is the previous window's time).
+    at = np.maximum(step, 0)
+    ts = np.maximum(t.ts_us[rows], np.asarray(st.start_us, np.float64)[at])
+    dur = np.minimum(t.ts_us[rows] + t.dur_us[rows], np.asarray(st.end_us, np.float64)[at]) - ts
     return pd.DataFrame({
         "row": rows[keep], "step": step[keep], "ts_us": ts[keep], "dur_us": np.maximum(dur[keep], 0.0),
         "kind": kind[keep], "key": key[keep], "phase": phase[keep], "op_row": op_row[keep],

@@ -36,7 +36,7 @@ from .explain import duration, signed_duration
 MAX_STEPS_PER_RUN = 100_000
 MAX_RECORDINGS = 30
 
-TOO_FEW_STEPS, MORE_DATA, OUT_OF_REACH = "too_few_steps", "more_data", "out_of_reach"
+TOO_FEW_STEPS, MORE_DATA, OUT_OF_REACH, NOT_COMPARABLE = "too_few_steps", "more_data", "out_of_reach", "not_comparable"
 
 
 def advice(step: dict, baseline_us, experimental_us) -> dict | None:
@@ -50,6 +50,10 @@ def advice(step: dict, baseline_us, experimental_us) -> dict | None:
     sig = step["significance"]
     if sig["verdict"] == S.SIGNIFICANT:
         return None
+    if sig["verdict"] == S.NOT_COMPARABLE:
+        # No amount of steps fixes a difference in how the runs were recorded.
+        return _out(NOT_COMPARABLE, None, None, sig["label"].split(": ", 1)[-1])
+    unit = step.get("unit") or "step"
     nb, ne = sig["baseline_steps"], sig["experimental_steps"]
     # Judged on every recorded step (both runs have pipeline statistics) more steps means a longer
     # run; on the traces' profiled steps, a longer profiler schedule.
@@ -66,8 +70,8 @@ def advice(step: dict, baseline_us, experimental_us) -> dict | None:
     alpha = (1.0 - sig["confidence"]) / 2.0
     real = delta >= least
     target = delta if real else least - delta
-    goal = (f"If the {signed_duration(step['delta_us'])} per step is real, " if real else
-            f"To show the runs differ by less than {S.MIN_EFFECT_PCT:g} % of the baseline step "
+    goal = (f"If the {signed_duration(step['delta_us'])} per {unit} is real, " if real else
+            f"To show the runs differ by less than {S.MIN_EFFECT_PCT:g} % of the baseline's time per {unit} "
             f"({duration(least)}), ")
     rb, re_ = sig["baseline_recordings"], sig["experimental_recordings"]
     steps = None

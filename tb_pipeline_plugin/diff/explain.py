@@ -45,6 +45,8 @@ from ..analysis.labels import (
 from ..analysis.ledger import StepLedger, spikiness
 from . import significance as S
 from .delta import delta_pct
+from .comparability import voided
+from .units import counts_text, rate_per_s
 
 # Open a module when one child holds this share of its delta: a block whose
 # two layers both slowed down (about half each) stays the block.
@@ -75,7 +77,8 @@ OWN = " (own operators)"
 
 
 def explain(b: StepLedger, e: StepLedger, compiled: dict[str, str] | None = None, clock: str = "host",
-            top_operator: Callable[[str], dict | None] | None = None, recorded: dict | None = None) -> dict:
+            top_operator: Callable[[str], dict | None] | None = None, recorded: dict | None = None,
+            units: dict | None = None, per_step: dict | None = None, void: str | None = None) -> dict:
     """`compiled`: module path -> which run ran it compiled ("baseline",
     "experimental" or "both"); `clock`: what the ledgers measure, "host" or
     "device" (the sentence says which); `top_operator(module key)`: the
@@ -83,8 +86,13 @@ def explain(b: StepLedger, e: StepLedger, compiled: dict[str, str] | None = None
     with each run's kernels (device time only); `recorded`: the step verdict
     from every recorded step (diff/statistics/significance.py:recorded_step),
     when both runs have pipeline statistics: it is the step's, and the
-    profiled steps split the delta into parts."""
+    profiled steps split the delta into parts. `units`: the unit the pair
+    is compared in (diff/units.py); when it is not the step, the ledgers
+    and `recorded` are per unit already, and `per_step` holds the step
+    figures shown beside them. `void`: why the profiled steps' deltas of
+    this clock get no verdict (diff/comparability.py), or None."""
     compiled = compiled or {}
+    unit = units["unit"] if units else "step"
     b, e = _rolled_up(b, compiled), _rolled_up(e, compiled)
     b_step = b.steps["step_us"].to_numpy(np.float64)
     e_step = e.steps["step_us"].to_numpy(np.float64)
@@ -94,6 +102,8 @@ def explain(b: StepLedger, e: StepLedger, compiled: dict[str, str] | None = None
     total = S.step_time(b_step, e_step, recordings)
     verdict = (recorded["significance"] if recorded else total)["verdict"]
     contributors = _contributors(b, e, b_mean, recordings, compiled, verdict == S.SIGNIFICANT)
+    if void is not None:
+        contributors = _voided(contributors, void)
     if top_operator is not None:
         for c in contributors[:TOP_OPERATOR_CONTRIBUTORS]:
             if c["kind"] == "module":
@@ -110,6 +120,12 @@ def explain(b: StepLedger, e: StepLedger, compiled: dict[str, str] | None = None
                 "profiled": {"baseline_steps": total["baseline_steps"], "experimental_steps": total["experimental_steps"],
                              "delta_us": step["delta_us"], "significance": total}}
         total = recorded["significance"]
+    elif void is not None:
+        step["significance"] = total = voided(total, void)
+    step.update(unit=unit, units=units if unit != "step" else None, per_step=per_step if unit != "step" else None,
+                baseline_per_s=None, experimental_per_s=None)
+    if unit != "step":
+        step.update(baseline_per_s=rate_per_s(step["baseline_us"]), experimental_per_s=rate_per_s(step["experimental_us"]))
     return {
         "sentence": sentence(step, contributors, clock),
         "step": step,
@@ -258,6 +274,12 @@ def _contributors(b: StepLedger, e: StepLedger, reference_us: float, recordings:
     return out
 
 
+def _voided(contributors: list[dict], reason: str) -> list[dict]:
+    """Every contributor without a verdict or a share, largest delta first."""
+    out = [{**c, "significance": voided(c["significance"], reason), "share_pct": None} for c in contributors]
+    return sorted(out, key=lambda r: (-abs(r["delta_us"]), r["key"]))
+
+
 def _mean(s: pd.Series) -> float:
     return float(s.mean()) if len(s) else 0.0
 
@@ -320,27 +342,40 @@ def sentence(step: dict, contributors: list[dict], clock: str = "host") -> str:
     delta, pct = step["delta_us"], step["delta_pct"]
     nb, ne = sig["baseline_steps"], sig["experimental_steps"]
     profiled = step.get("profiled")
+    per = f"per {step.get('unit') or 'step'}"
+    units = _units_clause(step)
     if sig["verdict"] == S.TOO_FEW_STEPS:
-        return (f"Experimental is {_direction(delta, pct)} per step ({signed_duration(delta)}), but with {nb} baseline and "
+        return (f"Experimental is {_direction(delta, pct)} {per} ({signed_duration(delta)}{units}), but with {nb} baseline and "
                 f"{ne} experimental step{'s' if ne != 1 else ''} the noise cannot be measured "
                 f"(at least {sig['min_steps']} per run are needed); profile more steps to tell change from noise.")
+    if sig["verdict"] == S.NOT_COMPARABLE:
+        largest = ", ".join(f"{c['name']} {signed_duration(c['delta_us'])}" for c in contributors[:SENTENCE_CONTRIBUTORS])
+        return (f"No verdict: {sig['label'].split(': ', 1)[-1]} Measured, experimental is {_direction(delta, pct)} "
+                f"{per} ({signed_duration(delta)}, {nb} vs {ne} steps{units})"
+                + (f"; largest parts: {largest}." if largest else "."))
     pm = S.half_width(sig)
     rb, re_ = sig["baseline_recordings"], sig["experimental_recordings"]
     recordings = f" in {rb} + {re_} recordings" if max(rb, re_) > 1 else ""
     parts_from = (f"; parts from {profiled['baseline_steps']} vs {profiled['experimental_steps']} profiled steps"
                   if profiled else "")
     kind = "recorded " if profiled else ""
-    band = f"{signed_duration(delta)} ± {duration(pm)}, {nb} vs {ne} {kind}steps{recordings}{parts_from}"
+    band = f"{signed_duration(delta)} ± {duration(pm)}, {nb} vs {ne} {kind}steps{recordings}{parts_from}{units}"
     significant = [c for c in contributors if c["significance"]["verdict"] == S.SIGNIFICANT]
+    parts_void = next((c["significance"]["label"].split(": ", 1)[-1] for c in contributors
+                       if c["significance"]["verdict"] == S.NOT_COMPARABLE), None)
+    if parts_void is not None:
+        head = (f"Experimental is {_direction(delta, pct)} {per} ({band})" if sig["verdict"] == S.SIGNIFICANT else
+                f"Experimental and baseline take the same time {per} within noise ({band})")
+        return f"{head}; its parts get no verdict: {parts_void}"
     if sig["verdict"] != S.SIGNIFICANT:
-        head = f"Experimental and baseline take the same time per step within noise ({band})"
+        head = f"Experimental and baseline take the same time {per} within noise ({band})"
         if not significant:
             return head + "; no contributor changed significantly."
         moved = "; ".join(f"{_subject(c)} {'slower' if c['delta_us'] > 0 else 'faster'} by {duration(abs(c['delta_us']))}"
                           for c in significant[:SENTENCE_CONTRIBUTORS])
         return f"{head}, although {moved}."
     same_way = [c for c in significant if c["delta_us"] * delta > 0]
-    parts = [f"Experimental is {_direction(delta, pct)} per step ({band})"]
+    parts = [f"Experimental is {_direction(delta, pct)} {per} ({band})"]
     if not same_way and profiled and profiled["significance"]["verdict"] != S.SIGNIFICANT:
         # The whole moved beyond noise on the recorded steps, the parts cannot
         # say so on the few profiled ones: say why, and what settles it.
@@ -376,6 +411,27 @@ def sentence(step: dict, contributors: list[dict], clock: str = "host") -> str:
     parts.append("the rest is within noise" if len(shown) == len(same_way) else
                  f"{_count(len(same_way) - len(shown), 'smaller significant contributor')} and noise make up the rest")
     return "; ".join(parts) + "."
+
+
+def _units_clause(step: dict) -> str:
+    """`; 16 vs 32 samples a step: 236 → 256 samples/s, +57.3 ms per step`
+    when the pair is compared per sample or token, else nothing."""
+    units = step.get("units")
+    if not units or step.get("unit") in (None, "step"):
+        return ""
+    unit = step["unit"]
+    text = f"; {counts_text(units)}"
+    b, e = step.get("baseline_per_s"), step.get("experimental_per_s")
+    if b is not None and e is not None:
+        text += f": {_rate(b)} → {_rate(e)} {unit}s/s"
+    per_step = step.get("per_step")
+    if per_step is not None:
+        text += f", {signed_duration(per_step['delta_us'])} per step"
+    return text
+
+
+def _rate(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def _share(pct: float | None) -> str:

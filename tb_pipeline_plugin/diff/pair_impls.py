@@ -24,12 +24,15 @@ from ..analysis.ledger import merged
 from ..analysis.operators import GROUP_BY, operators, primary_column
 from ..analysis.pieces import Piece, PieceIndex, device_rows, op_rows
 from ..analysis.run import Run
+from ..analysis.run_facts import run_facts
 from ..bounded_cache import BoundedCache
 from ..errors import BadRequest
 from . import significance as S
 from . import significance_marks, tables
 from . import tree as T
 from .delta import delta_fields, delta_pct
+from .comparability import differences, host_time_void, voided
+from .conclusive import advice
 from .diagnostic.compare import compare_diagnostic
 from .explain import duration, explain
 from .launches import LAUNCH_COLUMNS, launch_join, launch_keys, launch_samples, top_operator
@@ -41,6 +44,7 @@ from .statistics.significance import recorded_step, step_us
 from .statistics.compare import compare_pipeline
 from .tables import TableQuery
 from .timeline import DEFAULT_MAX_EVENTS, DEFAULT_WIDTH_PX, timeline_diff
+from .units import STEP, Given, counts_text, divisor, pair_units, per_step_of, rate_per_s, run_counts, scaled
 
 OPERATOR_KEYS = ["name", "input_shape"]
 KERNEL_KEYS = ["name"]
@@ -115,12 +119,44 @@ def device_present(b: Run, e: Run) -> bool:
     return b.has_device or e.has_device
 
 
+NO_STATISTICS = (None, None)
+NOT_GIVEN = (Given(), Given())
+
+
+def both(statistics: tuple) -> tuple | None:
+    """Both runs' statistics when both have them (they give the step verdict), else None."""
+    return statistics if statistics[0] is not None and statistics[1] is not None else None
+
+
 @_remembered
-def diff_overview_impl(b: Run, e: Run, pipelines: tuple | None = None) -> dict:
-    """Every overview metric side by side. `pipelines`: both runs' recorded
-    statistics, when both have them: the step time's verdict is then the one
-    from every recorded step (as the explanation's)."""
+def pair_context(b: Run, e: Run, statistics: tuple = NO_STATISTICS, given: tuple = NOT_GIVEN) -> dict:
+    """What every answer about the pair needs to know before a verdict: the
+    unit the runs are compared in (diff/units.py), every difference between
+    them (diff/comparability.py), and why host-time deltas of the profiled
+    steps get no verdict, if they do not. `statistics`: each run's
+    PipelineTables or None; `given`: each run's counts per step given by the
+    user (`units.Given`)."""
+    units = pair_units(run_counts(statistics[0], given[0]), run_counts(statistics[1], given[1]))
+    items = differences(run_facts(b, statistics[0]), run_facts(e, statistics[1]), units)
+    return {"units": units, "comparability": items, "void": host_time_void(items)}
+
+
+# The overview rows measured on the host in the profiled steps: what the
+# profiler's options inflate (diff/comparability.py).
+_HOST_ROWS = (STEP_TIME, "breakdown_us.data_loading", "breakdown_us.cpu_exec", "breakdown_us.runtime",
+              "breakdown_us.other")
+
+
+@_remembered
+def diff_overview_impl(b: Run, e: Run, statistics: tuple = NO_STATISTICS, given: tuple = NOT_GIVEN) -> dict:
+    """Every overview metric side by side. `statistics`: both runs'
+    recorded statistics (each PipelineTables or None): when both have them,
+    the step time's verdict is the one from every recorded step (as the
+    explanation's). Work per step, when known, adds rows per sample or
+    token (diff/units.py); the pair's differences come with the rows."""
     present = device_present(b, e)
+    ctx = pair_context(b, e, statistics, given)
+    pipelines = both(statistics)
     if b.has_steps == e.has_steps:
         rows = overview_rows(b.overview(), e.overview(), (b.recording_of_step, e.recording_of_step))
         note = None
@@ -136,7 +172,11 @@ def diff_overview_impl(b: Run, e: Run, pipelines: tuple | None = None) -> dict:
             note = (f"Average step time is over every recorded step ({sig['baseline_steps']} vs "
                     f"{sig['experimental_steps']}, the pipeline statistics: warm-up and the loop's epilogue left "
                     "out); the breakdown is of the profiled steps.")
-        return {"device_present": present, "rows": rows, "note": note}
+        rows += work_rows(b, e, ctx["units"], pipelines)
+        _void_rows(rows, ctx["void"], recorded=pipelines is not None)
+        _caveat_rows(rows, ctx["units"])
+        return {"device_present": present, "rows": rows, "note": note, "units": ctx["units"],
+                "comparability": ctx["comparability"]}
     # Per-step averages of a 3-step trace against one whole-trace "step"
     # would show a regression that is not there: compare whole windows.
     without = "baseline" if not b.has_steps else "experimental"
@@ -145,7 +185,77 @@ def diff_overview_impl(b: Run, e: Run, pipelines: tuple | None = None) -> dict:
     # Whole windows: one step per recording.
     rows = overview_rows(b.overview(whole_window=True), e.overview(whole_window=True),
                          tuple(None if tp.recordings == 1 else np.arange(tp.recordings) for tp in (b, e)))
-    return {"device_present": present, "rows": rows, "note": note}
+    _void_rows(rows, ctx["void"], recorded=False)
+    return {"device_present": present, "rows": rows, "note": note, "units": ctx["units"],
+            "comparability": ctx["comparability"]}
+
+
+def work_rows(b: Run, e: Run, units: dict, pipelines: tuple | None) -> list[dict]:
+    """Overview rows of work per step, for each of samples and tokens both
+    runs know: the count per step, the time per sample (token) judged as
+    the step time is (every recorded step's own count when both runs have
+    statistics, else the profiled steps at the run's count), and the rate."""
+    rows = []
+    for unit in ("sample", "token"):
+        bc, ec = units["baseline"][f"{unit}s_per_step"], units["experimental"][f"{unit}s_per_step"]
+        if bc is None or ec is None:
+            continue
+        counted = {**units, "unit": unit}
+        if pipelines is not None:
+            judged = recorded_step(*pipelines, per=(divisor(counted, "baseline"), divisor(counted, "experimental")))
+        else:
+            (bs, b_rec), (es, e_rec) = _profiled_step_us(b, e)
+            bs, es = bs / bc, es / ec
+            bm, em = (float(bs.mean()) if len(bs) else 0.0), (float(es.mean()) if len(es) else 0.0)
+            judged = {"baseline_us": round(bm, 3), "experimental_us": round(em, 3), "delta_us": round(em - bm, 3),
+                      "significance": S.step_time(bs, es, (b_rec, e_rec))}
+        b_rate, e_rate = rate_per_s(judged["baseline_us"]), rate_per_s(judged["experimental_us"])
+        rows += [
+            _row(f"{unit}s_per_step", f"{unit.capitalize()}s per step", "count", bc, ec),
+            {**_row(f"time_per_{unit}_us", f"Time per {unit}", "us", judged["baseline_us"], judged["experimental_us"]),
+             "significance": judged["significance"]},
+            _row(f"{unit}s_per_s", f"{unit.capitalize()}s per second", "per_s", b_rate, e_rate),
+        ]
+    return rows
+
+
+def _row(metric: str, label: str, unit: str, b, e) -> dict:
+    numeric = b is not None and e is not None
+    delta = round(e - b, 3) if numeric else None
+    return {"metric": metric, "label": label, "unit": unit, "baseline": b, "experimental": e, "delta": delta,
+            "delta_pct": delta_pct(b, delta) if numeric else None, "significance": None, "caveat": None}
+
+
+def _void_rows(rows: list[dict], void: str | None, recorded: bool) -> None:
+    """No verdict on the host-time rows of the profiled steps (`void`: why)."""
+    for row in rows:
+        row.setdefault("caveat", None)
+        if void is None:
+            continue
+        profiled_step = row["metric"] in _HOST_ROWS and not (recorded and row["metric"] == STEP_TIME)
+        per_work = row["metric"].startswith("time_per_") and not recorded
+        if profiled_step or per_work:
+            row["significance"] = voided(row["significance"], void)
+            row["caveat"] = void
+
+
+def _caveat_rows(rows: list[dict], units: dict) -> None:
+    """The step time is per step: when the runs' work per step differs, it says where to look."""
+    if units["unit"] == STEP:
+        return
+    for row in rows:
+        if row["metric"] == STEP_TIME and row["caveat"] is None:
+            row["caveat"] = (f"Per step, and the runs' steps differ in work ({counts_text(units)}): compare "
+                             f"Time per {units['unit']}.")
+
+
+def _profiled_step_us(b: Run, e: Run) -> tuple:
+    """Each run's profiled step times (the overview's, µs) and recordings."""
+    out = []
+    for run in (b, e):
+        steps = run.overview()["steps"]
+        out.append((np.array([s["duration_us"] for s in steps], np.float64), run.recording_of_step))
+    return tuple(out)
 
 
 @_remembered
@@ -155,15 +265,22 @@ def diff_memory_impl(b: Run, e: Run) -> dict:
 
 
 @_remembered
-def diff_explain_impl(b: Run, e: Run, pipelines: tuple | None = None) -> dict:
+def diff_explain_impl(b: Run, e: Run, statistics: tuple = NO_STATISTICS, given: tuple = NOT_GIVEN) -> dict:
     """The step-time delta split into ranked contributors (diff/explain.py).
     On device time when either run kept the device busy for most of its
     steps (`DEVICE_BOUND_PCT`): then the step time is the device's work, and
-    host time spent waiting for it is no cause. `pipelines`: both runs'
-    recorded pipeline statistics (PipelineTables), when both have them:
-    their part (diff/statistics/explain.py) joins the answer and its clause
-    the sentence."""
+    host time spent waiting for it is no cause. `statistics`: each run's
+    recorded pipeline statistics (PipelineTables) or None; when both have
+    them, their part (diff/statistics/explain.py) joins the answer and its
+    clause the sentence. When the runs' work per step differs, the step,
+    its verdict and the contributors are per sample or token
+    (diff/units.py), the per-step figures beside them; host-time verdicts
+    of the profiled steps are withheld when the runs' profiler options
+    differ (diff/comparability.py)."""
     present = device_present(b, e)
+    ctx = pair_context(b, e, statistics, given)
+    units = ctx["units"]
+    pipelines = both(statistics)
     busy = {"baseline": _busy_pct(b), "experimental": _busy_pct(e)} if present else None
     clock = "device" if device_bound(b, e) else "host"
     bl, el = _step_ledgers(b, e, clock)
@@ -185,8 +302,20 @@ def diff_explain_impl(b: Run, e: Run, pipelines: tuple | None = None) -> dict:
     compiled = _compiled(b, e)
     top = (lambda key: top_operator(b, e, key, frozenset(compiled))) if clock == "device" else None
     recorded = recorded_step(*pipelines) if pipelines is not None else None
-    out = {"device_present": present, **explain(bl, el, compiled, clock, top, recorded), "launch": launch,
-           "note": note, "pipeline": None, "clock": clock, "device_busy_pct": busy}
+    per_step = None
+    if units["unit"] != STEP:
+        figures = recorded or _means(bl, el)
+        per_step = {k: figures[k] for k in ("baseline_us", "experimental_us", "delta_us")}
+        per_step["delta_pct"] = delta_pct(per_step["baseline_us"], per_step["delta_us"])
+        bl, el = scaled(bl, per_step_of(units, "baseline")), scaled(el, per_step_of(units, "experimental"))
+        if pipelines is not None:
+            recorded = recorded_step(*pipelines, per=(divisor(units, "baseline"), divisor(units, "experimental")))
+    void = ctx["void"] if clock == "host" else None
+    out = {"device_present": present,
+           **explain(bl, el, compiled, clock, top, recorded, units=units, per_step=per_step, void=void),
+           "launch": launch, "note": note, "pipeline": None, "clock": clock, "device_busy_pct": busy,
+           "comparability": ctx["comparability"]}
+    out["conclusive"] = advice(out["step"], *(us for us, _ in step_samples(b, e, statistics, given)))
     graph_us = _graph_us_per_step(b, e) if present else 0.0
     if graph_us:
         out["note"] = T.join_notes(out["note"], (
@@ -208,15 +337,26 @@ def _step_ledgers(b: Run, e: Run, clock: str) -> tuple:
     return bl, el
 
 
-def step_samples(b: Run, e: Run, pipelines: tuple | None = None) -> tuple:
+def _means(bl, el) -> dict:
+    """Both ledgers' mean step (µs) and its delta."""
+    bm, em = (float(x.steps["step_us"].mean()) if len(x.steps) else 0.0 for x in (bl, el))
+    return {"baseline_us": round(bm, 3), "experimental_us": round(em, 3), "delta_us": round(em - bm, 3)}
+
+
+def step_samples(b: Run, e: Run, statistics: tuple = NO_STATISTICS, given: tuple = NOT_GIVEN) -> tuple:
     """((baseline µs, recordings), (experimental µs, recordings)): the
     per-step step times the explanation's step verdict is judged on, chosen
     as `diff_explain_impl` chooses them: every recorded step when both runs
     have pipeline statistics, else the step ledgers' (device time when
-    device-bound). Recordings: each step's, None for one recording."""
+    device-bound); per sample or token when the pair is compared so.
+    Recordings: each step's, None for one recording."""
+    units = pair_context(b, e, statistics, given)["units"]
+    pipelines = both(statistics)
     if pipelines is not None:
-        return step_us(pipelines[0]), step_us(pipelines[1])
+        return (step_us(pipelines[0], divisor(units, "baseline")),
+                step_us(pipelines[1], divisor(units, "experimental")))
     ledgers = _step_ledgers(b, e, "device" if device_bound(b, e) else "host")
+    ledgers = (scaled(ledgers[0], per_step_of(units, "baseline")), scaled(ledgers[1], per_step_of(units, "experimental")))
     return tuple((ledger.steps["step_us"].to_numpy(np.float64), S.ledger_recordings(ledger)) for ledger in ledgers)
 
 

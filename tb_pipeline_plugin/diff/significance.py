@@ -76,10 +76,14 @@ import numpy as np
 from scipy import stats
 
 SIGNIFICANT, WITHIN_NOISE, TOO_FEW_STEPS = "significant", "within_noise", "too_few_steps"
-VERDICTS = (SIGNIFICANT, WITHIN_NOISE, TOO_FEW_STEPS)
+# Given by diff/comparability.py, never by a test here: the runs differ in a
+# way that makes the delta meaningless as it stands.
+NOT_COMPARABLE = "not_comparable"
+VERDICTS = (SIGNIFICANT, WITHIN_NOISE, TOO_FEW_STEPS, NOT_COMPARABLE)
 # The verdicts in words, everywhere they are shown (each Significance's
 # `label`; the CLI and the UI read that, never their own words).
-VERDICT_WORDS = {SIGNIFICANT: "significant", WITHIN_NOISE: "within noise", TOO_FEW_STEPS: "too few steps to judge"}
+VERDICT_WORDS = {SIGNIFICANT: "significant", WITHIN_NOISE: "within noise", TOO_FEW_STEPS: "too few steps to judge",
+                 NOT_COMPARABLE: "not comparable"}
 MIN_STEPS = 3
 RESAMPLES = 4000
 CONFIDENCE = 0.95

@@ -9,7 +9,9 @@ from typing import Literal, Union
 
 from msgspec import Struct
 
-SignificanceVerdict = Literal["significant", "within_noise", "too_few_steps"]
+# "not_comparable": the delta was measured, but a difference between the runs
+# makes it meaningless as it stands (diff/comparability.py); `label` says which.
+SignificanceVerdict = Literal["significant", "within_noise", "too_few_steps", "not_comparable"]
 NoiseSource = Literal["measured", "assumed"]
 
 
@@ -35,3 +37,16 @@ class Significance(Struct, forbid_unknown_fields=True, omit_defaults=False):
     noise: NoiseSource
     confidence: float
     min_steps: int
+
+
+# Why a step verdict is inconclusive, and so what would settle it (diff/conclusive.py).
+AdviceReason = Literal["too_few_steps", "more_data", "out_of_reach", "not_comparable"]
+
+
+class Advice(Struct, forbid_unknown_fields=True, omit_defaults=False):
+    """What would make an inconclusive step verdict conclusive (diff/conclusive.py)."""
+
+    reason: AdviceReason
+    steps_per_run: int | None  # steps per run that would do it (null: steps cannot)
+    repeat: int | None  # recordings per side, `tb-pipeline record --repeat N` (null: out of reach)
+    text: str

@@ -53,6 +53,9 @@ class StepRecord(msgspec.Struct, tag="step", tag_field="type", omit_defaults=Tru
     callbacks_s: dict[str, float] = {}
     other_s: float = 0.0  # after an explicit step mark, before the next batch request
     batch_size: int | None = None
+    # Tokens in the batch: the element count of its first 2-D integer tensor
+    # (token ids, batch x sequence); None when the batch has none.
+    tokens: int | None = None
     cached: bool = False  # the batch was replayed from the headspace cache
     loader: int = 0  # which loader fed the step (several loaders in one run)
 
@@ -131,6 +134,9 @@ class HostSample(msgspec.Struct, tag="host", tag_field="type", omit_defaults=Tru
     # Share of the interval a thread asking for the GIL waited for it (gilknocker;
     # record/gil_contention.py); None when not sampled.
     gil_contention_pct: float | None = None
+    # The whole machine's CPU use (100 = one core busy), the training tree's
+    # included: what is left over is other processes' load on the host.
+    system_cpu_pct: float | None = None
 
 
 class ProfilerRecord(msgspec.Struct, tag="profiler", tag_field="type", omit_defaults=True,

@@ -195,7 +195,9 @@ def read_composer_trace(path: str) -> PipelineTables:
     steps = pd.DataFrame({
         "step": np.arange(n), "loader": 0, "t_s": dl_start, "wall_start_s": dl_start + t0, "duration_s": duration,
         "data_wait_s": wait, "compute_s": compute, "callbacks_s": cb, "other_s": other, "batch_size": np.nan,
-        "cached": False,
+        "tokens": np.nan, "cached": False,
+        # Composer's events bound each step by its batch: no profiler start-up or epilogue inside one.
+        "after_profiler_start": False, "open_at_end": False,
     })[STEP_COLUMNS]
     return PipelineTables(
         source="composer", steps=steps, callbacks=frame(callbacks, CALLBACK_COLUMNS),

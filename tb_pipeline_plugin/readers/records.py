@@ -20,7 +20,7 @@ def tables_from_records(records: list, warnings: list[str]) -> PipelineTables:
             steps.append({
                 "step": r.step, "loader": r.loader, "t_s": r.wall_start_s - t0, "wall_start_s": r.wall_start_s,
                 "duration_s": r.duration_s, "data_wait_s": r.data_wait_s, "compute_s": r.compute_s,
-                "callbacks_s": cb_total, "other_s": r.other_s, "batch_size": r.batch_size, "cached": r.cached,
+                "callbacks_s": cb_total, "other_s": r.other_s, "batch_size": r.batch_size, "tokens": r.tokens, "cached": r.cached,
             })
             for name, s in r.callbacks_s.items():
                 callbacks.append({"step": r.step, "name": name, "kind": "callback", "time_s": s})

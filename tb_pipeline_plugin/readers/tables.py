@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 STEP_COLUMNS = ["step", "loader", "t_s", "wall_start_s", "duration_s", "data_wait_s", "compute_s",
-                "callbacks_s", "other_s", "batch_size", "cached",
+                "callbacks_s", "other_s", "batch_size", "tokens", "cached",
                 # The first step after a profiler started (its start-up cost), and a last step still
                 # running when the recorder closed (it holds the loop's epilogue): readers/records.py.
                 "after_profiler_start", "open_at_end"]
@@ -24,7 +24,7 @@ QUEUE_COLUMNS = ["t_s", "wall_time_s", *STAGE_KEY, "final", "interval_s", "items
                  "occupancy"]
 HOST_COLUMNS = ["t_s", "wall_time_s", "cpu_pct", "rss_bytes", "mem_used_bytes", "num_processes",
                 "disk_read_bytes", "disk_write_bytes", "net_sent_bytes", "net_recv_bytes", "gpu_util_pct",
-                "gpu_mem_used_bytes", "gil_contention_pct"]
+                "gpu_mem_used_bytes", "gil_contention_pct", "system_cpu_pct"]
 
 
 def empty(columns: list[str]) -> pd.DataFrame:

@@ -115,12 +115,15 @@ class HostSampler:
             read, write = (disk.read_bytes, disk.write_bytes) if disk else (None, None)
         net = psutil.net_io_counters()
         gpu_util, gpu_mem, gpu_count = self._nvml.read() if self._nvml else (None, None, None)
+        # Since the previous call, as the tree's readings: in one core's units, as cpu_pct.
+        system = psutil.cpu_percent(None) * (psutil.cpu_count() or 1)
         sample = HostSample(
             wall_time_s=time.time(), cpu_pct=round(cpu, 2), rss_bytes=int(rss), num_processes=len(procs),
             disk_read_bytes=read, disk_write_bytes=write,
             net_sent_bytes=net.bytes_sent if net else None, net_recv_bytes=net.bytes_recv if net else None,
             gpu_util_pct=gpu_util, gpu_mem_used_bytes=gpu_mem, gpu_count=gpu_count,
             gil_contention_pct=self._gil.read_pct() if self._gil is not None else None,
+            system_cpu_pct=round(system, 2),
         )
         self.write(sample)
         return sample

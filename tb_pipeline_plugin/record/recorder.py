@@ -111,7 +111,10 @@ class Recorder:
         self._cb_before = 0.0  # between the batch and the step() mark
         self._cb_after = 0.0  # after the mark
         self._pending_start = -1.0
+        # A loop ended its profiler step without opening the next (_end_profiler_step).
+        self._profiler_between = False
         self._batch_size: int | None = None
+        self._tokens: int | None = None
         self._cached = False
         self._loader = 0
         self._loaders: dict[tuple, int] = {}
@@ -230,8 +233,20 @@ class Recorder:
         if self._open and self._loader == loader:
             self._close_step(self._mark if self._mark >= 0 else _perf())
             if self.profiler is not None:
-                self.profiler.step()
+                self._end_profiler_step()
         self.writer.write(LoopEnd(wall_time_s=self._wall0 + _perf(), steps=self._step, how=how, loader=loader))
+
+    def _end_profiler_step(self) -> None:
+        """Ends the profiler's running ProfilerStep without opening the next
+        one (torch's `prof.step()` does both): the time after a loop is no
+        step's, and a ProfilerStep opened there would be an empty step in the
+        trace. The next loop's first request steps the profiler."""
+        prof = getattr(self.profiler, "prof", self.profiler)  # the launcher's wrapper holds torch's profile
+        running = getattr(prof, "step_rec_fn", None)
+        if running is not None:
+            running.__exit__(None, None, None)
+            prof.step_rec_fn = None
+        self._profiler_between = True
 
     # -- hot path (called by the iterators and timers) --------------------
     def _add_callback(self, name: str, t0: float, dt: float) -> None:
@@ -250,8 +265,10 @@ class Recorder:
     def _begin_request(self, t: float) -> float:
         """Closes the running step at `t` and steps the profiler; returns the
         next step's start."""
-        if self._open:
-            self._close_step(t)
+        if self._open or self._profiler_between:
+            if self._open:
+                self._close_step(t)
+            self._profiler_between = False
             if self.profiler is not None:
                 self.profiler.step()
                 # prof.step() may export a trace: the profiler's cost, in
@@ -269,7 +286,7 @@ class Recorder:
         self._mark = -1.0
         self._loader = loader
         self._cached = cached
-        self._batch_size = batch_size(batch)
+        self._batch_size, self._tokens = batch_counts(batch)
 
     def _close_step(self, end: float) -> None:
         self._open = False
@@ -282,7 +299,7 @@ class Recorder:
         # the Struct construction off the training loop).
         self.writer.write_deferred(_step_record, (
             self._step, self._wall0 + start, end - start, wait, compute if compute > 0 else 0.0,
-            other if other > 0 else 0.0, self._cb, self._batch_size, self._cached, self._loader,
+            other if other > 0 else 0.0, self._cb, self._batch_size, self._tokens, self._cached, self._loader,
         ))
         self._step += 1
         self._last_end = end
@@ -291,10 +308,10 @@ class Recorder:
 
 
 def _step_record(step, wall_start_s, duration_s, data_wait_s, compute_s, other_s, callbacks_s, batch_size,
-                 cached, loader) -> StepRecord:
+                 tokens, cached, loader) -> StepRecord:
     return StepRecord(step=step, wall_start_s=wall_start_s, duration_s=duration_s, data_wait_s=data_wait_s,
                       compute_s=compute_s, other_s=other_s, callbacks_s=callbacks_s, batch_size=batch_size,
-                      cached=cached, loader=loader)
+                      tokens=tokens, cached=cached, loader=loader)
 
 
 def _loader_key(iterable) -> tuple:
@@ -308,6 +325,38 @@ def _loader_key(iterable) -> tuple:
         length = None
     dataset = getattr(iterable, "dataset", None)
     return type(iterable).__qualname__, type(dataset).__qualname__ if dataset is not None else None, length
+
+
+def batch_counts(batch) -> tuple[int | None, int | None]:
+    """(samples, tokens) of a batch, if cheap to see: samples are the
+    leading dimension of its first tensor-like leaf; tokens the element
+    count of its first 2-D integer tensor (token ids), looked for among the
+    first few leaves only."""
+    return batch_size(batch), _tokens(batch)
+
+
+def _tokens(batch, depth: int = 0) -> int | None:
+    if depth > 3:
+        return None
+    kind = type(batch)
+    if kind is tuple or kind is list:
+        leaves = batch[:4]
+    elif kind is dict:
+        leaves = list(batch.values())[:4]
+    else:
+        shape, dtype = getattr(batch, "shape", None), getattr(batch, "dtype", None)
+        try:
+            if shape is None or len(shape) != 2 or dtype is None or getattr(dtype, "is_floating_point", True) \
+                    or getattr(dtype, "is_complex", False) or str(dtype) == "torch.bool":
+                return None
+            return int(shape[0]) * int(shape[1])
+        except (TypeError, ValueError):
+            return None
+    for leaf in leaves:
+        n = _tokens(leaf, depth + 1)
+        if n is not None:
+            return n
+    return None
 
 
 def batch_size(batch) -> int | None:

@@ -14,7 +14,6 @@ import msgspec
 import numpy as np
 
 from ..compare import Comparison
-from ..diff.conclusive import advice
 from ..diff.delta import pct_name
 from ..diff.pair_impls import KERNEL_PRIMARY
 from .gates import Gate, exit_status, judge
@@ -37,9 +36,10 @@ def build(c: Comparison, sources: tuple[str, str], top: int, gates: list[Gate] =
         "clock": ex["clock"],
         "sentence": ex["sentence"],
         "step": {**{k: step[k] for k in ("baseline_us", "experimental_us", "delta_us", "delta_pct", "significance",
-                                         "source")}, "direction": direction(step["delta_us"])},
+                                         "source", "unit", "per_step", "baseline_per_s", "experimental_per_s")},
+                 "direction": direction(step["delta_us"])},
         "noise": {**ex["noise"], "between_run_pct": ex["between_run_pct"]},
-        "conclusive": advice(step, *(samples for samples, _ in c.step_samples_us)),
+        "conclusive": ex["conclusive"],
         "note": ex["note"],
         "contributors": [{k: c_[k] for k in ("kind", "key", "name", "status", "baseline_us", "experimental_us",
                                              "delta_us", "share_pct", "significance")}
@@ -57,6 +57,8 @@ def build(c: Comparison, sources: tuple[str, str], top: int, gates: list[Gate] =
         "step_times": _step_times(*c.step_times),
         "gates": gate_results,
         "exit_status": exit_status(gate_results),
+        "units": overview["units"],
+        "comparability": overview["comparability"],
     }
     return msgspec.convert(report, Report)
 

@@ -19,7 +19,7 @@ from .gates import OUTCOME_WORDS
 from .html_assets import SCRIPT, STYLE
 from .model import MetricRow, Report, Table
 from .svg import trend, waterfall
-from .words import NONE, headline, legend, signed, signed_pct, value, verdict_cell
+from .words import NONE, difference_lines, headline, legend, signed, signed_pct, value, verdict_cell
 
 # Nothing may be fetched: no connection, no image but data:, only the inline style and script.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
@@ -43,6 +43,10 @@ def render(r: Report) -> str:
     if r.conclusive is not None:
         parts.append(f'<aside id="conclusive"><strong>What would make it conclusive:</strong> '
                      f"{escape(r.conclusive.text)}</aside>")
+    if r.comparability:
+        items = "".join(f"<li>{escape(line)}</li>" for line in difference_lines(r))
+        parts.append(f'<aside id="comparability"><strong>How the runs differ besides the change:</strong>'
+                     f"<ul>{items}</ul></aside>")
     if r.note:
         parts.append(f'<p class="muted">{escape(r.note)}</p>')
     parts.append("</header>")

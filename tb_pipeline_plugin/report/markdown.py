@@ -15,7 +15,7 @@ import re
 
 from .gates import FAILED, OUTCOME_WORDS
 from .model import MetricRow, Report, Table
-from .words import MARKS, NONE, headline, legend, mark, signed, signed_pct, value
+from .words import MARKS, NONE, difference_lines, headline, legend, mark, signed, signed_pct, value
 
 # Characters GitHub's markdown would read as syntax inside a table cell.
 _SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]|~#"})
@@ -30,6 +30,9 @@ def render(r: Report) -> str:
     out += ["<sub>" + " · ".join(meta) + "</sub>", ""]
     if r.conclusive is not None:
         out += [f"> **What would make it conclusive:** {_prose(r.conclusive.text)}", ""]
+    if r.comparability:
+        out += ["**How the runs differ besides the change**", ""]
+        out += [f"- {_prose(line)}" for line in difference_lines(r)] + [""]
     if r.note:
         out += [f"> {_prose(r.note)}", ""]
     if r.gates:

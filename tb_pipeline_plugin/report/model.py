@@ -18,16 +18,17 @@ from typing import Literal, Union
 
 from msgspec import Struct
 
-from ..diff.significance_shape import NoiseSource, Significance, SignificanceVerdict
+from ..diff.pair_shape import Difference, WorkUnit, WorkUnits
+from ..diff.significance_shape import Advice, NoiseSource, Significance, SignificanceVerdict
 
 REPORT_VERSION = 1
 
 Number = Union[int, float]
-# "us", "bytes", "pct" (a share, 0-100), "count", "items_per_s"; null for text rows.
-Unit = Literal["us", "bytes", "pct", "count", "items_per_s"]
+# "us", "bytes", "pct" (a share, 0-100), "count", "items_per_s", "per_s" (samples or tokens a second); null for
+# text rows.
+Unit = Literal["us", "bytes", "pct", "count", "items_per_s", "per_s"]
 Direction = Literal["slower", "faster", "unchanged"]
 GateOutcome = Literal["passed", "failed", "not_significant", "cannot_evaluate"]
-AdviceReason = Literal["too_few_steps", "more_data", "out_of_reach"]
 
 
 class _Shape(Struct, forbid_unknown_fields=True, omit_defaults=False):
@@ -40,6 +41,13 @@ class Side(_Shape):
     source: str  # the path given to `tb-pipeline diff`
     steps: int  # profiled steps the step verdict rests on
     recordings: int  # 1, or a group's recordings
+
+
+class StepFigures(_Shape):
+    baseline_us: Number
+    experimental_us: Number
+    delta_us: Number
+    delta_pct: float | None
 
 
 class Step(_Shape):
@@ -55,6 +63,11 @@ class Step(_Shape):
     significance: Significance
     # "recorded": judged on every recorded step (both runs have pipeline statistics); "profiled": on the traces' steps.
     source: Literal["profiled", "recorded"]
+    # The unit of the figures above (µs per step, sample or token): not "step" when the runs' work per step differs.
+    unit: WorkUnit = "step"
+    per_step: StepFigures | None = None  # the per-step figures beside per-unit ones
+    baseline_per_s: float | None = None  # samples (tokens) per second, when per sample (token)
+    experimental_per_s: float | None = None
 
 
 class Noise(_Shape):
@@ -66,15 +79,6 @@ class Noise(_Shape):
     note: str
     # The spread between recordings a band assumes where it cannot measure it, %.
     between_run_pct: float
-
-
-class Advice(_Shape):
-    """What would make an inconclusive step verdict conclusive (diff/conclusive.py)."""
-
-    reason: AdviceReason
-    steps_per_run: int | None  # profiled steps per run that would do it (null: steps cannot)
-    repeat: int | None  # recordings per side, `tb-pipeline record --repeat N` (null: out of reach)
-    text: str
 
 
 class Contributor(_Shape):
@@ -210,3 +214,7 @@ class Report(_Shape):
     gates: list[GateResult]
     # What `tb-pipeline diff` exits with: 0 no gate failed, 1 a gate failed, 2 a gate cannot be evaluated.
     exit_status: int
+    # The unit the runs are compared in and each run's work per step (`diff/overview`'s `units`).
+    units: WorkUnits | None = None
+    # How the runs differ besides the change, most consequential first (`diff/overview`'s `comparability`).
+    comparability: list[Difference] = []

@@ -12,12 +12,14 @@ import math
 from ..diff.delta import pct_name
 from .gates import OUTCOME_WORDS
 from .model import MetricRow, Report
-from .words import headline
+from .words import difference_lines, headline
 
 
 def render(r: Report) -> str:
-    out: list[str] = [f"baseline:     {r.baseline.source}", f"experimental: {r.experimental.source}", "",
-                      headline(r), r.sentence]
+    out: list[str] = [f"baseline:     {r.baseline.source}", f"experimental: {r.experimental.source}", ""]
+    if r.comparability:
+        out += ["How the runs differ besides the change:"] + [f"  {line}" for line in difference_lines(r)] + [""]
+    out += [headline(r), r.sentence]
     if r.noise.source == "measured":
         out.append(f"({r.noise.note}.)")
     else:

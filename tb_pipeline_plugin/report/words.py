@@ -13,18 +13,19 @@ import math
 
 from ..diff.explain import duration, signed_duration
 from ..diff.memory.explain import size
-from ..diff.significance import SIGNIFICANT, TOO_FEW_STEPS, VERDICT_WORDS, WITHIN_NOISE
+from ..diff.significance import NOT_COMPARABLE, SIGNIFICANT, TOO_FEW_STEPS, VERDICT_WORDS, WITHIN_NOISE
 from .gates import confidence_pct
 from .model import Report
 
 MINUS = "−"
 # One mark per verdict, as the UI shows them; explained once per report (`legend`).
-MARKS = {SIGNIFICANT: "●", WITHIN_NOISE: "≈", TOO_FEW_STEPS: "?"}
+MARKS = {SIGNIFICANT: "●", WITHIN_NOISE: "≈", TOO_FEW_STEPS: "?", NOT_COMPARABLE: "✕"}
 NONE = "—"
 
 
 def legend() -> str:
-    return " · ".join(f"{MARKS[v]} {VERDICT_WORDS[v]}" for v in (SIGNIFICANT, WITHIN_NOISE, TOO_FEW_STEPS))
+    return " · ".join(f"{MARKS[v]} {VERDICT_WORDS[v]}" for v in (SIGNIFICANT, WITHIN_NOISE, TOO_FEW_STEPS,
+                                                                 NOT_COMPARABLE))
 
 
 def mark(sig) -> str:
@@ -36,8 +37,10 @@ def headline(r: Report) -> str:
     """The verdict in one line, first in every format: the direction's word
     with the signed delta, then the significance in the policy's words."""
     step, sig = r.step, r.step.significance
-    change = f"{signed_duration(step.delta_us)} per step ({signed_pct(step.delta_pct)})"
+    change = f"{signed_duration(step.delta_us)} per {step.unit} ({signed_pct(step.delta_pct)})"
     kind = "recorded " if step.source == "recorded" else ""
+    if sig.verdict == NOT_COMPARABLE:
+        return f"Not comparable: {change} measured, no verdict ({sig.label.split(': ', 1)[-1].rstrip('.')})"
     if sig.verdict == SIGNIFICANT:
         word = {"slower": "Slower", "faster": "Faster", "unchanged": "Unchanged"}[step.direction]
         return f"{word}: {change}, {sig.label} ({band(sig, 'us', kind)})"
@@ -75,6 +78,8 @@ def value(v, unit: str | None) -> str:
         return _number(v) + " %"
     if unit == "items_per_s":
         return _number(v) + " items/s"
+    if unit == "per_s":
+        return _number(v) + "/s"
     if isinstance(v, int) or float(v).is_integer():
         return f"{int(v):,}".replace("-", MINUS)
     return _number(v, 4)
@@ -107,3 +112,10 @@ def _number(v: float, digits: int = 3) -> str:
         return str(v)
     text = f"{v:,.0f}" if abs(v) >= 10 ** digits else f"{v:.{digits}g}"
     return text.replace("-", MINUS)
+
+
+def difference_lines(r: Report) -> list[str]:
+    """"Samples per step: 16 vs 32 (answers per sample) — …", one per difference."""
+    effects = {"per_unit": "answers per unit of work", "no_verdict": "no verdict", "caveat": "caveat", "note": "note"}
+    return [f"{d.label}: {d.baseline or NONE} vs {d.experimental or NONE} ({effects[d.effect]}) — {d.text}"
+            for d in r.comparability]

@@ -21,7 +21,8 @@ from msgspec import Struct
 from ..analysis.operators import GroupBy
 from ..diff.launches import KernelGroupBy
 # Declared once beside the verdicts it describes; the report of `tb-pipeline diff` carries it too.
-from ..diff.significance_shape import NoiseSource, Significance, SignificanceVerdict
+from ..diff.pair_shape import Difference, WorkUnits
+from ..diff.significance_shape import Advice, NoiseSource, Significance, SignificanceVerdict
 
 Number = Union[int, float]
 
@@ -214,7 +215,7 @@ class RunRef(_Shape):
     span: str
 
 
-DiffUnit = Literal["us", "bytes", "pct", "count"]
+DiffUnit = Literal["us", "bytes", "pct", "count", "per_s"]
 InputBoundVerdict = Literal["yes", "partly", "no", "unknown"]
 
 
@@ -235,8 +236,10 @@ class DiffOverviewRow(_Shape):
     experimental: Number | str | None
     delta: Number | None
     delta_pct: float | None
-    # Per-step metrics (step time, breakdown) only; null for the others.
+    # Per-step metrics (step time, breakdown, time per sample or token) only; null for the others.
     significance: Significance | None
+    # What a reader must know at this number: why it has no verdict, or where to look instead.
+    caveat: str | None
 
 
 class DiffOverviewResponse(_Shape):
@@ -246,6 +249,9 @@ class DiffOverviewResponse(_Shape):
     rows: list[DiffOverviewRow]
     # How the runs are compared when not per step (one run has no steps).
     note: str | None
+    units: WorkUnits
+    # Every difference between what the runs were, most consequential first (empty: none known).
+    comparability: list[Difference]
 
 
 class MemoryPeak(_Shape):
@@ -356,6 +362,13 @@ class ProfiledStep(_Shape):
     significance: Significance
 
 
+class StepFigures(_Shape):
+    baseline_us: Number
+    experimental_us: Number
+    delta_us: Number
+    delta_pct: float | None
+
+
 class ExplainStep(_Shape):
     baseline_us: Number
     experimental_us: Number
@@ -366,6 +379,12 @@ class ExplainStep(_Shape):
     # out); "profiled": from the traces' profiled steps.
     source: Literal["profiled", "recorded"]
     profiled: ProfiledStep | None
+    # The unit of the figures above: "sample" or "token" when the runs' work per step differs (µs per unit).
+    unit: Literal["step", "sample", "token"]
+    units: WorkUnits | None  # null when per step
+    per_step: StepFigures | None  # the per-step figures beside per-unit ones; null when per step
+    baseline_per_s: float | None  # samples (tokens) per second; null when per step
+    experimental_per_s: float | None
 
 
 ContributorKind = Literal["data_loading", "module", "backward", "optimizer", "communication", "annotation",
@@ -532,6 +551,10 @@ class DiffExplainResponse(_Shape):
     # docs/http_api.md, Significance).
     between_run_pct: float
     noise: ExplainNoise
+    # Every difference between what the runs were (the Overview's list).
+    comparability: list[Difference]
+    # What would make an inconclusive step verdict conclusive; null when it is significant.
+    conclusive: Advice | None
 
 
 PieceKind = Literal["root", "step", "data_loading", "module", "backward", "optimizer", "annotation", "unknown"]
@@ -943,9 +966,13 @@ PipelineSource = Literal["recorder", "launcher", "composer", "trace"]
 
 class PipelineSplit(_Shape):
     """Mean seconds per step of each part and its share of the step (the
-    main loader's steps; headspace runs: the replayed ones). null: no steps."""
+    main loader's steps; headspace runs: the replayed ones). null: no steps.
+    `warmup_steps`, `epilogue_steps`: recorded steps left out as warm-up or as
+    holding the loop's epilogue (analysis/statistics/settle.py)."""
 
     steps: int
+    warmup_steps: int
+    epilogue_steps: int
     total_s: float
     mean_step_s: float | None
     notes: list[str]

@@ -16,11 +16,14 @@ from ..analysis.operators import GroupBy
 from ..diff.launches import KernelGroupBy
 from ..diff.tables import DEFAULT_LIMIT, MAX_LIMIT, TableQuery
 from ..diff.pair_impls import MODULES_DEFAULT_LIMIT, MODULES_MAX_LIMIT
+from ..diff.units import Given
 from ..diff.timeline import DEFAULT_MAX_EVENTS, DEFAULT_WIDTH_PX, MAX_EVENTS, MAX_WIDTH_PX
 from ..errors import BadRequest
 from ..struct_types import built
 
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
+# Work per step a user gives for a run whose statistics do not say (a trace-only run).
+PerStep = Annotated[float, msgspec.Meta(gt=0, le=1e12)]
 
 
 class _Params(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -55,6 +58,16 @@ class PairParams(_Params):
     b_span: str = ""
     e_worker: str = ""
     e_span: str = ""
+    # Samples (tokens) per step of each run, where its statistics do not say
+    # or say wrong: answers are per sample (token) when the runs' differ.
+    baseline_samples: PerStep | None = None
+    experimental_samples: PerStep | None = None
+    baseline_tokens: PerStep | None = None
+    experimental_tokens: PerStep | None = None
+
+    def given(self) -> tuple[Given, Given]:
+        return (Given(self.baseline_samples, self.baseline_tokens),
+                Given(self.experimental_samples, self.experimental_tokens))
 
 
 class PipelineParams(_Params):

@@ -153,25 +153,24 @@ class PipelinePlugin(base_plugin.TBPlugin):
         return {"baseline": trace_ref(p.baseline), "experimental": trace_ref(p.experimental)}
 
     def _diff_overview(self, p: Q.PairParams) -> dict:
-        b, e, refs, pipelines = self._pair_with_statistics(p)
-        return {**refs, **pair_impls.diff_overview_impl(b, e, pipelines)}
+        b, e, refs, statistics = self._pair_with_statistics(p)
+        return {**refs, **pair_impls.diff_overview_impl(b, e, statistics, p.given())}
 
     def _diff_memory(self, p: Q.PairParams) -> dict:
         b, e, refs = self._pair(p)
         return {**refs, **pair_impls.diff_memory_impl(b, e)}
 
     def _diff_explain(self, p: Q.PairParams) -> dict:
-        b, e, refs, pipelines = self._pair_with_statistics(p)
-        return {**refs, **pair_impls.diff_explain_impl(b, e, pipelines)}
+        b, e, refs, statistics = self._pair_with_statistics(p)
+        return {**refs, **pair_impls.diff_explain_impl(b, e, statistics, p.given())}
 
     def _pair_with_statistics(self, p: Q.PairParams):
-        """The pair and both runs' recorded statistics when both have them
-        (they give the step verdict; a trace's DataLoader split is already
-        its data loading), all asked for before any is read."""
-        b_stats, e_stats = self.runs.statistics(p.baseline), self.runs.statistics(p.experimental)
+        """The pair and each run's recorded statistics or None (both give
+        the step verdict; either its work per step and what the run was),
+        all asked for before any is read."""
+        asked = self.runs.statistics(p.baseline), self.runs.statistics(p.experimental)
         b, e, refs = self._pair(p)
-        pipelines = (b_stats.value(), e_stats.value()) if b_stats is not None and e_stats is not None else None
-        return b, e, refs, pipelines
+        return b, e, refs, tuple(None if a is None else a.value() for a in asked)
 
     def _diff_modules(self, p: Q.DiffModulesParams) -> dict:
         b, e, refs = self._pair(p)

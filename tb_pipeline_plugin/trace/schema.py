@@ -93,6 +93,13 @@ class Header(msgspec.Struct, gc=False):
     with_modules: object = None
     record_shapes: object = None
     profile_memory: object = None
+    with_stack: object = None
+    # Written by torch 2.x's profiler, which writes the option keys above
+    # only when they are on (their absence then means off).
+    trace_id: object = None
+    cuda_runtime_version: object = None
+    cuda_driver_version: object = None
+    host_name: object = None
 
 
 class EventsOnly(msgspec.Struct, gc=False):

@@ -272,12 +272,13 @@ def bracket_depth(body: bytes) -> int:
 
 
 def settled_steps(steps: list[dict], warmup_factor: float = 1.5, warmup_max: int = 3,
-                  epilogue_factor: float = 3.0) -> list[dict]:
-    """Step records (one recording, no profiler) without warm-up and the
-    loop's epilogue, by docs/pipeline_format.md's rule: the leading steps (at
-    most `warmup_max`) slower than `warmup_factor` times the usual step (the
-    median past them, the last step left out), and a last step still open
-    at the end more than `epilogue_factor` times it."""
+                  epilogue_factor: float = 3.0, profiler_starts: tuple = ()) -> list[dict]:
+    """Step records (one recording) without warm-up and the loop's
+    epilogue, by docs/pipeline_format.md's rule: the leading steps (at most
+    `warmup_max`) slower than `warmup_factor` times the usual step (the
+    median past them, the last step left out), and the first step starting
+    at or after each of `profiler_starts` (the launcher's profiler records'
+    `wall_time_s`) when it is slower than that too."""
     ordered = sorted(steps, key=lambda s: s["wall_start_s"])
     if len(ordered) < 4:
         return ordered
@@ -287,4 +288,9 @@ def settled_steps(steps: list[dict], warmup_factor: float = 1.5, warmup_max: int
     start = 0
     while start < min(warmup_max, len(ordered) - 1) and durations[start] > warmup_factor * usual:
         start += 1
-    return ordered[start:]
+    dropped = set(range(start))
+    for t in profiler_starts:
+        first = next((i for i, s in enumerate(ordered) if s["wall_start_s"] >= t), None)
+        if first is not None and durations[first] > warmup_factor * usual:
+            dropped.add(first)
+    return [s for i, s in enumerate(ordered) if i not in dropped]

@@ -7,7 +7,17 @@
 import { useMemo } from "preact/hooks";
 import type uPlot from "uplot";
 import type { ApiClient, DiffExplainResponse, DiffSelection } from "../api";
-import { type ExplainPipeline, inputBoundText, type Significance, shortLabel, significanceMark, stageText, waterfallData, waterfallRange } from "../model/explain";
+import {
+  type ExplainPipeline,
+  inputBoundText,
+  perUnitText,
+  type Significance,
+  shortLabel,
+  significanceMark,
+  stageText,
+  waterfallData,
+  waterfallRange,
+} from "../model/explain";
 import { formatMs, formatSignedMs } from "../model/format";
 import { DeltaText } from "./Delta";
 import { useRequest } from "../useRequest";
@@ -34,17 +44,28 @@ export function SignificanceMark({ sig }: { sig: Significance | null | undefined
 export function Explanation({ client, sel, reloadToken }: { client: ApiClient; sel: DiffSelection; reloadToken: number }) {
   const req = useRequest<DiffExplainResponse>(
     (opts) => client.diffExplain(sel, opts),
-    [client, sel.baseline, sel.bWorker, sel.bSpan, sel.experimental, sel.eWorker, sel.eSpan, reloadToken],
+    [client, sel.baseline, sel.bWorker, sel.bSpan, sel.experimental, sel.eWorker, sel.eSpan, sel.bSamples, sel.eSamples, sel.bTokens, sel.eTokens, reloadToken],
   );
   if (req.state === "loading" || req.state === "idle") return <Loading what="the explanation" waitingFor={req.state === "loading" ? req.waitingFor : null} />;
   if (req.state === "error") return <ErrorMessage error={req.error} what="the explanation" />;
   const ex = req.data;
+  const perUnit = perUnitText(ex.step);
   return (
     <section class="card explanation" aria-labelledby="ov-why" data-testid="explanation">
       <h2 id="ov-why">Why</h2>
-      <p class="sentence" data-testid="explanation-sentence">
+      <p class="sentence" data-testid="explanation-sentence" data-unit={ex.step.unit}>
         {ex.sentence}
       </p>
+      {perUnit && (
+        <p class="note" data-testid="explanation-unit">
+          {perUnit}
+        </p>
+      )}
+      {ex.conclusive && (
+        <p class="note" data-testid="explanation-conclusive" data-reason={ex.conclusive.reason}>
+          <strong>What would settle it:</strong> {ex.conclusive.text}
+        </p>
+      )}
       {ex.note && (
         <p class="note">
           <NoteText text={ex.note} />
@@ -69,7 +90,7 @@ export function Explanation({ client, sel, reloadToken }: { client: ApiClient; s
             <tr>
               <th scope="col">Contributor</th>
               <th scope="col" class="num" title={ex.clock === "device" ? "Device time per step: each kernel, memcpy and memset counts for the operator that launched it" : "Host time per step"}>
-                Δ {ex.clock} time per step (ms)
+                Δ {ex.clock} time per {ex.step.unit} (ms)
               </th>
               <th scope="col" class="num">
                 Share

@@ -314,6 +314,17 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * Advice
+         * @description What would make an inconclusive step verdict conclusive (diff/conclusive.py).
+         */
+        Advice: {
+            /** @enum {unknown} */
+            reason: "more_data" | "not_comparable" | "out_of_reach" | "too_few_steps";
+            steps_per_run: number | null;
+            repeat: number | null;
+            text: string;
+        };
         /** Bottleneck */
         Bottleneck: {
             slowest_stage: string | null;
@@ -560,6 +571,8 @@ export interface components {
             pipeline: components["schemas"]["ExplainPipeline"] | null;
             between_run_pct: number;
             noise: components["schemas"]["ExplainNoise"];
+            comparability: components["schemas"]["Difference"][];
+            conclusive: components["schemas"]["Advice"] | null;
         };
         /** DiffKernelRow */
         DiffKernelRow: {
@@ -687,17 +700,20 @@ export interface components {
             device_present: boolean;
             rows: components["schemas"]["DiffOverviewRow"][];
             note: string | null;
+            units: components["schemas"]["WorkUnits"];
+            comparability: components["schemas"]["Difference"][];
         };
         /** DiffOverviewRow */
         DiffOverviewRow: {
             metric: string;
             label: string;
-            unit: ("bytes" | "count" | "pct" | "us") | null;
+            unit: ("bytes" | "count" | "pct" | "per_s" | "us") | null;
             baseline: number | string | null;
             experimental: number | string | null;
             delta: number | null;
             delta_pct: number | null;
             significance: components["schemas"]["Significance"] | null;
+            caveat: string | null;
         };
         /** DiffPiece */
         DiffPiece: {
@@ -845,6 +861,19 @@ export interface components {
             experimental_with_backward_us: number[];
             delta_with_backward_us: number[];
         };
+        /**
+         * Difference
+         * @description One difference between what the runs were (diff/comparability.py); the values as shown.
+         */
+        Difference: {
+            key: string;
+            label: string;
+            baseline: string | null;
+            experimental: string | null;
+            /** @enum {unknown} */
+            effect: "caveat" | "no_verdict" | "note" | "per_unit";
+            text: string;
+        };
         /** DistributedInfo */
         DistributedInfo: {
             rank: number | null;
@@ -958,6 +987,12 @@ export interface components {
             /** @enum {unknown} */
             source: "profiled" | "recorded";
             profiled: components["schemas"]["ProfiledStep"] | null;
+            /** @enum {unknown} */
+            unit: "sample" | "step" | "token";
+            units: components["schemas"]["WorkUnits"] | null;
+            per_step: components["schemas"]["StepFigures"] | null;
+            baseline_per_s: number | null;
+            experimental_per_s: number | null;
         };
         /** GilHolder */
         GilHolder: {
@@ -1321,9 +1356,13 @@ export interface components {
          * PipelineSplit
          * @description Mean seconds per step of each part and its share of the step (the
          *         main loader's steps; headspace runs: the replayed ones). null: no steps.
+         *         `warmup_steps`, `epilogue_steps`: recorded steps left out as warm-up or as
+         *         holding the loop's epilogue (analysis/statistics/settle.py).
          */
         PipelineSplit: {
             steps: number;
+            warmup_steps: number;
+            epilogue_steps: number;
             total_s: number;
             mean_step_s: number | null;
             notes: string[];
@@ -1480,7 +1519,7 @@ export interface components {
          */
         Significance: {
             /** @enum {unknown} */
-            verdict: "significant" | "too_few_steps" | "within_noise";
+            verdict: "not_comparable" | "significant" | "too_few_steps" | "within_noise";
             label: string;
             delta: number;
             ci_low: number | null;
@@ -1516,6 +1555,13 @@ export interface components {
         SpikinessPair: {
             baseline: components["schemas"]["Spikiness"];
             experimental: components["schemas"]["Spikiness"];
+        };
+        /** StepFigures */
+        StepFigures: {
+            baseline_us: number;
+            experimental_us: number;
+            delta_us: number;
+            delta_pct: number | null;
         };
         /** StepInfo */
         StepInfo: {
@@ -1621,8 +1667,28 @@ export interface components {
             kind: "annotation" | "backward" | "communication" | "data_loading" | "device" | "device_idle" | "device_overlap" | "host" | "module" | "optimizer" | "other" | "pre_window" | "stall" | "total" | "unknown";
             start_us: number;
             end_us: number;
-            verdict: ("significant" | "too_few_steps" | "within_noise") | null;
+            verdict: ("not_comparable" | "significant" | "too_few_steps" | "within_noise") | null;
             verdict_label: string | null;
+        };
+        /**
+         * WorkCounts
+         * @description One run's work per step; null where unknown. Source: given by the user, or its pipeline statistics.
+         */
+        WorkCounts: {
+            samples_per_step: number | null;
+            samples_source: ("given" | "statistics") | null;
+            tokens_per_step: number | null;
+            tokens_source: ("given" | "statistics") | null;
+        };
+        /**
+         * WorkUnits
+         * @description The unit the pair is compared in: "step" unless the runs' work per step differs.
+         */
+        WorkUnits: {
+            /** @enum {unknown} */
+            unit: "sample" | "step" | "token";
+            baseline: components["schemas"]["WorkCounts"];
+            experimental: components["schemas"]["WorkCounts"];
         };
         /** WorkerInfo */
         WorkerInfo: {
@@ -1944,6 +2010,10 @@ export interface operations {
                 b_span?: string;
                 e_worker?: string;
                 e_span?: string;
+                baseline_samples?: number | null;
+                experimental_samples?: number | null;
+                baseline_tokens?: number | null;
+                experimental_tokens?: number | null;
             };
             header?: never;
             path?: never;
@@ -2007,6 +2077,10 @@ export interface operations {
                 b_span?: string;
                 e_worker?: string;
                 e_span?: string;
+                baseline_samples?: number | null;
+                experimental_samples?: number | null;
+                baseline_tokens?: number | null;
+                experimental_tokens?: number | null;
             };
             header?: never;
             path?: never;
@@ -2070,6 +2144,10 @@ export interface operations {
                 b_span?: string;
                 e_worker?: string;
                 e_span?: string;
+                baseline_samples?: number | null;
+                experimental_samples?: number | null;
+                baseline_tokens?: number | null;
+                experimental_tokens?: number | null;
             };
             header?: never;
             path?: never;
@@ -2133,6 +2211,10 @@ export interface operations {
                 b_span?: string;
                 e_worker?: string;
                 e_span?: string;
+                baseline_samples?: number | null;
+                experimental_samples?: number | null;
+                baseline_tokens?: number | null;
+                experimental_tokens?: number | null;
                 path?: string;
                 offset?: number;
                 limit?: number;
@@ -2199,6 +2281,10 @@ export interface operations {
                 b_span?: string;
                 e_worker?: string;
                 e_span?: string;
+                baseline_samples?: number | null;
+                experimental_samples?: number | null;
+                baseline_tokens?: number | null;
+                experimental_tokens?: number | null;
                 path?: string;
                 sort?: string;
                 order?: "asc" | "desc";
@@ -2269,6 +2355,10 @@ export interface operations {
                 b_span?: string;
                 e_worker?: string;
                 e_span?: string;
+                baseline_samples?: number | null;
+                experimental_samples?: number | null;
+                baseline_tokens?: number | null;
+                experimental_tokens?: number | null;
                 path?: string;
                 sort?: string;
                 order?: "asc" | "desc";
@@ -2339,6 +2429,10 @@ export interface operations {
                 b_span?: string;
                 e_worker?: string;
                 e_span?: string;
+                baseline_samples?: number | null;
+                experimental_samples?: number | null;
+                baseline_tokens?: number | null;
+                experimental_tokens?: number | null;
                 path?: string;
                 from_us?: number | null;
                 to_us?: number | null;

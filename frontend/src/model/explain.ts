@@ -41,7 +41,7 @@ export interface Mark {
   /** Shown next to the delta; never the only signal: `label` is its text. */
   symbol: string;
   label: string;
-  cls: "sig" | "noise" | "few";
+  cls: "sig" | "noise" | "few" | "void";
 }
 
 /** The mark of a delta's significance; null when the delta has none (not per step). */
@@ -57,6 +57,8 @@ export function significanceMark(sig: Significance | null | undefined): Mark | n
     return { symbol: "●", label: `${sig.label} (${steps}${band})`, cls: "sig" };
   }
   if (sig.verdict === "within_noise") return { symbol: "≈", label: `${sig.label} (${steps})`, cls: "noise" };
+  // Measured, but a difference between the runs makes it meaningless as it stands: the label says which.
+  if (sig.verdict === "not_comparable") return { symbol: "✕", label: sig.label, cls: "void" };
   return { symbol: "?", label: `${sig.label} (${steps}; ${sig.min_steps} per run needed)`, cls: "few" };
 }
 
@@ -109,4 +111,34 @@ export function shortLabel(label: string, max = 22): string {
 export function waterfallRange(d: WaterfallData): [number, number] {
   const hi = Math.max(0, ...d.highs);
   return [0, hi > 0 ? hi * 1.05 : 1];
+}
+
+export type WorkUnits = components["schemas"]["WorkUnits"];
+export type ExplainStep = DiffExplainResponseStep;
+type DiffExplainResponseStep = components["schemas"]["ExplainStep"];
+
+/** The unit the pair is compared in, in words ("step", "sample", "token"). */
+export function unitWord(step: Pick<ExplainStep, "unit">): string {
+  return step.unit;
+}
+
+/**
+ * When the runs' steps hold different work: what one unit and one step took
+ * in each run, and the rates, in one line; null when compared per step.
+ */
+export function perUnitText(step: ExplainStep): string | null {
+  if (step.unit === "step" || !step.units) return null;
+  const unit = step.unit;
+  const count = (side: "baseline" | "experimental") => {
+    const v = step.units?.[side][unit === "sample" ? "samples_per_step" : "tokens_per_step"];
+    return v === null || v === undefined ? "—" : Number.isInteger(v) ? String(v) : v.toFixed(1);
+  };
+  const rate = (v: number | null) => (v === null ? "—" : v >= 100 ? Math.round(v).toLocaleString("en-US") : v.toPrecision(3));
+  const parts = [
+    `${count("baseline")} vs ${count("experimental")} ${unit}s a step`,
+    `per ${unit} ${fmtUs(step.baseline_us)} → ${fmtUs(step.experimental_us)}`,
+    `${rate(step.baseline_per_s)} → ${rate(step.experimental_per_s)} ${unit}s/s`,
+  ];
+  if (step.per_step) parts.push(`per step ${fmtUs(step.per_step.baseline_us)} → ${fmtUs(step.per_step.experimental_us)}`);
+  return `Compared per ${unit}: ${parts.join("; ")}.`;
 }

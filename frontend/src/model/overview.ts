@@ -1,27 +1,56 @@
 /** Pure rules of the Overview: its comparison table's text and colours, and its charts' series. */
-import type { DiffOverviewRow, StepInfo } from "../api";
+import type { DiffOverviewResponse, DiffOverviewRow, StepInfo } from "../api";
 import { pairedStepLabel, sharedYMaxMs } from "./charts";
-import { EM_DASH, formatBytes, formatInt, formatMsWithUnit, formatPct, formatSignedInt, formatSignedMsWithUnit, formatSignedPoints, usToMs, type Polarity } from "./format";
+import { EM_DASH, formatBytes, formatDecimal, formatInt, formatMsWithUnit, formatPct, formatSignedInt, formatSignedMsWithUnit, formatSignedPoints, usToMs, type Polarity } from "./format";
 
 /** Higher is better for these; everything else with a unit (time, memory) is better lower. */
-export const HIGHER_IS_BETTER: ReadonlySet<string> = new Set(["gpu_utilization_pct"]);
+export const HIGHER_IS_BETTER: ReadonlySet<string> = new Set(["gpu_utilization_pct", "samples_per_s", "tokens_per_s"]);
 /** Facts about the setup, not performance: no good/bad colour and no arrow. */
-export const NEUTRAL: ReadonlySet<string> = new Set(["device", "device_count", "device_memory_bytes", "steps"]);
+export const NEUTRAL: ReadonlySet<string> = new Set([
+  "device",
+  "device_count",
+  "device_memory_bytes",
+  "steps",
+  "samples_per_step",
+  "tokens_per_step",
+]);
+/** The rows of work per step (diff/units.py): grouped under their own heading. */
+export const WORK_ROWS: ReadonlySet<string> = new Set([
+  "samples_per_step",
+  "time_per_sample_us",
+  "samples_per_s",
+  "tokens_per_step",
+  "time_per_token_us",
+  "tokens_per_s",
+]);
+
+export type Difference = DiffOverviewResponse["comparability"][number];
+
+const EFFECT_WORDS: Record<Difference["effect"], string> = {
+  per_unit: "compared per unit of work",
+  no_verdict: "no verdict",
+  caveat: "caveat",
+  note: "note",
+};
+
+/** What a difference does to the numbers, in words. */
+export function effectWord(effect: Difference["effect"]): string {
+  return EFFECT_WORDS[effect];
+}
+
+/** The comparability list's title: how serious the worst difference is. */
+export function comparabilityTitle(items: readonly Difference[]): { kind: "warn" | "info"; title: string } {
+  const serious = items.some((d) => d.effect !== "note");
+  const n = items.length;
+  return {
+    kind: serious ? "warn" : "info",
+    title: `The runs differ in ${n === 1 ? "one way" : `${n} ways`} besides the change${serious ? ": read the numbers with these in mind" : ""}`,
+  };
+}
 
 export function rowPolarity(row: Pick<DiffOverviewRow, "metric" | "unit">): Polarity {
   if (NEUTRAL.has(row.metric) || row.unit === null) return "neutral";
   return HIGHER_IS_BETTER.has(row.metric) ? "higher" : "lower";
-}
-
-/**
- * The two device names when the runs ran on different devices (a different
- * GPU model, or GPU against CPU), else null.
- */
-export function deviceMismatch(rows: readonly DiffOverviewRow[]): { baseline: string; experimental: string } | null {
-  const r = rows.find((x) => x.metric === "device");
-  if (!r || typeof r.baseline !== "string" || typeof r.experimental !== "string") return null;
-  if (r.baseline.trim() === r.experimental.trim()) return null;
-  return { baseline: r.baseline, experimental: r.experimental };
 }
 
 /** A baseline or experimental value of a comparison row, in the row's unit. */
@@ -35,8 +64,10 @@ export function overviewValueText(row: Pick<DiffOverviewRow, "unit">, v: number 
       return formatBytes(v);
     case "pct":
       return formatPct(v, false);
+    case "per_s":
+      return `${formatDecimal(v)}/s`;
     default:
-      return formatInt(v);
+      return Number.isInteger(v) ? formatInt(v) : formatDecimal(v);
   }
 }
 
@@ -50,8 +81,10 @@ export function overviewDeltaText(row: Pick<DiffOverviewRow, "unit" | "delta">):
       return formatBytes(d, true);
     case "pct":
       return formatSignedPoints(d);
+    case "per_s":
+      return d === null ? EM_DASH : `${formatDecimal(d, true)}/s`;
     default:
-      return formatSignedInt(d);
+      return d !== null && !Number.isInteger(d) ? formatDecimal(d, true) : formatSignedInt(d);
   }
 }
 

@@ -42,6 +42,24 @@ export interface UrlState {
   find: string;
   /** Runs the user added to the Pipeline tab's trend plots, in the order added. */
   plotted: string[];
+  /** Samples / tokens per step of each run, given where its statistics do not say (null: not given). */
+  work: WorkGiven;
+}
+
+export interface WorkGiven {
+  baselineSamples: number | null;
+  experimentalSamples: number | null;
+  baselineTokens: number | null;
+  experimentalTokens: number | null;
+}
+
+export const NO_WORK: WorkGiven = { baselineSamples: null, experimentalSamples: null, baselineTokens: null, experimentalTokens: null };
+
+/** A count per step from the URL: a positive finite number, else not given. */
+function perStep(v: string | null): number | null {
+  if (v === null || v.trim() === "") return null;
+  const n = Number(v);
+  return Number.isFinite(n) && n > 0 && n <= 1e12 ? n : null;
 }
 
 export const EMPTY_CHOICE: TraceChoice = { run: "", worker: "", span: "" };
@@ -61,6 +79,7 @@ export const DEFAULT_STATE: UrlState = {
   filter: "",
   find: "",
   plotted: [],
+  work: NO_WORK,
 };
 
 /** Short keys keep shared URLs readable. */
@@ -68,6 +87,7 @@ const KEYS = {
   b: "b", bw: "bw", bs: "bs", e: "e", ew: "ew", es: "es",
   view: "view", path: "path", piece: "piece", time: "time", pass: "pass", shape: "shape", launch: "kgroup",
   sort: "sort", dir: "dir", q: "q", find: "find", plotted: "pl",
+  bSamples: "bsamples", eSamples: "esamples", bTokens: "btokens", eTokens: "etokens",
 } as const;
 
 /** Run names joined by "," each escaped first, so a name holding a comma survives. */
@@ -113,6 +133,12 @@ export function parseState(params: URLSearchParams | Record<string, string>): Ur
     filter: get(KEYS.q) ?? "",
     find: get(KEYS.find) ?? "",
     plotted: splitNames(get(KEYS.plotted)),
+    work: {
+      baselineSamples: perStep(get(KEYS.bSamples)),
+      experimentalSamples: perStep(get(KEYS.eSamples)),
+      baselineTokens: perStep(get(KEYS.bTokens)),
+      experimentalTokens: perStep(get(KEYS.eTokens)),
+    },
   };
 }
 
@@ -140,6 +166,11 @@ export function stateEntries(s: UrlState): [string, string][] {
   put(KEYS.q, s.filter, "");
   put(KEYS.find, s.find, "");
   put(KEYS.plotted, joinNames(s.plotted), "");
+  const count = (v: number | null) => (v === null ? "" : String(v));
+  put(KEYS.bSamples, count(s.work.baselineSamples), "");
+  put(KEYS.eSamples, count(s.work.experimentalSamples), "");
+  put(KEYS.bTokens, count(s.work.baselineTokens), "");
+  put(KEYS.eTokens, count(s.work.experimentalTokens), "");
   return out;
 }
 

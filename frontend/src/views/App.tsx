@@ -128,8 +128,12 @@ export function App({ client, ipc, initial }: { client: ApiClient; ipc: HostIpc;
       bSpan: state.baseline.span || undefined,
       eWorker: state.experimental.worker || undefined,
       eSpan: state.experimental.span || undefined,
+      bSamples: state.work.baselineSamples ?? undefined,
+      eSamples: state.work.experimentalSamples ?? undefined,
+      bTokens: state.work.baselineTokens ?? undefined,
+      eTokens: state.work.experimentalTokens ?? undefined,
     }),
-    [state.baseline, state.experimental],
+    [state.baseline, state.experimental, state.work],
   );
 
   if (runs.state === "loading") return <Shell><Message kind="info" title="Loading the list of runs…" /></Shell>;

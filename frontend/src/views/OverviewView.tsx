@@ -16,7 +16,17 @@ import { NoteText } from "../components/NoteText";
 import { Legend, UPlotChart } from "../components/UPlotChart";
 import { CATEGORY_COLORS, CATEGORY_LABELS, categorySharePct, integerTickLabels, presentCategories, stackedSeries, stepLabel } from "../model/charts";
 import { EM_DASH, formatMsWithUnit, formatPct } from "../model/format";
-import { breakdownYMax, deviceMismatch, overviewDeltaText, overviewValueText, rowPolarity, stepLineSeries } from "../model/overview";
+import {
+  breakdownYMax,
+  comparabilityTitle,
+  type Difference,
+  effectWord,
+  overviewDeltaText,
+  overviewValueText,
+  rowPolarity,
+  stepLineSeries,
+  WORK_ROWS,
+} from "../model/overview";
 import { useRequest } from "../useRequest";
 import { BASELINE_COLOR, barsPath, EXPERIMENTAL_COLOR, msAxis } from "./chartKit";
 
@@ -42,13 +52,12 @@ export function OverviewView({ client, sel, reloadToken }: Props) {
       ]);
       return { diff, baseline, experimental };
     },
-    [client, sel.baseline, sel.bWorker, sel.bSpan, sel.experimental, sel.eWorker, sel.eSpan, reloadToken],
+    [client, sel.baseline, sel.bWorker, sel.bSpan, sel.experimental, sel.eWorker, sel.eSpan, sel.bSamples, sel.eSamples, sel.bTokens, sel.eTokens, reloadToken],
   );
   if (req.state === "loading" || req.state === "idle") return <Loading what="the overview" waitingFor={req.state === "loading" ? req.waitingFor : null} />;
   if (req.state === "error") return <ErrorMessage error={req.error} what="the overview" />;
   const { diff, baseline, experimental } = req.data;
   const warnings = [...baseline.warnings.map((w) => `Baseline: ${w}`), ...experimental.warnings.map((w) => `Experimental: ${w}`)];
-  const devices = deviceMismatch(diff.rows);
   // Same run name on both sides (two workers / spans of one run): say which.
   const sameRun = baseline.run === experimental.run;
   const traceName = (ov: OverviewResponse) =>
@@ -65,14 +74,7 @@ export function OverviewView({ client, sel, reloadToken }: Props) {
           </ul>
         </Message>
       )}
-      {devices && (
-        <div data-testid="device-mismatch">
-          <Message kind="warn" title={`Different devices: ${devices.baseline} vs ${devices.experimental} — timings are not directly comparable`}>
-            Kernel names, kernel times and utilisation depend on the device: part of every difference below comes from the hardware, not
-            from the code.
-          </Message>
-        </div>
-      )}
+      {diff.comparability.length > 0 && <Comparability items={diff.comparability} />}
       {diff.note ? (
         <div data-testid="overview-note">
           <Message kind="info" title="How these runs are compared">
@@ -98,8 +100,42 @@ export function OverviewView({ client, sel, reloadToken }: Props) {
   );
 }
 
+/** Every difference between what the runs were besides the change (diff/comparability.py), before any number. */
+function Comparability({ items }: { items: Difference[] }) {
+  const { kind, title } = comparabilityTitle(items);
+  return (
+    <div data-testid="comparability">
+      <Message kind={kind} title={title}>
+        <table class="kv comparability" aria-label="How the runs differ">
+          <thead>
+            <tr>
+              <th scope="col">What</th>
+              <th scope="col">Baseline</th>
+              <th scope="col">Experimental</th>
+              <th scope="col">What it does to the numbers</th>
+            </tr>
+          </thead>
+          <tbody>
+            {items.map((d) => (
+              <tr key={d.key} data-key={d.key} data-effect={d.effect}>
+                <th scope="row">{d.label}</th>
+                <td class="text">{d.baseline ?? EM_DASH}</td>
+                <td class="text">{d.experimental ?? EM_DASH}</td>
+                <td class="text wrap">
+                  <span class={`chip effect-${d.effect}`}>{effectWord(d.effect)}</span> {d.text}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </Message>
+    </div>
+  );
+}
+
 function ComparisonTable({ rows, devicePresent }: { rows: DiffOverviewRow[]; devicePresent: boolean }) {
   const firstBreakdown = rows.findIndex((r) => r.metric.startsWith("breakdown_us."));
+  const firstWork = rows.findIndex((r) => WORK_ROWS.has(r.metric));
   return (
     <table class="kv" aria-label="Baseline and experimental figures with their difference">
       <ComparisonHead />
@@ -128,9 +164,21 @@ function ComparisonTable({ rows, devicePresent }: { rows: DiffOverviewRow[]; dev
                   </th>
                 </tr>
               )}
-              <tr data-metric={r.metric} class={isBreakdown ? "sub" : undefined}>
+              {i === firstWork && (
+                <tr class="group-head" key="work-head">
+                  <th scope="rowgroup" colSpan={5}>
+                    Work per step (recorded batches)
+                  </th>
+                </tr>
+              )}
+              <tr data-metric={r.metric} class={isBreakdown ? "sub" : undefined} data-caveat={r.caveat ? "" : undefined}>
                 <th scope="row" style={{ fontWeight: 400 }} title={isBreakdown ? `Step-time breakdown: ${label}` : label}>
                   {label}
+                  {r.caveat && (
+                    <div class="muted small caveat" data-testid="row-caveat">
+                      {r.caveat}
+                    </div>
+                  )}
                 </th>
                 {cell(r.baseline)}
                 {cell(r.experimental)}

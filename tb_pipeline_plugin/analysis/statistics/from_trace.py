@@ -9,7 +9,7 @@ from ...trace.link import LinkedTrace
 from ..overview import step_breakdown
 
 STEP_COLUMNS = ["step", "loader", "t_s", "wall_start_s", "duration_s", "data_wait_s", "compute_s",
-                "callbacks_s", "other_s", "batch_size", "cached"]
+                "callbacks_s", "other_s", "batch_size", "tokens", "cached"]
 
 
 def steps_from_trace(linked: LinkedTrace) -> pd.DataFrame:
@@ -27,5 +27,5 @@ def steps_from_trace(linked: LinkedTrace) -> pd.DataFrame:
         # Kineto timestamps are µs since baseTimeNanoseconds when the trace records it.
         "wall_start_s": start + (linked.steps.start_us[0] / 1e6 + base / 1e9 if isinstance(base, (int, float)) else np.nan),
         "duration_s": duration, "data_wait_s": wait, "compute_s": np.maximum(duration - wait - other, 0.0),
-        "callbacks_s": 0.0, "other_s": other, "batch_size": np.nan, "cached": False,
+        "callbacks_s": 0.0, "other_s": other, "batch_size": np.nan, "tokens": np.nan, "cached": False,
     })[STEP_COLUMNS]

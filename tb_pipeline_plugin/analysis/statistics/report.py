@@ -32,7 +32,15 @@ __all__ = ["STAGE_COLUMNS", "bottleneck", "stage_table", "main_steps", "step_spl
 
 
 def main_steps(steps: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """The steps the split is computed over, and notes on what was left out.
+    """The steps the split is computed over, and notes on what was left out
+    (`_main_steps`)."""
+    used, notes, _, _ = _main_steps(steps)
+    return used, notes
+
+
+def _main_steps(steps: pd.DataFrame) -> tuple[pd.DataFrame, list[str], int, int]:
+    """The steps the split is computed over, notes on what was left out, and
+    how many warm-up and epilogue-holding steps were left out.
 
     One loader: the one that fed most steps (an evaluation loader beside the
     training one would blend two kinds of step). Headspace runs: only the
@@ -40,7 +48,7 @@ def main_steps(steps: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """
     notes = []
     if not len(steps):
-        return steps, notes
+        return steps, notes, 0, 0
     loaders = steps["loader"].value_counts()
     if len(loaders) > 1:
         main = loaders.index[0]
@@ -59,7 +67,7 @@ def main_steps(steps: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         seconds = pd.to_numeric(held["duration_s"], errors="coerce").max()
         notes.append(f"the last recorded step ({seconds:.3g} s) held the loop's epilogue (time after the last "
                      "batch, such as DataLoader workers shutting down): left out")
-    return steps, notes
+    return steps, notes, len(warm), len(held)
 
 
 def _count(n: int, noun: str) -> str:
@@ -68,12 +76,14 @@ def _count(n: int, noun: str) -> str:
 
 def step_split(steps: pd.DataFrame) -> dict:
     """Mean seconds per step of each part and its share of the step.
-    Keys: steps, total_s, mean_step_s, {part}_s, {part}_pct for data_wait,
-    compute, callbacks, other; notes."""
-    used, notes = main_steps(steps)
+    Keys: steps, warmup_steps, epilogue_steps (left out), total_s,
+    mean_step_s, {part}_s, {part}_pct for data_wait, compute, callbacks,
+    other; notes."""
+    used, notes, warm, held = _main_steps(steps)
     n = len(used)
     total = float(used["duration_s"].sum()) if n else 0.0
-    out = {"steps": n, "total_s": total, "mean_step_s": total / n if n else None, "notes": notes}
+    out = {"steps": n, "warmup_steps": warm, "epilogue_steps": held, "total_s": total,
+           "mean_step_s": total / n if n else None, "notes": notes}
     for part in SPLIT_PARTS:
         s = float(used[part].sum()) if n else 0.0
         out[part] = s / n if n else None

@@ -60,19 +60,29 @@ def step_mean_us(tables) -> float | None:
     return float(s.mean()) * _US if len(s) else None
 
 
-def step_us(tables) -> tuple[np.ndarray, np.ndarray | None]:
+def step_us(tables, per: str | float | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """Each main-loader step's duration (µs; warm-up and epilogue left out:
-    analysis/statistics/settle.py) and, for a pooled group, its recording."""
+    analysis/statistics/settle.py) and, for a pooled group, its recording.
+    `per`: a step column to divide each step by (its samples or tokens:
+    analysis/statistics/samples.py), or one count for every step (given by
+    the user): then µs per sample or token."""
     used, _ = ap.main_steps(tables.steps)
     d = pd.to_numeric(used["duration_s"], errors="coerce")
-    return d.dropna().to_numpy(np.float64) * _US, step_labels(used[d.notna()])
+    keep = d.notna()
+    us = d[keep].to_numpy(np.float64) * _US
+    if isinstance(per, str):
+        us = us / pd.to_numeric(used.loc[keep, per], errors="coerce").to_numpy(np.float64)
+    elif per is not None:
+        us = us / float(per)
+    return us, step_labels(used[keep])
 
 
-def recorded_step(b_tables, e_tables) -> dict:
+def recorded_step(b_tables, e_tables, per: tuple = (None, None)) -> dict:
     """The step-time verdict from every recorded step (the one verdict of a
     pair whose runs both have statistics: `significance.step_time` on them):
-    the means (µs), the delta and its significance."""
-    (b, b_rec), (e, e_rec) = step_us(b_tables), step_us(e_tables)
+    the means (µs), the delta and its significance. `per`: each run's
+    divisor (`step_us`), for a verdict per sample or token."""
+    (b, b_rec), (e, e_rec) = step_us(b_tables, per[0]), step_us(e_tables, per[1])
     bm = float(b.mean()) if len(b) else 0.0
     em = float(e.mean()) if len(e) else 0.0
     return {"baseline_us": round(bm, 3), "experimental_us": round(em, 3), "delta_us": round(em - bm, 3),

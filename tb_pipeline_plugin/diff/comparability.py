@@ -1,0 +1,155 @@
+"""Can two runs be compared as they stand: every difference between what
+they were (analysis/run_facts.py) that is not the change being measured,
+listed before any verdict, each with what it does to the numbers.
+
+`effect` says how far a difference reaches:
+
+* `per_unit`: the runs' work per step differs (diff/units.py); the
+  step-level answers are per sample or token, and say so;
+* `no_verdict`: a number is meaningless as it stands, and gets no verdict
+  (its significance reads `not_comparable`): the profiler's options
+  (`with_stack`, `record_shapes`, `profile_memory`, `with_modules`) on one
+  side only inflate that side's host time in its profiled steps, so the
+  host-time deltas of the profiled steps are the profiler's, not the
+  change's;
+* `caveat`: the numbers stand, but part of a delta may be this difference
+  (another device or machine, a busier host, another world size);
+* `note`: worth knowing, no number is affected on its own (torch or CUDA
+  versions, step counts, a compiled side).
+
+A fact either run did not record is no difference: nothing is listed on a
+guess, and pairs that differ only in the change under test list nothing.
+"""
+from __future__ import annotations
+
+from . import significance as S
+from .units import STEP
+
+PER_UNIT, NO_VERDICT, CAVEAT, NOTE = "per_unit", "no_verdict", "caveat", "note"
+# Other processes' load differs by this many cores, and this share of the
+# machine, before it is listed: a sampler's own noise is well below.
+LOAD_CORES = 0.5
+LOAD_SHARE_PCT = 10.0
+
+_OPTION_WORDS = {"with_stack": "stacks", "record_shapes": "input shapes", "profile_memory": "memory events",
+                 "with_modules": "module hierarchy"}
+
+
+def differences(b: dict, e: dict, units: dict) -> list[dict]:
+    """Every difference between the runs' facts (`run_facts`), most
+    consequential first."""
+    out = []
+    if units["unit"] != STEP:
+        unit = units["unit"]
+        out.append(_item("work_per_step", f"{unit.capitalize()}s per step",
+                         _fmt(units["baseline"][f"{unit}s_per_step"]), _fmt(units["experimental"][f"{unit}s_per_step"]),
+                         PER_UNIT, f"The runs' steps hold different work: the step time, its verdict and its parts "
+                                   f"are compared per {unit} ({unit}s/s beside), the per-step figures next to them."))
+    else:
+        out += _unknown_counts(units)
+    options = _options(b["profiler"], e["profiler"])
+    if options:
+        out.append(options)
+    for key, label, effect, text in (
+        ("device", "Device", CAVEAT, "Different devices: device time compares the hardware as well as the change."),
+        ("device_count", "Devices", CAVEAT, "The work is spread over different numbers of devices."),
+        ("world_size", "World size", CAVEAT, "A rank's step includes collectives over different numbers of ranks."),
+        ("host", "Host", CAVEAT, "Recorded on different machines: host time compares the machines as well."),
+        ("cpu_count", "CPU cores", CAVEAT, "Recorded on machines with different cores: host time compares them too."),
+        ("torch", "torch", NOTE, "Different torch versions: operators and kernels may differ by version alone."),
+        ("cuda_runtime", "CUDA runtime", NOTE, "Different CUDA runtimes: kernels may differ by version alone."),
+        ("python", "Python", NOTE, "Different Python versions: Python's own host time may differ."),
+        ("recorded_steps", "Recorded steps", NOTE, "The runs recorded different numbers of steps: the step verdict "
+                                                   "weighs each run's steps as they are."),
+        ("profiled_steps", "Profiled steps", NOTE, "The traces profiled different numbers of steps: the parts are "
+                                                   "judged on unequal samples."),
+    ):
+        bv, ev = b.get(key), e.get(key)
+        if bv is not None and ev is not None and bv != ev:
+            out.append(_item(key, label, _fmt(bv), _fmt(ev), effect, text))
+    if b["compiled"] != e["compiled"]:
+        side = "baseline" if b["compiled"] else "experimental"
+        out.append(_item("compiled", "torch.compile", "yes" if b["compiled"] else "no", "yes" if e["compiled"] else "no",
+                         NOTE, f"Only the {side} run ran compiled modules: compiled regions compare as one piece "
+                               "against the other run's eager modules."))
+    load = _load(b, e)
+    if load:
+        out.append(load)
+    order = {PER_UNIT: 0, NO_VERDICT: 1, CAVEAT: 2, NOTE: 3}
+    return sorted(out, key=lambda d: order[d["effect"]])
+
+
+def host_time_void(items: list[dict]) -> str | None:
+    """Why host-time deltas of the profiled steps get no verdict, or None."""
+    return next((d["text"] for d in items if d["effect"] == NO_VERDICT), None)
+
+
+def voided(sig: dict | None, reason: str) -> dict | None:
+    """`sig` with no verdict: its numbers stay, its verdict says why it has none."""
+    if sig is None:
+        return None
+    return {**sig, "verdict": S.NOT_COMPARABLE, "label": f"{S.VERDICT_WORDS[S.NOT_COMPARABLE]}: {reason}"}
+
+
+def _options(b: dict, e: dict) -> dict | None:
+    """One item for every profiler option on in one run only."""
+    only_b = [o for o in _OPTION_WORDS if b.get(o) is True and e.get(o) is False]
+    only_e = [o for o in _OPTION_WORDS if e.get(o) is True and b.get(o) is False]
+    if not only_b and not only_e:
+        return None
+    said = []
+    for side, options in (("baseline", only_b), ("experimental", only_e)):
+        if options:
+            names = ", ".join(f"{_OPTION_WORDS[o]} (`{o}`)" for o in options)
+            said.append(f"{names} recorded in the {side} run only")
+    text = ("; ".join(said) + ": the profiler's own cost inflates that run's host time in its profiled steps, so "
+            "host-time deltas of the profiled steps get no verdict. Record both runs with the same profiler options.")
+    return _item("profiler_options", "Profiler options", _on(b), _on(e), NO_VERDICT, text[0].upper() + text[1:])
+
+
+def _load(b: dict, e: dict) -> dict | None:
+    bl, el = b.get("others_cpu_cores"), e.get("others_cpu_cores")
+    if bl is None or el is None:
+        return None
+    cores = max(b.get("cpu_count") or 0, e.get("cpu_count") or 0)
+    gap = abs(el - bl)
+    if gap < LOAD_CORES or (cores and 100.0 * gap / cores < LOAD_SHARE_PCT):
+        return None
+    busier = "experimental" if el > bl else "baseline"
+    of = f" of {cores}" if cores else ""
+    return _item("host_load", "Other processes' CPU", f"{bl:.1f} cores", f"{el:.1f} cores", CAVEAT,
+                 f"Other processes kept {max(bl, el):.1f}{of} cores busy while the {busier} run was recorded, against "
+                 f"{min(bl, el):.1f}: host-time deltas may be the machine's load, not the change. Record both on a "
+                 "quiet machine, or several recordings of each (`--repeat 3`).")
+
+
+def _unknown_counts(units: dict) -> list[dict]:
+    """A run whose samples per step are unknown while the other's are known:
+    the comparison stays per step, and says how to make it per sample."""
+    b, e = units["baseline"]["samples_per_step"], units["experimental"]["samples_per_step"]
+    if (b is None) == (e is None):
+        return []
+    missing = "baseline" if b is None else "experimental"
+    return [_item("work_per_step", "Samples per step", _fmt(b), _fmt(e), NOTE,
+                  f"The {missing} run's samples per step are unknown (no pipeline statistics), so the runs are compared "
+                  f"per step; if its batch differs, give it (`--{missing}-samples N`) to compare per sample.")]
+
+
+def _on(options: dict) -> str:
+    on = [o for o in _OPTION_WORDS if options.get(o)]
+    return ", ".join(on) if on else "none"
+
+
+def _fmt(value) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"
+    return str(value)
+
+
+def _item(key: str, label: str, baseline, experimental, effect: str, text: str) -> dict:
+    return {"key": key, "label": label, "baseline": baseline, "experimental": experimental, "effect": effect,
+            "text": text}
