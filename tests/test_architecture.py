@@ -6,8 +6,9 @@ side (record/, diagnose/) only formats/ (diagnose's summary: analysis/ too);
 werkzeug only in server/; tensorboard only in server/ and in the logdir
 reader (sources/logdir.py, its filesystem layer). The leaves import nothing
 of ours and any layer may import them: `errors` (typed errors every layer may
-raise) and `import_hook` (run a function when a module is first imported: the
-writing side's DataLoader and SPDL patches).
+raise), `import_hook` (run a function when a module is first imported: the
+writing side's DataLoader and SPDL patches) and `units` (bytes in one unit
+system for every message).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "tb_pipeline_plugin"
-LEAVES = {"errors", "import_hook", "struct_types"}
+LEAVES = {"errors", "import_hook", "struct_types", "units"}
 # Layer -> the layers of ours it may import (besides itself and the leaves).
 ALLOWED = {
     "formats": set(),

@@ -137,7 +137,7 @@ def test_names_the_module_holding_the_scratch_buffer(client):
     assert 0 <= start < end <= cpu["experimental_curve"]["duration_us"]
     assert "memory_runs.py" in top["call_path"]
     sentence = out["sentence"]
-    assert sentence.startswith("Experimental's CPU peak is 32 MB higher"), sentence
+    assert sentence.startswith("Experimental's CPU peak is 32 MiB higher"), sentence
     assert "of it is Net_0/Head_0 (aten::empty, alive for" in sentence and "of each forward" in sentence, sentence
     # Every step's peak carries the buffer.
     for s in cpu["steps"]:
@@ -208,10 +208,24 @@ def test_live_blocks_by_operator_equal_the_replay(client, logdir):
 
 
 def test_absent_memory_events_get_a_message(client):
-    for b, e in (("no_memory", "mem_scratch"), ("mem_base", "no_memory"), ("no_memory", "no_memory")):
+    from tb_pipeline_plugin.record.profiling import parse_schedule
+
+    for (b, e), who in zip((("no_memory", "mem_scratch"), ("mem_base", "no_memory"), ("no_memory", "no_memory")),
+                           ("The baseline run's trace has no memory events", "The experimental run's trace has no "
+                            "memory events", "Neither run's trace has memory events")):
         out = diff_memory(client, b, e)
         assert out["devices"] == [] and out["sentence"] == ""
-        assert "recorded without profile_memory=True" in out["message"]
+        message = out["message"]
+        # Says whose trace lacks them, in one negation, then the command that records them and its cost.
+        assert message.startswith(f"{who}: "), message
+        negations = len(re.findall(r"\b(?:no|not|neither|never|nor)\b", message.split(":")[0], re.I))
+        assert negations == 1, message
+        commands = re.findall(r"`(tb-pipeline record [^`]*)`", message)
+        assert commands and commands[0].startswith("tb-pipeline record --profile memory=1 -- "), message
+        # Every schedule the message quotes is one `record --profile` accepts, with memory on.
+        for spec in re.findall(r"`(?:tb-pipeline record )?--profile ([^`\s]+)", message):
+            assert parse_schedule(spec)["memory"] == 1, spec
+        assert "20-30 % longer" in message and "a fifth larger" in message
 
 
 def test_hostile_memory_events_are_answered(client):
@@ -236,8 +250,11 @@ def test_a_trace_of_memory_events_alone(client):
     # Its peak is the 32 MiB scratch buffer plus whatever else the recording had alive then (a few
     # hundred KB, more when the recording ran at another moment of the allocator's life).
     assert out["device"] == "CPU"
-    said = re.fullmatch(r"Only the experimental run has memory events on CPU \(peak ([0-9.]+) MB\)\.", out["sentence"])
+    said = re.fullmatch(r"Only the experimental run has memory events on CPU \(peak ([0-9.]+) MiB\)\.", out["sentence"])
     assert said and 32 <= float(said[1]) < 32 * 1.05, out["sentence"]
+    # The sentence's number is the route's peak in MiB (2^20 B), as the frontend prints it.
+    peak = next(d for d in out["devices"] if d["device"] == "CPU")["experimental"]["peak_bytes"]
+    assert said[1] == f"{peak / 2**20:.2f}".rstrip("0").rstrip("."), (said[1], peak)
     assert gpu["baseline_curve"]["peak_bytes"] == 1536
 
 

@@ -195,7 +195,7 @@ describe("words", () => {
   it("point rows keep the raw QPS and format the rest", () => {
     const rows = pointRows(stage("decode"));
     expect(rows.map((r) => r.key)).toEqual(["thread-1", "thread-2", "thread-4", "process-1", "process-2"]);
-    expect(rows[1]).toMatchObject({ qps: "205", rawQps: 205.2, p50: "1.20 ms", cpu: "28 %", memory: "1 MB" });
+    expect(rows[1]).toMatchObject({ qps: "205", rawQps: 205.2, p50: "1.20 ms", cpu: "28 %", memory: "1 MiB" });
   });
 });
 

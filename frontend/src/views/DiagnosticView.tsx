@@ -38,7 +38,7 @@ import {
 } from "../model/diagnostic";
 import { formatBytes, formatInt } from "../model/format";
 import { useRequest as useRequestState } from "../useRequest";
-import { BASELINE_COLOR, EXPERIMENTAL_COLOR, msAxis } from "./chartKit";
+import { BASELINE_COLOR, EXPERIMENTAL_COLOR, bytesAxis, msAxis } from "./chartKit";
 
 interface Props {
   client: ApiClient;
@@ -337,9 +337,6 @@ function format(metric: Metric, v: number | null | undefined): string {
   return formatBytes(v);
 }
 
-/** Memory ticks at powers of two (128 MB, 256 MB), which formatBytes prints without odd decimals. */
-const BYTE_INCRS = Array.from({ length: 48 }, (_, i) => 2 ** i);
-
 function LevelChart(props: { stage: DiagnosticStage; xs: number[]; color: string; yMax: number | undefined; metric: Metric; title: string; axis: string }) {
   const { stage, xs, color, yMax, metric, title, axis } = props;
   const { data, options, series } = useMemo(() => {
@@ -351,7 +348,7 @@ function LevelChart(props: { stage: DiagnosticStage; xs: number[]; color: string
       axes: [
         // Ticks at the measured levels: uPlot's own log2 splits start at the range's minimum, not at a level.
         { label: "Workers (log2 scale)", size: 36, labelSize: 16, splits: () => xs.slice(), values: (_u, splits) => splits.map(levelTick) },
-        metric === "qps" || metric === "cpu_pct" ? y : { ...y, size: 76, incrs: BYTE_INCRS, values: (_u, splits) => splits.map((v) => formatBytes(v)) },
+        metric === "qps" || metric === "cpu_pct" ? y : bytesAxis(axis),
       ],
       series: [
         {},

@@ -16,7 +16,7 @@ import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
 import { Legend, UPlotChart } from "../components/UPlotChart";
 import { SortedTable } from "../components/SortedTable";
-import { formatPct, formatTicks } from "../model/format";
+import { byteTickLabels, formatPct, formatTicks } from "../model/format";
 import {
   callbackColumns,
   CALLBACK_PRIMARY,
@@ -46,7 +46,7 @@ import {
 } from "../model/pipeline";
 import { defaultSort } from "../model/tableModel";
 import { useRequest } from "../useRequest";
-import { BASELINE_COLOR, EXPERIMENTAL_COLOR, msAxis } from "./chartKit";
+import { BASELINE_COLOR, EXPERIMENTAL_COLOR, bytesAxis, msAxis } from "./chartKit";
 
 interface Props {
   client: ApiClient;
@@ -304,7 +304,7 @@ function Trends(props: {
             )}
           </h3>
           {shownHost ? (
-            <TrendChart runs={plotted} trend={hostTrend(plotted, shownHost)} yLabel={HOST_METRICS.find((m) => m.key === shownHost)?.label ?? ""} text={(v) => hostValueText(shownHost, v)} label={`Host metric ${shownHost} over time of ${plotted.length} runs`} />
+            <TrendChart runs={plotted} trend={hostTrend(plotted, shownHost)} yLabel={HOST_METRICS.find((m) => m.key === shownHost)?.label ?? ""} unit={HOST_METRICS.find((m) => m.key === shownHost)?.unit} text={(v) => hostValueText(shownHost, v)} label={`Host metric ${shownHost} over time of ${plotted.length} runs`} />
           ) : (
             <p class="muted">No host samples in these runs (the recorder samples CPU, memory, disk and network; trace-only runs have none).</p>
           )}
@@ -314,9 +314,12 @@ function Trends(props: {
   );
 }
 
-function TrendChart({ runs, trend, yLabel, text, label }: { runs: PlottedRun[]; trend: Trend; yLabel: string; text: (v: number | null) => string; label: string }) {
+function TrendChart(props: { runs: PlottedRun[]; trend: Trend; yLabel: string; unit?: "pct" | "bytes" | "bytes_per_s"; text: (v: number | null) => string; label: string }) {
+  const { runs, trend, yLabel, unit, text, label } = props;
   const { data, options } = useMemo(() => {
-    const axis = msAxis(yLabel);
+    const bytes = bytesAxis(yLabel);
+    // Bytes get round ticks in one IEC unit; the rest uPlot's decimal ones.
+    const axis = unit === "bytes" ? bytes : unit === "bytes_per_s" ? { ...bytes, values: (_u: uPlot, splits: number[]) => byteTickLabels(splits).map((t) => `${t}/s`) } : msAxis(yLabel);
     const options: Omit<uPlot.Options, "width" | "height"> = {
       scales: { x: { time: false }, y: { range: (_u, _min, max) => [0, max * 1.1 || 1] } },
       axes: [{ label: "Seconds since the run's first record", values: (_u, splits, _i, _s, incr) => formatTicks(splits, incr) }, axis],
@@ -324,7 +327,7 @@ function TrendChart({ runs, trend, yLabel, text, label }: { runs: PlottedRun[]; 
       cursor: { drag: { x: true, y: false } },
     };
     return { data: [trend.xs, ...trend.ys] as uPlot.AlignedData, options };
-  }, [runs, trend, yLabel]);
+  }, [runs, trend, yLabel, unit]);
   if (trend.xs.length === 0) return <p class="muted">No samples over time in these runs.</p>;
   return (
     <UPlotChart
