@@ -85,5 +85,5 @@ def test_memory_view_without_memory_events_says_why(tensorboard, page):
     # The command to run is shown as code, whole.
     codes = frame.locator("[data-testid=memory-message] code").all_inner_texts()
     assert codes[0] == "tb-pipeline record --profile memory=1 -- python train.py", codes
-    _shot_view(page, frame, "memory_empty")
+    _shot_view(page, frame, "memory_empty_cpu")
     assert not page.problems

@@ -40,6 +40,7 @@ from . import run_impls
 from .gc_freeze import freeze_startup_objects
 from .http import json_response, json_routes, static_response
 from .loader import PLUGIN_NAME, TAB_NAME
+from .span_summaries import span_overviews
 from .store import LoadState, LoadStore, Pending, PendingAll
 
 T = TypeVar("T")
@@ -358,10 +359,11 @@ class PipelinePlugin(base_plugin.TBPlugin):
                 # opens the first two runs by default) while the store has room
                 # for them; the others stay `unloaded` until a data route asks.
                 states[name] = self._store.summary(Source("trace", tf.path), tf.size, tf.mtime, prefetch=True)
+        overviews, spans_loading = span_overviews(runs, states, self._rank_store)
         for name, info in runs.items():
             if info.recordings and not info.traces:
                 states[name] = _group_state([states.get(m) for m in info.recordings])
-        return run_impls.runs_impl(runs, states)
+        return run_impls.runs_impl(runs, states, overviews, spans_loading)
 
     def _overview(self, p: Q.RunParams) -> dict:
         trace, ref = self._ask_selection(p)
