@@ -249,6 +249,8 @@ def _diff(args, out) -> int:
 
     c = compare(args.baseline, args.experimental, b_worker=args.b_worker, b_span=args.b_span,
                 e_worker=args.e_worker, e_span=args.e_span, group_by=args.group_by)
+    for note in c.notes:  # a warning each, on one line: what was left out of a run
+        print(f"tb-pipeline: {note}", file=sys.stderr)
     print(f"baseline:     {args.baseline}\nexperimental: {args.experimental}\n", file=out)
     explanation = c.explanation
     print(explanation["sentence"], file=out)

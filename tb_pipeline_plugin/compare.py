@@ -20,7 +20,7 @@ Same numbers as the `diff/*` routes (docs/http_api.md): they share
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import pandas as pd
@@ -72,6 +72,16 @@ def load(source, worker: str | None = None, span: str | None = None) -> TracePro
     return TraceProcessor.load(resolve(runs, run, worker, span).path)
 
 
+def notes(source) -> list[str]:
+    """What discovery left out of the run a source names, in words (a group's
+    manifest listing a file, a recording without data, a name clash); empty
+    for a trace file or an already loaded trace."""
+    if isinstance(source, (TraceProcessor, RecordingGroup)) or not os.path.isdir(os.fspath(source)):
+        return []
+    runs, run = _run(os.fspath(source))
+    return list(runs[run].notes)
+
+
 def statistics(source):
     """The recorded pipeline statistics (pipeline.PipelineTables) of the run
     a source belongs to (a trace file: the run directory holding it), or
@@ -103,6 +113,8 @@ class Comparison:
     group_by: str = "name"
     # Both runs' recorded pipeline statistics (PipelineTables), when both have them.
     pipelines: tuple | None = None
+    # What discovery left out of either run ("baseline: recordings.json lists ..."): `notes`.
+    notes: list[str] = field(default_factory=list)
 
     @cached_property
     def explanation(self) -> dict:
@@ -205,4 +217,6 @@ def compare(
     b, e = load(baseline, b_worker, b_span), load(experimental, e_worker, e_span)
     b_stats, e_stats = statistics(baseline), statistics(experimental)
     pipelines = (b_stats, e_stats) if b_stats is not None and e_stats is not None else None
-    return Comparison(b, e, group_by, pipelines)
+    said = [f"{side}: {note}" for side, source in (("baseline", baseline), ("experimental", experimental))
+            for note in notes(source)]
+    return Comparison(b, e, group_by, pipelines, said)

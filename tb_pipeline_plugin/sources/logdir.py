@@ -146,6 +146,9 @@ def _fold_job_folders(builders: dict[tuple[str, ...], _RunBuilder]) -> None:
                 target.absorb(builders.pop(p))
 
 
+_unshown_notes_logged: set[tuple] = set()
+
+
 def _apply_group(runs: dict[str, RunInfo], name: str, builder: _RunBuilder) -> None:
     """Makes `name` a group when its manifest is valid and names a run;
     otherwise says why on the directory's run, or, when the directory holds
@@ -157,7 +160,7 @@ def _apply_group(runs: dict[str, RunInfo], name: str, builder: _RunBuilder) -> N
     if isinstance(manifest, str):
         notes = [f"not a group of recordings: {manifest}"]
     else:
-        found = groups.membership(name, manifest, runs)
+        found = groups.membership(name, manifest, runs, builder.file_names)
         if found.recordings:
             info = runs.get(name) or RunInfo(name=name, path=builder.path)
             info.recordings = found.recordings
@@ -173,8 +176,16 @@ def _apply_group(runs: dict[str, RunInfo], name: str, builder: _RunBuilder) -> N
         runs[name].notes.extend(notes)
         return
     whose = "the logdir" if name == "." else repr(name)
-    for child in groups.children(name, runs):
+    below = groups.children(name, runs)
+    for child in below:
         runs[child].notes.extend(f"{whose}: {note}" for note in notes)
+    if not below and (path, size, mtime) not in _unshown_notes_logged:
+        # No run to show it on: TensorBoard's log says it, once per version of the manifest.
+        if len(_unshown_notes_logged) > 4096:
+            _unshown_notes_logged.clear()
+        _unshown_notes_logged.add((path, size, mtime))
+        for note in notes:
+            logger.warning("tb_pipeline: %s: %s", whose, note)
 
 
 def resolve(
@@ -258,6 +269,7 @@ class _RunBuilder:
         self.diagnostic_files: list[str] = []
         self.notes: list[str] = []
         self.manifest_file: str | None = None
+        self.file_names: set[str] = set()  # every file right in the directory (a manifest may name one)
         # Composer traces: path -> "rank" or "merged" (pipeline.composer.composer_kind),
         # and those that are also Chrome traces, kept apart until build.
         self.composer: dict[str, str] = {}
@@ -266,6 +278,7 @@ class _RunBuilder:
         self.generic_traces = False
 
     def add_file(self, fname: str) -> None:
+        self.file_names.add(fname)
         full = _join(self.path, fname)
         if fname == MANIFEST_FILE:
             self.manifest_file = full
