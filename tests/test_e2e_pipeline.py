@@ -115,7 +115,7 @@ def test_pipeline_tab(tensorboard, page):
     # ---- GIL contention: a host plot of its own, and the run's mean in the summary table.
     assert any(p["gil_contention_pct"] is not None for p in api["baseline"]["host"]["series"])
     frame.select_option("select[aria-label='Host metric']", "gil_contention_pct")
-    frame.wait_for_selector("[aria-label='Host metric gil_contention_pct over time of 3 runs']", timeout=30_000)
+    frame.wait_for_selector("[aria-label='GIL contention (%) over time of 3 runs']", timeout=30_000)
     gil_row = frame.locator("tr[data-metric='host.summary.gil_contention_pct_mean'] td").nth(0)
     row = next(r for r in api["summary"] if r["metric"] == "host.summary.gil_contention_pct_mean")
     assert math.isclose(float(gil_row.get_attribute("data-raw")), row["baseline"], rel_tol=1e-9)

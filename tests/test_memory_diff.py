@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 import gzip
+import os
 import json
 import shutil
 import time
@@ -294,3 +295,39 @@ def test_steady_state_split_sums_to_the_overview_average(logdir):
             share += SCRATCH_BYTES * (min(e["ts"], t1) - max(start, t0)) / (t1 - t0)
     row = d.steady[(d.steady["operator"] == "aten::empty") & d.steady["part"].str.endswith("Head_0")]
     assert share > 0 and row["avg_bytes"].sum() == pytest.approx(share, rel=1e-6)
+
+
+# A training loop as a user writes it, with no profiler: `tb-pipeline record --profile memory=1` brings one.
+LAUNCHED_SCRIPT = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for x, y in DataLoader(TensorDataset(torch.randn(96, 64), torch.randn(96, 1)), batch_size=8):
+    opt.zero_grad()
+    torch.nn.functional.mse_loss(model(x), y).backward()
+    opt.step()
+"""
+
+
+def test_call_paths_name_the_users_code_not_the_recorders(tmp_path):
+    """Through the launcher the recorder's DataLoader wrapper is on every step's stack; a call path
+    points at the user's script only (the way the Memory tab's empty state says to record)."""
+    import subprocess
+    import sys
+
+    from tb_pipeline_plugin.compare import compare
+
+    (tmp_path / "train.py").write_text(LAUNCHED_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    for run in ("a", "b"):
+        done = subprocess.run([sys.executable, "-m", "tb_pipeline_plugin.cli", "record", "--logdir", "logs", "--run", run,
+                               "--host-interval", "0", "--profile", "memory=1", "--", sys.executable, "train.py"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+    memory = compare(tmp_path / "logs" / "a", tmp_path / "logs" / "b").memory
+    rows = [r for d in memory["devices"] for key in ("by_module", "by_operator") for r in d[key]]
+    paths = [r["call_path"] for r in rows if r["call_path"]]
+    assert paths and all("train.py" in p for p in paths), paths
+    assert not [p for p in paths if "tb_pipeline_plugin/" in p], paths

@@ -157,6 +157,10 @@ describe("words", () => {
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ function: "decode_python", where: "diagnostic_sample.py:25", line: 25 });
     expect(rows[0]!.sharePct).toBeCloseTo(90);
+    // The measuring loop between calls has no source file: no ":0" to look at.
+    const loop = { function: "(not your code: the measuring loop between calls)", file: "", line: 0, samples: 9, share: 0.1 };
+    const between = stage("x", { gil: { concurrency: 2, total_samples: 90, held_share: 1, skipped: null, top: [loop] } });
+    expect(gilRows(between)[0]?.where).toBe("—");
     expect(gilSummary(stage("decode"))).toBe("At 2 threads the GIL was held 99 % of the sampled time (90 samples).");
     expect(gilSummary(stage("x", { gil: { concurrency: 4, total_samples: 0, held_share: 0, skipped: "py-spy not found", top: [] } }))).toBe(
       "GIL not sampled: py-spy not found",

@@ -57,9 +57,11 @@ export function DiagnosticView({ client, runs, sel, reloadToken }: Props) {
   if (plan.kind === "none")
     return (
       <Message kind="info" title={`No diagnostic results in ${plan.picked.map((r) => `“${r}”`).join(" or ")}`}>
-        Diagnostic mode runs each pipeline stage alone at rising concurrency, with threads and with processes. Run your training script
-        with <code>TB_PIPELINE_DIAGNOSTIC_MODE=1</code> (through the launcher), or <code>python -m tb_pipeline_plugin.diagnose module:factory</code>;
-        the results land in <code>{"{logdir}/{run}/diagnostic/diagnostic.jsonl"}</code>. Then pick that run above.
+        Diagnostic mode runs each data-loading stage of your script alone at rising concurrency, with threads and with processes, and
+        says which one limits loading and why. Record it with{" "}
+        <code>TB_PIPELINE_DIAGNOSTIC_MODE=1 tb-pipeline record --logdir runs --run baseline -- python train.py</code>: the script's
+        data pipeline is measured instead of trained (a minute or two; it then exits with status 1), and the run gets its results. Then
+        pick that run above.
       </Message>
     );
   if (req.state === "loading" || req.state === "idle") return <Loading what="the diagnostic results" waitingFor={req.state === "loading" ? req.waitingFor : null} />;

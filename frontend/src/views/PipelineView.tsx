@@ -13,6 +13,7 @@ import type { ApiClient, DiffPipelineResponse, DiffSelection, PipelineReport, Pi
 import { DeltaText } from "../components/Delta";
 import { SignificanceMark } from "../components/Explanation";
 import { Loading } from "../components/Loading";
+import { NoteText } from "../components/NoteText";
 import { ErrorMessage, Message } from "../components/Message";
 import { Legend, UPlotChart } from "../components/UPlotChart";
 import { SortedTable } from "../components/SortedTable";
@@ -95,19 +96,19 @@ export function PipelineView({ client, sel, reloadToken, added, onAdded }: Props
         <h2 id="pl-summary">Comparison</h2>
         <SummaryTable rows={d.summary} />
         <p class="note" data-testid="pipeline-noise" data-noise={d.noise.source}>
-          Significance marks: the step time and each part of it per step{d.noise.source === "measured" ? ", and a stage's mean task time where both sides are groups" : ""}. {d.noise.note}.
+          Significance marks: the step time and each part of it per step{d.noise.source === "measured" ? ", and a stage's mean task time where both sides are groups" : ""}. <NoteText text={d.noise.note} />.
         </p>
       </section>
       <Trends client={client} pair={sides} reloadToken={reloadToken} added={added} onAdded={onAdded} />
       <SortedTable
-        title="SPDL stages"
-        label="Pipeline stages, baseline versus experimental, largest change in mean task time first"
+        title="Data-loading stages"
+        label="Data-loading stages (SPDL stages, DataLoader parts), baseline versus experimental, largest change in mean task time first"
         testId="pipeline-stages"
         rows={namedStageRows(d.stages)}
         columns={stageColumns()}
         initialSort={defaultSort(STAGE_PRIMARY)}
         markKey={`delta_${STAGE_PRIMARY}`}
-        empty="Neither run has SPDL stage statistics (they are recorded when the loader is an SPDL pipeline)."
+        empty="Neither run has stage statistics (tb-pipeline record writes them for SPDL pipelines and DataLoaders)."
       />
       <SortedTable
         title="Callbacks"
@@ -133,7 +134,7 @@ function Verdict({ side, name, report }: { side: string; name: string; report: P
         <strong data-testid="verdict-summary">{v.summary}</strong>
       </p>
       <p data-testid="next-step">
-        <strong>Next step:</strong> {v.next_step}
+        <strong>Next step:</strong> <NoteText text={v.next_step} />
       </p>
       {report.bottleneck.slowest_stage !== null && <p data-testid="bottleneck">{report.bottleneck.summary}</p>}
       {report.split.notes.map((n, i) => (
@@ -304,7 +305,7 @@ function Trends(props: {
             )}
           </h3>
           {shownHost ? (
-            <TrendChart runs={plotted} trend={hostTrend(plotted, shownHost)} yLabel={HOST_METRICS.find((m) => m.key === shownHost)?.label ?? ""} unit={HOST_METRICS.find((m) => m.key === shownHost)?.unit} text={(v) => hostValueText(shownHost, v)} label={`Host metric ${shownHost} over time of ${plotted.length} runs`} />
+            <TrendChart runs={plotted} trend={hostTrend(plotted, shownHost)} yLabel={HOST_METRICS.find((m) => m.key === shownHost)?.label ?? ""} unit={HOST_METRICS.find((m) => m.key === shownHost)?.unit} text={(v) => hostValueText(shownHost, v)} label={`${HOST_METRICS.find((m) => m.key === shownHost)?.label ?? "Host metric"} over time of ${plotted.length} runs`} />
           ) : (
             <p class="muted">No host samples in these runs (the recorder samples CPU, memory, disk and network; trace-only runs have none).</p>
           )}
