@@ -16,7 +16,7 @@ from setuptools.command.sdist import sdist
 HERE = os.path.dirname(os.path.abspath(__file__))
 STATIC = os.path.join(HERE, "tb_pipeline_plugin", "static")
 # Built by `npm run build` (frontend/package.json): the tab and the timeline page's script.
-BUNDLES = [os.path.join(STATIC, name) for name in ("index.js", "timeline.js")]
+BUNDLES = [os.path.join(STATIC, name) for name in ("index.js", "profiler.js")]
 
 
 def build_frontend() -> None:

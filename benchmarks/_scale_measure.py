@@ -226,7 +226,7 @@ def diff(logdir: str) -> dict:
 def distributed(logdir: str, run: str) -> dict:
     """The `distributed` route over every rank of `run`: time until it answers."""
     client, plugin = _app(logdir)
-    plugin._store._load_fn.loaders["trace"].pool.start()  # workers start once per TensorBoard
+    plugin.runs.start_parsers()  # workers start once per TensorBoard
     t0 = time.perf_counter()
     body = _get_ready(client, f"distributed?baseline={run}").get_json()
     wall = time.perf_counter() - t0
@@ -235,8 +235,8 @@ def distributed(logdir: str, run: str) -> dict:
     _get_ready(client, f"distributed?baseline={run}")
     again = time.perf_counter() - t1
     plugin.close()
-    ranks = body["baseline"]["ranks"]
-    return {"wall_s": wall, "again_s": again, "ranks": len(ranks), "slowest_rank": body["baseline"]["slowest"]["rank"],
+    ranks = body["baseline_ranks"]["ranks"]
+    return {"wall_s": wall, "again_s": again, "ranks": len(ranks), "slowest_rank": body["baseline_ranks"]["slowest"]["rank"],
             "rank_source": ranks[0].get("rank_source", "(not given)") if ranks else None,
             "ranks_match_names": all(r["worker"] == f"rank{r['rank']}" for r in ranks)}
 

@@ -2,7 +2,7 @@
 
 Records pairs of diagnostic runs of one variant of samples/diagnostic_sample.py
 with the real engine (the demo's levels and durations), compares each pair
-with diff/diagnostic.py and counts, per stage, the pairs whose verdicts
+with diff/diagnostic/compare.py and counts, per stage, the pairs whose verdicts
 differ and the pairs whose verdict reads changed beyond noise. Every stage
 of such a pair is unchanged, so every "changed" is a false one.
 
@@ -29,8 +29,8 @@ sys.path[:0] = [REPO_ROOT, os.path.join(REPO_ROOT, "samples")]
 
 import diagnostic_sample  # noqa: E402
 
-from tb_pipeline_plugin.diff.diagnostic import diff_diagnostic  # noqa: E402
-from tb_pipeline_plugin.pipeline.diagnostic import read_diagnostic  # noqa: E402
+from tb_pipeline_plugin.diff.diagnostic.compare import diff_diagnostic  # noqa: E402
+from tb_pipeline_plugin.readers.diagnostic import read_diagnostic  # noqa: E402
 
 BUSY_LOOP = "while True: pass"
 

@@ -3,8 +3,8 @@
     python benchmarks/bench_groups.py [--size-mb 50] [--repeat 3] [--keep] [--profile] [--json out.json]
 
 Inputs (benchmarks/out/groups/, deleted after the run unless `--keep`, which
-reuses them): 3 recordings of tests/explain_runs.py's default model and 3
-with block 1 four times wider (tests/group_runs.py:record_one, in turns),
+reuses them): 3 recordings of tests/support/explain_runs.py's default model and 3
+with block 1 four times wider (tests/support/group_runs.py:record_one, in turns),
 each grown in time to `--size-mb` MiB by replicate.py, laid out as two
 groups of a logdir (`baseline/`, `experimental/`, each with a
 `recordings.json` manifest and r1..r3), then parsed once into a cache
@@ -50,7 +50,7 @@ def build_inputs(size_mb: float, reuse: bool) -> tuple[Path, Path]:
     if reuse and all((logdir / side / f"r{i}" / TRACE_NAME).exists() for side in SIDES for i in range(1, N + 1)):
         print(f"reusing {logdir}")
     else:
-        from group_runs import record_one
+        from support.group_runs import record_one
         from replicate import replicate_trace
         from tb_pipeline_plugin.formats.group import GROUP_VERSION, MANIFEST_FILE, GroupManifest, encode_manifest
 

@@ -20,9 +20,9 @@ stage function and DataLoader part): the same no-op called `--steps` times
 bare and through `task_cpu.timed` (two thread-CPU and two wall clock reads,
 one lock); target < 2 µs per task.
 
-The DataLoader's fetch as the recorder patches it (record/loader_cpu.py,
+The DataLoader's fetch as the recorder patches it (record/loader_clocks.py,
 the same code in the loop's thread and in worker processes, where
-record/loader_workers.py only adds a thread that writes a file once a
+the worker loop only adds a thread that writes a file once a
 second): `_MapDatasetFetcher.fetch` of a one-item batch, bare and patched:
 two timed calls per batch (the fetch and the collate_fn inside it); target
 < 2 µs per timed call.
@@ -105,10 +105,10 @@ def loader_fetch(steps: int, patched: bool) -> float:
     """Seconds for `steps` one-item fetches through torch's map-style fetcher."""
     from torch.utils.data._utils import fetch as torch_fetch
 
-    from tb_pipeline_plugin.record import loader_cpu
+    from tb_pipeline_plugin.record import loader_clocks
 
     if patched:
-        loader_cpu.install()
+        loader_clocks.install()
     cls = torch_fetch._MapDatasetFetcher
     original = getattr(cls.fetch, "__wrapped__", cls.fetch)
     saved = cls.fetch

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_tb_start.py [--logdir DIR] [--repeat 3]
 
-Starts the real TensorBoard (tests/tb_launcher.py, the `tensorboard`
+Starts the real TensorBoard (tests/support/tb_launcher.py, the `tensorboard`
 start-up minus the left-out plugins) on the same logdir, alternately
 without our plugin (baseline) and with it (candidate), and times from the
 process start to
@@ -27,7 +27,7 @@ import urllib.error
 import urllib.request
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LAUNCHER = os.path.join(REPO, "tests", "tb_launcher.py")
+LAUNCHER = os.path.join(REPO, "tests", "support", "tb_launcher.py")
 DEFAULT_LOGDIR = os.path.join(os.path.dirname(REPO), "shared", "traces", "kineto")
 RATIO_LIMIT = 1.25
 

@@ -33,7 +33,7 @@ from bench_diff import MIB, run_cli, timed  # noqa: E402
 
 def measure(name: str, b_path: str, e_path: str, repeat: int) -> dict:
     from tb_pipeline_plugin.analysis.processor import TraceProcessor
-    from tb_pipeline_plugin.diff.timeline import diff_timeline_impl
+    from tb_pipeline_plugin.diff.pair_impls import diff_timeline_impl
     from tb_pipeline_plugin.server.http import encode_json
 
     b, e = TraceProcessor.load(b_path), TraceProcessor.load(e_path)

@@ -3,8 +3,8 @@ comparisons, misses on a known 4x change, single recordings vs groups of 3.
 
     python benchmarks/bench_verdicts.py [--k 9] [--busy] [--keep] [--json out.json]
 
-Recordings (tests/group_runs.py:record_one, each its own process, 12 steps):
-K of the null configuration (tests/explain_runs.py's default model) and K
+Recordings (tests/support/group_runs.py:record_one, each its own process, 12 steps):
+K of the null configuration (tests/support/explain_runs.py's default model) and K
 with block 1 four times wider (`wide_block=1`), taken in turns (n1 w1 n2 w2
 ...) so that a drifting machine drifts over both alike. `--busy` records a
 second set the same way while another process spins on a core
@@ -43,7 +43,7 @@ OUT_DIR = HERE / "out" / "verdicts"
 sys.path.insert(0, str(REPO_ROOT))
 sys.path.insert(0, str(REPO_ROOT / "tests"))
 
-from group_runs import STEPS, busy_core, record_one, traces_in  # noqa: E402
+from support.group_runs import STEPS, busy_core, record_one, traces_in  # noqa: E402
 
 CONFIGS = {"null": {}, "wide": {"wide_block": 1}}
 CULPRIT = "Block_1"

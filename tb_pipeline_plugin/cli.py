@@ -50,7 +50,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .diff.delta import pct_name
-from .errors import MissingExtra
+from .diff.significance import SIGNIFICANT, TOO_FEW_STEPS
+from .errors import MissingExtra, PluginError
 from .diff.overview import OVERVIEW_METRICS
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
@@ -208,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (OSError, ValueError, MissingExtra) as exc:
+    except (OSError, ValueError, MissingExtra, PluginError) as exc:
         print(f"tb-pipeline: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
@@ -299,10 +300,10 @@ def _diff(args, out) -> int:
         msg = gate.check(rows[gate.metric])
         if msg is None:
             continue
-        verdict = _verdict(rows[gate.metric])
+        sig = rows[gate.metric].get("significance")
         # Metrics without per-step samples (memory, device) have no noise model: their gates stand.
-        if args.require_significance and verdict is not None and verdict != "significant":
-            noise.append(f"{msg}, but {_VERDICT_TEXT.get(verdict, 'its significance cannot be judged')}")
+        if args.require_significance and isinstance(sig, dict) and sig["verdict"] != SIGNIFICANT:
+            noise.append(f"{msg}, but {_not_significant(sig)}")
         else:
             failures.append(msg)
     for msg in failures:
@@ -317,10 +318,18 @@ def _diff(args, out) -> int:
     return EXIT_REGRESSION if failures else EXIT_OK
 
 
-_VERDICT_TEXT = {
-    "within_noise": "the delta is within the runs' step-to-step noise",
-    "too_few_steps": "too few steps to tell the delta from noise (3 per run needed)",
-}
+def _not_significant(sig: dict) -> str:
+    """Why a tripped gate's delta is not acted on, from its Significance."""
+    if sig["verdict"] == TOO_FEW_STEPS:
+        return (f"{sig['label']} ({sig['baseline_steps']} vs {sig['experimental_steps']} steps; "
+                f"{sig['min_steps']} per run needed)")
+    return (f"{sig['label']}: the delta is inside the runs' noise "
+            f"({_confidence_pct(sig['confidence'])} interval {sig['ci_low']:g} to {sig['ci_high']:g})")
+
+
+def _confidence_pct(confidence: float) -> str:
+    """The level as a percentage, to two decimals at most (0.99375 -> "99.38 %")."""
+    return f"{round(100 * confidence, 2):g} %"
 
 
 def _print_pipeline(part: dict, out) -> None:
@@ -346,13 +355,6 @@ def _print_pipeline(part: dict, out) -> None:
     loader = part.get("loader")
     if loader is not None:
         print(f"DataLoader ({loader['run']}): {loader['part']} limits loading ({loader['stage']})", file=out)
-
-
-def _verdict(row: dict) -> str | None:
-    """The significance verdict of an overview row; None for metrics that
-    are not per-step (device memory, GPU utilisation...)."""
-    sig = row.get("significance")
-    return sig.get("verdict") if isinstance(sig, dict) else None
 
 
 def _delta_columns(column: str) -> list[str]:

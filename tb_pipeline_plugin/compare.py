@@ -13,42 +13,81 @@
     c.operators       # operators joined by name, largest |delta| of the primary time first
     c.kernels         # kernels joined by name, largest |delta total_us| first
     c.operators_at("0.2"), c.kernels_at("0.2")   # the same, inside one piece
+    c.notes           # what discovery left out of either run (a group's manifest listing a file, ...)
 
-Same numbers as the `diff/*` routes (docs/http_api.md): they share
-`tb_pipeline_plugin.diff.pair_impls`.
+Same numbers as the `diff/*` routes (docs/http_api.md): runs are found and
+loaded by the plugin's provider (`sources/provider.py`, here loading in this
+process and waiting), and both call `tb_pipeline_plugin.diff.pair_impls`.
 """
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Iterator
 
 import pandas as pd
 
 from .analysis.group import RecordingGroup
-from .analysis.pipeline_group import pool_statistics
 from .analysis.processor import TraceProcessor
 from .diff import pair_impls, tables
 from .diff import tree as T
-from .sources.artifacts import load_statistics
-from .sources.logdir import discover_runs, resolve
+from .sources.artifacts import make_loader
+from .sources.provider import RunProvider
 
-def _run(path: str) -> tuple[dict, str]:
-    """The runs with traces under a run directory and the one it means (a
-    group of recordings: the directory itself)."""
-    found = discover_runs(path)
+
+@contextmanager
+def _provider(path: str) -> Iterator[RunProvider]:
+    """The provider the TensorBoard plugin uses, over one directory, loading
+    in this process and waiting for each load (a notebook reads a pair
+    once); its load threads end with the block."""
+    provider = RunProvider(path, make_loader(in_process=True), blocking=True)
+    try:
+        yield provider
+    finally:
+        provider.close()
+
+
+def _run(provider: RunProvider) -> str:
+    """The run a run directory means: the directory itself when it holds
+    traces or is a group of recordings, else its one run below."""
+    found = provider.runs()
     group = found.get(".")
     if group is not None and group.recordings and not group.traces:
-        return found, "."
-    runs = {name: info for name, info in found.items() if info.traces}
+        return "."
+    runs = [name for name, info in found.items() if info.traces]
     if not runs:
-        raise FileNotFoundError(f"no trace files (*.pt.trace.json[.gz], *.json[.gz]) in {path}")
+        raise FileNotFoundError(f"no trace files (*.pt.trace.json[.gz], *.json[.gz]) in {provider.logdir}")
     if "." in runs:
-        return runs, "."
+        return "."
     if len(runs) == 1:
-        return runs, next(iter(runs))
-    raise ValueError(f"{path} holds several runs ({', '.join(runs)}); pass one of them, or record a group "
-                     "of recordings with `tb-pipeline record --repeat N`")
+        return runs[0]
+    raise ValueError(f"{provider.logdir} holds several runs ({', '.join(runs)}); pass one of them, or record a "
+                     "group of recordings with `tb-pipeline record --repeat N`")
+
+
+def _side(source, worker: str | None, span: str | None):
+    """(loaded run, its recorded pipeline statistics or None, what discovery
+    left out of it: a group's manifest listing a file, ...) of a source."""
+    if isinstance(source, (TraceProcessor, RecordingGroup)):
+        return source, None, []
+    path = os.fspath(source)
+    if os.path.isfile(path):
+        if worker or span:
+            raise ValueError(f"{path} is a trace file: worker/span select among the traces of a run directory")
+        with _provider(os.path.dirname(os.path.abspath(path))) as provider:
+            trace = provider.trace_file(path).value()
+            # The statistics of the run directory holding the file, if it is one.
+            statistics = provider.statistics(".") if "." in provider.runs() else None
+            return trace, None if statistics is None else statistics.value(), []
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"no trace file or run directory at {path}")
+    with _provider(path) as provider:
+        run = _run(provider)
+        asked, _ = provider.side(run, worker or "", span or "")
+        statistics = provider.statistics(run)
+        return asked.value(), None if statistics is None else statistics.value(), list(provider.runs()[run].notes)
 
 
 def load(source, worker: str | None = None, span: str | None = None) -> TraceProcessor | RecordingGroup:
@@ -56,54 +95,22 @@ def load(source, worker: str | None = None, span: str | None = None) -> TracePro
     worker and its last span unless given), a group of recordings (each
     recording's default trace, as one `RecordingGroup`) or an already
     loaded trace."""
-    if isinstance(source, (TraceProcessor, RecordingGroup)):
-        return source
-    path = os.fspath(source)
-    if os.path.isfile(path):
-        if worker or span:
-            raise ValueError(f"{path} is a trace file: worker/span select among the traces of a run directory")
-        return TraceProcessor.load(path)
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"no trace file or run directory at {path}")
-    runs, run = _run(path)
-    members = runs[run].recordings
-    if members and not (worker or span):
-        return RecordingGroup([TraceProcessor.load(resolve(runs, m).path) for m in members], members)
-    return TraceProcessor.load(resolve(runs, run, worker, span).path)
-
-
-def notes(source) -> list[str]:
-    """What discovery left out of the run a source names, in words (a group's
-    manifest listing a file, a recording without data, a name clash); empty
-    for a trace file or an already loaded trace."""
-    if isinstance(source, (TraceProcessor, RecordingGroup)) or not os.path.isdir(os.fspath(source)):
-        return []
-    runs, run = _run(os.fspath(source))
-    return list(runs[run].notes)
+    return _side(source, worker, span)[0]
 
 
 def statistics(source):
-    """The recorded pipeline statistics (pipeline.PipelineTables) of the run
+    """The recorded pipeline statistics (readers.PipelineTables) of the run
     a source belongs to (a trace file: the run directory holding it), or
     None without any, or for an already loaded trace."""
     if isinstance(source, (TraceProcessor, RecordingGroup)):
         return None
     path = os.fspath(source)
-    if os.path.isfile(path):
-        path = os.path.dirname(os.path.abspath(path))
-        runs = {name: info for name, info in discover_runs(path).items() if name == "."}
-        run = "."
-    else:
-        runs, run = _run(path)
-    info = runs.get(run)
-    if info is not None and info.recordings:
-        # A group: its recordings' statistics pooled, when every recording has them.
-        members = [runs[m] for m in info.recordings]
-        if not all(m.pipeline_files for m in members):
+    with _provider(os.path.dirname(os.path.abspath(path)) if os.path.isfile(path) else path) as provider:
+        run = "." if os.path.isfile(path) else _run(provider)
+        if run not in provider.runs():
             return None
-        tables = [load_statistics(m.path) for m in members]
-        return None if any(t is None for t in tables) else pool_statistics(tables, info.recordings)
-    return load_statistics(info.path) if info is not None and info.pipeline_files else None
+        asked = provider.statistics(run)
+        return None if asked is None else asked.value()
 
 
 @dataclass
@@ -113,7 +120,7 @@ class Comparison:
     group_by: str = "name"
     # Both runs' recorded pipeline statistics (PipelineTables), when both have them.
     pipelines: tuple | None = None
-    # What discovery left out of either run ("baseline: recordings.json lists ..."): `notes`.
+    # What discovery left out of either run ("baseline: recordings.json lists ..."), in words.
     notes: list[str] = field(default_factory=list)
 
     @cached_property
@@ -214,9 +221,8 @@ def compare(
     """Load both sides (paths or TraceProcessors) and compare them; tables
     are computed when first read. Baseline and experimental may be the same
     trace, or two workers of one run."""
-    b, e = load(baseline, b_worker, b_span), load(experimental, e_worker, e_span)
-    b_stats, e_stats = statistics(baseline), statistics(experimental)
+    b, b_stats, b_notes = _side(baseline, b_worker, b_span)
+    e, e_stats, e_notes = _side(experimental, e_worker, e_span)
     pipelines = (b_stats, e_stats) if b_stats is not None and e_stats is not None else None
-    said = [f"{side}: {note}" for side, source in (("baseline", baseline), ("experimental", experimental))
-            for note in notes(source)]
+    said = [f"{side}: {note}" for side, notes in (("baseline", b_notes), ("experimental", e_notes)) for note in notes]
     return Comparison(b, e, group_by, pipelines, said)

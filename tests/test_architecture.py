@@ -1,6 +1,6 @@
 """The layering of docs/architecture.md, checked on the source (no import side effects).
 
-formats/ and trace/ import nothing of ours; pipeline/ (statistics readers) only
+formats/ and trace/ import nothing of ours; readers/ (statistics readers) only
 formats/ and trace/; analysis/ only those; diff/ only analysis/; the writing
 side (record/, diagnose/) only formats/ (diagnose's summary: analysis/ too);
 werkzeug only in server/; tensorboard only in server/ and in the logdir
@@ -18,15 +18,15 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "tb_pipeline_plugin"
-LEAVES = {"errors", "import_hook", "struct_types", "units"}
+LEAVES = {"errors", "import_hook", "struct_types", "bounded_cache", "units"}
 # Layer -> the layers of ours it may import (besides itself and the leaves).
 ALLOWED = {
     "formats": set(),
     "trace": set(),
-    "pipeline": {"formats", "trace"},
-    "analysis": {"trace", "pipeline", "formats"},
+    "readers": {"formats", "trace"},
+    "analysis": {"trace", "readers", "formats"},
     "diff": {"analysis"},
-    "sources": {"analysis", "trace", "pipeline", "formats"},
+    "sources": {"analysis", "trace", "readers", "formats"},
     # The writing side shares only the formats (and the import_hook leaf);
     # the launcher's auto-hook hands over to diagnostic mode under
     # TB_PIPELINE_DIAGNOSTIC_MODE=1, and diagnose's end-of-run summary reuses
@@ -112,3 +112,72 @@ def test_the_checker_sees_violations(tmp_path):
     assert ("diff", "tb_pipeline_plugin.diff") in found
     assert ("trace", "trace.table") in found
     assert (None, "werkzeug") in found
+
+
+def _module_name(rel: Path) -> str:
+    parts = list(rel.with_suffix("").parts)
+    return ".".join(["tb_pipeline_plugin"] + (parts[:-1] if parts[-1] == "__init__" else parts))
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the modules of ours it imports when it is imported (module
+    level, `if`/`try` blocks included; an import inside a function runs
+    later and closes no circle). Importing a.b.c runs the packages a and a.b
+    first, unless the importer is inside them (they are running already)."""
+    trees = {_module_name(rel): (rel, tree) for rel, tree in _modules()}
+    graph = {}
+    for name, (rel, tree) in trees.items():
+        package = name.split(".") if rel.name == "__init__.py" else name.split(".")[:-1]
+        found = set()
+        for top in tree.body:
+            for node in ast.walk(top) if isinstance(top, (ast.If, ast.Try)) else [top]:
+                if isinstance(node, ast.Import):
+                    found |= {a.name for a in node.names if a.name.startswith("tb_pipeline_plugin")}
+                elif isinstance(node, ast.ImportFrom):
+                    module = (".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+                              if node.level else node.module or "")
+                    if module.startswith("tb_pipeline_plugin"):
+                        found |= {f"{module}.{a.name}" if f"{module}.{a.name}" in trees else module for a in node.names}
+        for target in list(found):
+            parts = target.split(".")
+            found |= {".".join(parts[:i]) for i in range(2, len(parts))
+                      if not (name + ".").startswith(".".join(parts[:i]) + ".")}
+        graph[name] = {t for t in found if t in trees and t != name}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v), on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while not group or group[-1] != v:
+                group.append(stack.pop())
+                on.discard(group[-1])
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circle():
+    assert not _circles(_import_graph())
+
+
+def test_the_circle_finder_finds_one():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    graph = _import_graph()
+    assert "tb_pipeline_plugin.analysis.processor" in graph["tb_pipeline_plugin.analysis.group"]

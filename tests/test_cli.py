@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from json_oracle import duration_by_name, load_events
+from support.json_oracle import duration_by_name, load_events
 from tb_pipeline_plugin import cli
 
 
@@ -141,7 +141,7 @@ def test_diff_prints_the_explanation_and_gates_on_significance(capsys, recorded_
     assert code == cli.EXIT_REGRESSION
     code, out, _ = run_cli(capsys, "diff", base, base, "--fail-if", "avg_step_time_us>-1", "--require-significance")
     assert code == cli.EXIT_OK and "NOT SIGNIFICANT: avg_step_time_us changed +0.00%" in out
-    assert "within the runs' step-to-step noise" in out
+    assert "within noise: the delta is inside the runs' noise" in out
     assert "no contributor changed significantly" in out.splitlines()[3]
 
 

@@ -8,9 +8,9 @@ import sys
 import pytest
 import torch
 from conftest import PLUGIN_PREFIX, wait_ready
-from json_oracle import operator_key_averages
+from support.json_oracle import operator_key_averages
 
-from json_oracle import counts_by_name, load_events
+from support.json_oracle import counts_by_name, load_events
 from tb_pipeline_plugin.analysis.processor import TraceProcessor
 
 

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from json_oracle import load_events
+from support.json_oracle import load_events
 from tb_pipeline_plugin.analysis.processor import TraceProcessor
 from tb_pipeline_plugin.trace.names import data_loading_family, is_data_loading
 

@@ -19,7 +19,7 @@ import os
 import numpy as np
 import pytest
 
-from json_oracle import load_events
+from support.json_oracle import load_events
 from tb_pipeline_plugin.trace import decode as decode_module
 from tb_pipeline_plugin.trace import decode_trace, load_trace, range_read
 from tb_pipeline_plugin.trace.fork_map import fork_map

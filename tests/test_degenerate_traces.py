@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from conftest import PLUGIN_PREFIX, REPO_ROOT, wait_ready
-from json_oracle import bracket_depth, counts_by_name, torch_operator_events
+from support.json_oracle import bracket_depth, counts_by_name, torch_operator_events
 
 sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
 from degenerate import FAMILIES, FULL, size_of, trace_bytes  # noqa: E402

@@ -12,13 +12,13 @@ import time
 import numpy as np
 import pytest
 
-from tb_pipeline_plugin.analysis.diagnostic import best_concurrency, sweep_frame, verdicts
+from tb_pipeline_plugin.analysis.diagnostic.report import best_concurrency, sweep_frame, verdicts
 from tb_pipeline_plugin.diagnose import diagnose
 from tb_pipeline_plugin.formats import diagnostic as fmt
-from tb_pipeline_plugin.pipeline.diagnostic import read_diagnostic
+from tb_pipeline_plugin.readers.diagnostic import read_diagnostic
 
 from conftest import as_in_a_terminal
-from diagnose_helpers import REPO_ROOT, SCRIPTS
+from support.diagnose_helpers import REPO_ROOT, SCRIPTS
 
 sys.path.insert(0, str(SCRIPTS))
 import flaky  # noqa: E402
@@ -169,7 +169,7 @@ def test_best_concurrency_is_smallest_within_5_percent():
 
 
 def test_diff_diagnostic_matches_stages_by_name():
-    from tb_pipeline_plugin.diff.diagnostic import diff_diagnostic
+    from tb_pipeline_plugin.diff.diagnostic.compare import diff_diagnostic
 
     def run(stages):
         records = [_env(2)]

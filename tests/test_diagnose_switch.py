@@ -11,11 +11,11 @@ import pytest
 
 import tb_pipeline_plugin
 
-from tb_pipeline_plugin.analysis.diagnostic import best_concurrency, gil_holders, sweep_frame, verdicts
+from tb_pipeline_plugin.analysis.diagnostic.report import best_concurrency, gil_holders, sweep_frame, verdicts
 from tb_pipeline_plugin.formats import diagnostic as fmt
-from tb_pipeline_plugin.pipeline.diagnostic import read_diagnostic
+from tb_pipeline_plugin.readers.diagnostic import read_diagnostic
 
-from diagnose_helpers import SCRIPTS, diagnostic_env, run_script
+from support.diagnose_helpers import SCRIPTS, diagnostic_env, run_script
 
 sys.path.insert(0, str(SCRIPTS))
 import three_stages  # noqa: E402

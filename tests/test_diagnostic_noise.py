@@ -12,16 +12,16 @@ import sys
 import numpy as np
 import pytest
 
-from tb_pipeline_plugin.analysis.diagnostic import report, sweep_frame
-from tb_pipeline_plugin.analysis.diagnostic_spread import (BETWEEN_RECORDINGS_PCT, Z, gil_share_sd, level_spread,
+from tb_pipeline_plugin.analysis.diagnostic.report import report, sweep_frame
+from tb_pipeline_plugin.analysis.diagnostic.spread import (BETWEEN_RECORDINGS_PCT, Z, gil_share_sd, level_spread,
                                                            others_cpu_pct)
 from tb_pipeline_plugin.diagnose import diagnose
 from tb_pipeline_plugin.diagnose.level_spread import slice_qps, worker_slice_rates
-from tb_pipeline_plugin.diff.diagnostic import diff_diagnostic
+from tb_pipeline_plugin.diff.diagnostic.compare import diff_diagnostic
 from tb_pipeline_plugin.formats import diagnostic as fmt
-from tb_pipeline_plugin.pipeline.diagnostic import DiagnosticRun, read_diagnostic
+from tb_pipeline_plugin.readers.diagnostic import DiagnosticRun, read_diagnostic
 
-from diagnose_helpers import SCRIPTS
+from support.diagnose_helpers import SCRIPTS
 
 sys.path.insert(0, str(SCRIPTS))
 import flaky  # noqa: E402

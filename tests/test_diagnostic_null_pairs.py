@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from conftest import _on_samples_path
-from tb_pipeline_plugin.diff.diagnostic import diff_diagnostic
-from tb_pipeline_plugin.pipeline.diagnostic import read_diagnostic
+from tb_pipeline_plugin.diff.diagnostic.compare import diff_diagnostic
+from tb_pipeline_plugin.readers.diagnostic import read_diagnostic
 
 _on_samples_path()
 import diagnostic_sample  # noqa: E402

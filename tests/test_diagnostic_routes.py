@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 import pytest
 
 from conftest import PLUGIN_PREFIX
-from tb_pipeline_plugin.analysis.diagnostic import VERDICT_LABELS
+from tb_pipeline_plugin.analysis.diagnostic.report import VERDICT_LABELS
 
 RESULTS = Path("diagnostic") / "diagnostic.jsonl"
 
@@ -122,7 +122,8 @@ def test_diff_diagnostic_matches_both_files(client, diagnostic_logdir):
     assert resp.status_code == 200, resp.get_data(as_text=True)
     body = resp.get_json()
     assert body["baseline"]["run"] == "diag_baseline" and body["experimental"]["run"] == "diag_experimental"
-    assert body["baseline"] == _get(client, "diagnostic", run="diag_baseline").get_json()
+    one = _get(client, "diagnostic", run="diag_baseline").get_json()
+    assert {**body["baseline_report"], **body["baseline"]} == one
     assert [s["stage"] for s in body["stages"]] == ["decode", "fetch", "augment"]
 
     def best_qps(run, stage, executor):
@@ -130,7 +131,7 @@ def test_diff_diagnostic_matches_both_files(client, diagnostic_logdir):
                if r["type"] == "sweep" and r["stage"] == stage and r["executor"] == executor]
         return _best(pts)[1]
 
-    for row, b, e in zip(body["stages"], body["baseline"]["stages"], body["experimental"]["stages"]):
+    for row, b, e in zip(body["stages"], body["baseline_report"]["stages"], body["experimental_report"]["stages"]):
         assert row["in_baseline"] and row["in_experimental"]
         assert (row["verdict_baseline"], row["verdict_experimental"]) == (b["verdict"], e["verdict"])
         # Verdicts that differ are a change only beyond noise (docs/diagnostic_format.md, "Spread and comparisons").

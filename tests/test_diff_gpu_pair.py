@@ -6,10 +6,10 @@ from __future__ import annotations
 import collections
 
 import pytest
-from json_oracle import torch_operator_events
+from support.json_oracle import torch_operator_events
 
-from json_oracle import duration_by_name, load_events
-import diff_calls as api
+from support.json_oracle import duration_by_name, load_events
+from support import diff_calls as api
 from tb_pipeline_plugin.diff import tree as M
 from tb_pipeline_plugin.analysis import pieces as P
 from tb_pipeline_plugin.analysis.processor import TraceProcessor

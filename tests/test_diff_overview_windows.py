@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from diff_calls import diff_overview_impl
+from support.diff_calls import diff_overview_impl
 from tb_pipeline_plugin.trace import decode_trace
 from tb_pipeline_plugin.analysis.processor import TraceProcessor
 

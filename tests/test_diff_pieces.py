@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from json_oracle import load_events
-import diff_calls as api
+from support.json_oracle import load_events
+from support import diff_calls as api
 from tb_pipeline_plugin.diff import tree as M
 from tb_pipeline_plugin.analysis import pieces as P
 from tb_pipeline_plugin.analysis.processor import TraceProcessor

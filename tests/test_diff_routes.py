@@ -9,7 +9,7 @@ import time
 import pytest
 
 from conftest import PLUGIN_PREFIX, wait_ready
-from json_oracle import duration_by_name, load_events
+from support.json_oracle import duration_by_name, load_events
 
 RUNS = ("baseline", "experimental", "slow_loader", "gpu_control", "gpu_test", "two_workers")
 

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from tb_pipeline_plugin.diff import align as align_mod
-import diff_calls as api
+from support import diff_calls as api
 from tb_pipeline_plugin.diff import tables as compare
 from tb_pipeline_plugin.diff.tables import TableQuery
 from tb_pipeline_plugin.diff import tree as M

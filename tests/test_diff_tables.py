@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from json_oracle import duration_by_name, load_events
+from support.json_oracle import duration_by_name, load_events
 from tb_pipeline_plugin.compare import compare
-import diff_calls as api
+from support import diff_calls as api
 from tb_pipeline_plugin.diff import overview as O
 from tb_pipeline_plugin.diff import tables as C
 from tb_pipeline_plugin.errors import BadRequest

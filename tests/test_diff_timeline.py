@@ -9,7 +9,7 @@ import collections
 import numpy as np
 import pytest
 
-from json_oracle import category, launches_by_correlation, load_events
+from support.json_oracle import category, launches_by_correlation, load_events
 # The logdir (recorded runs and HTA's GPU pair as gpu_control / gpu_test) and the app over it.
 from test_diff_routes import client, get, logdir, trace_file  # noqa: F401 - fixtures
 

@@ -65,7 +65,7 @@ def test_ranks_split_and_straggler(client, ranks_logdir):
     assert resp.status_code == 200, resp.get_data(as_text=True)
     body = resp.get_json()
     assert body["experimental"] is None and body["rows"] == []
-    ranks = body["baseline"]["ranks"]
+    ranks = body["baseline_ranks"]["ranks"]
     assert [r["worker"] for r in ranks] == ["worker0", "worker1"]
     for r, path in zip(ranks, src):
         info, n_steps = _json_oracle(path)
@@ -81,21 +81,21 @@ def test_ranks_split_and_straggler(client, ranks_logdir):
         assert r["computation_us"] == pytest.approx(b["kernel"] + b["memcpy"] + b["memset"])
         assert r["communication_us"] == pytest.approx(b["communication"])
     slowest = max(ranks, key=lambda r: r["step_time_us"])
-    assert body["baseline"]["slowest"]["rank"] == slowest["rank"]
-    assert body["baseline"]["slowest"]["worker"] == slowest["worker"]
+    assert body["baseline_ranks"]["slowest"]["rank"] == slowest["rank"]
+    assert body["baseline_ranks"]["slowest"]["worker"] == slowest["worker"]
     median = sum(r["step_time_us"] for r in ranks) / 2
-    assert body["baseline"]["median_step_time_us"] == pytest.approx(median)
+    assert body["baseline_ranks"]["median_step_time_us"] == pytest.approx(median)
     assert slowest["vs_median_us"] == pytest.approx(slowest["step_time_us"] - median)
     for r in ranks:
         assert r["vs_median_pct"] == pytest.approx(100 * (r["step_time_us"] - median) / median)
-    assert body["baseline"]["slowest"]["vs_median_pct"] == pytest.approx(100 * (slowest["step_time_us"] - median) / median)
-    assert body["baseline"]["slowest"]["vs_median_pct"] > 0  # two ranks of different speed: the slower is above the median
+    assert body["baseline_ranks"]["slowest"]["vs_median_pct"] == pytest.approx(100 * (slowest["step_time_us"] - median) / median)
+    assert body["baseline_ranks"]["slowest"]["vs_median_pct"] > 0  # two ranks of different speed: the slower is above the median
 
 
 def test_baseline_vs_experimental_matched_by_rank(client):
     body = _get(client, "distributed?baseline=job&experimental=swapped").get_json()
-    b = {r["rank"]: r for r in body["baseline"]["ranks"]}
-    e = {r["rank"]: r for r in body["experimental"]["ranks"]}
+    b = {r["rank"]: r for r in body["baseline_ranks"]["ranks"]}
+    e = {r["rank"]: r for r in body["experimental_ranks"]["ranks"]}
     # Same files under swapped worker names: matched by the trace's rank, every delta 0.
     assert [(r["rank"], r["baseline_worker"], r["experimental_worker"]) for r in body["rows"]] == [
         (0, "worker0", "worker1"), (1, "worker1", "worker0")]
@@ -110,7 +110,7 @@ def test_baseline_vs_experimental_matched_by_rank(client):
 def test_duplicate_ranks_fall_back_to_positions_and_deltas(client, ranks_logdir):
     _, src = ranks_logdir
     body = _get(client, "distributed?baseline=job&experimental=dup").get_json()
-    dup = body["experimental"]["ranks"]
+    dup = body["experimental_ranks"]["ranks"]
     assert [(r["rank"], r["rank_from_trace"]) for r in dup] == [(0, False), (1, False)]
     rank0 = TraceProcessor.load(str(src[0])).overview()["avg_step_time_us"]
     rank1 = TraceProcessor.load(str(src[1])).overview()["avg_step_time_us"]
@@ -176,7 +176,7 @@ def test_ranks_without_distributed_info_come_from_names_else_natural_order(tmp_p
         body = get_when_ready(Client(app), "distributed?baseline=named&experimental=plain").get_json()
     finally:
         plugin.close()
-    named, plain = body["baseline"]["ranks"], body["experimental"]["ranks"]
+    named, plain = body["baseline_ranks"]["ranks"], body["experimental_ranks"]["ranks"]
     assert [(r["worker"], r["rank"], r["rank_source"]) for r in named] == [(f"rank{i}", i, "name") for i in range(12)]
     assert [(r["worker"], r["rank"], r["rank_source"]) for r in plain] == [
         (f"node{i}_{4000 - i}", i, "order") for i in range(12)]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_cli import get, runs_ready, serve_tensorboard  # noqa: F401 - re-exported to the other e2e files
+from support.tb_cli import get, runs_ready, serve_tensorboard  # noqa: F401 - re-exported to the other e2e files
 
 REPO = Path(__file__).resolve().parent.parent
 BUNDLE = REPO / "tb_pipeline_plugin" / "static" / "index.js"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import readme_quote
+from support import readme_quote
 from test_e2e_browser import (  # noqa: F401 - browser and page are fixtures
     ARTIFACTS, BUNDLE, CHROMIUM, _get, _open_tab, _shot, browser, page, runs_ready, serve_tensorboard,
 )
@@ -85,7 +85,7 @@ def test_every_tab_shows_the_demo_pair_when_the_page_opens(demo, page):
         assert frame.locator(f"[data-view=overview] tr[data-metric='{metric}']").count() == 1
     frame.evaluate("() => window.scrollTo(0, 0)")
     _doc_shot(page, "overview")
-    # The README quotes the sentence this picture shows (tests/readme_quote.py).
+    # The README quotes the sentence this picture shows (tests/support/readme_quote.py).
     readme_quote.write(explain["sentence"])
 
     # ---- Module diff: the traced steps, then down a step into the model's blocks, the widened one among them.
@@ -141,8 +141,8 @@ def test_every_tab_shows_the_demo_pair_when_the_page_opens(demo, page):
     pipe = _get(port, "diff/pipeline", **PAIR)
     for side in ("baseline", "experimental"):
         card = frame.locator(f"[data-testid=pipeline-verdict][data-side={side}]")
-        assert card.get_attribute("data-verdict") == pipe[side]["input_bound"]["verdict"]
-    assert pipe["experimental"]["split"]["data_wait_s"] > pipe["baseline"]["split"]["data_wait_s"]
+        assert card.get_attribute("data-verdict") == pipe[f"{side}_report"]["input_bound"]["verdict"]
+    assert pipe["experimental_report"]["split"]["data_wait_s"] > pipe["baseline_report"]["split"]["data_wait_s"]
     frame.evaluate("() => window.scrollTo(0, 0)")
     _doc_shot(page, "pipeline")
 
@@ -150,7 +150,7 @@ def test_every_tab_shows_the_demo_pair_when_the_page_opens(demo, page):
     _tab(frame, "diagnostic", "[data-view=diagnostic] .diag-stage")
     diag = _get(port, "diff/diagnostic", **PAIR)
     for side in ("baseline", "experimental"):
-        for stage in diag[side]["stages"]:
+        for stage in diag[f"{side}_report"]["stages"]:
             assert frame.locator(f".diag-stage[data-stage='{stage['stage']}'][data-side={side}]").count() == 1
     _doc_shot(page, "diagnostic")
     assert not page.problems, page.problems

@@ -53,8 +53,8 @@ def test_diagnostic_tab_shows_the_api_numbers(tensorboard, page):
 
     for side in ("baseline", "experimental"):
         env = frame.locator(f".diag-run[data-side={side}] [data-testid=diagnostic-environment]").inner_text()
-        assert f"{api[side]['environment']['cores']} core" in env and "levels 1, 2, 4" in env
-        for stage in api[side]["stages"]:
+        assert f"{api[f"{side}_report"]['environment']['cores']} core" in env and "levels 1, 2, 4" in env
+        for stage in api[f"{side}_report"]["stages"]:
             card = frame.locator(f".diag-stage[data-stage='{stage['stage']}'][data-side={side}]")
             assert card.count() == 1, (side, stage["stage"])
             assert card.locator(".verdict").inner_text() == stage["label"]
@@ -83,7 +83,7 @@ def test_diagnostic_tab_shows_the_api_numbers(tensorboard, page):
         assert tr.locator("td.diag-change").get_attribute("data-change") == row["change"]
         assert tr.locator("[data-testid=change-reason]").inner_text() == row["change_reason"]
     # The baseline decode stage is a pure-Python loop: its GIL holder is named on screen.
-    decode = next(s for s in api["baseline"]["stages"] if s["stage"] == "decode")
+    decode = next(s for s in api["baseline_report"]["stages"] if s["stage"] == "decode")
     if decode["gil"] and decode["gil"]["top"]:
         assert frame.locator(".diag-stage[data-stage=decode][data-side=baseline] [data-testid=gil-holders]").inner_text().count(
             "decode_python") == 1

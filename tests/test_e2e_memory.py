@@ -1,6 +1,6 @@
 """End-to-end: the Memory view in real TensorBoard and Debian chromium.
 
-Over the pair of tests/memory_runs.py (the experimental head holds a 32 MiB
+Over the pair of tests/support/memory_runs.py (the experimental head holds a 32 MiB
 scratch tensor through its forward) and a run recorded without memory
 events: the view's sentence and first rows are the route's, the module and
 its operator lead, a click on a row shades its blocks' lifetimes, the
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_runs import record_pair
-from tb_cli import runs_ready, serve_tensorboard
+from support.memory_runs import record_pair
+from support.tb_cli import runs_ready, serve_tensorboard
 from test_e2e_browser import BUNDLE, CHROMIUM, _get, _open_tab, _pick, browser, page  # noqa: F401 - fixtures
 from test_e2e_diagnostic import _shot_view
 

@@ -68,14 +68,14 @@ def test_pipeline_tab(tensorboard, page):
     # ---- Verdicts and next steps, in the server's words.
     for side in ("baseline", "experimental"):
         card = frame.locator(f"[data-testid=pipeline-verdict][data-side={side}]")
-        verdict = api[side]["input_bound"]
+        verdict = api[f"{side}_report"]["input_bound"]
         assert card.get_attribute("data-verdict") == verdict["verdict"]
         assert card.locator("[data-testid=verdict-summary]").inner_text() == verdict["summary"]
         # `backticked` parts of the server's words are shown as code.
         assert verdict["next_step"].replace("`", "") in card.locator("[data-testid=next-step]").inner_text()
         if "`" in verdict["next_step"]:
             assert card.locator("[data-testid=next-step] code").count() == verdict["next_step"].count("`") // 2
-    assert api["baseline"]["input_bound"]["verdict"] == "yes"  # the demo's slow load stage
+    assert api["baseline_report"]["input_bound"]["verdict"] == "yes"  # the demo's slow load stage
     assert "Input-bound" in frame.locator("[data-testid=pipeline-verdict][data-side=baseline]").inner_text()
     assert "load" in frame.locator("[data-side=baseline] [data-testid=bottleneck]").inner_text()
 
@@ -83,7 +83,7 @@ def test_pipeline_tab(tensorboard, page):
     for side in ("baseline", "experimental"):
         for part in ("data_wait", "compute"):
             seg = frame.locator(f"[data-testid=split-bar][data-side={side}] [data-part={part}]")
-            assert math.isclose(float(seg.get_attribute("data-pct")), api[side]["split"][f"{part}_pct"], rel_tol=1e-9)
+            assert math.isclose(float(seg.get_attribute("data-pct")), api[f"{side}_report"]["split"][f"{part}_pct"], rel_tol=1e-9)
     wait_row = frame.locator("tr[data-metric='split.data_wait_pct'] td").nth(2)
     assert math.isclose(float(wait_row.get_attribute("data-raw")),
                         next(r["delta"] for r in api["summary"] if r["metric"] == "split.data_wait_pct"), rel_tol=1e-9)
@@ -116,7 +116,7 @@ def test_pipeline_tab(tensorboard, page):
                             timeout=30_000)
     assert THIRD in legend.nth(2).inner_text()
     # ---- GIL contention: a host plot of its own, and the run's mean in the summary table.
-    assert any(p["gil_contention_pct"] is not None for p in api["baseline"]["host"]["series"])
+    assert any(p["gil_contention_pct"] is not None for p in api["baseline_report"]["host"]["series"])
     frame.select_option("select[aria-label='Host metric']", "gil_contention_pct")
     frame.wait_for_selector("[aria-label='GIL contention (%) over time of 3 runs']", timeout=30_000)
     gil_row = frame.locator("tr[data-metric='host.summary.gil_contention_pct_mean'] td").nth(0)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_cli import runs_ready, serve_tensorboard
+from support.tb_cli import runs_ready, serve_tensorboard
 from test_e2e_browser import ARTIFACTS, BUNDLE, CHROMIUM, CHROMIUM_ARGS, _get, _open_tab, _pick, browser  # noqa: F401
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"

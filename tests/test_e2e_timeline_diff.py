@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_cli import runs_ready, serve_tensorboard
+from support.tb_cli import runs_ready, serve_tensorboard
 from test_e2e_browser import ARTIFACTS, BUNDLE, CHROMIUM, _get, _open_tab, _pick, _selection, browser  # noqa: F401
 
 pytestmark = [

@@ -1,14 +1,14 @@
 """The explanation of a step-time delta, on recorded pairs with one known
-cause each (tests/explain_runs.py), and its numbers against oracles computed
+cause each (tests/support/explain_runs.py), and its numbers against oracles computed
 straight from the trace JSON."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-import explain_runs as R
-from json_oracle import category, load_events
-from null_verdicts import assert_null
+from support import explain_runs as R
+from support.json_oracle import category, load_events
+from support.null_verdicts import assert_null
 from tb_pipeline_plugin.analysis.processor import TraceProcessor
 from tb_pipeline_plugin.diff import significance as S
 from tb_pipeline_plugin.diff.explain import explain, sentence

@@ -17,7 +17,7 @@ import pytest
 import torch
 from torch import nn
 
-import explain_runs as R
+from support import explain_runs as R
 from conftest import PLUGIN_PREFIX
 from tb_pipeline_plugin.cli import build_parser, run_diff
 from tb_pipeline_plugin.compare import compare

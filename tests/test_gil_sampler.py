@@ -9,9 +9,9 @@ import sys
 import threading
 import time
 
-from tb_pipeline_plugin.analysis.pipeline import report
-from tb_pipeline_plugin.diff.pipeline import compare_pipeline
-from tb_pipeline_plugin.pipeline import load_pipeline_run
+from tb_pipeline_plugin.analysis.statistics.report import report
+from tb_pipeline_plugin.diff.statistics.compare import compare_pipeline
+from tb_pipeline_plugin.readers import load_pipeline_run
 from tb_pipeline_plugin.record import Recorder, once
 
 INTERVAL_S = 0.1

@@ -3,9 +3,9 @@ straight from the JSON."""
 from __future__ import annotations
 
 import pytest
-from json_oracle import operator_key_averages, trailing_steps_without_device_work
+from support.json_oracle import operator_key_averages, trailing_steps_without_device_work
 
-from json_oracle import counts_by_name, device_self_by_op_external_id, duration_by_name, load_events, step_windows
+from support.json_oracle import counts_by_name, device_self_by_op_external_id, duration_by_name, load_events, step_windows
 from tb_pipeline_plugin.analysis.processor import TraceProcessor
 
 GPU_TRACES = [

@@ -20,9 +20,9 @@ import pytest
 from scipy import stats
 
 from conftest import REPO_ROOT
-from group_runs import get_ready, groups_in_the_browser, tb_client
+from support.group_runs import get_ready, groups_in_the_browser, tb_client
 from test_e2e_browser import browser, page  # noqa: F401 - fixtures
-from tb_pipeline_plugin.analysis.diagnostic_spread import CONFIDENCE, Z
+from tb_pipeline_plugin.analysis.diagnostic.spread import CONFIDENCE, Z
 from tb_pipeline_plugin.formats.group import GROUP_VERSION, MANIFEST_FILE, GroupManifest, encode_manifest
 
 N = 3
@@ -103,7 +103,7 @@ def test_a_group_lists_diagnostic_and_pools_its_levels(logdir, client):
 
 def test_the_same_code_as_two_groups_never_reads_changed(client):
     d = get_ready(client, "diff/diagnostic", baseline="base", experimental="same")
-    crowded = {s["stage"] for side in ("baseline", "experimental") for s in d[side]["stages"] if s["crowded"]}
+    crowded = {s["stage"] for side in ("baseline", "experimental") for s in d[f"{side}_report"]["stages"] if s["crowded"]}
     misses = []
     for row in d["stages"]:
         assert row["change"] in ("same", "within_noise", "machine_busy"), (row["stage"], row["change_reason"])
@@ -119,17 +119,17 @@ def test_the_same_code_as_two_groups_never_reads_changed(client):
     # Each interval is one of several on a null pair: one may miss 1.0 by chance (seen once in CI: 0.794-0.9986),
     # never by much, and never two of them.
     assert len(misses) <= 1 and all(0.95 <= high and low <= 1.05 for _, _, low, high in misses), misses
-    assert d["baseline"]["group"]["recordings"] == ["base/r1", "base/r2", "base/r3"]
+    assert d["baseline_report"]["group"]["recordings"] == ["base/r1", "base/r2", "base/r3"]
 
 
 def test_a_stage_made_gil_bound_reads_changed_between_groups(client):
     d = get_ready(client, "diff/diagnostic", baseline="base", experimental="gil")
-    gil = next(s for s in d["experimental"]["stages"] if s["stage"] == "augment")["gil"]
+    gil = next(s for s in d["experimental_report"]["stages"] if s["stage"] == "augment")["gil"]
     if gil is None or gil["skipped"]:
         pytest.skip(f"GIL sampling impossible here: {gil and gil['skipped']}")
     rows = {r["stage"]: r for r in d["stages"]}
     augment = rows["augment"]
-    crowded = any(s["crowded"] for side in ("baseline", "experimental") for s in d[side]["stages"]
+    crowded = any(s["crowded"] for side in ("baseline", "experimental") for s in d[f"{side}_report"]["stages"]
                   if s["stage"] == "augment")
     # On a machine other processes keep full, a stage starved of CPU reads as one that waits (docs/
     # diagnostic_format.md): its verdict is only asserted where it was not crowded. The GIL share, which
@@ -144,7 +144,7 @@ def test_a_stage_made_gil_bound_reads_changed_between_groups(client):
 def test_diagnostic_tab_on_groups_in_the_browser(logdir, tmp_path, page):
     """Picked by name, two groups fill the Diagnostic tab, each saying what it pooled."""
     from test_e2e_browser import _shot
-    from tb_cli import get as tb_get
+    from support.tb_cli import get as tb_get
 
     with groups_in_the_browser(page, logdir, tmp_path / "tensorboard.log", "base", "same", "diagnostic") as (frame, port):
         frame.wait_for_selector("[data-testid=diagnostic-group]", timeout=120_000)
@@ -152,7 +152,7 @@ def test_diagnostic_tab_on_groups_in_the_browser(logdir, tmp_path, page):
         for side in ("baseline", "experimental"):
             run = api[side]["run"]
             note = frame.inner_text(f".diag-run[data-run='{run}'] [data-testid=diagnostic-group]")
-            assert note.strip() == api[side]["group"]["note"]
+            assert note.strip() == api[f"{side}_report"]["group"]["note"]
         # No stage reads "changed" between two groups of the same code.
         assert frame.query_selector_all("[data-change=changed]") == []
         _shot(page, "groups_diagnostic")

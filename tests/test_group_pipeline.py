@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from group_runs import get_ready, groups_in_the_browser, tb_client
-from null_verdicts import assert_null
+from support.group_runs import get_ready, groups_in_the_browser, tb_client
+from support.null_verdicts import assert_null
 from test_e2e_browser import browser, page  # noqa: F401 - fixtures
 from tb_pipeline_plugin.cli import main as cli_main
 from tb_pipeline_plugin.compare import compare
@@ -171,13 +171,13 @@ def test_null_groups_show_no_significant_pipeline_change(client):
     assert decode["significance"]["baseline_steps"] == N  # one sample per recording
     # At most one near miss among them: the 1 in 20 of a 95 % interval (null_verdicts.py).
     assert_null([r["significance"] for r in judged] + [decode["significance"]], str(d["summary"]))
-    assert d["baseline"]["input_bound"]["verdict"] == d["experimental"]["input_bound"]["verdict"] == "no"
+    assert d["baseline_report"]["input_bound"]["verdict"] == d["experimental_report"]["input_bound"]["verdict"] == "no"
 
 
 def test_an_input_bound_group_reads_input_bound_and_its_data_wait_significant(client):
     d = get_ready(client, "diff/pipeline", baseline="base", experimental="slow")
-    assert d["baseline"]["input_bound"]["verdict"] == "no"
-    assert d["experimental"]["input_bound"]["verdict"] == "yes"
+    assert d["baseline_report"]["input_bound"]["verdict"] == "no"
+    assert d["experimental_report"]["input_bound"]["verdict"] == "yes"
     wait = next(r for r in d["summary"] if r["metric"] == "split.data_wait_s")
     assert wait["significance"]["verdict"] == S.SIGNIFICANT and wait["significance"]["noise"] == "measured"
     # One verdict for one number: the explanation's pipeline part shows this one.
@@ -185,7 +185,7 @@ def test_an_input_bound_group_reads_input_bound_and_its_data_wait_significant(cl
     assert explained["significance"] == wait["significance"]
     assert wait["significance"]["delta"] == pytest.approx(wait["delta"] * 1e6, abs=2e-3)  # in µs, as everywhere
     # Each recording's own verdict agrees with the pooled one here (a clear case).
-    assert {r["input_bound"] for r in d["experimental"]["group"]["recordings"]} == {"yes"}
+    assert {r["input_bound"] for r in d["experimental_report"]["group"]["recordings"]} == {"yes"}
 
 
 def test_the_explanation_of_two_groups_has_its_pipeline_part(logdir, client):
@@ -203,7 +203,7 @@ def test_the_explanation_of_two_groups_has_its_pipeline_part(logdir, client):
     assert "the run became input-bound" in ex["sentence"]
     pipeline = get_ready(client, "diff/pipeline", baseline="base", experimental="slow")
     assert part["input_bound"]["experimental_data_wait_pct"] == pytest.approx(
-        pipeline["experimental"]["split"]["data_wait_pct"])
+        pipeline["experimental_report"]["split"]["data_wait_pct"])
 
     step = ex["step"]["significance"]
     row = next(r for r in get_ready(client, "diff/overview", baseline="base", experimental="slow")["rows"]
@@ -226,25 +226,25 @@ def test_a_group_and_a_single_recording_compare_with_one_side_measured(client):
     assert d["noise"]["baseline_recordings"] == N and d["noise"]["experimental_recordings"] == 1
     assert "one side's spread" in d["noise"]["note"]
     assert all(r["significance"] is None for r in d["stages"])  # a single recording has no stage spread
-    assert d["experimental"]["group"] is None
+    assert d["experimental_report"]["group"] is None
 
 
 def test_pipeline_tab_on_groups_in_the_browser(logdir, tmp_path, page):
     """Picked by name, two groups fill the Pipeline tab: pooled verdicts, the
     recordings behind them, and significance measured across them."""
     from test_e2e_browser import _shot
-    from tb_cli import get as tb_get
+    from support.tb_cli import get as tb_get
 
     with groups_in_the_browser(page, logdir, tmp_path / "tensorboard.log", "base", "slow", "pipeline") as (frame, port):
         frame.wait_for_selector("[data-testid=pipeline-noise]", timeout=180_000)
         api = tb_get(port, "diff/pipeline", baseline="base", experimental="slow")
         for side in ("baseline", "experimental"):
             card = f"[data-testid=pipeline-verdict][data-side={side}]"
-            assert frame.get_attribute(card, "data-verdict") == api[side]["input_bound"]["verdict"]
+            assert frame.get_attribute(card, "data-verdict") == api[f"{side}_report"]["input_bound"]["verdict"]
             items = frame.eval_on_selector_all(f"{card} [data-testid=pipeline-group] li",
                                                "lis => lis.map(li => li.dataset.recording)")
-            assert items == [r["name"] for r in api[side]["group"]["recordings"]]
-            assert api[side]["group"]["note"] in frame.inner_text(f"{card} [data-testid=pipeline-group]")
+            assert items == [r["name"] for r in api[f"{side}_report"]["group"]["recordings"]]
+            assert api[f"{side}_report"]["group"]["note"] in frame.inner_text(f"{card} [data-testid=pipeline-group]")
         assert frame.get_attribute("[data-testid=pipeline-noise]", "data-noise") == "measured"
         assert "3 + 3 recordings" in frame.inner_text("[data-testid=pipeline-noise]")
         wait = next(r for r in api["summary"] if r["metric"] == "split.data_wait_s")

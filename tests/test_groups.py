@@ -1,4 +1,4 @@
-"""Groups of recordings: each recording its own process (tests/group_runs.py),
+"""Groups of recordings: each recording its own process (tests/support/group_runs.py),
 compared as groups with the noise between recordings measured.
 
 Null groups (one configuration, 3 + 3 recordings) must show no significant
@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from group_runs import busy_core, get_ready, load_group, record_interleaved
+from support.group_runs import busy_core, get_ready, load_group, record_interleaved
 from test_e2e_browser import browser, page  # noqa: F401 - fixtures
-from json_oracle import load_events
-from null_verdicts import assert_null
+from support.json_oracle import load_events
+from support.null_verdicts import assert_null
 from conftest import PLUGIN_PREFIX, wait_ready
 from tb_pipeline_plugin.cli import main as cli_main
 from tb_pipeline_plugin.compare import compare
@@ -171,8 +171,8 @@ def test_routes_and_cli_compare_groups_with_one_step_verdict(groups, make_tb_cli
     # The pipeline split of trace-only recordings is pooled too (tests/test_group_pipeline.py: statistics);
     # a group whose recordings have no diagnostic results says which one lacks them.
     pipeline = get("diff/pipeline", **pair)
-    assert [r["name"] for r in pipeline["baseline"]["group"]["recordings"]] == listed["base"]["recordings"]
-    assert pipeline["baseline"]["split"]["steps"] == sum(
+    assert [r["name"] for r in pipeline["baseline_report"]["group"]["recordings"]] == listed["base"]["recordings"]
+    assert pipeline["baseline_report"]["split"]["steps"] == sum(
         get("pipeline", run=m)["split"]["steps"] for m in listed["base"]["recordings"])
     assert pipeline["noise"]["source"] == "measured"
     from urllib.parse import urlencode
@@ -195,7 +195,7 @@ def test_groups_in_the_browser(groups, tmp_path, page):
     """The picker offers each group beside its recordings; picked, the
     explanation says its noise was measured across the recordings."""
     from test_e2e_browser import BUNDLE, CHROMIUM, _open_tab, _pick, _shot
-    from tb_cli import get as tb_get, serve_tensorboard
+    from support.tb_cli import get as tb_get, serve_tensorboard
 
     if not Path(CHROMIUM).exists() or not BUNDLE.exists():
         pytest.skip("Debian chromium or the frontend bundle is missing (make chromium; make setup)")

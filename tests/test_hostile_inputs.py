@@ -16,7 +16,7 @@ from urllib.parse import quote
 import pytest
 
 from conftest import PLUGIN_PREFIX, REPO_ROOT, wait_ready
-from json_oracle import bracket_depth, load_events
+from support.json_oracle import bracket_depth, load_events
 from tb_pipeline_plugin.server.deep_json import encode_deep
 from tb_pipeline_plugin.server.http import encode_json
 from tb_pipeline_plugin.trace import decode_trace, load_trace
@@ -354,7 +354,7 @@ def _same_name_chain(n: int, nested: bool) -> dict:
 
 def test_same_name_chain_folds_like_torch(make_tb_client, tmp_path):
     """A chain folds into its top operator, as torch's key_averages counts it."""
-    from json_oracle import torch_operator_events
+    from support.json_oracle import torch_operator_events
 
     doc = _same_name_chain(300, nested=True)
     client, state = _serve(make_tb_client, tmp_path, doc)

@@ -7,7 +7,7 @@ import collections
 import numpy as np
 import pytest
 
-from json_oracle import category, launches_by_correlation, load_events
+from support.json_oracle import category, launches_by_correlation, load_events
 from tb_pipeline_plugin.analysis.processor import TraceProcessor
 from tb_pipeline_plugin.compare import compare
 

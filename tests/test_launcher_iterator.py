@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tb_pipeline_plugin.analysis.pipeline import report
-from tb_pipeline_plugin.pipeline import load_pipeline_run
+from tb_pipeline_plugin.analysis.statistics.report import report
+from tb_pipeline_plugin.readers import load_pipeline_run
 
 REPO = Path(__file__).resolve().parent.parent
 BATCHES = 6

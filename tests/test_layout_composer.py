@@ -1,7 +1,7 @@
 """A Composer job as Composer writes it (tests/data/composer, recorded with the real mosaicml 0.32.1 by
 record_composer.py beside it): `RUN/composer_traces/` (Composer's events, one file per profiling cycle and
 the merge of them) and `RUN/torch_traces/` (the torch profiler's traces) are one run, RUN. Every number is
-checked against the files' JSON (tests/json_oracle.py)."""
+checked against the files' JSON (tests/support/json_oracle.py)."""
 from __future__ import annotations
 
 import shutil
@@ -12,10 +12,10 @@ import pytest
 from werkzeug.test import Client
 
 from conftest import PLUGIN_PREFIX, build_tb_app, get_when_ready
-from json_oracle import composer_steps, load_events, step_windows
+from support.json_oracle import composer_steps, load_events, step_windows
 from tb_pipeline_plugin import cli, compare
-from tb_pipeline_plugin.analysis.pipeline import report
-from tb_pipeline_plugin.pipeline import load_pipeline_run
+from tb_pipeline_plugin.analysis.statistics.report import report
+from tb_pipeline_plugin.readers import load_pipeline_run
 from tb_pipeline_plugin.sources.logdir import discover_runs
 
 DATA = Path(__file__).parent / "data" / "composer"
@@ -92,7 +92,7 @@ def test_every_pair_route_answers_on_the_job_names(client, route):
     if route == "diff/explain":
         assert body["pipeline"] is not None  # both runs have Composer's statistics
     if route == "distributed":
-        assert [r["worker"] for r in body["baseline"]["ranks"]] == ["rank0"]
+        assert [r["worker"] for r in body["baseline_ranks"]["ranks"]] == ["rank0"]
 
 
 def test_cli_and_notebook_take_the_job_directories(capsys):

@@ -3,7 +3,7 @@ PyTorch Lightning's `PyTorchProfiler` (`lightning_logs/version_N/`) and Hugging 
 torch.profiler callback (traces in `output_dir` beside the Trainer's `runs/` TensorBoard logs), both recorded
 with the real packages by the scripts in tests/data/; and a plain `tensorboard_trace_handler` job of two DDP
 processes profiled over two cycles (two workers, two spans each), recorded here. Numbers are checked against
-the trace JSON (tests/json_oracle.py)."""
+the trace JSON (tests/support/json_oracle.py)."""
 from __future__ import annotations
 
 import os
@@ -16,7 +16,7 @@ import pytest
 from werkzeug.test import Client
 
 from conftest import PLUGIN_PREFIX, build_tb_app, get_when_ready
-from json_oracle import load_events, step_windows
+from support.json_oracle import load_events, step_windows
 from tb_pipeline_plugin import cli
 
 DATA = Path(__file__).parent / "data"
@@ -105,7 +105,7 @@ if __name__ == "__main__":
 
 @pytest.fixture(scope="module")
 def ddp_logdir(tmp_path_factory):
-    from tb_cli import free_port
+    from support.tb_cli import free_port
 
     logdir = tmp_path_factory.mktemp("ddp")
     script = logdir / "ddp_job.py"
@@ -126,7 +126,7 @@ def test_tensorboard_trace_handler_workers_and_spans(clients, ddp_logdir):
     for w in run["workers"]:
         for span in w["spans"]:
             _check_overview(client, "job", w["name"], span, ddp_logdir / "job" / f"{w['name']}.{span}.pt.trace.json")
-    ranks = _get(client, "distributed", baseline="job")["baseline"]["ranks"]
+    ranks = _get(client, "distributed", baseline="job")["baseline_ranks"]["ranks"]
     by_worker = {}
     for w in run["workers"]:
         meta, _ = load_events(ddp_logdir / "job" / f"{w['name']}.{w['spans'][-1]}.pt.trace.json")

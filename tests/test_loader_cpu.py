@@ -9,8 +9,8 @@ import textwrap
 import pytest
 from test_pipeline_launcher import launch
 
-from tb_pipeline_plugin.analysis.pipeline import report
-from tb_pipeline_plugin.pipeline import load_pipeline_run
+from tb_pipeline_plugin.analysis.statistics.report import report
+from tb_pipeline_plugin.readers import load_pipeline_run
 
 SCRIPT = textwrap.dedent("""
     import json, time, torch

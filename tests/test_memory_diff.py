@@ -4,7 +4,7 @@ A pair recorded here with torch.profiler(profile_memory=True): the
 experimental model's head holds a 32 MiB scratch tensor for its whole
 forward. The route must name that module and `aten::empty` first, with the
 buffer's bytes; peaks and live bytes must equal an independent replay of the
-JSON (tests/memory_oracle.py) on that pair and on every shared trace that
+JSON (tests/support/memory_oracle.py) on that pair and on every shared trace that
 carries `[memory]` events; absent or broken memory events get a message.
 """
 from __future__ import annotations
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-import memory_oracle as O
+from support import memory_oracle as O
 from conftest import PLUGIN_PREFIX, REPO_ROOT, wait_ready
-from memory_runs import SCRATCH_BYTES, record_pair
+from support.memory_runs import SCRATCH_BYTES, record_pair
 
 SHARED = REPO_ROOT.parent / "shared" / "traces"
 

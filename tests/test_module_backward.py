@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-import explain_runs as R
+from support import explain_runs as R
 from conftest import PLUGIN_PREFIX
 from test_explain import _oracle
 

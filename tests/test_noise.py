@@ -8,8 +8,8 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-import explain_runs as R
-from json_oracle import load_events
+from support import explain_runs as R
+from support.json_oracle import load_events
 from tb_pipeline_plugin import cli
 from tb_pipeline_plugin.analysis.processor import TraceProcessor
 from tb_pipeline_plugin.diff import significance as S

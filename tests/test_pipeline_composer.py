@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from tb_pipeline_plugin.analysis.pipeline import report
-from tb_pipeline_plugin.pipeline import find_pipeline_sources, load_pipeline_run
+from tb_pipeline_plugin.analysis.statistics.report import report
+from tb_pipeline_plugin.readers import find_pipeline_sources, load_pipeline_run
 
 T0_US = 1_795_000_000_000_000
 STEPS = 12

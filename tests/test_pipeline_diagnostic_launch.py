@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tb_pipeline_plugin.pipeline.diagnostic import read_diagnostic
+from tb_pipeline_plugin.readers.diagnostic import read_diagnostic
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -15,12 +15,12 @@ import pandas as pd
 import pytest
 from test_pipeline_launcher import launch
 
-from tb_pipeline_plugin.analysis.pipeline import report
-from tb_pipeline_plugin.analysis.pipeline_gil import CPU_BOUND_SHARE, GIL_CONTENDED_PCT, GIL_MAX_CORES, gil_limit
+from tb_pipeline_plugin.analysis.statistics.report import report
+from tb_pipeline_plugin.analysis.statistics.gil import CPU_BOUND_SHARE, GIL_CONTENDED_PCT, GIL_MAX_CORES, gil_limit
 from tb_pipeline_plugin.cli import _print_pipeline
-from tb_pipeline_plugin.diff.explain_pipeline import pipeline_part
-from tb_pipeline_plugin.diff.pipeline import compare_pipeline
-from tb_pipeline_plugin.pipeline import load_pipeline_run
+from tb_pipeline_plugin.diff.statistics.explain import pipeline_part
+from tb_pipeline_plugin.diff.statistics.compare import compare_pipeline
+from tb_pipeline_plugin.readers import load_pipeline_run
 from tb_pipeline_plugin.record.task_cpu import TaskClock, timed
 
 # argv: first stage (pure_python | numpy_heavy), loop iterations, sleep seconds.

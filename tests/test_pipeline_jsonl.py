@@ -9,10 +9,10 @@ import time
 
 import msgspec
 
-from tb_pipeline_plugin.analysis.pipeline import report
+from tb_pipeline_plugin.analysis.statistics.report import report
 from tb_pipeline_plugin.formats.pipeline import HostSample, RunMeta, StepRecord
-from tb_pipeline_plugin.pipeline.jsonl import JsonlTail
-from tb_pipeline_plugin.pipeline.run import PipelineReader
+from tb_pipeline_plugin.readers.jsonl import JsonlTail
+from tb_pipeline_plugin.readers.run import PipelineReader
 
 ENC = msgspec.json.Encoder()
 

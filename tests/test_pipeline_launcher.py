@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tb_pipeline_plugin.analysis.pipeline import report, stage_table
-from tb_pipeline_plugin.pipeline import load_pipeline_run
+from tb_pipeline_plugin.analysis.statistics.report import report, stage_table
+from tb_pipeline_plugin.readers import load_pipeline_run
 
 REPO = Path(__file__).resolve().parent.parent
 DELAY_S = 0.03

@@ -10,9 +10,9 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
-from tb_pipeline_plugin.analysis.pipeline import report
-from tb_pipeline_plugin.diff.pipeline import compare_pipeline
-from tb_pipeline_plugin.pipeline import load_pipeline_run
+from tb_pipeline_plugin.analysis.statistics.report import report
+from tb_pipeline_plugin.diff.statistics.compare import compare_pipeline
+from tb_pipeline_plugin.readers import load_pipeline_run
 from tb_pipeline_plugin.record import Recorder
 
 DELAY_S = 0.03

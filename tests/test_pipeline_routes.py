@@ -131,7 +131,7 @@ def test_diff_pipeline_deltas_and_order(logdir, make_tb_client):
     assert wait["baseline"] == pytest.approx(b["data_wait_pct"], rel=1e-9)
     assert wait["delta"] == pytest.approx(e["data_wait_pct"] - b["data_wait_pct"], rel=1e-9)
     assert wait["delta"] < 0  # the fast loader waits less
-    assert body["baseline"]["input_bound"]["verdict"] == "yes"
+    assert body["baseline_report"]["input_bound"]["verdict"] == "yes"
     # Callbacks joined on (name, kind): checkpoint only in the baseline; largest |delta per step| first.
     cbs = body["callbacks"]
     deltas = [abs(r["delta_per_step_s"]) for r in cbs]
@@ -157,7 +157,7 @@ def test_trace_only_run_gets_its_split_from_the_trace(logdir, make_tb_client, re
     # A pair of a trace-only run and a recorded one compares too.
     status, diff = _get_ready(client, "diff/pipeline", baseline="trace_only", experimental="fast")
     assert status == 200, diff
-    assert diff["baseline"]["source"] == "trace" and diff["experimental"]["source"] == "recorder"
+    assert diff["baseline_report"]["source"] == "trace" and diff["experimental_report"]["source"] == "recorder"
 
 
 def test_malformed_lines_become_warnings_with_line_numbers(logdir, tmp_path, make_tb_client):

@@ -10,9 +10,9 @@ import shutil
 
 import pytest
 
-from tb_pipeline_plugin.analysis.pipeline import report, stage_table
-from tb_pipeline_plugin.diff.pipeline import compare_pipeline
-from tb_pipeline_plugin.pipeline import load_pipeline_run
+from tb_pipeline_plugin.analysis.statistics.report import report, stage_table
+from tb_pipeline_plugin.diff.statistics.compare import compare_pipeline
+from tb_pipeline_plugin.readers import load_pipeline_run
 
 QUEUE_LINE = re.compile(r"\[(?P<stage>\d+:\w+:.+?)_queue\]\s+Processed\s+\d+ items in .*?\(QPS:\s*(?P<qps>[\d.]+)\)")
 

@@ -7,9 +7,9 @@ import glob
 
 import pytest
 
-from tb_pipeline_plugin.analysis.pipeline import report
-from tb_pipeline_plugin.analysis.pipeline_trace import steps_from_trace
-from tb_pipeline_plugin.pipeline import PipelineTables, load_pipeline_run
+from tb_pipeline_plugin.analysis.statistics.report import report
+from tb_pipeline_plugin.analysis.statistics.from_trace import steps_from_trace
+from tb_pipeline_plugin.readers import PipelineTables, load_pipeline_run
 from tb_pipeline_plugin.trace import load_trace
 from tb_pipeline_plugin.trace.link import link
 

@@ -48,7 +48,7 @@ def test_every_linked_file_and_picture_exists():
 
 
 def test_the_quoted_sentence_is_the_one_the_overview_picture_shows():
-    from readme_quote import SENTENCE_FILE, quoted
+    from support.readme_quote import SENTENCE_FILE, quoted
 
     said = quoted(README)
     assert said, "README lost its quote of the demo's sentence (or its markers)"

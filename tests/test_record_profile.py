@@ -1,6 +1,6 @@
 """`tb-pipeline record --profile`: unmodified scripts get torch.profiler traces
 in the run beside their pipeline statistics. The trace's ProfilerStep events
-are counted and timed straight from the JSON (tests/json_oracle.py) and
+are counted and timed straight from the JSON (tests/support/json_oracle.py) and
 checked against the schedule and the statistics' step records; a script that
 runs its own profiler keeps it and gets no second one."""
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import wait_ready
-from json_oracle import load_events
+from support.json_oracle import load_events
 from test_pipeline_routes import _get_ready
 from tb_pipeline_plugin.formats.group import decode_manifest
 from tb_pipeline_plugin.record.profiling import parse_schedule, steps_needed

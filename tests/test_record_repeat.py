@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from conftest import PLUGIN_PREFIX, as_in_a_terminal, wait_ready
-from tb_pipeline_plugin.analysis.pipeline import report
+from tb_pipeline_plugin.analysis.statistics.report import report
 from tb_pipeline_plugin.cli import main
 from tb_pipeline_plugin.formats.group import decode_manifest
-from tb_pipeline_plugin.pipeline import load_pipeline_run
+from tb_pipeline_plugin.readers import load_pipeline_run
 from tb_pipeline_plugin.record import gil_contention, trace_dir
 from tb_pipeline_plugin.sources.logdir import discover_runs
 

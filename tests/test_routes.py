@@ -9,7 +9,7 @@ import time
 import pytest
 
 from conftest import PLUGIN_PREFIX, wait_ready
-from json_oracle import device_self_by_op_external_id, duration_by_name, load_events
+from support.json_oracle import device_self_by_op_external_id, duration_by_name, load_events
 
 P = PLUGIN_PREFIX
 

@@ -176,7 +176,7 @@ def test_publishing_many_entries_does_not_rescan_the_cache_each_time(shared_trac
     """A 1,000-rank job publishes 1,000 entries: sizing every entry on every
     publish (as before) is N^2 stats. Now a process scans once, then counts
     what it publishes; 300 publishes size about 300 entries, not 45,000."""
-    from cache_publisher import publish_copies
+    from support.cache_publisher import publish_copies
     from tb_pipeline_plugin.sources import cache as cache_module
 
     sized = []
@@ -197,7 +197,7 @@ def test_cap_holds_with_several_processes_publishing(shared_traces, tmp_path):
     from concurrent.futures import ProcessPoolExecutor
     import multiprocessing
 
-    from cache_publisher import publish_copies
+    from support.cache_publisher import publish_copies
     from tb_pipeline_plugin.sources.cache import RESCAN_SHARE
 
     trace = str(shared_traces / "multi_rank" / "sampled_rank-0.json.gz")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PLUGIN_PREFIX
-from json_oracle import load_events
+from support.json_oracle import load_events
 
 KINETO = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "kineto" / "resnet50_num_workers_0"
 H200 = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "h200" / "amp" / "baseline"

@@ -8,8 +8,8 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 from test_pipeline_launcher import launch
 
-from tb_pipeline_plugin.analysis.pipeline import report
-from tb_pipeline_plugin.pipeline import load_pipeline_run
+from tb_pipeline_plugin.analysis.statistics.report import report
+from tb_pipeline_plugin.readers import load_pipeline_run
 from tb_pipeline_plugin.record.spdl_hooks import _thread_pool
 
 SCRIPT = textwrap.dedent("""

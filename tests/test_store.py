@@ -11,7 +11,7 @@ import pytest
 from werkzeug.test import Client
 
 from conftest import PLUGIN_PREFIX, build_tb_app
-from tb_pipeline_plugin.server.store import LoadStore
+from tb_pipeline_plugin.sources.store import LoadStore
 
 WAIT_S = 10
 

@@ -4,7 +4,7 @@ The real TensorBoardWSGI app with both plugins (as `tensorboard --logdir`
 builds it when both are installed) over a copy of the recorded runs plus
 files that exercise torch-tb-profiler's own naming: a worker with two spans
 whose string order differs from their numeric order, and a trace directly
-in the logdir without a timestamp. The oracle for our `timeline` route is
+in the logdir without a timestamp. The oracle for our `profiler_link` route is
 torch-tb-profiler itself: its `trace` route, asked with the names we give,
 must answer the very file we resolved.
 """
@@ -75,8 +75,8 @@ def _their_runs(client, want: set[str], timeout_s: float = 240) -> list[str]:
         time.sleep(0.5)
 
 
-def _timeline(client, **params) -> dict:
-    resp = client.get(f"{PLUGIN_PREFIX}/timeline?{urlencode(params)}")
+def _profiler_link(client, **params) -> dict:
+    resp = client.get(f"{PLUGIN_PREFIX}/profiler_link?{urlencode(params)}")
     assert resp.status_code == 200, resp.get_data(as_text=True)
     return resp.get_json()
 
@@ -113,7 +113,7 @@ def test_both_plugins_listed_and_answer(both_client, both_logdir, wait_ready):
         assert wait_ready(both_client, run)["status"] == "ready"
         overview = both_client.get(f"{PLUGIN_PREFIX}/overview?run={run}")
         assert overview.status_code == 200, overview.get_data(as_text=True)
-        names = _timeline(both_client, run=run)["profiler"]
+        names = _profiler_link(both_client, run=run)["profiler"]
         for route in ("overview", "operation/table", "kernel/table"):
             q = urlencode({**names, "group_by": "Operation" if route.startswith("operation") else "Kernel"})
             resp = both_client.get(f"{THEIRS}/{route}?{q}")
@@ -131,8 +131,8 @@ def test_timeline_names_are_theirs(both_client, both_logdir):
     for run in runs:
         for worker in run["workers"]:
             for span in worker["spans"]:
-                answer = _timeline(both_client, run=run["name"], worker=worker["name"], span=span)
-                assert answer["trace"] == {"run": run["name"], "worker": worker["name"], "span": span}
+                answer = _profiler_link(both_client, run=run["name"], worker=worker["name"], span=span)
+                assert {k: answer[k] for k in ("run", "worker", "span")} == {"run": run["name"], "worker": worker["name"], "span": span}
                 path = _file_of(both_logdir, run["name"], worker["name"], span)
                 raw = path.read_bytes()
                 assert _their_trace(both_client, answer["profiler"]) == (
@@ -140,11 +140,11 @@ def test_timeline_names_are_theirs(both_client, both_logdir):
                 ), (run["name"], worker["name"], span, answer["profiler"])
                 checked += 1
     assert checked == 8  # with the Composer job's two spans
-    assert _timeline(both_client, run="composer_job", span="9")["profiler"]["run"] == "composer_job/torch_traces"
+    assert _profiler_link(both_client, run="composer_job", span="9")["profiler"]["run"] == "composer_job/torch_traces"
 
-    two = {s: _timeline(both_client, run="two_spans", worker="w", span=s)["profiler"]["span"] for s in SPANS}
+    two = {s: _profiler_link(both_client, run="two_spans", worker="w", span=s)["profiler"]["span"] for s in SPANS}
     assert two == {"1700000000000": "1", "999": "2"}
-    root = _timeline(both_client, run=".")["profiler"]
+    root = _profiler_link(both_client, run=".")["profiler"]
     assert root == {"run": both_logdir.name, "worker": "rootw", "span": "default"}
 
 
@@ -157,9 +157,9 @@ def _file_of(logdir: Path, run: str, worker: str, span: str) -> Path:
 
 
 def test_timeline_bad_input(both_client, both_logdir):
-    assert both_client.get(f"{PLUGIN_PREFIX}/timeline").status_code == 400
-    assert both_client.get(f"{PLUGIN_PREFIX}/timeline?run=nope").status_code == 404
-    resp = both_client.get(f"{PLUGIN_PREFIX}/timeline?run=baseline&worker=nobody")
+    assert both_client.get(f"{PLUGIN_PREFIX}/profiler_link").status_code == 400
+    assert both_client.get(f"{PLUGIN_PREFIX}/profiler_link?run=nope").status_code == 404
+    resp = both_client.get(f"{PLUGIN_PREFIX}/profiler_link?run=baseline&worker=nobody")
     assert resp.status_code == 404 and "nobody" in resp.get_json()["error"]
 
 
@@ -169,17 +169,17 @@ def test_generic_trace_has_no_counterpart(make_tb_client, recorded_logdir, tmp_p
     run.mkdir()
     shutil.copy(_trace_of(recorded_logdir / "baseline"), run / "host.json")
     client = make_tb_client(tmp_path)
-    resp = client.get(f"{PLUGIN_PREFIX}/timeline?run=generic")
+    resp = client.get(f"{PLUGIN_PREFIX}/profiler_link?run=generic")
     assert resp.status_code == 404
     assert "torch-tb-profiler reads only" in resp.get_json()["error"]
 
 
 def test_timeline_pages_served(both_client):
-    html = both_client.get(f"{PLUGIN_PREFIX}/timeline.html")
+    html = both_client.get(f"{PLUGIN_PREFIX}/profiler.html")
     assert html.status_code == 200
     assert html.headers["X-Content-Type-Options"] == "nosniff"
     assert html.mimetype == "text/html"
     body = html.get_data(as_text=True)
-    assert '<script type="module" src="timeline.js"></script>' in body
+    assert '<script type="module" src="profiler.js"></script>' in body
     # Nothing but our own script: no inline code, nothing from the network.
     assert body.count("<script") == 1 and "http" not in body.split("-->", 1)[1]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PLUGIN_PREFIX, wait_ready
-from json_oracle import load_events, operator_key_averages, step_windows
+from support.json_oracle import load_events, operator_key_averages, step_windows
 
 KINETO_SAMPLES = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "kineto"
 DEVICE_PROPERTIES = [{"id": 0, "name": "Tesla V100-SXM2-16GB", "totalGlobalMem": 16 << 30,

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from json_oracle import counts_by_name, load_events
+from support.json_oracle import counts_by_name, load_events
 from tb_pipeline_plugin.trace import decode_trace, load_trace
 from tb_pipeline_plugin.trace.table import Kind
 from tb_pipeline_plugin.analysis.processor import TraceProcessor

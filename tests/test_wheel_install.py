@@ -27,12 +27,12 @@ from pathlib import Path
 
 import pytest
 
-from tb_cli import free_port, get, runs_ready, serve_tensorboard
+from support.tb_cli import free_port, get, runs_ready, serve_tensorboard
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = "tb_pipeline_plugin"
 # Not modules: put on PYTHONPATH by `tb-pipeline record`, run by Python's start-up.
-DATA_FILES = ("record/boot/sitecustomize.py", "static/index.js", "static/timeline.js", "static/timeline.html")
+DATA_FILES = ("record/boot/sitecustomize.py", "static/index.js", "static/profiler.js", "static/profiler.html")
 CHROMIUM = "/usr/bin/chromium"
 AMP_PAIR = REPO.parent / "shared" / "traces" / "h200" / "amp"
 

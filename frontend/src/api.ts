@@ -47,7 +47,7 @@ export type StepInfo = Schemas["StepInfo"];
 export type DeviceInfo = Schemas["DeviceInfo"];
 export type OverviewResponse = Schemas["OverviewResponse"];
 
-export type TraceRef = Schemas["TraceRef"];
+export type RunRef = Schemas["RunRef"];
 export type DiffOverviewRow = Schemas["DiffOverviewRow"];
 export type DiffUnit = DiffOverviewRow["unit"];
 export type DiffOverviewResponse = Schemas["DiffOverviewResponse"];
@@ -74,6 +74,7 @@ export type TimelineSide = Schemas["TimelineSide"];
 export type TimelineKind = DiffTimelineResponse["kinds"][number];
 
 export type DiagnosticResponse = Schemas["DiagnosticResponse"];
+export type DiagnosticReport = Schemas["DiagnosticReport"];
 export type DiagnosticStage = Schemas["DiagnosticStage"];
 export type DiagnosticCurve = Schemas["DiagnosticCurve"];
 export type DiagnosticPoint = Schemas["DiagnosticPoint"];

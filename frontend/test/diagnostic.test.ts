@@ -94,7 +94,7 @@ function stage(name: string, over: Partial<DiagnosticStage> = {}): DiagnosticSta
 }
 
 function response(runName: string, stages: DiagnosticStage[], over: Partial<DiagnosticResponse> = {}): DiagnosticResponse {
-  return { run: runName, complete: true, cut_short: false, reason: null, elapsed_s: 12, environment: null, stages, warnings: [], group: null, ...over };
+  return { run: runName, worker: "", span: "", interval_confidence: 0.99, complete: true, cut_short: false, reason: null, elapsed_s: 12, environment: null, stages, warnings: [], group: null, ...over };
 }
 
 describe("which runs the tab shows", () => {
@@ -251,8 +251,11 @@ describe("noise", () => {
 describe("pairs", () => {
   it("matches stages by name in the server's order, a one-sided stage keeps an empty side", () => {
     const diff: DiffDiagnosticResponse = {
-      baseline: response("a", [stage("decode"), stage("old")]),
-      experimental: response("b", [stage("decode", { verdict: "scales", label: "scales" })]),
+      baseline: { run: "a", worker: "", span: "" },
+      experimental: { run: "b", worker: "", span: "" },
+      baseline_report: response("a", [stage("decode"), stage("old")]),
+      experimental_report: response("b", [stage("decode", { verdict: "scales", label: "scales" })]),
+      interval_confidence: 0.99,
       stages: [
         diffRow({ stage: "decode", verdict_baseline: "gil_bound", verdict_experimental: "scales", verdict_changed: true, change: "changed", best_thread_qps_ratio: 1.9, best_process_qps_ratio: 1 }),
         diffRow({ stage: "old", in_experimental: false, verdict_baseline: "gil_bound", change: "one_side" }),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { DistributedResponse, RankDeltaRow, RankRow, RunInfo, RunRanks } from "../src/api";
+import type { DistributedResponse, RankDeltaRow, RankRow, RunInfo } from "../src/api";
 import { worker } from "./fixtures";
 import {
   answerSides,
@@ -18,6 +18,7 @@ import {
   runRankColumns,
   stragglerText,
   unmatchedRanks,
+  type NamedRanks,
 } from "../src/model/distributed";
 import { cellText, sortRows } from "../src/model/tableModel";
 
@@ -42,7 +43,7 @@ function rank(r: number, split: [number, number, number], over: Partial<RankRow>
 }
 
 /** Median, distances and straggler filled in the way the server does (analysis/distributed.py). */
-function side(runName: string, ranks: RankRow[]): RunRanks {
+function side(runName: string, ranks: RankRow[]): NamedRanks {
   if (ranks.length === 0) return { run: runName, ranks, slowest: null, median_step_time_us: null };
   const times = ranks.map((r) => r.step_time_us).sort((a, b) => a - b);
   const mid = Math.floor(times.length / 2);
@@ -89,7 +90,14 @@ describe("which runs the tab shows", () => {
   });
 
   it("labels a one-run answer with the side it was asked as", () => {
-    const d: DistributedResponse = { baseline: side("job", [rank(0, [1, 1, 1])]), experimental: null, rows: [], unmatched_ranks: [] };
+    const d: DistributedResponse = {
+      baseline: { run: "job", worker: "", span: "" },
+      experimental: null,
+      baseline_ranks: side("job", [rank(0, [1, 1, 1])]),
+      experimental_ranks: null,
+      rows: [],
+      unmatched_ranks: [],
+    };
     const plan = distributedPlan(runs, "stats", "job");
     expect(answerSides(d, plan).map((s) => s.side)).toEqual(["experimental"]);
   });
@@ -203,8 +211,10 @@ describe("rank tables", () => {
 
   it("says which run has each unmatched rank", () => {
     const d: DistributedResponse = {
-      baseline: side("job", [rank(0, [1, 0, 0]), rank(1, [1, 0, 0]), rank(2, [1, 0, 0])]),
-      experimental: side("small", [rank(0, [1, 0, 0]), rank(1, [1, 0, 0]), rank(5, [1, 0, 0])]),
+      baseline: { run: "job", worker: "", span: "" },
+      experimental: { run: "small", worker: "", span: "" },
+      baseline_ranks: side("job", [rank(0, [1, 0, 0]), rank(1, [1, 0, 0]), rank(2, [1, 0, 0])]),
+      experimental_ranks: side("small", [rank(0, [1, 0, 0]), rank(1, [1, 0, 0]), rank(5, [1, 0, 0])]),
       rows: [deltaRow(0, 1, 1), deltaRow(1, 1, 1)],
       unmatched_ranks: [2, 5],
     };

@@ -1,8 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { inputBoundText, shortLabel, significanceMark, stageText, waterfallData, waterfallRange, type Significance, type WaterfallBar } from "../src/model/explain";
 
-const sig = (verdict: Significance["verdict"], low: number | null = 10, high: number | null = 30): Significance => ({
+// The server's words (diff/significance.py:VERDICT_WORDS): the frontend shows `label`, never its own.
+const WORDS = { significant: "significant", within_noise: "within noise", too_few_steps: "too few steps to judge" } as const;
+
+const sig = (verdict: Significance["verdict"], low: number | null = 10, high: number | null = 30, confidence = 0.95): Significance => ({
   verdict,
+  label: WORDS[verdict],
+  confidence,
+  min_steps: 3,
   delta: 20,
   ci_low: verdict === "too_few_steps" ? null : low,
   ci_high: verdict === "too_few_steps" ? null : high,
@@ -22,6 +28,9 @@ describe("significance marks", () => {
     });
     expect(significanceMark(sig("within_noise"))?.label).toBe("within noise (8 vs 8 steps)");
     expect(significanceMark(sig("too_few_steps"))?.label).toBe("too few steps to judge (2 vs 8 steps; 3 per run needed)");
+    // A row of a table is judged with its family: the level the server used, not 95 %.
+    expect(significanceMark({ ...sig("significant", 1500, 2500, 0.99375), min_steps: 3 })?.label).toContain("99.38 % interval");
+    expect(significanceMark({ ...sig("too_few_steps"), min_steps: 5 })?.label).toContain("5 per run needed");
   });
   it("names the recordings a group's verdict rests on", () => {
     const grouped = { ...sig("significant", 1500, 2500), baseline_recordings: 3, experimental_recordings: 3, noise: "measured" as const };
@@ -35,10 +44,10 @@ describe("significance marks", () => {
 
 describe("waterfall", () => {
   const bars: WaterfallBar[] = [
-    { label: "baseline step", kind: "total", start_us: 0, end_us: 40_000, verdict: null },
-    { label: "Block_1", kind: "module", start_us: 40_000, end_us: 75_000, verdict: "significant" },
-    { label: "data loading", kind: "data_loading", start_us: 75_000, end_us: 70_000, verdict: "within_noise" },
-    { label: "experimental step", kind: "total", start_us: 0, end_us: 70_000, verdict: null },
+    { label: "baseline step", kind: "total", start_us: 0, end_us: 40_000, verdict: null, verdict_label: null },
+    { label: "Block_1", kind: "module", start_us: 40_000, end_us: 75_000, verdict: "significant", verdict_label: "significant" },
+    { label: "data loading", kind: "data_loading", start_us: 75_000, end_us: 70_000, verdict: "within_noise", verdict_label: "within noise" },
+    { label: "experimental step", kind: "total", start_us: 0, end_us: 70_000, verdict: null, verdict_label: null },
   ];
   it("turns start/end into floating bars in ms with a direction", () => {
     const d = waterfallData(bars);

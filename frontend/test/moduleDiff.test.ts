@@ -134,8 +134,8 @@ describe("forward + backward per module", () => {
 /** A verdict with distinct step counts, so a test can tell which of a piece's three it got. */
 function sig(verdict: Significance["verdict"], steps: number): Significance {
   return {
-    verdict, delta: 0, baseline_steps: steps, experimental_steps: steps, ci_low: null, ci_high: null,
-    baseline_recordings: 1, experimental_recordings: 1, noise: "assumed",
+    verdict, label: verdict, delta: 0, baseline_steps: steps, experimental_steps: steps, ci_low: null, ci_high: null,
+    baseline_recordings: 1, experimental_recordings: 1, noise: "assumed", confidence: 0.95, min_steps: 3,
   };
 }
 

@@ -21,20 +21,19 @@ worker, last span).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
-from .memo import Memo
 from .processor import TraceProcessor
+from .views import Views, view
 
 # Kernel columns that are a property of the kernel, not a count: taken from
 # the first recording that ran it (the representative first).
 _KERNEL_SUMS = ["calls", "total_us"]
 
 
-class RecordingGroup:
+class RecordingGroup(Views):
     def __init__(self, members: list[TraceProcessor], names: list[str]):
         if len(members) < 1 or len(members) != len(names):
             raise ValueError("a group needs one name per recording, and at least one recording")
@@ -46,7 +45,7 @@ class RecordingGroup:
         self.members = members
         self.names = names
         self.representative = members[rep]
-        self._memo = Memo()
+        super().__init__()
 
     # ---- what a run is -----------------------------------------------------------
 
@@ -83,9 +82,6 @@ class RecordingGroup:
     def operator_primary(self) -> str:
         return self.representative.operator_primary
 
-    def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
-        return self._memo.get(key, compute)
-
     # ---- one structure per recording: the representative's -----------------------
 
     def pieces(self):
@@ -108,42 +104,44 @@ class RecordingGroup:
 
     # ---- per-step samples: pooled -----------------------------------------------
 
+    @view
     def overview(self, whole_window: bool = False) -> dict:
-        return self.memo(("overview", whole_window), lambda: _pooled_overview(
-            [m.overview(whole_window) for m in self._members_in_order()], self.representative.overview(whole_window)))
+        return _pooled_overview([m.overview(whole_window) for m in self._members_in_order()],
+                                self.representative.overview(whole_window))
 
+    @view
     def ledger(self):
-        return self.memo("ledger", self._pooled_ledger)
+        return self._pooled_ledger()
 
+    @view
     def launch_health(self) -> pd.DataFrame:
-        return self.memo("launch_health", lambda: _pooled_steps([m.launch_health() for m in self.members],
-                                                                [m.step_count for m in self.members]))
+        return _pooled_steps([m.launch_health() for m in self.members], [m.step_count for m in self.members])
 
+    @view
     def operator_steps(self, group_by: str, column: str) -> pd.DataFrame:
-        return self.memo(("operator_steps", group_by, column), lambda: _pooled_steps(
-            [m.operator_steps(group_by, column) for m in self.members], [m.step_count for m in self.members]))
+        return _pooled_steps([m.operator_steps(group_by, column) for m in self.members],
+                             [m.step_count for m in self.members])
 
+    @view
     def kernel_steps(self) -> pd.DataFrame:
-        return self.memo("kernel_steps", lambda: _pooled_steps(
-            [m.kernel_steps() for m in self.members], [m.step_count for m in self.members]))
+        return _pooled_steps([m.kernel_steps() for m in self.members], [m.step_count for m in self.members])
 
     # ---- tables: the mean recording ------------------------------------------------
 
+    @view
     def operators(self, group_by: str = "name") -> pd.DataFrame:
-        return self.memo(("operators", group_by), lambda: _mean_table(
-            [m.operators(group_by) for m in self._members_in_order()], ["name", "input_shape"], sums=None))
+        return _mean_table([m.operators(group_by) for m in self._members_in_order()], ["name", "input_shape"],
+                           sums=None)
 
+    @view
     def kernels(self) -> pd.DataFrame:
-        def compute() -> pd.DataFrame:
-            out = _mean_table([m.kernels() for m in self._members_in_order()], ["name"], sums=_KERNEL_SUMS)
-            if "min_us" in out:  # the extremes over every recording, the mean from the totals
-                frames = pd.concat([m.kernels() for m in self.members])
-                out["min_us"] = out["name"].map(frames.groupby("name")["min_us"].min())
-                out["max_us"] = out["name"].map(frames.groupby("name")["max_us"].max())
-                out["mean_us"] = np.where(out["calls"] > 0, out["total_us"] / out["calls"].where(out["calls"] > 0, 1),
-                                          0.0)
-            return out
-        return self.memo("kernels", compute)
+        out = _mean_table([m.kernels() for m in self._members_in_order()], ["name"], sums=_KERNEL_SUMS)
+        if "min_us" in out:  # the extremes over every recording, the mean from the totals
+            frames = pd.concat([m.kernels() for m in self.members])
+            out["min_us"] = out["name"].map(frames.groupby("name")["min_us"].min())
+            out["max_us"] = out["name"].map(frames.groupby("name")["max_us"].max())
+            out["mean_us"] = np.where(out["calls"] > 0, out["total_us"] / out["calls"].where(out["calls"] > 0, 1), 0.0)
+        return out
 
     # ---- internals -----------------------------------------------------------------
 

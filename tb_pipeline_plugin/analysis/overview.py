@@ -9,7 +9,7 @@ from ..trace.link import whole_window as linked_whole_window
 from ..trace.table import Kind, Phase
 from .device import device_info, distributed_info
 from .intervals import measure_in, merge, union
-from .memory import memory_summary
+from .memory.series import memory_summary
 from ..trace.names import (
     is_communication_kernel, is_cpu_collective, is_data_loading, is_host_collective, is_step, name_mask,
 )

@@ -43,11 +43,14 @@ is its call's path (`Attribution.module_path`).
 """
 from __future__ import annotations
 
+import threading
 import weakref
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
+from ..bounded_cache import BoundedCache
 from ..trace.link import LinkedTrace, has_step_annotations
 from ..trace.names import (
     MODULE_PREFIX, OPTIMIZER_RE, data_loading_family, is_data_loading, is_module, is_optimizer, is_step, module_class,
@@ -122,6 +125,9 @@ def _rows_in(ts: np.ndarray, rows: np.ndarray, intervals) -> np.ndarray:
     return np.concatenate(parts) if parts else np.empty(0, np.int64)
 
 
+_PAIR_CACHES_LOCK = threading.Lock()
+
+
 @dataclass(eq=False)  # identity: an index is a cache key (modules.children)
 class PieceIndex:
     # Atoms: the events pieces are made of (steps, annotations, module calls,
@@ -140,8 +146,21 @@ class PieceIndex:
     step_thread: int  # EventTable thread id, -1 for an empty trace
     autograd_threads: np.ndarray  # EventTable thread ids
     has_steps: bool  # ProfilerStep annotations; else one synthetic `all` step
-    # Aligned children per other side's index and path (modules.children).
-    pair_cache: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary, repr=False)
+    # What the diff layer keeps per pair of indexes (aligned levels, timeline
+    # matches): the other side's index -> cache name -> cache. Weak: a pair's
+    # caches go with either side's trace.
+    _pair_caches: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary, repr=False)
+
+    def pair_cache(self, other: "PieceIndex", name: str, make: Callable[[], BoundedCache]) -> BoundedCache:
+        """The cache `name` of this index against `other`, made on first use."""
+        with _PAIR_CACHES_LOCK:
+            caches = self._pair_caches.get(other)
+            if caches is None:
+                caches = self._pair_caches[other] = {}
+            cache = caches.get(name)
+            if cache is None:
+                cache = caches[name] = make()
+            return cache
 
     def pieces(self, atoms: np.ndarray) -> list[Piece]:
         starts, ends = self.start_us[atoms], self.end_us[atoms]

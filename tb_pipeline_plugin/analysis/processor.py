@@ -16,8 +16,7 @@ from ..trace.link import LinkedTrace, has_step_annotations, link
 from .attribution import Attribution, attribute
 from .backward_index import BackwardIndex, backward_index
 from .kernels import kernels
-from .memo import Memo
-from .memory_peak import RunMemory, run_memory
+from .memory.peak import RunMemory, run_memory
 from .launch import launch_health
 from .per_step import kernel_steps, operator_steps
 from .ledger import StepLedger, step_ledger
@@ -26,16 +25,17 @@ from .operators import operators, primary_column
 from .overview import overview
 from .pieces import PieceIndex, piece_index
 from .timeline import TimelineIndex, timeline_index
+from .views import Views, view
 
 
-class TraceProcessor:
+class TraceProcessor(Views):
     def __init__(self, table: EventTable, source: str = "", linked: LinkedTrace | None = None):
         """`linked`: the trace already linked (e.g. mapped back from a
         persisted parse); otherwise `table` is linked here."""
         self.source = source
         self.table = table
         self.linked: LinkedTrace = linked if linked is not None else link(table)
-        self._memo = Memo()
+        super().__init__()
 
     @classmethod
     def load(cls, path: str, opener: Callable[[str], Any] | None = None) -> "TraceProcessor":
@@ -76,63 +76,71 @@ class TraceProcessor:
         """The column operators are ranked by in this trace alone."""
         return primary_column(self.has_device)
 
-    def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
-        """compute() once per key for this trace (views, diff pieces), even
-        when several requests ask for it at the same time."""
-        return self._memo.get(key, compute)
-
+    @view
     def overview(self, whole_window: bool = False) -> dict:
         """`whole_window=True`: every step taken as one window."""
-        return self.memo(("overview", whole_window), lambda: overview(self.linked, whole_window))
+        return overview(self.linked, whole_window)
 
+    @view
     def operators(self, group_by: str = "name"):
-        return self.memo(("operators", group_by), lambda: operators(self.linked, group_by))
+        return operators(self.linked, group_by)
 
+    @view
     def kernels(self):
-        return self.memo("kernels", lambda: kernels(self.linked))
+        return kernels(self.linked)
 
+    @view
     def modules(self) -> list[dict]:
-        return self.memo("modules", lambda: module_tree(self.linked))
+        return module_tree(self.linked)
 
+    @view
     def attribution(self) -> Attribution:
         """Each operator's step, part (module path, forward or backward) and
         the forward operator that created it, decided once: what the pieces,
         the ledger and the backward index read (analysis/attribution.py)."""
-        return self.memo("attribution", lambda: attribute(self.linked))
+        return attribute(self.linked)
 
+    @view
     def pieces(self) -> PieceIndex:
         """The run cut into comparable pieces (steps, data loading, modules,
         backward, optimizer, unknown): what the module diff aligns."""
-        return self.memo("pieces", lambda: piece_index(self.linked, self.attribution()))
+        return piece_index(self.linked, self.attribution())
 
+    @view
     def ledger(self) -> StepLedger:
         """Per step, where its time went (data loading, each module's forward
         and backward, optimizer, host time outside operators, ...): the
         samples behind the explanation and its significance."""
-        return self.memo("ledger", lambda: step_ledger(self.linked, self.attribution()))
+        return step_ledger(self.linked, self.attribution())
 
+    @view
     def launch_health(self):
         """Per step: launch-to-kernel-start delays, device idle gaps, and the
         gaps the host caused (analysis/launch.py)."""
-        return self.memo("launch_health", lambda: launch_health(self.linked))
+        return launch_health(self.linked)
 
+    @view
     def operator_steps(self, group_by: str, column: str):
         """Per-step sums of one operator column (analysis/per_step.py)."""
-        return self.memo(("operator_steps", group_by, column), lambda: operator_steps(self.linked, group_by, column))
+        return operator_steps(self.linked, group_by, column)
 
+    @view
     def kernel_steps(self):
         """Per-step kernel time by name (analysis/per_step.py)."""
-        return self.memo("kernel_steps", lambda: kernel_steps(self.linked))
+        return kernel_steps(self.linked)
 
+    @view
     def memory(self) -> RunMemory:
-        """Each device's memory peak and what was alive at it (analysis/memory_peak.py)."""
-        return self.memo("memory", lambda: run_memory(self.linked, self.attribution()))
+        """Each device's memory peak and what was alive at it (analysis/memory/peak.py)."""
+        return run_memory(self.linked, self.attribution())
 
+    @view
     def backward_index(self) -> BackwardIndex:
         """Backward operators by the start of the forward operator that
         created them: a module call's backward time (diff/modules)."""
-        return self.memo("backward_index", lambda: backward_index(self.linked, self.attribution()))
+        return backward_index(self.linked, self.attribution())
 
+    @view
     def timeline_index(self) -> TimelineIndex:
         """Drawable events sorted for window queries (analysis/timeline.py)."""
-        return self.memo("timeline_index", lambda: timeline_index(self.linked))
+        return timeline_index(self.linked)

@@ -6,7 +6,7 @@ from typing import TextIO
 
 def print_summary(result, out: TextIO) -> None:
     # Lazy: the writing side must not import the reading side at import time.
-    from ..analysis.diagnostic import verdicts
+    from ..analysis.diagnostic.report import verdicts
 
     table = verdicts(result.records)
     print(f"\n[diagnose] results: {result.path}" + ("  (CUT SHORT: " + result.reason + ")" if result.cut_short

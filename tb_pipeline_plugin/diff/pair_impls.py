@@ -1,11 +1,19 @@
-"""The diff routes' implementations: a pair of loaded runs and typed values in,
-the route's answer out (all but the selections, which the route adds).
+"""Every diff route's implementation: a pair of loaded runs (or their
+statistics, or their diagnostic results) and typed values in, the route's
+answer out, all but the runs' references, which the route adds.
 
 The server parses request parameters into the arguments here; the notebook
 API (`compare.py`) and the CLI call the same functions, so every surface
 shows the same numbers.
 """
 from __future__ import annotations
+
+import functools
+import inspect
+import os
+import threading
+import weakref
+from typing import Callable
 
 import numpy as np
 
@@ -14,17 +22,22 @@ from ..analysis.labels import BACKWARD, MODULE
 from ..analysis.ledger import merged
 from ..analysis.operators import GROUP_BY, operators, primary_column
 from ..analysis.pieces import Piece, PieceIndex, device_rows, op_rows
-from ..analysis.processor import TraceProcessor
+from ..analysis.run import Run
+from ..bounded_cache import BoundedCache
 from ..errors import BadRequest
+from . import significance as S
 from . import significance_marks, tables
 from . import tree as T
 from .delta import delta_fields
+from .diagnostic.compare import compare_diagnostic
 from .explain import explain
-from .explain_pipeline import pipeline_part, with_clause
+from .statistics.explain import pipeline_part, with_clause
 from .launch_health import launch_rows
-from .memory import diff_memory
+from .memory.compare import diff_memory
 from .overview import overview_rows
+from .statistics.compare import compare_pipeline
 from .tables import TableQuery
+from .timeline import DEFAULT_MAX_EVENTS, DEFAULT_WIDTH_PX, timeline_diff
 
 OPERATOR_KEYS = ["name", "input_shape"]
 KERNEL_KEYS = ["name"]
@@ -42,12 +55,62 @@ _HOST_WINDOW_NOTE = (
 )
 
 
-def device_present(b: TraceProcessor, e: TraceProcessor) -> bool:
+# Answers, per pair of loaded runs: a page asks the same answer again (a
+# reload, back to a tab, the overview and the explanation after a sort), and
+# a warm answer should cost a lookup. Weak on the runs, so a pair's answers
+# go with either run; keyed by the impl, its arguments and the between-run
+# spread in force (it moves every noise band).
+ANSWERS_PER_PAIR = 32
+_ANSWERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_ANSWERS_LOCK = threading.Lock()
+
+
+def _answers(b: Run, e: Run) -> BoundedCache:
+    with _ANSWERS_LOCK:
+        per_b = _ANSWERS.get(b)
+        if per_b is None:
+            per_b = _ANSWERS[b] = weakref.WeakKeyDictionary()
+        cache = per_b.get(e)
+        if cache is None:
+            cache = per_b[e] = BoundedCache(ANSWERS_PER_PAIR)
+        return cache
+
+
+def _remembered(impl: Callable[..., dict]) -> Callable[..., dict]:
+    """`impl(b, e, *args)` computed once per pair and arguments. An argument
+    that is not hashable (a run's statistics) counts by identity, and the
+    answer holds it, so its identity is not reused while the answer is kept."""
+    signature = inspect.signature(impl)
+
+    @functools.wraps(impl)
+    def remembered(b: Run, e: Run, *args, **kwargs) -> dict:
+        bound = signature.bind(b, e, *args, **kwargs)
+        bound.apply_defaults()
+        values = tuple(bound.arguments.values())[2:]
+        key = (impl.__name__, os.environ.get(S.BETWEEN_RUN_ENV), *map(_key_part, values))
+        return _answers(b, e).get_or_make(key, lambda: (values, impl(b, e, *values)))[1]
+    return remembered
+
+
+def _key_part(value):
+    """`value` in a cache key: itself when hashable, a tuple part by part,
+    anything else by identity."""
+    if isinstance(value, tuple):
+        return ("tuple", *map(_key_part, value))
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return ("id", id(value))
+
+
+def device_present(b: Run, e: Run) -> bool:
     """Either run has device activity: device time is the primary measure."""
     return b.has_device or e.has_device
 
 
-def diff_overview_impl(b: TraceProcessor, e: TraceProcessor) -> dict:
+@_remembered
+def diff_overview_impl(b: Run, e: Run) -> dict:
     present = device_present(b, e)
     if b.has_steps == e.has_steps:
         rows = overview_rows(b.overview(), e.overview(), (b.recording_of_step, e.recording_of_step))
@@ -63,15 +126,17 @@ def diff_overview_impl(b: TraceProcessor, e: TraceProcessor) -> dict:
     return {"device_present": present, "rows": rows, "note": note}
 
 
-def diff_memory_impl(b: TraceProcessor, e: TraceProcessor) -> dict:
-    """Where the peak went (diff/memory.py), computed once per pair of runs' analyses."""
+@_remembered
+def diff_memory_impl(b: Run, e: Run) -> dict:
+    """Where the peak went (diff/memory/compare.py), computed once per pair of runs' analyses."""
     return diff_memory(b.memory(), e.memory())
 
 
-def diff_explain_impl(b: TraceProcessor, e: TraceProcessor, pipelines: tuple | None = None) -> dict:
+@_remembered
+def diff_explain_impl(b: Run, e: Run, pipelines: tuple | None = None) -> dict:
     """The step-time delta split into ranked contributors (diff/explain.py).
     `pipelines`: both runs' recorded pipeline statistics (PipelineTables),
-    when both have them: their part (diff/explain_pipeline.py) joins the
+    when both have them: their part (diff/statistics/explain.py) joins the
     answer and its clause the sentence."""
     bl, el = b.ledger(), e.ledger()
     present = device_present(b, e)
@@ -94,13 +159,13 @@ def diff_explain_impl(b: TraceProcessor, e: TraceProcessor, pipelines: tuple | N
     return out
 
 
-def diff_modules_impl(b: TraceProcessor, e: TraceProcessor, path: str = "", offset: int = 0,
+@_remembered
+def diff_modules_impl(b: Run, e: Run, path: str = "", offset: int = 0,
                  limit: int = MODULES_DEFAULT_LIMIT) -> dict:
     """The node at `path` and one page of its aligned children (`children_total`
     counts them all). The trend arrays cover the returned children, as running
-    sums over the whole level."""
-    if offset < 0 or not 0 <= limit <= MODULES_MAX_LIMIT:
-        raise BadRequest(f"offset must be >= 0 and limit between 0 and {MODULES_MAX_LIMIT}")
+    sums over the whole level. `offset` and `limit` are bounded by the
+    parameters (server/params.py:DiffModulesParams)."""
     bi, ei = b.pieces(), e.pieces()
     chain = T.resolve(bi, ei, path or "")
     node = chain[-1]
@@ -134,7 +199,7 @@ def diff_modules_impl(b: TraceProcessor, e: TraceProcessor, path: str = "", offs
     }
 
 
-def _with_backward(b: TraceProcessor, e: TraceProcessor, node: T.Node, kids: list[T.Node]):
+def _with_backward(b: Run, e: Run, node: T.Node, kids: list[T.Node]):
     """Each piece's backward time and its host time with backward moved to
     the modules, for the node and every child of the level (the trend runs
     over all of them): ((b_bwd, e_bwd, b_with, e_with) of the node, the same
@@ -191,7 +256,8 @@ def _add_backward(row: dict, bv: float | None, ev: float | None, bw: float, ew: 
     row.update(delta_fields("with_backward_us", bw, ew))
 
 
-def diff_operators_impl(b: TraceProcessor, e: TraceProcessor, query: TableQuery = TableQuery(),
+@_remembered
+def diff_operators_impl(b: Run, e: Run, query: TableQuery = TableQuery(),
                    group_by: str = "name", path: str = "") -> dict:
     table = operator_table(b, e, group_by, path)
     primary = operator_primary(b, e)
@@ -201,7 +267,8 @@ def diff_operators_impl(b: TraceProcessor, e: TraceProcessor, query: TableQuery 
     return {"table": "operators", "group_by": group_by, "path": path, "device_present": device_present(b, e), **out}
 
 
-def diff_kernels_impl(b: TraceProcessor, e: TraceProcessor, query: TableQuery = TableQuery(), path: str = "") -> dict:
+@_remembered
+def diff_kernels_impl(b: Run, e: Run, query: TableQuery = TableQuery(), path: str = "") -> dict:
     table = kernel_table(b, e, path)
     out = tables.query(table, KERNEL_KEYS, tables.KERNEL_COLUMNS, KERNEL_PRIMARY, query)
     significance_marks.mark_rows(b, e, out["rows"], KERNEL_KEYS, len(table), path, lambda tp: tp.kernel_steps(),
@@ -209,12 +276,29 @@ def diff_kernels_impl(b: TraceProcessor, e: TraceProcessor, query: TableQuery = 
     return {"table": "kernels", "group_by": None, "path": path, "device_present": device_present(b, e), **out}
 
 
-def operator_primary(b: TraceProcessor, e: TraceProcessor) -> str:
+def diff_timeline_impl(b: Run, e: Run, path: str = "", from_us: float | None = None,
+                       to_us: float | None = None, width_px: int = DEFAULT_WIDTH_PX,
+                       max_events: int = DEFAULT_MAX_EVENTS, find: str = "") -> dict:
+    """Both runs' events of one aligned piece, matched (diff/timeline.py)."""
+    return timeline_diff(b, e, path, from_us, to_us, width_px, max_events, find)
+
+
+def diff_pipeline_impl(b_statistics, e_statistics) -> dict:
+    """Both runs' pipeline statistics (PipelineTables) compared (diff/statistics/compare.py)."""
+    return compare_pipeline(b_statistics, e_statistics)
+
+
+def diff_diagnostic_impl(b_results, e_results) -> dict:
+    """Both runs' diagnostic results (DiagnosticRun) compared (diff/diagnostic/compare.py)."""
+    return compare_diagnostic(b_results, e_results)
+
+
+def operator_primary(b: Run, e: Run) -> str:
     """Device self time when either trace has device activity, else host self time."""
     return primary_column(device_present(b, e))
 
 
-def operator_table(b: TraceProcessor, e: TraceProcessor, group_by: str = "name", path: str = ""):
+def operator_table(b: Run, e: Run, group_by: str = "name", path: str = ""):
     """Operators of both runs joined by name (and input shape when grouped
     so), optionally restricted to the `diff/modules` piece at `path`."""
     if group_by not in GROUP_BY:
@@ -233,7 +317,7 @@ def operator_table(b: TraceProcessor, e: TraceProcessor, group_by: str = "name",
     return table
 
 
-def kernel_table(b: TraceProcessor, e: TraceProcessor, path: str = ""):
+def kernel_table(b: Run, e: Run, path: str = ""):
     """Kernels of both runs joined by name, optionally restricted to those
     launched from inside the `diff/modules` piece at `path` (the kernels its
     `device_us` counts)."""
@@ -246,14 +330,14 @@ def kernel_table(b: TraceProcessor, e: TraceProcessor, path: str = ""):
     return tables.join(b_table, e_table, KERNEL_KEYS, tables.KERNEL_COLUMNS)
 
 
-def _piece_kernels(tp: TraceProcessor, index: PieceIndex, piece: Piece | None):
+def _piece_kernels(tp: Run, index: PieceIndex, piece: Piece | None):
     if piece is not None and piece.kind == T.ROOT:
         return tp.kernels()
     rows = device_rows(index, piece) if piece is not None else np.empty(0, dtype=np.int64)
     return kernels(tp.linked, rows=rows)
 
 
-def _piece_operators(tp: TraceProcessor, index: PieceIndex, piece: Piece | None, group_by: str):
+def _piece_operators(tp: Run, index: PieceIndex, piece: Piece | None, group_by: str):
     if piece is None:
         rows = np.empty(0, dtype=np.int64)
     elif piece.kind == T.ROOT:

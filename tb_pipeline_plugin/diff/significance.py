@@ -77,6 +77,9 @@ from scipy import stats
 
 SIGNIFICANT, WITHIN_NOISE, TOO_FEW_STEPS = "significant", "within_noise", "too_few_steps"
 VERDICTS = (SIGNIFICANT, WITHIN_NOISE, TOO_FEW_STEPS)
+# The verdicts in words, everywhere they are shown (each Significance's
+# `label`; the CLI and the UI read that, never their own words).
+VERDICT_WORDS = {SIGNIFICANT: "significant", WITHIN_NOISE: "within noise", TOO_FEW_STEPS: "too few steps to judge"}
 MIN_STEPS = 3
 RESAMPLES = 4000
 CONFIDENCE = 0.95
@@ -192,9 +195,10 @@ def compare(baseline: np.ndarray, experimental: np.ndarray, reference: np.ndarra
         reference = np.abs(b.mean(axis=1)) if nb else np.zeros(k)
     reference = np.asarray(reference, dtype=np.float64)
     noise = MEASURED if max(counts) >= MIN_RECORDINGS else ASSUMED
-    if nb < MIN_STEPS or ne < MIN_STEPS:
-        return [_result(TOO_FEW_STEPS, d, None, None, nb, ne, counts, noise) for d in delta]
     alpha = (1.0 - CONFIDENCE) / max(family or 0, k) / 2.0
+    confidence = 1.0 - 2.0 * alpha
+    if nb < MIN_STEPS or ne < MIN_STEPS:
+        return [_result(TOO_FEW_STEPS, d, None, None, nb, ne, counts, noise, confidence) for d in delta]
     bt, et = _without_one_step(b, b_rec), _without_one_step(e, e_rec)
     center = et.mean(axis=1) - bt.mean(axis=1)
     if min(counts) >= MIN_RECORDINGS:
@@ -217,7 +221,7 @@ def compare(baseline: np.ndarray, experimental: np.ndarray, reference: np.ndarra
     for i in range(k):
         excludes_zero = low[i] > 0 or high[i] < 0
         verdict = SIGNIFICANT if excludes_zero and material[i] else WITHIN_NOISE
-        out.append(_result(verdict, delta[i], low[i], high[i], nb, ne, counts, noise))
+        out.append(_result(verdict, delta[i], low[i], high[i], nb, ne, counts, noise, confidence))
     return out
 
 
@@ -345,9 +349,10 @@ def ledger_recordings(ledger) -> np.ndarray | None:
 
 
 def _result(verdict: str, delta: float, low, high, nb: int, ne: int, recordings: tuple[int, int],
-            noise: str) -> dict:
+            noise: str, confidence: float) -> dict:
     return {
         "verdict": verdict,
+        "label": VERDICT_WORDS[verdict],
         "delta": round(float(delta), 3),
         "ci_low": None if low is None else round(float(low), 3),
         "ci_high": None if high is None else round(float(high), 3),
@@ -356,6 +361,10 @@ def _result(verdict: str, delta: float, low, high, nb: int, ne: int, recordings:
         "baseline_recordings": int(recordings[0]),
         "experimental_recordings": int(recordings[1]),
         "noise": noise,
+        # The interval's level after the family's correction (95 % for one
+        # quantity, more for each of a table's rows), and the policy's minimum.
+        "confidence": round(confidence, 6),
+        "min_steps": MIN_STEPS,
     }
 
 

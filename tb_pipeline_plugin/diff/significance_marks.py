@@ -26,7 +26,7 @@ import pandas as pd
 from ..analysis.attribution import Attribution
 from ..analysis.labels import BACKWARD_PHASE, FORWARD, MODULE
 from ..analysis.ledger import StepLedger
-from ..analysis.processor import TraceProcessor
+from ..analysis.run import Run
 from . import significance as S
 from . import tree as T
 
@@ -37,7 +37,7 @@ PIECE_FIELDS = tuple(PIECE_PHASES)
 MAX_PIECES = 500
 
 
-def per_step(b: TraceProcessor, e: TraceProcessor) -> bool:
+def per_step(b: Run, e: Run) -> bool:
     """Whether the runs' rows can be judged step by step: not when exactly one has steps."""
     return b.has_steps == e.has_steps
 
@@ -45,7 +45,7 @@ def per_step(b: TraceProcessor, e: TraceProcessor) -> bool:
 # ------------------------------------------------------------ module pieces
 
 
-def mark_pieces(b: TraceProcessor, e: TraceProcessor, chain: list[T.Node], pairs, family: int) -> None:
+def mark_pieces(b: Run, e: Run, chain: list[T.Node], pairs, family: int) -> None:
     """Set `PIECE_FIELDS` on each (row, node) of `pairs` (in place): the
     level's node and children at the end of `chain`. `family`: the module
     pieces of the whole level."""
@@ -122,7 +122,7 @@ def _module_samples(ledger: StepLedger, paths: list[str], phase: str | None) -> 
 # ------------------------------------------------------------ table rows
 
 
-def mark_rows(b: TraceProcessor, e: TraceProcessor, rows: list[dict], keys: list[str], family: int, path: str,
+def mark_rows(b: Run, e: Run, rows: list[dict], keys: list[str], family: int, path: str,
               samples, column: str) -> None:
     """Set `significance` on each row of a table page (in place): `column`'s
     per-step sums, `samples(run)` giving them in long form (keys, step,

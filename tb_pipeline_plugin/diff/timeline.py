@@ -17,16 +17,13 @@ for windows of the same piece again.
 """
 from __future__ import annotations
 
-import threading
-import weakref
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..analysis import pieces as P
+from ..bounded_cache import BoundedCache
 from ..analysis.timeline import KINDS, depths, first_named, lanes, level_of_detail, window_rows
-from ..errors import BadRequest
 from . import tree as T
 from .align import align
 
@@ -64,30 +61,10 @@ class Matches:
 
 def piece_matches(b, e, bi: P.PieceIndex, ei: P.PieceIndex, chain: list[T.Node]) -> Matches:
     """The matches inside the last node of `chain` (and the chain's own
-    pieces' events: a piece's step and parent modules), memoised."""
-    cache = _cache(bi, ei)
-    key = chain[-1].path
-    with _LOCK:
-        hit = cache.get(key)
-        if hit is not None:
-            cache.move_to_end(key)
-            return hit
-    found = _matches(b.linked, e.linked, bi, ei, chain)
-    with _LOCK:
-        cache[key] = found
-        while len(cache) > _CACHE_PATHS:
-            cache.popitem(last=False)
-    return found
-
-
-_LOCK = threading.Lock()
-_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _cache(bi: P.PieceIndex, ei: P.PieceIndex) -> OrderedDict:
-    with _LOCK:
-        per_b = _CACHES.setdefault(bi, weakref.WeakKeyDictionary())
-        return per_b.setdefault(ei, OrderedDict())
+    pieces' events: a piece's step and parent modules), memoised for the
+    last few pieces of the pair."""
+    cache = bi.pair_cache(ei, "timeline_matches", lambda: BoundedCache(_CACHE_PATHS))
+    return cache.get_or_make(chain[-1].path, lambda: _matches(b.linked, e.linked, bi, ei, chain))
 
 
 def _matches(bl, el, bi: P.PieceIndex, ei: P.PieceIndex, chain: list[T.Node]) -> Matches:
@@ -164,18 +141,13 @@ def _device_pairs(bl, el, host_b: np.ndarray, host_e: np.ndarray) -> tuple[np.nd
 # ---------------------------------------------------------------- the answer
 
 
-def diff_timeline_impl(b, e, path: str = "", from_us: float | None = None, to_us: float | None = None,
-                       width_px: int = DEFAULT_WIDTH_PX, max_events: int = DEFAULT_MAX_EVENTS, find: str = "") -> dict:
+def timeline_diff(b, e, path: str = "", from_us: float | None = None, to_us: float | None = None,
+                  width_px: int = DEFAULT_WIDTH_PX, max_events: int = DEFAULT_MAX_EVENTS, find: str = "") -> dict:
     """Both runs' events of the piece at `path` (optionally the window
     [from_us, to_us) after each side's piece start), matched, each side cut
     to what `width_px` pixels draw (0: every event); the first event named
-    `find` in the window is drawn whatever its length."""
-    if not 0 <= width_px <= MAX_WIDTH_PX or not 1 <= max_events <= MAX_EVENTS:
-        raise BadRequest(f"width_px must be between 0 and {MAX_WIDTH_PX}, max_events between 1 and {MAX_EVENTS}")
-    if from_us is not None and to_us is not None and not from_us < to_us:
-        raise BadRequest(f"from_us ({from_us}) must be before to_us ({to_us})")
-    if (from_us is not None and from_us < 0) or (to_us is not None and to_us <= 0):
-        raise BadRequest("from_us and to_us are offsets after the piece's start: from_us >= 0, to_us > 0")
+    `find` in the window is drawn whatever its length. The bounds of the
+    arguments are the parameters' (server/params.py:DiffTimelineParams)."""
     bi, ei = b.pieces(), e.pieces()
     chain = T.resolve(bi, ei, path)
     node = chain[-1]

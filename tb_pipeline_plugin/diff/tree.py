@@ -21,14 +21,13 @@ not align every level above it again.
 """
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import BadRequest
 from ..analysis import pieces as P
+from ..bounded_cache import BoundedCache
 from .align import align_info
 from .delta import delta_fields
 
@@ -103,13 +102,7 @@ def children(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> list[Node]:
 def children_info(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> tuple[list[Node], bool]:
     """`children`, and whether their alignment is approximate (see align.py:
     a fallback was used because the level is too large for the exact one)."""
-    cache = _pair_cache(bi, ei)
-    with _CACHE_LOCK:
-        hit = cache.get(node.path)
-    if hit is None:
-        hit = _Level(*_children(bi, ei, node))
-        with _CACHE_LOCK:
-            cache.put(node.path, hit)
+    hit = _levels(bi, ei).get_or_make(node.path, lambda: _Level(*_children(bi, ei, node)))
     return list(hit.kids), hit.approximate
 
 
@@ -124,46 +117,13 @@ class _Level:
 
 def cache_info(bi: P.PieceIndex, ei: P.PieceIndex) -> dict:
     """hits, misses, levels and nodes of the pair's memo of aligned children."""
-    cache = _pair_cache(bi, ei)
-    with _CACHE_LOCK:
-        return {"hits": cache.hits, "misses": cache.misses, "levels": len(cache.levels), "nodes": cache.nodes}
+    cache = _levels(bi, ei)
+    return {"hits": cache.hits, "misses": cache.misses, "levels": len(cache), "nodes": cache.weight}
 
 
-class _LevelCache:
-    """LRU of aligned children by path, bounded in levels and in nodes."""
-
-    def __init__(self):
-        self.levels: OrderedDict[str, _Level] = OrderedDict()
-        self.nodes = self.hits = self.misses = 0
-
-    def get(self, path: str) -> _Level | None:
-        kids = self.levels.get(path)
-        if kids is None:
-            self.misses += 1
-            return None
-        self.hits += 1
-        self.levels.move_to_end(path)
-        return kids
-
-    def put(self, path: str, kids: _Level) -> None:
-        if path in self.levels or len(kids) > CACHE_MAX_NODES:
-            return
-        self.levels[path] = kids
-        self.nodes += len(kids)
-        while len(self.levels) > CACHE_MAX_LEVELS or self.nodes > CACHE_MAX_NODES:
-            _, old = self.levels.popitem(last=False)
-            self.nodes -= len(old)
-
-
-_CACHE_LOCK = threading.Lock()
-
-
-def _pair_cache(bi: P.PieceIndex, ei: P.PieceIndex) -> _LevelCache:
-    with _CACHE_LOCK:
-        cache = bi.pair_cache.get(ei)
-        if cache is None:
-            cache = bi.pair_cache[ei] = _LevelCache()
-        return cache
+def _levels(bi: P.PieceIndex, ei: P.PieceIndex) -> BoundedCache:
+    """The pair's aligned levels by path, bounded in levels and in nodes."""
+    return bi.pair_cache(ei, "levels", lambda: BoundedCache(CACHE_MAX_LEVELS, max_weight=CACHE_MAX_NODES, weigh=len))
 
 
 def _children(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> tuple[tuple[Node, ...], bool]:

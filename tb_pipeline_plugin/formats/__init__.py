@@ -1,2 +1,2 @@
 """Record formats shared by the writing side (record/, diagnose/) and the
-reading side (pipeline/, sources/): the only code both may import."""
+reading side (readers/, sources/): the only code both may import."""

@@ -9,7 +9,7 @@ used by diagnostic mode, needs all three, and its thread states cannot tell
 a thread waiting for the GIL from one sleeping). Its reading is "how busy is
 the GIL for a thread that wants it": near 0 when the threads sleep or run
 GIL-releasing code, near 1 when Python code holds it — one busy thread is
-enough, which is why pipeline_gil.py reads it beside the CPU time per task.
+enough, which is why analysis/statistics/gil.py reads it beside the CPU time per task.
 
 The metric is cumulative since the last reset: each host sample reads it and
 resets it, so a sample holds the contention over its own interval. Cost:

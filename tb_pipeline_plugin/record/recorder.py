@@ -173,11 +173,11 @@ class Recorder:
 
     def record_loader_cpu(self) -> None:
         """CPU and wall time of DataLoader fetches and collate_fn calls in
-        this process and its loader workers (record/loader_cpu.py,
-        loader_workers.py), written when the recorder closes."""
-        from . import loader_cpu
+        this process and its loader workers (record/loader_clocks.py),
+        written when the recorder closes."""
+        from . import loader_clocks
 
-        self._loader_cpu = loader_cpu.install(workers=True)
+        self._loader_cpu = loader_clocks.install(workers=True)
 
     def trace_handler(self):
         """`on_trace_ready` for torch.profiler writing into this run's directory."""
@@ -197,9 +197,9 @@ class Recorder:
             self.sampler.stop()
             self.sampler = None
         if self._loader_cpu:
-            from . import loader_cpu
+            from . import loader_clocks
 
-            for record in loader_cpu.final_records():
+            for record in loader_clocks.final_records():
                 self.writer.write(record)
         self.writer.close()
 

@@ -166,6 +166,9 @@ class OperatorRow(_Shape):
 
 
 class OperatorsResponse(_Shape):
+    run: str
+    worker: str
+    span: str
     group_by: GroupBy
     device_present: bool
     total: int
@@ -189,6 +192,9 @@ class KernelRow(_Shape):
 
 
 class KernelsResponse(_Shape):
+    run: str
+    worker: str
+    span: str
     device_present: bool
     total: int
     rows: list[KernelRow]
@@ -206,13 +212,22 @@ class ModuleNode(_Shape):
 
 
 class ModulesResponse(_Shape):
+    run: str
+    worker: str
+    span: str
     device_present: bool
     roots: list[ModuleNode]
 
 
 # ---------------------------------------------------------------- diff
 
-class TraceRef(_Shape):
+class RunRef(_Shape):
+    """How every answer names a run it read. A one-run answer carries these
+    three fields at its top; a pair answer carries one of these each as
+    `baseline` and `experimental`. `worker` and `span` are "" where they do
+    not apply: a group of recordings, pipeline statistics and diagnostic
+    results (which belong to the run), every rank of a run."""
+
     run: str
     worker: str
     span: str
@@ -229,11 +244,15 @@ NoiseSource = Literal["measured", "assumed"]
 class Significance(_Shape):
     """Is a delta more than the runs' noise (docs/http_api.md,
     "Significance")? `ci_low` / `ci_high`: the interval of the delta (null
-    with too few steps); the steps and recordings each side's samples come
-    from; `noise`: whether the spread between recordings was measured (a
-    side with two or more recordings) or assumed (`between_run_pct`)."""
+    with too few steps), at `confidence` (0.95 for one quantity, higher for
+    each of a family judged together); the steps and recordings each side's
+    samples come from, and `min_steps`, the fewest a side needs for a
+    verdict; `noise`: whether the spread between recordings was measured (a
+    side with two or more recordings) or assumed (`between_run_pct`);
+    `label`: the verdict in the words every surface shows."""
 
     verdict: SignificanceVerdict
+    label: str
     delta: Number
     ci_low: Number | None
     ci_high: Number | None
@@ -242,6 +261,8 @@ class Significance(_Shape):
     baseline_recordings: int
     experimental_recordings: int
     noise: NoiseSource
+    confidence: float
+    min_steps: int
 
 
 class ExplainNoise(_Shape):
@@ -266,8 +287,8 @@ class DiffOverviewRow(_Shape):
 
 
 class DiffOverviewResponse(_Shape):
-    baseline: TraceRef
-    experimental: TraceRef
+    baseline: RunRef
+    experimental: RunRef
     device_present: bool
     rows: list[DiffOverviewRow]
     # How the runs are compared when not per step (one run has no steps).
@@ -351,8 +372,8 @@ class MemoryDeviceDiff(_Shape):
 
 
 class DiffMemoryResponse(_Shape):
-    baseline: TraceRef
-    experimental: TraceRef
+    baseline: RunRef
+    experimental: RunRef
     devices: list[MemoryDeviceDiff]
     # The device the sentence is about: the GPU with the highest peak, else the CPU, of those both runs have.
     device: str | None
@@ -412,6 +433,8 @@ class WaterfallBar(_Shape):
     start_us: Number
     end_us: Number
     verdict: SignificanceVerdict | None
+    # The verdict in words (Significance.label).
+    verdict_label: str | None
 
 
 class LaunchRow(_Shape):
@@ -479,7 +502,7 @@ class ExplainLoaderLimit(_Shape):
 
 
 class ExplainPipeline(_Shape):
-    """What both runs' recorded pipeline statistics add (diff/explain_pipeline.py);
+    """What both runs' recorded pipeline statistics add (diff/statistics/explain.py);
     `clause` is the sentence's last clause."""
 
     data_wait: ExplainDataWait
@@ -488,14 +511,14 @@ class ExplainPipeline(_Shape):
     # The GIL-bound run's limiting stage, experimental first (None: neither run is GIL-bound).
     gil: ExplainGilLimit | None
     # The input-bound run's DataLoader part that limits loading, experimental first
-    # (analysis/pipeline_loader.py; None: no input-bound run with DataLoader figures).
+    # (analysis/statistics/loader.py; None: no input-bound run with DataLoader figures).
     loader: ExplainLoaderLimit | None
     clause: str
 
 
 class DiffExplainResponse(_Shape):
-    baseline: TraceRef
-    experimental: TraceRef
+    baseline: RunRef
+    experimental: RunRef
     device_present: bool
     sentence: str
     step: ExplainStep
@@ -583,8 +606,8 @@ class Crumb(_Shape):
 
 
 class DiffModulesResponse(_Shape):
-    baseline: TraceRef
-    experimental: TraceRef
+    baseline: RunRef
+    experimental: RunRef
     path: str
     breadcrumb: list[Crumb]
     node: DiffPiece
@@ -651,8 +674,8 @@ class DiffKernelRow(_Shape):
 
 
 class _DiffTable(_Shape):
-    baseline: TraceRef
-    experimental: TraceRef
+    baseline: RunRef
+    experimental: RunRef
     path: str
     device_present: bool
     total: int
@@ -684,7 +707,7 @@ class DiffKernelsResponse(_DiffTable):
 StageVerdict = Literal["scales", "gil_bound", "cpu_saturated", "io_bound", "contention", "inconclusive",
                   "not_swept", "failing"]
 Executor = Literal["thread", "process"]
-# Baseline vs experimental, judged against the noise (diff/diagnostic_change.py): "changed" beyond the intervals;
+# Baseline vs experimental, judged against the noise (diff/diagnostic/change.py): "changed" beyond the intervals;
 # "within_noise"; "machine_busy": the curves differ, but other processes crowded the stage in a run;
 # "no_interval": a run has no slices to judge the noise by; "same": the same verdict (or level).
 LevelChange = Literal["same", "changed", "within_noise", "machine_busy", "no_interval"]
@@ -807,8 +830,9 @@ class DiagnosticGroup(_Shape):
     note: str
 
 
-class DiagnosticResponse(_Shape):
-    run: str
+class DiagnosticReport(_Shape):
+    # The level of every interval below (`qps_low`..`qps_high`, ...).
+    interval_confidence: float
     # The end record was written; cut_short: stopped early (Ctrl-C, time limit) or never finished.
     complete: bool
     cut_short: bool
@@ -818,6 +842,12 @@ class DiagnosticResponse(_Shape):
     stages: list[DiagnosticStage]
     warnings: list[str]
     group: DiagnosticGroup | None
+
+
+class DiagnosticResponse(DiagnosticReport):
+    run: str
+    worker: str
+    span: str
 
 
 class DiagnosticStageDiff(_Shape):
@@ -845,8 +875,12 @@ class DiagnosticStageDiff(_Shape):
 
 
 class DiffDiagnosticResponse(_Shape):
-    baseline: DiagnosticResponse
-    experimental: DiagnosticResponse
+    baseline: RunRef
+    experimental: RunRef
+    baseline_report: DiagnosticReport
+    experimental_report: DiagnosticReport
+    # The level of the ratios' intervals.
+    interval_confidence: float
     # Stages matched by name, baseline's order first.
     stages: list[DiagnosticStageDiff]
 
@@ -933,14 +967,14 @@ class Bottleneck(_Shape):
     slowest_busy_pct: float | None
     starving_queue: str | None
     starving_occupancy_pct: float | None
-    # The stage threads take turns at the GIL (analysis/pipeline_gil.py):
+    # The stage threads take turns at the GIL (analysis/statistics/gil.py):
     # slowest_stage is the one computing most under it.
     gil_bound: bool
     gil_cpu_cores: float | None
     # The run's mean sampled GIL contention behind the verdict (pct), when sampled.
     gil_contention_pct: float | None
     # Without SPDL stages: the DataLoader part named (__getitem__ | collate_fn;
-    # analysis/pipeline_loader.py); slowest_stage is its row.
+    # analysis/statistics/loader.py); slowest_stage is its row.
     loader_part: str | None
     summary: str
 
@@ -1060,6 +1094,8 @@ class PipelineReport(_Shape):
 
 class PipelineResponse(PipelineReport):
     run: str
+    worker: str
+    span: str
 
 
 PipelineUnit = Literal["count", "s", "pct", "1/s", "bytes"]
@@ -1141,10 +1177,10 @@ class DiffPipelineCallbackRow(_Shape):
 
 
 class DiffPipelineResponse(_Shape):
-    baseline_run: str
-    experimental_run: str
-    baseline: PipelineReport
-    experimental: PipelineReport
+    baseline: RunRef
+    experimental: RunRef
+    baseline_report: PipelineReport
+    experimental_report: PipelineReport
     summary: list[PipelineSummaryRow]
     # Joined rows, largest |delta task_mean_s| (stages) / |delta per_step_s| (callbacks) first.
     stages: list[DiffPipelineStageRow]
@@ -1209,8 +1245,8 @@ class TimelineSide(_Shape):
 
 
 class DiffTimelineResponse(_Shape):
-    baseline: TraceRef
-    experimental: TraceRef
+    baseline: RunRef
+    experimental: RunRef
     path: str
     name: str
     kind: PieceKind
@@ -1226,11 +1262,13 @@ class DiffTimelineResponse(_Shape):
 
 # ---------------------------------------------------------------- timeline
 
-class TimelineResponse(_Shape):
+class ProfilerLinkResponse(_Shape):
     # Our selection, worker and span resolved as every route resolves them.
-    trace: TraceRef
+    run: str
+    worker: str
+    span: str
     # The same file under torch-tb-profiler's names (its routes take these).
-    profiler: TraceRef
+    profiler: RunRef
 
 
 # ---------------------------------------------------------------- distributed
@@ -1267,7 +1305,6 @@ class Straggler(_Shape):
 
 
 class RunRanks(_Shape):
-    run: str
     ranks: list[RankRow]
     slowest: Straggler | None
     median_step_time_us: float | None
@@ -1296,9 +1333,11 @@ class RankDeltaRow(_Shape):
 
 
 class DistributedResponse(_Shape):
-    baseline: RunRanks
+    baseline: RunRef
     # Absent without an experimental run; then rows is empty.
-    experimental: RunRanks | None
+    experimental: RunRef | None
+    baseline_ranks: RunRanks
+    experimental_ranks: RunRanks | None
     rows: list[RankDeltaRow]
     # Ranks only one of the runs has.
     unmatched_ranks: list[int]

@@ -25,7 +25,7 @@ TAB_NAME = "Pipeline Diff"
 
 
 class PipelinePluginLoader(base_plugin.TBLoader):
-    plugin_name = PLUGIN_NAME  # what launchers that filter plugins by name read (tests/tb_launcher.py)
+    plugin_name = PLUGIN_NAME  # what launchers that filter plugins by name read (tests/support/tb_launcher.py)
 
     def load(self, context: base_plugin.TBContext) -> base_plugin.TBPlugin:
         try:

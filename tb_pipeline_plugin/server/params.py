@@ -85,6 +85,10 @@ class DiffTimelineParams(PairParams):
     # An event name: its first occurrence in the window is drawn, however short.
     find: str = ""
 
+    def __post_init__(self):
+        if self.from_us is not None and self.to_us is not None and not self.from_us < self.to_us:
+            raise ValueError(f"from_us ({self.from_us:g}) must be before to_us ({self.to_us:g})")
+
 
 class _TableParams(PairParams):
     # Restrict the table to the `diff/modules` piece at this path ("" = everything).
@@ -119,12 +123,15 @@ class DiffDiagnosticParams(_Params):
 
 P = TypeVar("P", bound=_Params)
 _INT_FIELDS: dict[type, set[str]] = {}
+# Types already built (struct_types.built): a warm request skips the lock.
+_BUILT: set[type] = set()
 
 
 def parse(params_type: type[P], args) -> P:
     """`args`: a werkzeug MultiDict or a plain mapping of strings. An empty
     value counts as absent (a client with nothing selected yet)."""
-    params_type = built(params_type)  # on a request thread (struct_types.py)
+    if params_type not in _BUILT:
+        _BUILT.add(built(params_type))  # on a request thread (struct_types.py)
     raw = {k: v for k, v in args.items() if v != ""}
     for name in _int_fields(params_type):
         value = raw.get(name)

@@ -54,7 +54,7 @@ ROUTES: tuple[Route, ...] = tuple(Route(*row) for row in (
      "(a run without statistics: the split from its trace's DataLoader annotations)."),
     ("/diff/pipeline", Q.PipelinePairParams, C.DiffPipelineResponse,
      "Both runs' pipeline reports with summary deltas, and stages and callbacks joined, largest |delta| first."),
-    ("/timeline", Q.RunParams, C.TimelineResponse,
+    ("/profiler_link", Q.RunParams, C.ProfilerLinkResponse,
      "torch-tb-profiler's run, worker and span for one of our traces (its timeline link); never parses."),
     ("/distributed", Q.DistributedParams, C.DistributedResponse,
      "Every worker file (rank) of a run: step time split into computation, communication and idle, the "

@@ -1,19 +1,23 @@
-"""Implementations of the one-run routes: typed values in, response dicts out.
+"""Every one-run route's implementation: a loaded run (or its statistics,
+or its diagnostic results) and typed values in, the route's answer out, all
+but the run's reference (`run`, `worker`, `span`), which the route adds.
 
-No HTTP and no loading here: `plugin.py` resolves the selections to loaded
-runs and parses the parameters; each `*_impl` returns exactly the shape its
+No HTTP and no loading here: `plugin.py` parses the parameters and asks the
+provider for the loaded values; each `*_impl` returns the shape its
 `contract` Struct declares (the route tests decode every body with it). The
 pair routes' impls are `diff.pair_impls`.
 """
 from __future__ import annotations
 
+from ..analysis.diagnostic.report import report as diagnostic_report
 from ..analysis.distributed import ranks_summary
-from ..analysis.processor import TraceProcessor
+from ..analysis.statistics.report import report as pipeline_report
+from ..analysis.run import Run
 from ..diff.distributed import diff_ranks
-from ..sources.logdir import RunInfo, TraceFile
+from ..sources.logdir import RunInfo
 from ..sources.spans import span_info
 from ..sources.tb_profiler import ProfilerNames
-from .store import LoadState
+from ..sources.store import LoadState
 
 
 def runs_impl(runs: dict[str, RunInfo], states: dict[str, LoadState], overviews: dict[str, dict] | None = None,
@@ -41,42 +45,51 @@ def runs_impl(runs: dict[str, RunInfo], states: dict[str, LoadState], overviews:
     return {"runs": out, "loading": spans_loading or any(r["status"] == "loading" for r in out)}
 
 
-def overview_impl(tp: TraceProcessor, selection: dict) -> dict:
-    """`selection`: the run, worker and span the overview is of."""
-    return {**selection, **tp.overview(), "device_present": tp.has_device}
+def overview_impl(tp: Run) -> dict:
+    return {**tp.overview(), "device_present": tp.has_device}
 
 
-def operators_impl(tp: TraceProcessor, group_by: str) -> dict:
+def operators_impl(tp: Run, group_by: str) -> dict:
     frame = tp.operators(group_by)
     return {"group_by": group_by, "device_present": tp.has_device, "total": len(frame),
             "rows": frame.to_dict("records")}
 
 
-def kernels_impl(tp: TraceProcessor) -> dict:
+def kernels_impl(tp: Run) -> dict:
     frame = tp.kernels()
     return {"device_present": tp.has_device, "total": len(frame), "rows": frame.to_dict("records")}
 
 
-def modules_impl(tp: TraceProcessor) -> dict:
+def modules_impl(tp: Run) -> dict:
     return {"device_present": tp.has_device, "roots": tp.modules()}
+
+
+def pipeline_impl(statistics) -> dict:
+    """A run's pipeline statistics (PipelineTables) as the Pipeline view reads them."""
+    return pipeline_report(statistics)
+
+
+def diagnostic_impl(results) -> dict:
+    """A run's diagnostic results (DiagnosticRun) as the Diagnostic view reads them."""
+    return diagnostic_report(results)
 
 
 # ---- timeline links (torch-tb-profiler) ------------------------------------------
 
-def timeline_impl(tf: TraceFile, names: ProfilerNames) -> dict:
-    return {"trace": tf.selection(), "profiler": {"run": names.run, "worker": names.worker, "span": names.span}}
+def profiler_link_impl(names: ProfilerNames) -> dict:
+    return {"profiler": {"run": names.run, "worker": names.worker, "span": names.span}}
 
 
 # ---- distributed ----------------------------------------------------------------
 
-def distributed_impl(baseline: tuple[str, list], experimental: tuple[str, list] | None = None) -> dict:
-    """`baseline`, `experimental`: (run, [(worker, RankSummary)]) with every worker of the run."""
+def distributed_impl(baseline: list, experimental: list | None = None) -> dict:
+    """`baseline`, `experimental`: [(worker, RankSummary)] with every worker of the run."""
 
-    def side(run: str, workers: list) -> dict:
-        return {"run": run, **ranks_summary([(w, s.overview, s.has_device) for w, s in workers])}
+    def side(workers: list) -> dict:
+        return ranks_summary([(w, s.overview, s.has_device) for w, s in workers])
 
-    b = side(*baseline)
+    b = side(baseline)
     if experimental is None:
-        return {"baseline": b, "experimental": None, "rows": [], "unmatched_ranks": []}
-    e = side(*experimental)
-    return {"baseline": b, "experimental": e, **diff_ranks(b, e)}
+        return {"baseline_ranks": b, "experimental_ranks": None, "rows": [], "unmatched_ranks": []}
+    e = side(experimental)
+    return {"baseline_ranks": b, "experimental_ranks": e, **diff_ranks(b, e)}

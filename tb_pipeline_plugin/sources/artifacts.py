@@ -13,8 +13,8 @@ import os
 from typing import Any, Callable, NamedTuple
 
 from ..analysis.processor import TraceProcessor
-from ..pipeline import PipelineTables, load_pipeline_run
-from ..pipeline.diagnostic import DiagnosticRun, parse_diagnostic
+from ..readers import PipelineTables, load_pipeline_run
+from ..readers.diagnostic import DiagnosticRun, parse_diagnostic
 from ..trace.persist import entry_bytes
 from .cache import CacheConfig, TraceCache
 from .logdir import open_binary, stat_file
@@ -152,9 +152,24 @@ class RankSummary:
         self.warnings = warnings
 
 
-def make_loader(env=os.environ) -> Callable[[Source], Any]:
-    """The store's load function, configured from the environment."""
-    trace = TraceLoader.from_env(env)
+class InProcessTraceLoader:
+    """A trace parsed in the calling thread, nothing written to the on-disk
+    cache: the notebook API and the CLI, which read a pair once."""
+
+    concurrency = 1
+
+    def __call__(self, path: str) -> TraceProcessor:
+        return TraceProcessor.load(path)
+
+    def rank_summary(self, path: str) -> "RankSummary":
+        tp = self(path)
+        return RankSummary(tp.overview(), tp.has_device, list(tp.warnings))
+
+
+def make_loader(env=os.environ, in_process: bool = False) -> Callable[[Source], Any]:
+    """The store's load function, configured from the environment;
+    `in_process`: traces parsed by the caller's threads, not cached on disk."""
+    trace = InProcessTraceLoader() if in_process else TraceLoader.from_env(env)
     loaders: dict[str, Callable[[str], Any]] = {
         "trace": trace,
         "rank_summary": trace.rank_summary,

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
+from ..bounded_cache import BoundedCache
 from ..formats.group import MANIFEST_FILE, MAX_MANIFEST_BYTES, GroupManifest, decode_manifest
 
 # Discovery repeats on every `runs` request: a manifest is decoded again only
 # when its size or mtime changed.
-_manifest_cache: dict[tuple[str, int, float], GroupManifest | str] = {}
-_CACHE_MAX = 4096
+_manifest_cache: BoundedCache[tuple[str, int, float], GroupManifest | str] = BoundedCache(4096)
 
 
 @dataclass(frozen=True)
@@ -29,10 +29,10 @@ class Membership:
 def load_manifest(path: str, size: int, mtime: float, read: Callable[[str, int], bytes]) -> GroupManifest | str:
     """The manifest at `path`, or why it is not one. `read(path, limit)`
     returns at most `limit` bytes of the file."""
-    key = (path, size, mtime)
-    hit = _manifest_cache.get(key)
-    if hit is not None:
-        return hit
+    return _manifest_cache.get_or_make((path, size, mtime), lambda: _decoded(path, read))
+
+
+def _decoded(path: str, read: Callable[[str, int], bytes]) -> GroupManifest | str:
     result: GroupManifest | str
     try:
         data = read(path, MAX_MANIFEST_BYTES + 1)
@@ -43,9 +43,6 @@ def load_manifest(path: str, size: int, mtime: float, read: Callable[[str, int],
             result = decode_manifest(data)
         except ValueError as exc:
             result = str(exc)
-    if len(_manifest_cache) >= _CACHE_MAX:
-        _manifest_cache.clear()
-    _manifest_cache[key] = result
     return result
 
 

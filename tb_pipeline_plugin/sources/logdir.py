@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 
 from tensorboard.compat import tf
 
+from ..bounded_cache import BoundedCache
 from ..errors import BadRequest, NotFound
 from ..formats.diagnostic import DIAGNOSTIC_DIR, RESULTS_FILE
 from ..formats.group import MANIFEST_FILE
 from ..formats.pipeline import PIPELINE_DIR
-from ..pipeline.composer import composer_kind
+from ..readers.composer import composer_kind
 from ..trace.worker_names import natural_key
 from . import groups, layouts
 
@@ -146,7 +147,8 @@ def _fold_job_folders(builders: dict[tuple[str, ...], _RunBuilder]) -> None:
                 target.absorb(builders.pop(p))
 
 
-_unshown_notes_logged: set[tuple] = set()
+# Manifest versions whose notes went to the log (a run may show none of them).
+_unshown_notes_logged: BoundedCache[tuple[str, int, float], bool] = BoundedCache(4096)
 
 
 def _apply_group(runs: dict[str, RunInfo], name: str, builder: _RunBuilder) -> None:
@@ -179,11 +181,9 @@ def _apply_group(runs: dict[str, RunInfo], name: str, builder: _RunBuilder) -> N
     below = groups.children(name, runs)
     for child in below:
         runs[child].notes.extend(f"{whose}: {note}" for note in notes)
-    if not below and (path, size, mtime) not in _unshown_notes_logged:
+    if not below and _unshown_notes_logged.get((path, size, mtime)) is None:
         # No run to show it on: TensorBoard's log says it, once per version of the manifest.
-        if len(_unshown_notes_logged) > 4096:
-            _unshown_notes_logged.clear()
-        _unshown_notes_logged.add((path, size, mtime))
+        _unshown_notes_logged.put((path, size, mtime), True)
         for note in notes:
             logger.warning("tb_pipeline: %s: %s", whose, note)
 
@@ -533,41 +533,32 @@ def _within(path: str, root: str) -> bool:
 
 # ---- generic Chrome trace sniffing --------------------------------------------
 
-_sniff_cache: dict[tuple[str, int, float], bool] = {}
+# Discovery repeats on every `runs` request: a file is sniffed again only
+# when its size or mtime changed.
 _SNIFF_CACHE_MAX = 4096
+_sniff_cache: BoundedCache[tuple[str, int, float], bool] = BoundedCache(_SNIFF_CACHE_MAX)
+_composer_cache: BoundedCache[tuple[str, int, float], str | None] = BoundedCache(_SNIFF_CACHE_MAX)
 
 
 def _looks_like_trace(path: str, gz: bool, size: int, mtime: float) -> bool:
-    key = (path, size, mtime)
-    hit = _sniff_cache.get(key)
-    if hit is not None:
-        return hit
+    return _sniff_cache.get_or_make((path, size, mtime), lambda: _sniff(path, gz))
+
+
+def _sniff(path: str, gz: bool) -> bool:
     try:
         with (tf.io.gfile.GFile(path, "rb") if _is_remote(path) else open(path, "rb")) as f:
             head = f.read(SNIFF_BYTES)
         if gz:
             # A partial inflate of the first block; tolerant of truncated files.
             head = zlib.decompressobj(wbits=47).decompress(head, SNIFF_BYTES)
-        result = looks_like_trace_head(head)
+        return looks_like_trace_head(head)
     except Exception:
-        result = False
-    if len(_sniff_cache) >= _SNIFF_CACHE_MAX:
-        _sniff_cache.clear()
-    _sniff_cache[key] = result
-    return result
-
-
-_composer_cache: dict[tuple[str, int, float], str | None] = {}
+        return False
 
 
 def _composer_kind(path: str, size: int, mtime: float) -> str | None:
-    # Cached like the trace sniff: discovery repeats on every `runs` request.
-    key = (path, size, mtime)
-    if key not in _composer_cache:
-        if len(_composer_cache) >= _SNIFF_CACHE_MAX:
-            _composer_cache.clear()
-        _composer_cache[key] = composer_kind(path)
-    return _composer_cache[key]
+    # Cached like the trace sniff.
+    return _composer_cache.get_or_make((path, size, mtime), lambda: composer_kind(path))
 
 
 def looks_like_trace_head(head: bytes) -> bool:

@@ -144,18 +144,12 @@ def compute_views(tp: TraceProcessor, wanted=FIRST_VIEWS) -> list:
 
 
 def adopt_views(tp: TraceProcessor, views: list) -> None:
-    """Seeds `tp`'s memo with `views` (from `compute_views` in a worker, or
-    kept with a cache entry; None: not computed): each view method runs once
-    with a memo whose computation is the value given, so the memo keys stay
-    TraceProcessor's own. Call before `tp` is shared with other threads."""
+    """Seeds `tp`'s views with `views` (from `compute_views` in a worker, or
+    kept with a cache entry; None: not computed). Call before `tp` is shared
+    with other threads."""
     for (method, args), value in zip(FIRST_VIEWS, views, strict=True):
-        if value is None:
-            continue
-        tp.memo = lambda key, _compute, value=value: TraceProcessor.memo(tp, key, lambda: value)
-        try:
-            getattr(tp, method)(*args)
-        finally:
-            del tp.memo
+        if value is not None:
+            tp.seed(method, args, value)
 
 
 def _sendable(views: list) -> list | None:

@@ -171,7 +171,7 @@ function Waterfall({ ex }: { ex: DiffExplainResponse }) {
           <div>
             {d.kinds[i] === "total" ? `${hi.toFixed(2)} ms per step` : `${d.kinds[i] === "up" ? "+" : "−"}${(hi - lo).toFixed(2)} ms per step`}
           </div>
-          {d.verdicts[i] && <div>{d.verdicts[i] === "significant" ? "significant" : d.verdicts[i] === "within_noise" ? "within noise" : "too few steps"}</div>}
+          {d.verdictLabels[i] && <div>{d.verdictLabels[i]}</div>}
         </div>
         );
       }}

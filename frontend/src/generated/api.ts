@@ -276,7 +276,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/timeline": {
+    "/profiler_link": {
         parameters: {
             query?: never;
             header?: never;
@@ -284,7 +284,7 @@ export interface paths {
             cookie?: never;
         };
         /** torch-tb-profiler's run, worker and span for one of our traces (its timeline link); never parses. */
-        get: operations["timeline"];
+        get: operations["profiler_link"];
         put?: never;
         post?: never;
         delete?: never;
@@ -438,9 +438,9 @@ export interface components {
             cpu_pct_high: number | null;
             recordings: number;
         };
-        /** DiagnosticResponse */
-        DiagnosticResponse: {
-            run: string;
+        /** DiagnosticReport */
+        DiagnosticReport: {
+            interval_confidence: number;
             complete: boolean;
             cut_short: boolean;
             reason: string | null;
@@ -449,6 +449,21 @@ export interface components {
             stages: components["schemas"]["DiagnosticStage"][];
             warnings: string[];
             group: components["schemas"]["DiagnosticGroup"] | null;
+        };
+        /** DiagnosticResponse */
+        DiagnosticResponse: {
+            interval_confidence: number;
+            complete: boolean;
+            cut_short: boolean;
+            reason: string | null;
+            elapsed_s: number | null;
+            environment: components["schemas"]["DiagnosticEnvironment"] | null;
+            stages: components["schemas"]["DiagnosticStage"][];
+            warnings: string[];
+            group: components["schemas"]["DiagnosticGroup"] | null;
+            run: string;
+            worker: string;
+            span: string;
         };
         /** DiagnosticStage */
         DiagnosticStage: {
@@ -501,14 +516,17 @@ export interface components {
         };
         /** DiffDiagnosticResponse */
         DiffDiagnosticResponse: {
-            baseline: components["schemas"]["DiagnosticResponse"];
-            experimental: components["schemas"]["DiagnosticResponse"];
+            baseline: components["schemas"]["RunRef"];
+            experimental: components["schemas"]["RunRef"];
+            baseline_report: components["schemas"]["DiagnosticReport"];
+            experimental_report: components["schemas"]["DiagnosticReport"];
+            interval_confidence: number;
             stages: components["schemas"]["DiagnosticStageDiff"][];
         };
         /** DiffExplainResponse */
         DiffExplainResponse: {
-            baseline: components["schemas"]["TraceRef"];
-            experimental: components["schemas"]["TraceRef"];
+            baseline: components["schemas"]["RunRef"];
+            experimental: components["schemas"]["RunRef"];
             device_present: boolean;
             sentence: string;
             step: components["schemas"]["ExplainStep"];
@@ -548,8 +566,8 @@ export interface components {
         };
         /** DiffKernelsResponse */
         DiffKernelsResponse: {
-            baseline: components["schemas"]["TraceRef"];
-            experimental: components["schemas"]["TraceRef"];
+            baseline: components["schemas"]["RunRef"];
+            experimental: components["schemas"]["RunRef"];
             path: string;
             device_present: boolean;
             total: number;
@@ -567,8 +585,8 @@ export interface components {
         };
         /** DiffMemoryResponse */
         DiffMemoryResponse: {
-            baseline: components["schemas"]["TraceRef"];
-            experimental: components["schemas"]["TraceRef"];
+            baseline: components["schemas"]["RunRef"];
+            experimental: components["schemas"]["RunRef"];
             devices: components["schemas"]["MemoryDeviceDiff"][];
             device: string | null;
             sentence: string;
@@ -576,8 +594,8 @@ export interface components {
         };
         /** DiffModulesResponse */
         DiffModulesResponse: {
-            baseline: components["schemas"]["TraceRef"];
-            experimental: components["schemas"]["TraceRef"];
+            baseline: components["schemas"]["RunRef"];
+            experimental: components["schemas"]["RunRef"];
             path: string;
             breadcrumb: components["schemas"]["Crumb"][];
             node: components["schemas"]["DiffPiece"];
@@ -617,8 +635,8 @@ export interface components {
         };
         /** DiffOperatorsResponse */
         DiffOperatorsResponse: {
-            baseline: components["schemas"]["TraceRef"];
-            experimental: components["schemas"]["TraceRef"];
+            baseline: components["schemas"]["RunRef"];
+            experimental: components["schemas"]["RunRef"];
             path: string;
             device_present: boolean;
             total: number;
@@ -637,8 +655,8 @@ export interface components {
         };
         /** DiffOverviewResponse */
         DiffOverviewResponse: {
-            baseline: components["schemas"]["TraceRef"];
-            experimental: components["schemas"]["TraceRef"];
+            baseline: components["schemas"]["RunRef"];
+            experimental: components["schemas"]["RunRef"];
             device_present: boolean;
             rows: components["schemas"]["DiffOverviewRow"][];
             note: string | null;
@@ -718,10 +736,10 @@ export interface components {
         };
         /** DiffPipelineResponse */
         DiffPipelineResponse: {
-            baseline_run: string;
-            experimental_run: string;
-            baseline: components["schemas"]["PipelineReport"];
-            experimental: components["schemas"]["PipelineReport"];
+            baseline: components["schemas"]["RunRef"];
+            experimental: components["schemas"]["RunRef"];
+            baseline_report: components["schemas"]["PipelineReport"];
+            experimental_report: components["schemas"]["PipelineReport"];
             summary: components["schemas"]["PipelineSummaryRow"][];
             stages: components["schemas"]["DiffPipelineStageRow"][];
             callbacks: components["schemas"]["DiffPipelineCallbackRow"][];
@@ -767,8 +785,8 @@ export interface components {
         };
         /** DiffTimelineResponse */
         DiffTimelineResponse: {
-            baseline: components["schemas"]["TraceRef"];
-            experimental: components["schemas"]["TraceRef"];
+            baseline: components["schemas"]["RunRef"];
+            experimental: components["schemas"]["RunRef"];
             path: string;
             name: string;
             /** @enum {unknown} */
@@ -806,8 +824,10 @@ export interface components {
         };
         /** DistributedResponse */
         DistributedResponse: {
-            baseline: components["schemas"]["RunRanks"];
-            experimental: components["schemas"]["RunRanks"] | null;
+            baseline: components["schemas"]["RunRef"];
+            experimental: components["schemas"]["RunRef"] | null;
+            baseline_ranks: components["schemas"]["RunRanks"];
+            experimental_ranks: components["schemas"]["RunRanks"] | null;
             rows: components["schemas"]["RankDeltaRow"][];
             unmatched_ranks: number[];
         };
@@ -867,7 +887,7 @@ export interface components {
         };
         /**
          * ExplainPipeline
-         * @description What both runs' recorded pipeline statistics add (diff/explain_pipeline.py);
+         * @description What both runs' recorded pipeline statistics add (diff/statistics/explain.py);
          *         `clause` is the sentence's last clause.
          */
         ExplainPipeline: {
@@ -972,6 +992,9 @@ export interface components {
         };
         /** KernelsResponse */
         KernelsResponse: {
+            run: string;
+            worker: string;
+            span: string;
             device_present: boolean;
             total: number;
             rows: components["schemas"]["KernelRow"][];
@@ -1079,6 +1102,9 @@ export interface components {
         };
         /** ModulesResponse */
         ModulesResponse: {
+            run: string;
+            worker: string;
+            span: string;
             device_present: boolean;
             roots: components["schemas"]["ModuleNode"][];
         };
@@ -1094,6 +1120,9 @@ export interface components {
         };
         /** OperatorsResponse */
         OperatorsResponse: {
+            run: string;
+            worker: string;
+            span: string;
             /** @enum {unknown} */
             group_by: "name" | "name_and_shape";
             device_present: boolean;
@@ -1233,6 +1262,8 @@ export interface components {
             warnings: string[];
             group: components["schemas"]["PipelineRecordings"] | null;
             run: string;
+            worker: string;
+            span: string;
         };
         /**
          * PipelineSplit
@@ -1292,6 +1323,13 @@ export interface components {
             delta_pct: number | null;
             significance: components["schemas"]["Significance"] | null;
         };
+        /** ProfilerLinkResponse */
+        ProfilerLinkResponse: {
+            run: string;
+            worker: string;
+            span: string;
+            profiler: components["schemas"]["RunRef"];
+        };
         /** RankDeltaRow */
         RankDeltaRow: {
             rank: number;
@@ -1344,10 +1382,22 @@ export interface components {
         };
         /** RunRanks */
         RunRanks: {
-            run: string;
             ranks: components["schemas"]["RankRow"][];
             slowest: components["schemas"]["Straggler"] | null;
             median_step_time_us: number | null;
+        };
+        /**
+         * RunRef
+         * @description How every answer names a run it read. A one-run answer carries these
+         *         three fields at its top; a pair answer carries one of these each as
+         *         `baseline` and `experimental`. `worker` and `span` are "" where they do
+         *         not apply: a group of recordings, pipeline statistics and diagnostic
+         *         results (which belong to the run), every rank of a run.
+         */
+        RunRef: {
+            run: string;
+            worker: string;
+            span: string;
         };
         /** RunsResponse */
         RunsResponse: {
@@ -1358,13 +1408,17 @@ export interface components {
          * Significance
          * @description Is a delta more than the runs' noise (docs/http_api.md,
          *         "Significance")? `ci_low` / `ci_high`: the interval of the delta (null
-         *         with too few steps); the steps and recordings each side's samples come
-         *         from; `noise`: whether the spread between recordings was measured (a
-         *         side with two or more recordings) or assumed (`between_run_pct`).
+         *         with too few steps), at `confidence` (0.95 for one quantity, higher for
+         *         each of a family judged together); the steps and recordings each side's
+         *         samples come from, and `min_steps`, the fewest a side needs for a
+         *         verdict; `noise`: whether the spread between recordings was measured (a
+         *         side with two or more recordings) or assumed (`between_run_pct`);
+         *         `label`: the verdict in the words every surface shows.
          */
         Significance: {
             /** @enum {unknown} */
             verdict: "significant" | "too_few_steps" | "within_noise";
+            label: string;
             delta: number;
             ci_low: number | null;
             ci_high: number | null;
@@ -1374,6 +1428,8 @@ export interface components {
             experimental_recordings: number;
             /** @enum {unknown} */
             noise: "assumed" | "measured";
+            confidence: number;
+            min_steps: number;
         };
         /**
          * SpanInfo
@@ -1470,11 +1526,6 @@ export interface components {
             count: number[];
             merged_us: number[];
         };
-        /** TimelineResponse */
-        TimelineResponse: {
-            trace: components["schemas"]["TraceRef"];
-            profiler: components["schemas"]["TraceRef"];
-        };
         /** TimelineSide */
         TimelineSide: {
             piece_name: string;
@@ -1492,12 +1543,6 @@ export interface components {
             merged_count: number;
             merged_us: number;
         };
-        /** TraceRef */
-        TraceRef: {
-            run: string;
-            worker: string;
-            span: string;
-        };
         /** WaterfallBar */
         WaterfallBar: {
             label: string;
@@ -1506,6 +1551,7 @@ export interface components {
             start_us: number;
             end_us: number;
             verdict: ("significant" | "too_few_steps" | "within_noise") | null;
+            verdict_label: string | null;
         };
         /** WorkerInfo */
         WorkerInfo: {
@@ -2516,7 +2562,7 @@ export interface operations {
             };
         };
     };
-    timeline: {
+    profiler_link: {
         parameters: {
             query: {
                 run: string;
@@ -2535,7 +2581,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TimelineResponse"];
+                    "application/json": components["schemas"]["ProfilerLinkResponse"];
                 };
             };
             /** @description A missing or malformed parameter. */

@@ -8,7 +8,7 @@
 import type {
   DiagnosticEnvironment,
   DiagnosticPoint,
-  DiagnosticResponse,
+  DiagnosticReport,
   DiagnosticStage,
   DiagnosticStageDiff,
   DiffDiagnosticResponse,
@@ -51,8 +51,20 @@ export interface StagePair {
 }
 
 export function pairStages(d: DiffDiagnosticResponse): StagePair[] {
-  const find = (r: DiagnosticResponse, name: string) => r.stages.find((s) => s.stage === name);
-  return d.stages.map((diff) => ({ stage: diff.stage, diff, baseline: find(d.baseline, diff.stage), experimental: find(d.experimental, diff.stage) }));
+  const find = (r: DiagnosticReport, name: string) => r.stages.find((s) => s.stage === name);
+  return d.stages.map((diff) => ({
+    stage: diff.stage,
+    diff,
+    baseline: find(d.baseline_report, diff.stage),
+    experimental: find(d.experimental_report, diff.stage),
+  }));
+}
+
+/** One run's report with the run it is of: a one-run answer, or one side of a pair's. */
+export type NamedReport = DiagnosticReport & { run: string };
+
+export function pairReports(d: DiffDiagnosticResponse): { baseline: NamedReport; experimental: NamedReport } {
+  return { baseline: { ...d.baseline_report, run: d.baseline.run }, experimental: { ...d.experimental_report, run: d.experimental.run } };
 }
 
 export type Metric = "qps" | "cpu_pct" | "peak_memory_bytes";
@@ -217,7 +229,7 @@ export function environmentText(env: DiagnosticEnvironment | null): string {
 }
 
 /** Why a result is partial, in words; null when it is complete. */
-export function statusText(r: DiagnosticResponse): string | null {
+export function statusText(r: DiagnosticReport): string | null {
   if (r.complete && !r.cut_short) return null;
   if (r.complete) return `The sweep was cut short${r.reason ? ` (${r.reason})` : ""}: what was measured is shown.`;
   return "The sweep has not finished (still running, or it was killed): what was written so far is shown.";

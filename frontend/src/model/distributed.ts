@@ -58,9 +58,15 @@ export function distributedPlan(runs: readonly RunInfo[], baseline: string, expe
 }
 
 /** The runs of an answer with the side each was asked as. */
-export function answerSides(d: DistributedResponse, plan: DistributedPlan): { side: Side; ranks: RunRanks }[] {
+/** One run's ranks with the run they are of. */
+export type NamedRanks = RunRanks & { run: string };
+
+export function answerSides(d: DistributedResponse, plan: DistributedPlan): { side: Side; ranks: NamedRanks }[] {
   const first: Side = plan.kind === "single" ? plan.side : "baseline";
-  return d.experimental ? [{ side: "baseline", ranks: d.baseline }, { side: "experimental", ranks: d.experimental }] : [{ side: first, ranks: d.baseline }];
+  const baseline = { ...d.baseline_ranks, run: d.baseline.run };
+  return d.experimental && d.experimental_ranks
+    ? [{ side: "baseline", ranks: baseline }, { side: "experimental", ranks: { ...d.experimental_ranks, run: d.experimental.run } }]
+    : [{ side: first, ranks: baseline }];
 }
 
 export function rankLabel(rank: number): string {
@@ -139,7 +145,7 @@ function capitalise(s: string): string {
  * compare between ranks), or ranks without step time (no profiler steps, or
  * an empty trace: their times are zero). Null when every rank has steps and there are several.
  */
-export function rankCoverageNote(r: RunRanks): { title: string; body: string } | null {
+export function rankCoverageNote(r: NamedRanks): { title: string; body: string } | null {
   if (r.ranks.length === 0)
     return { title: `“${r.run}” has no trace files`, body: "Nothing to show per rank." };
   // An empty trace still has one whole-trace step, of zero length.
@@ -242,7 +248,7 @@ export function rankTableSort(paired: boolean): SortSpec {
 
 /** Ranks only one run has, with which run that is. */
 export function unmatchedRanks(d: DistributedResponse): { rank: number; only: Side; run: string }[] {
-  const inBaseline = new Set(d.baseline.ranks.map((r) => r.rank));
+  const inBaseline = new Set(d.baseline_ranks.ranks.map((r) => r.rank));
   return d.unmatched_ranks.map((rank) =>
     inBaseline.has(rank) ? { rank, only: "baseline", run: d.baseline.run } : { rank, only: "experimental", run: d.experimental?.run ?? "" },
   );

@@ -53,11 +53,16 @@ export function significanceMark(sig: Significance | null | undefined): Mark | n
       : "";
   const steps = `${sig.baseline_steps} vs ${sig.experimental_steps} steps${recordings}`;
   if (sig.verdict === "significant") {
-    const band = sig.ci_low !== null && sig.ci_high !== null ? `, 95 % interval ${fmtUs(sig.ci_low)} to ${fmtUs(sig.ci_high)}` : "";
-    return { symbol: "●", label: `significant (${steps}${band})`, cls: "sig" };
+    const band = sig.ci_low !== null && sig.ci_high !== null ? `, ${confidenceText(sig.confidence)} interval ${fmtUs(sig.ci_low)} to ${fmtUs(sig.ci_high)}` : "";
+    return { symbol: "●", label: `${sig.label} (${steps}${band})`, cls: "sig" };
   }
-  if (sig.verdict === "within_noise") return { symbol: "≈", label: `within noise (${steps})`, cls: "noise" };
-  return { symbol: "?", label: `too few steps to judge (${steps}; 3 per run needed)`, cls: "few" };
+  if (sig.verdict === "within_noise") return { symbol: "≈", label: `${sig.label} (${steps})`, cls: "noise" };
+  return { symbol: "?", label: `${sig.label} (${steps}; ${sig.min_steps} per run needed)`, cls: "few" };
+}
+
+/** An interval's level as the server states it (0.99375 -> "99.38 %"): never a level of our own. */
+export function confidenceText(confidence: number): string {
+  return `${Number((100 * confidence).toFixed(2))} %`;
 }
 
 function fmtUs(us: number): string {
@@ -75,11 +80,13 @@ export interface WaterfallData {
   /** "total" | "up" (slower) | "down" (faster), per bar. */
   kinds: ("total" | "up" | "down")[];
   verdicts: (string | null)[];
+  /** Each bar's verdict in the server's words. */
+  verdictLabels: (string | null)[];
 }
 
 /** Floating bars in ms, lower and upper end of each, from the route's bars. */
 export function waterfallData(bars: WaterfallBar[]): WaterfallData {
-  const out: WaterfallData = { labels: [], lows: [], highs: [], kinds: [], verdicts: [] };
+  const out: WaterfallData = { labels: [], lows: [], highs: [], kinds: [], verdicts: [], verdictLabels: [] };
   for (const b of bars) {
     const lo = Math.min(b.start_us, b.end_us) / 1000;
     const hi = Math.max(b.start_us, b.end_us) / 1000;
@@ -88,6 +95,7 @@ export function waterfallData(bars: WaterfallBar[]): WaterfallData {
     out.highs.push(hi);
     out.kinds.push(b.kind === "total" ? "total" : b.end_us >= b.start_us ? "up" : "down");
     out.verdicts.push(b.verdict ?? null);
+    out.verdictLabels.push(b.verdict_label ?? null);
   }
   return out;
 }

@@ -11,6 +11,7 @@
  */
 import type { DiffPipelineCallbackRow, DiffPipelineStageRow, DiffTableRow, RankDeltaRow, RankRow } from "../api";
 import type { Significance } from "./explain";
+import { DELTA_PCT_FIELDS, MAGNITUDE_SORTED } from "../generated/tableRules";
 import { formatDecimal, formatInt, formatMs, formatPct, formatSignedInt, formatSignedMs } from "./format";
 
 /** A row of any delta table: the paged trace tables, or the pipeline's stage and callback tables (stages named for display). */
@@ -104,15 +105,14 @@ function isCount(metric: string): boolean {
 }
 
 /**
- * The delta % field of a metric, named as the server names it (diff/delta.py,
- * `pct_name`): without the unit (`host_self_us` -> `delta_host_self_pct`,
- * `mean_s` -> `delta_mean_pct`, `calls` -> `delta_calls_pct`); a percentage's
- * relative change is `_rel_pct` (`busy_pct` -> `delta_busy_rel_pct`), since
- * `delta_busy_pct` is its difference in percentage points.
+ * The delta % field of a metric, as the server names it: read from the
+ * generated rules (diff/delta.py:pct_name over the contract's rows), never
+ * derived here. An unknown metric is a programming error.
  */
 export function pctKey(metric: string): string {
-  if (metric.endsWith("_pct")) return `delta_${metric.slice(0, -"_pct".length)}_rel_pct`;
-  return `delta_${metric.replace(/_(us|s)$/, "")}_pct`;
+  const key = DELTA_PCT_FIELDS[metric];
+  if (key === undefined) throw new Error(`no delta % field for ${metric}: not a delta row's quantity in the contract`);
+  return key;
 }
 
 /**
@@ -177,8 +177,12 @@ export function informativeMetrics(rows: readonly DiffTableRow[], metrics: reado
 }
 
 // ---------------------------------------------------------------- filter
+// Offline: the rows already fetched are filtered and sorted here, as the
+// server would (diff/tables.py:filter_mask, sort_table), so typing in the
+// filter or clicking a header needs no request. When the table we hold is
+// cut at the server's row limit, the server filters (`needsServerFilter`).
 
-/** Case-insensitive substring on the name (and input shape); never a regex. */
+/** Offline mirror of diff/tables.py:filter_mask: case-insensitive substring on the name (and input shape); never a regex. */
 export function filterRows(rows: readonly DiffTableRow[], text: string): DiffTableRow[] {
   const needle = text.trim().toLowerCase();
   if (!needle) return rows.slice();
@@ -251,9 +255,9 @@ export function defaultSort(primary: string): SortSpec {
   return { key: `delta_${primary}`, dir: "desc" };
 }
 
-/** `delta_X` (not `_pct`) sorts by magnitude, like the server: "what changed most". */
+/** Whether `key` sorts by magnitude ("what changed most"), by the server's rule (generated tableRules.ts). */
 export function sortsByMagnitude(key: string): boolean {
-  return key.startsWith("delta_") && !key.endsWith("_pct");
+  return MAGNITUDE_SORTED.has(key);
 }
 
 function isTextKey(key: string): boolean {

@@ -33,10 +33,13 @@ import {
   pairStages,
   pointRows,
   statusText,
+  pairReports,
+  type NamedReport,
   verdictTone,
   type Metric,
 } from "../model/diagnostic";
 import { formatBytes, formatInt } from "../model/format";
+import { confidenceText } from "../model/explain";
 import { useRequest as useRequestState } from "../useRequest";
 import { BASELINE_COLOR, EXPERIMENTAL_COLOR, bytesAxis, msAxis } from "./chartKit";
 
@@ -97,7 +100,7 @@ function SingleView({ one, side }: { one: DiagnosticResponse; side: Side }) {
       {one.stages.map((s) => (
         <section key={s.stage} aria-label={`Stage ${s.stage}`}>
           <h2>Stage “{s.stage}”</h2>
-          <StageCard stage={s} side={side} xs={levels([s])} />
+          <StageCard stage={s} side={side} xs={levels([s])} confidence={one.interval_confidence} />
         </section>
       ))}
     </div>
@@ -106,11 +109,12 @@ function SingleView({ one, side }: { one: DiagnosticResponse; side: Side }) {
 
 function PairView({ diff }: { diff: DiffDiagnosticResponse }) {
   const pairs = pairStages(diff);
+  const reports = pairReports(diff);
   return (
     <div>
       <div class="grid2">
-        <RunHeader r={diff.baseline} side="baseline" />
-        <RunHeader r={diff.experimental} side="experimental" />
+        <RunHeader r={reports.baseline} side="baseline" />
+        <RunHeader r={reports.experimental} side="experimental" />
       </div>
       <section class="card" aria-labelledby="diag-summary">
         <h2 id="diag-summary">Stages</h2>
@@ -127,8 +131,8 @@ function PairView({ diff }: { diff: DiffDiagnosticResponse }) {
               <th scope="col" class="text" title="Do the verdicts differ beyond the noise of the curves behind them?">
                 Change
               </th>
-              <th scope="col" title="Best QPS with threads, experimental / baseline, ± half its 99 % interval">Best thread QPS ratio</th>
-              <th scope="col" title="Best QPS with processes, experimental / baseline, ± half its 99 % interval">Best process QPS ratio</th>
+              <th scope="col" title={`Best QPS with threads, experimental / baseline, ± half its ${confidenceText(diff.interval_confidence)} interval`}>Best thread QPS ratio</th>
+              <th scope="col" title={`Best QPS with processes, experimental / baseline, ± half its ${confidenceText(diff.interval_confidence)} interval`}>Best process QPS ratio</th>
             </tr>
           </thead>
           <tbody>
@@ -168,8 +172,8 @@ function PairView({ diff }: { diff: DiffDiagnosticResponse }) {
           <section key={p.stage} aria-label={`Stage ${p.stage}`}>
             <h2>Stage “{p.stage}”</h2>
             <div class="grid2">
-              {p.baseline ? <StageCard stage={p.baseline} side="baseline" xs={xs} yMax={shared} /> : <Absent side="baseline" />}
-              {p.experimental ? <StageCard stage={p.experimental} side="experimental" xs={xs} yMax={shared} /> : <Absent side="experimental" />}
+              {p.baseline ? <StageCard stage={p.baseline} side="baseline" xs={xs} yMax={shared} confidence={diff.interval_confidence} /> : <Absent side="baseline" />}
+              {p.experimental ? <StageCard stage={p.experimental} side="experimental" xs={xs} yMax={shared} confidence={diff.interval_confidence} /> : <Absent side="experimental" />}
             </div>
           </section>
         );
@@ -186,7 +190,7 @@ function Absent({ side }: { side: Side }) {
   );
 }
 
-function RunHeader({ r, side }: { r: DiagnosticResponse; side: Side }) {
+function RunHeader({ r, side }: { r: NamedReport; side: Side }) {
   const status = statusText(r);
   return (
     <div class="card diag-run" data-side={side} data-run={r.run}>
@@ -229,7 +233,20 @@ const METRICS: { metric: Metric; title: string; axis: string }[] = [
   { metric: "peak_memory_bytes", title: "Peak memory (RSS of all workers)", axis: "Peak RSS" },
 ];
 
-function StageCard({ stage, side, xs, yMax }: { stage: DiagnosticStage; side: Side; xs: number[]; yMax?: Record<Metric, number> }) {
+function StageCard({
+  stage,
+  side,
+  xs,
+  yMax,
+  confidence,
+}: {
+  stage: DiagnosticStage;
+  side: Side;
+  xs: number[];
+  yMax?: Record<Metric, number>;
+  /** The level of the response's intervals. */
+  confidence: number;
+}) {
   const color = side === "baseline" ? BASELINE_COLOR : EXPERIMENTAL_COLOR;
   const gil = gilRows(stage);
   const swept = stage.curves.length > 0;
@@ -301,7 +318,7 @@ function StageCard({ stage, side, xs, yMax }: { stage: DiagnosticStage; side: Si
                 <th scope="col">Executor</th>
                 <th scope="col">Workers</th>
                 <th scope="col">QPS</th>
-                <th scope="col" title="99 % interval of the level's QPS, from the slices of its measured window">
+                <th scope="col" title={`${confidenceText(confidence)} interval of the level's QPS, from the slices of its measured window`}>
                   QPS interval
                 </th>
                 <th scope="col">p50</th>

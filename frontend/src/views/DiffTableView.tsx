@@ -14,8 +14,8 @@ import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
 import { VirtualTable } from "../components/VirtualTable";
 import { csvFileName, DIFF_TABLES, groupByParam } from "../model/diffTables";
-import { TimelinePair, useProfilerPresent } from "../components/TimelineLink";
-import { sidesOf } from "../model/timeline";
+import { ProfilerPair, useProfilerPresent } from "../components/ProfilerLink";
+import { sidesOf } from "../model/profilerLink";
 import { formatInt } from "../model/format";
 import {
   buildColumns,
@@ -199,7 +199,7 @@ export function DiffTableView({ client, sel, table: asked, state, onChange, relo
               >
                 Timeline
               </button>
-              {timeline && <TimelinePair {...sidesOf(sel)} find={String(row.name)} bare />}
+              {timeline && <ProfilerPair {...sidesOf(sel)} find={String(row.name)} bare />}
             </>
           )}
           markKey={`delta_${resp.primary}`}

@@ -8,7 +8,7 @@
  */
 import { useMemo } from "preact/hooks";
 import type uPlot from "uplot";
-import type { ApiClient, DiffSelection, DistributedResponse, RankRow, RunInfo, RunRanks } from "../api";
+import type { ApiClient, DiffSelection, DistributedResponse, RankRow, RunInfo } from "../api";
 import { DeltaText } from "../components/Delta";
 import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
@@ -34,6 +34,7 @@ import {
   unmatchedRanks,
   type DistributedPlan,
   type Side,
+  type NamedRanks,
 } from "../model/distributed";
 import { formatMsWithUnit } from "../model/format";
 import { useRequest } from "../useRequest";
@@ -127,7 +128,7 @@ function Loaded({ d, plan }: { d: DistributedResponse; plan: DistributedPlan }) 
           title={`Ranks of “${d.baseline.run}”`}
           label="Every rank of the run, slowest first"
           testId="rank-table"
-          rows={namedRankRows(d.baseline.ranks)}
+          rows={namedRankRows(d.baseline_ranks.ranks)}
           columns={runRankColumns()}
           initialSort={rankTableSort(false)}
           nameOrder={rankOrder}
@@ -150,7 +151,7 @@ function Loaded({ d, plan }: { d: DistributedResponse; plan: DistributedPlan }) 
   );
 }
 
-function RunCard({ side, r }: { side: Side; r: RunRanks }) {
+function RunCard({ side, r }: { side: Side; r: NamedRanks }) {
   const straggler = stragglerText(r);
   return (
     <section class="card" data-testid="rank-run" data-side={side} data-run={r.run} aria-label={`${SIDE_TITLE[side]} run ${r.run}`}>

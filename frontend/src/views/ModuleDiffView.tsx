@@ -12,10 +12,10 @@ import { ErrorMessage, Message } from "../components/Message";
 import { ModuleDiffCharts } from "../components/ModuleDiffCharts";
 import { ModuleDiffTable } from "../components/ModuleDiffTable";
 import { NoteText } from "../components/NoteText";
-import { TimelinePair } from "../components/TimelineLink";
+import { ProfilerPair } from "../components/ProfilerLink";
 import { formatMsWithUnit, formatSignedMsWithUnit } from "../model/format";
 import { accumulated, clockTimes, moduleDiffControls, pieceStep, selectedPiece } from "../model/moduleDiff";
-import { sidesOf } from "../model/timeline";
+import { sidesOf } from "../model/profilerLink";
 import { timelineOf, type UrlState } from "../model/urlState";
 import { useRequest } from "../useRequest";
 import { DiffTableView } from "./DiffTableView";
@@ -156,7 +156,7 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
       <section aria-labelledby="md-ops">
         <h2 id="md-ops">
           Operators in {selected ? `“${selected.name}”` : "all steps"}
-          {selected && state.piece !== "" && <TimelinePair {...sidesOf(sel)} find={selected.name} />}
+          {selected && state.piece !== "" && <ProfilerPair {...sidesOf(sel)} find={selected.name} />}
           {selected && state.piece !== "" && (
             <>
               {" "}

@@ -64,8 +64,8 @@ export function PipelineView({ client, sel, reloadToken, added, onAdded }: Props
   if (req.state === "error") return <ErrorMessage error={req.error} what="the pipeline statistics" />;
   const d = req.data;
   const sides = [
-    { side: "Baseline", name: d.baseline_run, report: d.baseline, color: BASELINE_COLOR },
-    { side: "Experimental", name: d.experimental_run, report: d.experimental, color: EXPERIMENTAL_COLOR },
+    { side: "Baseline", name: d.baseline.run, report: d.baseline_report, color: BASELINE_COLOR },
+    { side: "Experimental", name: d.experimental.run, report: d.experimental_report, color: EXPERIMENTAL_COLOR },
   ];
   return (
     <div data-view="pipeline">
@@ -87,7 +87,7 @@ export function PipelineView({ client, sel, reloadToken, added, onAdded }: Props
       </div>
       <section class="card" aria-labelledby="pl-split">
         <h2 id="pl-split">Where a step goes (mean per step)</h2>
-        <Legend items={splitSegments(d.baseline).map((seg) => ({ label: seg.label, color: seg.color, kind: "bar" as const }))} />
+        <Legend items={splitSegments(d.baseline_report).map((seg) => ({ label: seg.label, color: seg.color, kind: "bar" as const }))} />
         {sides.map((s) => (
           <SplitBar key={s.side} side={s.side} name={s.name} report={s.report} />
         ))}

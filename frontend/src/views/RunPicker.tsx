@@ -6,7 +6,7 @@
 import type { RunInfo } from "../api";
 import { canPickSpan, canPickWorker, isGroup, runLabel, spanOptions } from "../model/runPicker";
 import type { TraceChoice } from "../model/urlState";
-import { TimelineLink } from "../components/TimelineLink";
+import { ProfilerLink } from "../components/ProfilerLink";
 
 interface Props {
   runs: RunInfo[];
@@ -72,7 +72,7 @@ function Side({ side, runs, choice, onChange }: { side: "baseline" | "experiment
         </select>
       </label>
       {/* A group is several recordings: no one trace to open. */}
-      {!(run && isGroup(run)) && <TimelineLink sel={choice} what={side} />}
+      {!(run && isGroup(run)) && <ProfilerLink sel={choice} what={side} />}
     </fieldset>
   );
 }

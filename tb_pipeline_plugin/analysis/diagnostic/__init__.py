@@ -1,0 +1,1 @@
+"""Diagnostic-mode results of one run: verdicts, best concurrency, intervals, groups pooled."""

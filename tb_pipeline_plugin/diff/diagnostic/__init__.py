@@ -1,0 +1,1 @@
+"""Two runs' diagnostic results compared: best-QPS ratios with intervals, verdict and concurrency changes."""

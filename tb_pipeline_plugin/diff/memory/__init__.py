@@ -1,0 +1,1 @@
+"""Two runs' memory compared: both peaks, growth, attribution joined, and the sentence."""
