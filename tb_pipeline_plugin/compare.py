@@ -158,7 +158,7 @@ class Comparison:
 
     @cached_property
     def overview(self) -> pd.DataFrame:
-        rows = pair_impls.diff_overview_impl(self.baseline, self.experimental)["rows"]
+        rows = pair_impls.diff_overview_impl(self.baseline, self.experimental, self.pipelines)["rows"]
         return pd.DataFrame(rows).set_index("metric")
 
     @cached_property

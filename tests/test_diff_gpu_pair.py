@@ -136,7 +136,7 @@ def test_kernels_inside_a_piece(pair):
     assert api.diff_kernels_impl(b, e, {"path": ""})["total"] == api.diff_kernels_impl(b, e, {})["total"]
     from tb_pipeline_plugin.errors import BadRequest
 
-    for args in ({"path": "0.99"}, {"group_by": "name"}, {"group_by": "name_and_shape"}):
+    for args in ({"path": "0.99"}, {"group_by": "launch"}, {"group_by": "name_and_shape"}):
         with pytest.raises(BadRequest):
             api.diff_kernels_impl(b, e, args)
 

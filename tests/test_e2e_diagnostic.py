@@ -53,7 +53,7 @@ def test_diagnostic_tab_shows_the_api_numbers(tensorboard, page):
 
     for side in ("baseline", "experimental"):
         env = frame.locator(f".diag-run[data-side={side}] [data-testid=diagnostic-environment]").inner_text()
-        assert f"{api[f"{side}_report"]['environment']['cores']} core" in env and "levels 1, 2, 4" in env
+        assert f"{api[side + '_report']['environment']['cores']} core" in env and "levels 1, 2, 4" in env
         for stage in api[f"{side}_report"]["stages"]:
             card = frame.locator(f".diag-stage[data-stage='{stage['stage']}'][data-side={side}]")
             assert card.count() == 1, (side, stage["stage"])

@@ -68,6 +68,8 @@ export type DiffTableResponse = DiffOperatorsResponse | DiffKernelsResponse;
 export type DiffTableKind = DiffTableResponse["table"];
 export type DiffTableRow = DiffTableResponse["rows"][number];
 export type GroupBy = DiffOperatorsResponse["group_by"];
+/** What a diff table's rows are grouped by: operators by name (and shape), kernels by name or by what launched them. */
+export type DiffTableGroupBy = GroupBy | DiffKernelsResponse["group_by"];
 
 export type DiffTimelineResponse = Schemas["DiffTimelineResponse"];
 export type TimelineSide = Schemas["TimelineSide"];
@@ -186,7 +188,7 @@ export interface DiffTableQuery {
   offset?: number;
   limit?: number;
   /** Operators only: the kernels route rejects it. */
-  groupBy?: GroupBy;
+  groupBy?: DiffTableGroupBy;
   path?: string;
 }
 

@@ -22,3 +22,17 @@ describe("diff table registry", () => {
     expect(csvFileName("kernels", "runs/a b", "c")).toBe("kernels_runs_a_b_vs_c.csv");
   });
 });
+
+describe("kernels grouped by what launched them", () => {
+  it("asks for the grouping, shows the module and each run's largest kernel beside the operator", async () => {
+    const { groupByParam, kernelCells, launchColumns } = await import("../src/model/diffTables");
+    expect(groupByParam("kernels", false, "")).toBeUndefined();
+    expect(groupByParam("kernels", true, "operator")).toBe("operator");
+    expect(groupByParam("operators", true, "operator")).toBe("name_and_shape");
+    expect(launchColumns("operator").map((c) => c.key)).toEqual(["module", "baseline_kernel", "experimental_kernel"]);
+    expect(launchColumns("module").map((c) => c.key)).toEqual(["baseline_kernel", "experimental_kernel"]);
+    const row = { baseline_kernels: [{ name: "sm80_xmma_gemm_f32f32" }], experimental_kernels: [{ name: "nvjet_sm90_tst" }, { name: "x" }] };
+    expect(kernelCells(row)).toEqual({ baseline_kernel: "sm80_xmma_gemm_f32f32", experimental_kernel: "nvjet_sm90_tst" });
+    expect(kernelCells({ baseline_kernels: [], experimental_kernels: null })).toEqual({ baseline_kernel: "none", experimental_kernel: "none" });
+  });
+});

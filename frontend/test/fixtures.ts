@@ -51,6 +51,7 @@ export function kernelRow(name: string, calls: [number, number], totalUs: [numbe
 
 export function piece(p: Partial<DiffPiece> & Pick<DiffPiece, "name" | "path">, host: [number, number] = [0, 0], device: [number, number] = [0, 0]): DiffPiece {
   return {
+    compiled: null,
     kind: "module",
     key: p.name,
     step: null,
@@ -106,6 +107,7 @@ export function modulesResponse(children: DiffPiece[], trend: DiffModulesRespons
     children,
     trend,
     device_present: true,
+    device_bound: false,
     ...over,
   };
 }

@@ -256,3 +256,15 @@ describe("piece rows", () => {
     expect(selectedPiece(d, "0.9")).toBeNull();
   });
 });
+
+describe("the clock a module diff opens on", () => {
+  it("is device time for device-bound runs unless the URL asks, host time otherwise", async () => {
+    const { moduleDiffControls } = await import("../src/model/moduleDiff");
+    const { modulesResponse } = await import("./fixtures");
+    const bound = modulesResponse([], { baseline_host_us: [], experimental_host_us: [], delta_host_us: [], baseline_device_us: [], experimental_device_us: [], delta_device_us: [], baseline_with_backward_us: [], experimental_with_backward_us: [], delta_with_backward_us: [] } as never, { device_bound: true });
+    expect(moduleDiffControls(bound, "", "both").time).toBe("device");
+    expect(moduleDiffControls(bound, "host", "both").time).toBe("host");
+    expect(moduleDiffControls({ ...bound, device_bound: false }, "", "both").time).toBe("host");
+    expect(moduleDiffControls({ ...bound, device_present: false }, "device", "both").time).toBe("host");
+  });
+});

@@ -22,6 +22,7 @@ import { cellText, defaultSort, pctKey, sortRows } from "../src/model/tableModel
 
 function report(over: Partial<PipelineReport> = {}): PipelineReport {
   return {
+    epilogue: null,
     source: "recorder",
     split: {
       steps: 10, total_s: 0.5, mean_step_s: 0.05, notes: [],

@@ -29,6 +29,7 @@ const FULL: UrlState = {
   time: "device",
   pass: "forward",
   byShape: true,
+  launch: "operator",
   sort: "name",
   dir: "asc",
   filter: "aten::add & more",
@@ -55,7 +56,7 @@ describe("serialize / parse", () => {
   it("falls back to defaults for bad values", () => {
     const s = parseHash("view=nope&time=gpu&dir=up&shape=yes");
     expect(s.view).toBe("overview");
-    expect(s.time).toBe("host");
+    expect(s.time).toBe(""); // the server's choice
     expect(s.dir).toBe("desc");
     expect(s.byShape).toBe(false);
   });

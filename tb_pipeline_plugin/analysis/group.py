@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .device_time import LAUNCH_TABLE_KEYS
 from .processor import TraceProcessor
 from .views import Views, view
 
@@ -99,6 +100,12 @@ class RecordingGroup(Views):
     def memory(self):
         return self.representative.memory()
 
+    def device_launches(self):
+        return self.representative.device_launches()
+
+    def compiled_modules(self) -> frozenset[str]:
+        return self.representative.compiled_modules()
+
     def timeline_index(self):
         return self.representative.timeline_index()
 
@@ -111,7 +118,11 @@ class RecordingGroup(Views):
 
     @view
     def ledger(self):
-        return self._pooled_ledger()
+        return self._pooled_ledger([m.ledger() for m in self.members])
+
+    @view
+    def device_ledger(self):
+        return self._pooled_ledger([m.device_ledger() for m in self.members])
 
     @view
     def launch_health(self) -> pd.DataFrame:
@@ -123,6 +134,10 @@ class RecordingGroup(Views):
                              [m.step_count for m in self.members])
 
     @view
+    def launch_steps(self) -> pd.DataFrame:
+        return _pooled_steps([m.launch_steps() for m in self.members], [m.step_count for m in self.members])
+
+    @view
     def kernel_steps(self) -> pd.DataFrame:
         return _pooled_steps([m.kernel_steps() for m in self.members], [m.step_count for m in self.members])
 
@@ -132,6 +147,11 @@ class RecordingGroup(Views):
     def operators(self, group_by: str = "name") -> pd.DataFrame:
         return _mean_table([m.operators(group_by) for m in self._members_in_order()], ["name", "input_shape"],
                            sums=None)
+
+    @view
+    def launch_table(self) -> pd.DataFrame:
+        return _mean_table([m.launch_table() for m in self._members_in_order()], LAUNCH_TABLE_KEYS,
+                           sums=["calls", "total_us", "via_graph"])
 
     @view
     def kernels(self) -> pd.DataFrame:
@@ -148,8 +168,7 @@ class RecordingGroup(Views):
     def _members_in_order(self) -> list[TraceProcessor]:
         return [self.members[i] for i in self._order]
 
-    def _pooled_ledger(self):
-        ledgers = [m.ledger() for m in self.members]
+    def _pooled_ledger(self, ledgers: list):
         counts = [len(lg.steps) for lg in ledgers]
         steps = _pooled_steps([lg.steps for lg in ledgers], counts)
         steps["recording"] = np.repeat(np.arange(len(ledgers)), counts)

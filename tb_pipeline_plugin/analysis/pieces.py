@@ -59,6 +59,7 @@ from ..trace.names import (
 from ..trace.nesting import nest
 from ..trace.table import DEVICE_ACTIVITY_KINDS, Kind, Phase
 from .attribution import Attribution
+from .compiled import compiled_modules
 from .labels import (
     ANNOTATION, BACKWARD, BACKWARD_NAME, DATA_LOADING, MODULE, OPTIMIZER, STEP, UNKNOWN, UNKNOWN_NAME,
     WHOLE_TRACE_STEP,
@@ -146,10 +147,16 @@ class PieceIndex:
     step_thread: int  # EventTable thread id, -1 for an empty trace
     autograd_threads: np.ndarray  # EventTable thread ids
     has_steps: bool  # ProfilerStep annotations; else one synthetic `all` step
+    # Module call rows, sorted, of modules that ran torch.compile's code (analysis/compiled.py).
+    compiled_rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64), repr=False)
     # What the diff layer keeps per pair of indexes (aligned levels, timeline
     # matches): the other side's index -> cache name -> cache. Weak: a pair's
     # caches go with either side's trace.
     _pair_caches: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary, repr=False)
+
+    def is_compiled(self, piece: "Piece") -> bool:
+        """The piece is a call of a module that ran compiled."""
+        return piece.kind == MODULE and piece.row >= 0 and _sorted_contains(self.compiled_rows, piece.row)
 
     def pair_cache(self, other: "PieceIndex", name: str, make: Callable[[], BoundedCache]) -> BoundedCache:
         """The cache `name` of this index against `other`, made on first use."""
@@ -364,8 +371,21 @@ def piece_index(linked: LinkedTrace, attribution: Attribution) -> PieceIndex:
         kind=kind, name=name, key=key, start_us=start, end_us=end, step=atom_step, row=row,
         child_ptr=child_ptr, child_idx=child_idx, step_atoms=np.arange(n_steps, dtype=np.int64),
         region=region, step_thread=int(step_thread), autograd_threads=autograd_threads,
-        has_steps=has_step_annotations(linked.steps),
+        has_steps=has_step_annotations(linked.steps), compiled_rows=_compiled_rows(linked, attribution),
     )
+
+
+def _compiled_rows(linked: LinkedTrace, attribution: Attribution) -> np.ndarray:
+    paths = compiled_modules(linked, attribution)
+    if not paths:
+        return np.empty(0, np.int64)
+    keep = np.isin(attribution.module_paths.astype(str), list(paths))
+    return np.sort(attribution.module_rows[keep])
+
+
+def _sorted_contains(sorted_rows: np.ndarray, row: int) -> bool:
+    i = np.searchsorted(sorted_rows, row)
+    return bool(i < len(sorted_rows) and sorted_rows[i] == row)
 
 
 def _annotation_kinds(t, rows: np.ndarray) -> np.ndarray:

@@ -15,6 +15,8 @@ from ..trace import EventTable, load_trace
 from ..trace.link import LinkedTrace, has_step_annotations, link
 from .attribution import Attribution, attribute
 from .backward_index import BackwardIndex, backward_index
+from .compiled import compiled_modules
+from .device_time import device_launches, device_ledger, launch_steps, launch_table
 from .kernels import kernels
 from .memory.peak import RunMemory, run_memory
 from .launch import launch_health
@@ -128,6 +130,31 @@ class TraceProcessor(Views):
     def kernel_steps(self):
         """Per-step kernel time by name (analysis/per_step.py)."""
         return kernel_steps(self.linked)
+
+    @view
+    def device_launches(self):
+        """Every device activity with its step, part and launching operator (analysis/device_time.py)."""
+        return device_launches(self.linked, self.attribution())
+
+    @view
+    def launch_table(self):
+        """Device time by part, launching operator and kernel (analysis/device_time.py)."""
+        return launch_table(self.linked, self.device_launches())
+
+    @view
+    def launch_steps(self):
+        """Each step's device time by launching operator and part (analysis/device_time.py)."""
+        return launch_steps(self.linked, self.device_launches())
+
+    @view
+    def compiled_modules(self) -> frozenset[str]:
+        """Module paths inside which torch.compile's code ran (analysis/compiled.py)."""
+        return compiled_modules(self.linked, self.attribution())
+
+    @view
+    def device_ledger(self) -> StepLedger:
+        """Per step, where its device time went: the device's counterpart of `ledger`."""
+        return device_ledger(self.linked, self.device_launches())
 
     @view
     def memory(self) -> RunMemory:

@@ -107,10 +107,11 @@ class Lanes:
     of_row: np.ndarray  # lane index of each window row
 
 
-def lanes(linked: LinkedTrace, rows: np.ndarray, first_threads: np.ndarray) -> Lanes:
+def lanes(linked: LinkedTrace, rows: np.ndarray, first_threads: np.ndarray, devices_first: bool = False) -> Lanes:
     """Host threads first (`first_threads`: the step and autograd threads, in
     that order, then the others by id), then device streams by device and
-    stream id."""
+    stream id; `devices_first`: the streams first (a device-bound run's
+    step is the device's work)."""
     t = linked.table
     threads = t.thread_id[rows]
     is_dev = ~linked.is_host[rows]
@@ -120,7 +121,7 @@ def lanes(linked: LinkedTrace, rows: np.ndarray, first_threads: np.ndarray) -> L
 
     def order(th: int):
         pid, tid = t.threads[th]
-        return (th in dev_threads, first.get(th, len(first)), _sortable(pid), _sortable(tid))
+        return ((th in dev_threads) != devices_first, first.get(th, len(first)), _sortable(pid), _sortable(tid))
 
     ordered = sorted(ids.tolist(), key=order)
     lane_of_id = np.array([ordered.index(th) for th in ids.tolist()], dtype=np.int64)

@@ -16,16 +16,31 @@ policy and its reason: diff/significance.py).
 Modules start at the top level (`Net_0`) and are opened while one child
 holds most of the change (`CHILD_SHARE`): a slower
 `Block_2` inside `Net_0` is named as `Block_2`, not as the model around it;
-a change spread over several children stays with the parent.
+a change spread over several children stays with the parent. A module that
+ran compiled in either run (analysis/compiled.py) is never opened: its
+submodules' parts are rolled up into it, so the compiled `LM_0` meets the
+eager `LM_0` subtree instead of both sides' modules reading one-sided.
+
+The ledgers may be of host time (analysis/ledger.py) or of device time
+(analysis/device_time.py: the same shape, with `device_idle` for a step's
+time the device waited for the host): `diff/pair_impls.py` picks device
+time when a run kept the device busy most of its steps.
+
+Shares: each contributor's share of the step-time delta, while that delta is
+significant; within noise the step has not changed, and a contributor is
+ranked by its own delta and verdict, with no share of a delta that is 0.
 """
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 import pandas as pd
 
+from ..analysis.compiled import compiled_root
 from ..analysis.labels import (
-    BACKWARD, BACKWARD_PHASE, COMMUNICATION, DATA_LOADING, DATA_LOADING_NAME, DEVICE, FORWARD, HOST, OPTIMIZER,
-    UNATTRIBUTED_BACKWARD_NAME, UNKNOWN,
+    BACKWARD, BACKWARD_PHASE, COMMUNICATION, DATA_LOADING, DATA_LOADING_NAME, DEVICE, DEVICE_IDLE, DEVICE_OVERLAP,
+    FORWARD, HOST, OPTIMIZER, PRE_WINDOW, PRE_WINDOW_NAME, UNATTRIBUTED_BACKWARD_NAME, UNKNOWN,
 )
 from ..analysis.ledger import StepLedger, spikiness
 from . import significance as S
@@ -37,6 +52,8 @@ CHILD_SHARE = 0.7
 MAX_DEPTH = 16
 WATERFALL_BARS = 8
 SENTENCE_CONTRIBUTORS = 3
+# Module contributors named down to their operator and kernels (device time).
+TOP_OPERATOR_CONTRIBUTORS = 8
 # A part within noise is still named when it holds this much of a
 # significant step delta.
 MOST_PCT = 50.0
@@ -49,26 +66,52 @@ LABELS = {
     HOST: "host time outside operators (Python, framework, waiting for the GIL)",
     DEVICE: "GPU work after the host step",
     "stall": "operators stalled (waiting inside an operator: the GIL, a device sync, preemption)",
+    DEVICE_IDLE: "device idle (waiting for the host)",
+    DEVICE_OVERLAP: "device work of overlapping streams (counted once)",
+    PRE_WINDOW: PRE_WINDOW_NAME,
 }
 STALL = "stall:stall"
 OWN = " (own operators)"
 
 
-def explain(b: StepLedger, e: StepLedger) -> dict:
+def explain(b: StepLedger, e: StepLedger, compiled: dict[str, str] | None = None, clock: str = "host",
+            top_operator: Callable[[str], dict | None] | None = None, recorded: dict | None = None) -> dict:
+    """`compiled`: module path -> which run ran it compiled ("baseline",
+    "experimental" or "both"); `clock`: what the ledgers measure, "host" or
+    "device" (the sentence says which); `top_operator(module key)`: the
+    operator whose device time changed most inside a module contributor,
+    with each run's kernels (device time only); `recorded`: the step verdict
+    from every recorded step (diff/statistics/significance.py:recorded_step),
+    when both runs have pipeline statistics: it is the step's, and the
+    profiled steps split the delta into parts."""
+    compiled = compiled or {}
+    b, e = _rolled_up(b, compiled), _rolled_up(e, compiled)
     b_step = b.steps["step_us"].to_numpy(np.float64)
     e_step = e.steps["step_us"].to_numpy(np.float64)
     b_mean = float(b_step.mean()) if len(b_step) else 0.0
     e_mean = float(e_step.mean()) if len(e_step) else 0.0
     recordings = (S.ledger_recordings(b), S.ledger_recordings(e))
     total = S.step_time(b_step, e_step, recordings)
-    contributors = _contributors(b, e, b_mean, recordings)
+    verdict = (recorded["significance"] if recorded else total)["verdict"]
+    contributors = _contributors(b, e, b_mean, recordings, compiled, verdict == S.SIGNIFICANT)
+    if top_operator is not None:
+        for c in contributors[:TOP_OPERATOR_CONTRIBUTORS]:
+            if c["kind"] == "module":
+                c["top_operator"] = top_operator(c["key"])
     step = {
         "baseline_us": round(b_mean, 3), "experimental_us": round(e_mean, 3),
         "delta_us": round(e_mean - b_mean, 3), "delta_pct": delta_pct(b_mean, e_mean - b_mean),
-        "significance": total,
+        "significance": total, "source": "profiled", "profiled": None,
     }
+    if recorded is not None:
+        # The verdict from every recorded step; the profiled steps' own stays beside it.
+        step = {**{k: recorded[k] for k in ("baseline_us", "experimental_us", "delta_us", "significance")},
+                "delta_pct": delta_pct(recorded["baseline_us"], recorded["delta_us"]), "source": "recorded",
+                "profiled": {"baseline_steps": total["baseline_steps"], "experimental_steps": total["experimental_steps"],
+                             "delta_us": step["delta_us"], "significance": total}}
+        total = recorded["significance"]
     return {
-        "sentence": sentence(step, contributors),
+        "sentence": sentence(step, contributors, clock),
         "step": step,
         "spikiness": {"baseline": spikiness(b_step), "experimental": spikiness(e_step)},
         "contributors": contributors,
@@ -81,6 +124,22 @@ def explain(b: StepLedger, e: StepLedger) -> dict:
 
 
 # ------------------------------------------------------------ contributors
+
+
+def _rolled_up(ledger: StepLedger, compiled: dict[str, str]) -> StepLedger:
+    """Module parts below a compiled module keyed by that module (module docstring)."""
+    if not compiled:
+        return ledger
+    roots = frozenset(compiled)
+    parts = ledger.parts
+    modules = parts["kind"] == "module"
+    keys = parts.loc[modules, "key"].map(lambda k: compiled_root(k, roots) or k)
+    if (keys == parts.loc[modules, "key"]).all():
+        return ledger
+    parts = parts.copy()
+    parts.loc[modules, "key"] = keys
+    parts = parts.groupby(["step", "kind", "key", "phase"], as_index=False, sort=False)[["us", "stall_us"]].sum()
+    return StepLedger(steps=ledger.steps, parts=parts)
 
 
 def _group(parts: pd.DataFrame, depth_of: dict) -> pd.Series:
@@ -131,10 +190,10 @@ def _module_deltas(b: StepLedger, e: StepLedger) -> dict[str, float]:
     return (es.reindex(ids, fill_value=0.0) - bs.reindex(ids, fill_value=0.0)).to_dict()
 
 
-def _open_modules(b: StepLedger, e: StepLedger) -> dict:
+def _open_modules(b: StepLedger, e: StepLedger, compiled: dict[str, str]) -> dict:
     """Which module paths to open (see module docstring): from the top,
     open a module while one child module holds `CHILD_SHARE` of its delta,
-    with the same sign."""
+    with the same sign; never a compiled one."""
     own = _module_deltas(b, e)
     depth_of: dict[str, bool] = {}
     frontier = sorted({k.split("/", 1)[0] for k in own})
@@ -148,7 +207,7 @@ def _open_modules(b: StepLedger, e: StepLedger) -> dict:
                 if k != path:
                     child = path + "/" + k[len(path) + 1:].split("/", 1)[0]
                     kids[child] = kids.get(child, 0.0) + v
-            if not kids or total == 0:
+            if not kids or total == 0 or path in compiled:
                 continue
             best, d = max(kids.items(), key=lambda kv: abs(kv[1]))
             if d * total > 0 and abs(d) >= CHILD_SHARE * abs(total):
@@ -160,8 +219,9 @@ def _open_modules(b: StepLedger, e: StepLedger) -> dict:
     return depth_of
 
 
-def _contributors(b: StepLedger, e: StepLedger, reference_us: float, recordings: tuple) -> list[dict]:
-    depth_of = _open_modules(b, e)
+def _contributors(b: StepLedger, e: StepLedger, reference_us: float, recordings: tuple, compiled: dict[str, str],
+                  step_changed: bool) -> list[dict]:
+    depth_of = _open_modules(b, e, compiled)
     bm, em = _matrix(b, depth_of), _matrix(e, depth_of)
     ids = bm.index.union(em.index)
     bm, em = bm.reindex(ids, fill_value=0.0), em.reindex(ids, fill_value=0.0)
@@ -184,8 +244,9 @@ def _contributors(b: StepLedger, e: StepLedger, reference_us: float, recordings:
         row = {
             "kind": kind, "key": key, "name": _name(kind, key), "status": status,
             "baseline_us": round(bu, 3), "experimental_us": round(eu, 3), "delta_us": round(eu - bu, 3),
-            "share_pct": round(100.0 * (eu - bu) / total_delta, 1) if total_delta else None,
+            "share_pct": round(100.0 * (eu - bu) / total_delta, 1) if total_delta and step_changed else None,
             "forward_delta_us": None, "backward_delta_us": None, "significance": sig[i],
+            "compiled": compiled.get(key) if kind == "module" else None, "top_operator": None,
         }
         if kind == "module":
             for p, field in ((FORWARD, "forward_delta_us"), (BACKWARD_PHASE, "backward_delta_us")):
@@ -253,18 +314,22 @@ def _signed(us: float) -> str:
     return ("+" if us >= 0 else "−") + duration(abs(us))
 
 
-def sentence(step: dict, contributors: list[dict]) -> str:
+def sentence(step: dict, contributors: list[dict], clock: str = "host") -> str:
     sig = step["significance"]
     delta, pct = step["delta_us"], step["delta_pct"]
     nb, ne = sig["baseline_steps"], sig["experimental_steps"]
+    profiled = step.get("profiled")
     if sig["verdict"] == S.TOO_FEW_STEPS:
         return (f"Experimental is {_direction(delta, pct)} per step ({_signed(delta)}), but with {nb} baseline and "
                 f"{ne} experimental step{'s' if ne != 1 else ''} the noise cannot be measured "
-                f"(at least {S.MIN_STEPS} per run are needed); profile more steps to tell change from noise.")
+                f"(at least {sig['min_steps']} per run are needed); profile more steps to tell change from noise.")
     pm = S.half_width(sig)
     rb, re_ = sig["baseline_recordings"], sig["experimental_recordings"]
     recordings = f" in {rb} + {re_} recordings" if max(rb, re_) > 1 else ""
-    band = f"{_signed(delta)} ± {duration(pm)}, {nb} vs {ne} steps{recordings}"
+    parts_from = (f"; parts from {profiled['baseline_steps']} vs {profiled['experimental_steps']} profiled steps"
+                  if profiled else "")
+    kind = "recorded " if profiled else ""
+    band = f"{_signed(delta)} ± {duration(pm)}, {nb} vs {ne} {kind}steps{recordings}{parts_from}"
     significant = [c for c in contributors if c["significance"]["verdict"] == S.SIGNIFICANT]
     if sig["verdict"] != S.SIGNIFICANT:
         head = f"Experimental and baseline take the same time per step within noise ({band})"
@@ -275,6 +340,13 @@ def sentence(step: dict, contributors: list[dict]) -> str:
         return f"{head}, although {moved}."
     same_way = [c for c in significant if c["delta_us"] * delta > 0]
     parts = [f"Experimental is {_direction(delta, pct)} per step ({band})"]
+    if not same_way and profiled and profiled["significance"]["verdict"] != S.SIGNIFICANT:
+        # The whole moved beyond noise on the recorded steps, the parts cannot
+        # say so on the few profiled ones: say why, and what settles it.
+        parts.append(f"the {profiled['baseline_steps']} vs {profiled['experimental_steps']} profiled steps are too "
+                     "few or too noisy to split it into parts: profile more steps (`tb-pipeline record --profile "
+                     "wait=5,warmup=2,active=10`) or record groups (`--repeat 3`)")
+        return "; ".join(parts) + "."
     if not same_way:
         largest = max((c for c in contributors if c["delta_us"] * delta > 0), key=lambda c: abs(c["delta_us"]),
                       default=None)
@@ -282,7 +354,8 @@ def sentence(step: dict, contributors: list[dict]) -> str:
             # One part holds most of the delta, but its own noise (a part
             # swings more between recordings than the whole step) is wider:
             # name it, and say it is not established on its own.
-            parts.append(f"{_share(largest['share_pct'])} of it is {_phrase(largest)}, though no part is "
+            lead = "by device time, " if clock == "device" else ""
+            parts.append(f"{lead}{_share(largest['share_pct'])} of it is {_phrase(largest)}, though no part is "
                          f"significantly {'slower' if delta > 0 else 'faster'} on its own")
         else:
             # Every part moved a little, none beyond its own noise: as when
@@ -292,7 +365,8 @@ def sentence(step: dict, contributors: list[dict]) -> str:
     shown = same_way[:SENTENCE_CONTRIBUTORS]
     for i, c in enumerate(shown):
         share = _share(c["share_pct"])
-        parts.append(f"{share}{' of it' if i == 0 else ''} is {_phrase(c)}")
+        lead = "by device time, " if i == 0 and clock == "device" else ""
+        parts.append(f"{lead}{share}{' of it' if i == 0 else ''} is {_phrase(c)}")
     against = [c for c in significant if c["delta_us"] * delta < 0][:1]
     for c in against:
         parts.append(f"{_subject(c)} went the other way ({_signed(c['delta_us'])})")
@@ -322,18 +396,45 @@ def _phrase(c: dict) -> str:
     if c["kind"] == "module":
         if c["backward_delta_us"] and c["forward_delta_us"] and abs(c["backward_delta_us"]) > 0.1 * abs(c["delta_us"]):
             name += " (forward and backward)"
-        if c["status"] == "experimental_only":
+        if c.get("compiled"):
+            name += (", compiled in both runs" if c["compiled"] == "both" else
+                     f", compiled in the {c['compiled']} run against the other's eager modules")
+        elif c["status"] == "experimental_only":
             name += ", which only the experimental run has"
         elif c["status"] == "baseline_only":
             name += ", which only the baseline run has"
+        op = c.get("top_operator")
+        if op:
+            name += f": mostly {op['name']}{_kernel_change(op)}"
     return name
+
+
+def _kernel_change(op: dict) -> str:
+    """` (kernel before → kernel after)`, or ` (kernel)` when both runs ran the same one."""
+    b, e = op.get("baseline_kernels") or [], op.get("experimental_kernels") or []
+    if not b and not e:
+        return ""
+    if b[:1] == e[:1]:
+        return f" ({short_kernel(b[0])})"
+    return f" ({short_kernel(b[0]) if b else 'none'} → {short_kernel(e[0]) if e else 'none'})"
+
+
+def short_kernel(name: str, max_chars: int = 32) -> str:
+    """A kernel's name as a sentence can hold it: no `void `, no arguments,
+    no template parameters, cut with `…`."""
+    text = name.removeprefix("void ").split("(", 1)[0]
+    if "<" in text and not text.startswith("<"):
+        inner = text[text.index("<") + 1:].rstrip(">")
+        text = inner if inner.startswith(("cutlass", "sm", "ampere", "nvjet")) else text.split("<", 1)[0]
+    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
 def _subject(c: dict) -> str:
     """`_phrase` as the subject of a verb: a relative clause ("which only the
     baseline run has") is closed with a comma before the verb."""
     phrase = _phrase(c)
-    return phrase + "," if c["kind"] == "module" and c["status"] != "matched" else phrase
+    clause = c["status"] != "matched" or c.get("compiled") or c.get("top_operator")
+    return phrase + "," if c["kind"] == "module" and clause else phrase
 
 
 def _count(n: int, noun: str) -> str:

@@ -17,6 +17,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..analysis.device_time import device_bound_pct, launch_table
 from ..analysis.kernels import kernels
 from ..analysis.labels import BACKWARD, MODULE
 from ..analysis.ledger import merged
@@ -30,11 +31,13 @@ from . import significance_marks, tables
 from . import tree as T
 from .delta import delta_fields
 from .diagnostic.compare import compare_diagnostic
-from .explain import explain
+from .explain import duration, explain
+from .launches import LAUNCH_COLUMNS, launch_join, launch_keys, launch_samples, top_operator
 from .statistics.explain import pipeline_part, with_clause
 from .launch_health import launch_rows
 from .memory.compare import diff_memory
-from .overview import overview_rows
+from .overview import STEP_TIME, overview_rows
+from .statistics.significance import recorded_step
 from .statistics.compare import compare_pipeline
 from .tables import TableQuery
 from .timeline import DEFAULT_MAX_EVENTS, DEFAULT_WIDTH_PX, timeline_diff
@@ -47,6 +50,9 @@ KERNEL_PRIMARY = "total_us"
 # ordinary level; a level of 60k pieces would be a ~50 MB answer.
 MODULES_DEFAULT_LIMIT = 5000
 MODULES_MAX_LIMIT = T.CACHE_MAX_NODES
+# A run whose device was busy this share of its steps' time is device-bound:
+# the explanation is on device time.
+DEVICE_BOUND_PCT = 50.0
 
 _HOST_WINDOW_NOTE = (
     "Steps and pieces are compared on the host: a step is its CPU-side ProfilerStep window. The Overview's "
@@ -110,10 +116,17 @@ def device_present(b: Run, e: Run) -> bool:
 
 
 @_remembered
-def diff_overview_impl(b: Run, e: Run) -> dict:
+def diff_overview_impl(b: Run, e: Run, pipelines: tuple | None = None) -> dict:
+    """Every overview metric side by side. `pipelines`: both runs' recorded
+    statistics, when both have them: the step time's verdict is then the one
+    from every recorded step (as the explanation's)."""
     present = device_present(b, e)
     if b.has_steps == e.has_steps:
         rows = overview_rows(b.overview(), e.overview(), (b.recording_of_step, e.recording_of_step))
+        if pipelines is not None:
+            for row in rows:
+                if row["metric"] == STEP_TIME:
+                    row["significance"] = recorded_step(*pipelines)["significance"]
         return {"device_present": present, "rows": rows, "note": None}
     # Per-step averages of a 3-step trace against one whole-trace "step"
     # would show a regression that is not there: compare whole windows.
@@ -135,11 +148,16 @@ def diff_memory_impl(b: Run, e: Run) -> dict:
 @_remembered
 def diff_explain_impl(b: Run, e: Run, pipelines: tuple | None = None) -> dict:
     """The step-time delta split into ranked contributors (diff/explain.py).
-    `pipelines`: both runs' recorded pipeline statistics (PipelineTables),
-    when both have them: their part (diff/statistics/explain.py) joins the
-    answer and its clause the sentence."""
-    bl, el = b.ledger(), e.ledger()
+    On device time when either run kept the device busy for most of its
+    steps (`DEVICE_BOUND_PCT`): then the step time is the device's work, and
+    host time spent waiting for it is no cause. `pipelines`: both runs'
+    recorded pipeline statistics (PipelineTables), when both have them:
+    their part (diff/statistics/explain.py) joins the answer and its clause
+    the sentence."""
     present = device_present(b, e)
+    busy = {"baseline": _busy_pct(b), "experimental": _busy_pct(e)} if present else None
+    clock = "device" if device_bound(b, e) else "host"
+    bl, el = (b.device_ledger(), e.device_ledger()) if clock == "device" else (b.ledger(), e.ledger())
     note = None
     if b.has_steps != e.has_steps:
         # A whole trace against one step would read as a large regression.
@@ -147,16 +165,62 @@ def diff_explain_impl(b: Run, e: Run, pipelines: tuple | None = None) -> dict:
         without = "baseline" if not b.has_steps else "experimental"
         note = (f"The {without} trace has no ProfilerStep annotations, so both runs are compared over their whole "
                 "profiled window (all steps taken as one): there is no per-step spread to judge the deltas by.")
+    elif clock == "device":
+        note = (f"Compared on device time: the device was busy {_pct(busy['baseline'])} of the baseline's steps and "
+                f"{_pct(busy['experimental'])} of the experimental's, so the step time is the device's work; each "
+                "kernel, memcpy and memset counts for the operator that launched it and that operator's part of "
+                "the step, and `device idle` is the step time the device waited for the host.")
     elif present:
         note = ("Step time is the Overview's (a step lasts until its GPU work ends); the contributors are measured "
                 "on the host, and `GPU work after the host step` is the difference.")
     launch = (launch_rows(b.launch_health(), e.launch_health(), (b.recording_of_step, e.recording_of_step))
               if present else [])
-    out = {"device_present": present, **explain(bl, el), "launch": launch, "note": note, "pipeline": None}
+    compiled = _compiled(b, e)
+    top = (lambda key: top_operator(b, e, key, frozenset(compiled))) if clock == "device" else None
+    recorded = recorded_step(*pipelines) if pipelines is not None else None
+    out = {"device_present": present, **explain(bl, el, compiled, clock, top, recorded), "launch": launch,
+           "note": note, "pipeline": None, "clock": clock, "device_busy_pct": busy}
+    graph_us = _graph_us_per_step(b, e) if present else 0.0
+    if graph_us:
+        out["note"] = T.join_notes(out["note"], (
+            f"{duration(graph_us)} per step ran in CUDA graphs: a graph's kernels count for the operator that "
+            "launched the graph, and which module inside the graph ran each of them the trace does not say."))
     if pipelines is not None:
         out["pipeline"] = pipeline_part(*pipelines)
         out["sentence"] = with_clause(out["sentence"], out["pipeline"]["clause"])
     return out
+
+
+def device_bound(b: Run, e: Run) -> bool:
+    """Either run kept the device busy `DEVICE_BOUND_PCT` of its steps: its
+    step time is the device's work, and views open on device time."""
+    if not device_present(b, e):
+        return False
+    return max(_busy_pct(b) or 0.0, _busy_pct(e) or 0.0) >= DEVICE_BOUND_PCT
+
+
+def _busy_pct(run: Run) -> float | None:
+    pct = device_bound_pct(run.device_ledger())
+    return None if pct is None else round(pct, 2)
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0f} %"
+
+
+def _compiled(b: Run, e: Run) -> dict[str, str]:
+    """Module path -> the run(s) that ran it compiled."""
+    bc, ec = b.compiled_modules(), e.compiled_modules()
+    return {p: "both" if p in bc and p in ec else "baseline" if p in bc else "experimental" for p in bc | ec}
+
+
+def _graph_us_per_step(b: Run, e: Run) -> float:
+    """Device time per step run by CUDA graph launches, the larger of the two runs'."""
+    def per_step(run: Run) -> float:
+        launches = run.device_launches()
+        steps = max(len(run.linked.steps.name), 1)
+        return float(launches.loc[launches["via_graph"], "dur_us"].sum()) / steps
+    return max(per_step(b), per_step(e))
 
 
 @_remembered
@@ -196,6 +260,7 @@ def diff_modules_impl(b: Run, e: Run, path: str = "", offset: int = 0,
         "children": children,
         "trend": trend,
         "device_present": device_present(b, e),
+        "device_bound": device_bound(b, e),
     }
 
 
@@ -268,19 +333,60 @@ def diff_operators_impl(b: Run, e: Run, query: TableQuery = TableQuery(),
 
 
 @_remembered
-def diff_kernels_impl(b: Run, e: Run, query: TableQuery = TableQuery(), path: str = "") -> dict:
-    table = kernel_table(b, e, path)
-    out = tables.query(table, KERNEL_KEYS, tables.KERNEL_COLUMNS, KERNEL_PRIMARY, query)
-    significance_marks.mark_rows(b, e, out["rows"], KERNEL_KEYS, len(table), path, lambda tp: tp.kernel_steps(),
-                                 KERNEL_PRIMARY)
-    return {"table": "kernels", "group_by": None, "path": path, "device_present": device_present(b, e), **out}
+def diff_kernels_impl(b: Run, e: Run, query: TableQuery = TableQuery(), path: str = "",
+                      group_by: str = "name") -> dict:
+    """Kernels joined by name, or device time joined by what launched it
+    (`group_by` "operator" or "module": diff/launches.py)."""
+    if group_by == "name":
+        table = kernel_table(b, e, path)
+        keys, columns = KERNEL_KEYS, tables.KERNEL_COLUMNS
+        samples = lambda tp: tp.kernel_steps()  # noqa: E731 - the one line each branch differs by
+    else:
+        compiled = frozenset(_compiled(b, e))
+        table = launch_join(*_piece_launch_tables(b, e, path), group_by, compiled)
+        keys, columns = launch_keys(group_by), LAUNCH_COLUMNS
+        samples = lambda tp: launch_samples(tp, group_by, compiled)  # noqa: E731
+    out = tables.query(table, keys, columns, KERNEL_PRIMARY, query)
+    significance_marks.mark_rows(b, e, out["rows"], keys, len(table), path, samples, KERNEL_PRIMARY)
+    for row in out["rows"]:
+        for field in _KERNEL_ROW_FIELDS:
+            row.setdefault(field, None)
+    return {"table": "kernels", "group_by": group_by, "path": path, "device_present": device_present(b, e), **out}
+
+
+# What a kernel row has only grouped by name, or only grouped by launch: null in the other grouping.
+_KERNEL_ROW_FIELDS = ("module", "baseline_kernels", "experimental_kernels") + tuple(
+    f"{p}_{c}" for c in ("mean_us", "min_us", "max_us") for p in ("baseline", "experimental", "delta")) + (
+    "delta_mean_pct", "delta_min_pct", "delta_max_pct")
+
+
+def _piece_launch_tables(b: Run, e: Run, path: str) -> tuple:
+    """Both runs' launch tables, of the `diff/modules` piece at `path` when
+    given (the device activity launched inside it)."""
+    if not path:
+        return b.launch_table(), e.launch_table()
+    bi, ei = b.pieces(), e.pieces()
+    node = T.resolve(bi, ei, path)[-1]
+
+    def inside(run: Run, index: PieceIndex, piece: Piece | None):
+        launches = run.device_launches()
+        if piece is None:
+            launches = launches.iloc[0:0]
+        elif piece.kind != T.ROOT:
+            launches = launches[launches["row"].isin(device_rows(index, piece))]
+        return launch_table(run.linked, launches)
+
+    return inside(b, bi, node.b), inside(e, ei, node.e)
 
 
 def diff_timeline_impl(b: Run, e: Run, path: str = "", from_us: float | None = None,
                        to_us: float | None = None, width_px: int = DEFAULT_WIDTH_PX,
                        max_events: int = DEFAULT_MAX_EVENTS, find: str = "") -> dict:
-    """Both runs' events of one aligned piece, matched (diff/timeline.py)."""
-    return timeline_diff(b, e, path, from_us, to_us, width_px, max_events, find)
+    """Both runs' events of one aligned piece, matched (diff/timeline.py);
+    device streams drawn first when the runs are device-bound."""
+    bound = device_bound(b, e)
+    return {**timeline_diff(b, e, path, from_us, to_us, width_px, max_events, find, devices_first=bound),
+            "device_bound": bound}
 
 
 def diff_pipeline_impl(b_statistics, e_statistics) -> dict:

@@ -85,9 +85,10 @@ def filter_mask(table: pd.DataFrame, text: str) -> np.ndarray:
     """Rows whose name or input shape (where the table has one) contains
     `text`, case-insensitive: the frontend's own filter."""
     mask = table["name"].astype("string").str.contains(text, case=False, regex=False, na=False).to_numpy(bool)
-    if "input_shape" in table.columns:
-        shapes = table["input_shape"].astype("string")
-        mask |= shapes.str.contains(text, case=False, regex=False, na=False).to_numpy(bool)
+    for second in ("input_shape", "module"):  # the key beside the name, where the table has one
+        if second in table.columns:
+            values = table[second].astype("string")
+            mask |= values.str.contains(text, case=False, regex=False, na=False).to_numpy(bool)
     return mask
 
 

@@ -142,7 +142,8 @@ def _device_pairs(bl, el, host_b: np.ndarray, host_e: np.ndarray) -> tuple[np.nd
 
 
 def timeline_diff(b, e, path: str = "", from_us: float | None = None, to_us: float | None = None,
-                  width_px: int = DEFAULT_WIDTH_PX, max_events: int = DEFAULT_MAX_EVENTS, find: str = "") -> dict:
+                  width_px: int = DEFAULT_WIDTH_PX, max_events: int = DEFAULT_MAX_EVENTS, find: str = "",
+                  devices_first: bool = False) -> dict:
     """Both runs' events of the piece at `path` (optionally the window
     [from_us, to_us) after each side's piece start), matched, each side cut
     to what `width_px` pixels draw (0: every event); the first event named
@@ -155,7 +156,7 @@ def timeline_diff(b, e, path: str = "", from_us: float | None = None, to_us: flo
     sides = {}
     for side, tp, index, piece in (("baseline", b, bi, node.b), ("experimental", e, ei, node.e)):
         sides[side] = None if piece is None else _side(
-            side, tp, index, piece, matches, from_us, to_us, width_px, max_events, find)
+            side, tp, index, piece, matches, from_us, to_us, width_px, max_events, find, devices_first)
     return {
         "path": node.path,
         "name": node.any.name,
@@ -172,7 +173,7 @@ def timeline_diff(b, e, path: str = "", from_us: float | None = None, to_us: flo
 
 
 def _side(side: str, tp, index: P.PieceIndex, piece: P.Piece, matches: Matches, from_us, to_us,
-          width_px: int, max_events: int, find: str) -> dict:
+          width_px: int, max_events: int, find: str, devices_first: bool) -> dict:
     linked = tp.linked
     t = linked.table
     start, end = piece.start_us, piece.end_us
@@ -180,7 +181,7 @@ def _side(side: str, tp, index: P.PieceIndex, piece: P.Piece, matches: Matches, 
     w1 = min(start + to_us, end) if to_us is not None else end
     rows = window_rows(tp.timeline_index(), linked, w0, w1) if w1 > w0 else np.zeros(0, np.int64)
     first = np.concatenate(([index.step_thread], index.autograd_threads)) if index.step_thread >= 0 else np.zeros(0, np.int64)
-    ln = lanes(linked, rows, first)
+    ln = lanes(linked, rows, first, devices_first)
     depth = depths(linked, tp.timeline_index(), rows, ln.of_row)
     ts, dur = t.ts_us[rows], t.dur_us[rows]
     detail = level_of_detail(ts, dur, ln.of_row, depth, w1 - w0, width_px, max_events, first_named(t, rows, find, w0))

@@ -32,6 +32,9 @@ from .align import align_info
 from .delta import delta_fields
 
 MATCHED, BASELINE_ONLY, EXPERIMENTAL_ONLY = "matched", "baseline_only", "experimental_only"
+# A piece one run has inside a module the other run ran compiled: its work is
+# in that module's time there, not missing (analysis/compiled.py).
+INSIDE_COMPILED = "inside_compiled"
 ROOT = "root"
 ROOT_NAME = "All steps"
 MAX_PATH_CHARS = 1000
@@ -46,11 +49,15 @@ class Node:
     b: P.Piece | None
     e: P.Piece | None
     note: str | None = None
+    # The run that ran a module around this piece compiled, when the piece is one-sided below it.
+    inside_compiled: str | None = None
 
     @property
     def status(self) -> str:
         if self.b is not None and self.e is not None:
             return MATCHED
+        if self.inside_compiled is not None:
+            return INSIDE_COMPILED
         return BASELINE_ONLY if self.b is not None else EXPERIMENTAL_ONLY
 
     @property
@@ -134,7 +141,7 @@ def _children(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> tuple[tuple[Nod
         pairs += [(i, None) for i in range(k, len(b_kids))] + [(None, j) for j in range(k, len(e_kids))]
         kids = _nodes(node.path, pairs, b_kids, e_kids)
         if note is not None:
-            kids[0] = Node(kids[0].path, kids[0].b, kids[0].e, note)
+            kids[0] = Node(kids[0].path, kids[0].b, kids[0].e, note, kids[0].inside_compiled)
         return tuple(kids), False
     if not has_children(bi, ei, node):
         return (), False
@@ -148,7 +155,15 @@ def _children(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> tuple[tuple[Nod
         [p.name for p in b_body], [p.name for p in e_body],
     )
     pairs.append((len(b_body) if b_kids else None, len(e_body) if e_kids else None))
-    return tuple(_nodes(node.path, pairs, b_kids, e_kids)), approximate
+    around = node.inside_compiled or compiled_side(bi, ei, node)
+    return tuple(_nodes(node.path, pairs, b_kids, e_kids, around)), approximate
+
+
+def compiled_side(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> str | None:
+    """Which run ran this module piece compiled: "baseline", "experimental", "both", or None."""
+    b = node.b is not None and bi.is_compiled(node.b)
+    e = node.e is not None and ei.is_compiled(node.e)
+    return "both" if b and e else "baseline" if b else "experimental" if e else None
 
 
 def has_children(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> bool:
@@ -209,11 +224,13 @@ def _split(index: P.PieceIndex, piece: P.Piece | None) -> list[P.Piece]:
     return kids if kids else [P.unknown_piece(index, piece, [])]
 
 
-def _nodes(parent_path: str, pairs, b_kids: list[P.Piece], e_kids: list[P.Piece]) -> list[Node]:
+def _nodes(parent_path: str, pairs, b_kids: list[P.Piece], e_kids: list[P.Piece],
+           inside_compiled: str | None = None) -> list[Node]:
     prefix = f"{parent_path}." if parent_path else ""
     pairs = [(i, j) for i, j in pairs if i is not None or j is not None]
     return [
-        Node(f"{prefix}{k}", b_kids[i] if i is not None else None, e_kids[j] if j is not None else None)
+        Node(f"{prefix}{k}", b_kids[i] if i is not None else None, e_kids[j] if j is not None else None,
+             inside_compiled=inside_compiled)
         for k, (i, j) in enumerate(pairs)
     ]
 
@@ -236,6 +253,7 @@ def row(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> dict:
     out = {"name": p.name, "kind": p.kind, "key": p.key, "step": step}
     out.update({
         "path": node.path, "status": node.status, "has_children": has_children(bi, ei, node),
+        "compiled": compiled_side(bi, ei, node),
         "baseline_name": b.name if b is not None else None,
         "experimental_name": e.name if e is not None else None,
         "note": node.note,

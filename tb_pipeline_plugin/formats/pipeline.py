@@ -151,8 +151,37 @@ class ProfilerRecord(msgspec.Struct, tag="profiler", tag_field="type", omit_defa
     note: str = ""
 
 
-Record = RunMeta | StepRecord | StageTasks | StageQueue | HostSample | ProfilerRecord
+class LoopEnd(msgspec.Struct, tag="loop_end", tag_field="type", omit_defaults=True, forbid_unknown_fields=True,
+              gc=False):
+    """The training loop stopped asking a loader for batches: its last step
+    ended here, not at the next batch request (there is none). Written when
+    the loader's iterator is exhausted (`how` "exhausted") or dropped by the
+    loop (`break`, an exception, the loop's frame gone: "left")."""
+
+    wall_time_s: float
+    steps: int  # the steps recorded so far
+    how: str  # "exhausted" | "left"
+    schema: int = SCHEMA_VERSION
+    loader: int = 0
+
+
+class RunEnd(msgspec.Struct, tag="end", tag_field="type", omit_defaults=True, forbid_unknown_fields=True,
+             gc=False):
+    """The recorder closed (the process ends, or `Recorder.close`). The
+    epilogue, from the last step's end to here, is the time the loop's end
+    cost (a DataLoader shutting down persistent workers, a final checkpoint):
+    paid by the user, part of no step. `last_step_open`: the last step was
+    still running at close (no loop end was seen), so it holds the epilogue."""
+
+    wall_time_s: float
+    steps: int
+    epilogue_s: float
+    schema: int = SCHEMA_VERSION
+    last_step_open: bool = False
+
+
+Record = RunMeta | StepRecord | StageTasks | StageQueue | HostSample | ProfilerRecord | LoopEnd | RunEnd
 RECORD_TYPES: dict[str, type] = {
     "run": RunMeta, "step": StepRecord, "stage_tasks": StageTasks, "stage_queue": StageQueue, "host": HostSample,
-    "profiler": ProfilerRecord,
+    "profiler": ProfilerRecord, "loop_end": LoopEnd, "end": RunEnd,
 }

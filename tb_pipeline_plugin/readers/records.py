@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ..formats.pipeline import HostSample, ProfilerRecord, RunMeta, StageQueue, StageTasks, StepRecord
+from ..formats.pipeline import HostSample, ProfilerRecord, RunEnd, RunMeta, StageQueue, StageTasks, StepRecord
 from .tables import (CALLBACK_COLUMNS, HOST_COLUMNS, QUEUE_COLUMNS, STEP_COLUMNS, TASK_COLUMNS, PipelineTables,
                      frame)
 
@@ -30,14 +30,38 @@ def tables_from_records(records: list, warnings: list[str]) -> PipelineTables:
             queues.append(dict(msgspec.structs.asdict(r), t_s=r.wall_time_s - t0))
         elif isinstance(r, HostSample):
             host.append(dict(msgspec.structs.asdict(r), t_s=r.wall_time_s - t0, mem_used_bytes=None))
+    _mark_steps(steps, records)
     source = metas[0].source if metas else "recorder"
     out = PipelineTables(
         source=source, steps=frame(steps, STEP_COLUMNS), callbacks=frame(callbacks, CALLBACK_COLUMNS),
         stage_tasks=frame(tasks, TASK_COLUMNS), stage_queues=frame(queues, QUEUE_COLUMNS),
         host=frame(host, HOST_COLUMNS), meta=_metas(metas, records), warnings=list(warnings),
-        t0_wall_s=t0,
+        t0_wall_s=t0, epilogues=[{"recording": None, "epilogue_s": r.epilogue_s, "last_step_open": r.last_step_open,
+                                  "steps": r.steps} for r in records if isinstance(r, RunEnd)],
     )
     return out
+
+
+def _mark_steps(steps: list[dict], records: list) -> None:
+    """`after_profiler_start`: the first step starting after a profiler the
+    launcher started (its start-up is in that step); `open_at_end`: the last
+    step, when the recorder closed with it still running or the file has no
+    end record (written before the loop's end was recorded): it may hold
+    the loop's epilogue."""
+    for row in steps:
+        row["after_profiler_start"] = False
+        row["open_at_end"] = False
+    if not steps:
+        return
+    starts = sorted(r.wall_time_s for r in records if isinstance(r, ProfilerRecord) and r.owner == "launcher")
+    ordered = sorted(steps, key=lambda row: row["wall_start_s"])
+    for start in starts:
+        first = next((row for row in ordered if row["wall_start_s"] >= start), None)
+        if first is not None:
+            first["after_profiler_start"] = True
+    ends = [r for r in records if isinstance(r, RunEnd)]
+    if not ends or any(r.last_step_open for r in ends):
+        ordered[-1]["open_at_end"] = True
 
 
 _PROFILER_FIELDS = ("owner", "wall_time_s", "schedule", "activities", "profile_memory", "trace_dir", "note")

@@ -11,7 +11,10 @@ import numpy as np
 import pandas as pd
 
 STEP_COLUMNS = ["step", "loader", "t_s", "wall_start_s", "duration_s", "data_wait_s", "compute_s",
-                "callbacks_s", "other_s", "batch_size", "cached"]
+                "callbacks_s", "other_s", "batch_size", "cached",
+                # The first step after a profiler started (its start-up cost), and a last step still
+                # running when the recorder closed (it holds the loop's epilogue): readers/records.py.
+                "after_profiler_start", "open_at_end"]
 CALLBACK_COLUMNS = ["step", "name", "kind", "time_s"]
 STAGE_KEY = ["pipeline_id", "stage_id", "stage_name", "stage", "concurrency"]
 TASK_COLUMNS = ["t_s", "wall_time_s", *STAGE_KEY, "final", "tasks", "failures", "task_mean_s", "task_p90_s",
@@ -49,6 +52,10 @@ class PipelineTables:
     # recording (the one whose host samples these are). Empty for one run.
     recording_names: list[str] = field(default_factory=list)
     representative: int | None = None
+    # Per recording (its index, None for one run): the loop's epilogue, from
+    # the last step's end to the recorder's close (formats/pipeline.py:RunEnd);
+    # empty for files written before it was recorded.
+    epilogues: list[dict] = field(default_factory=list)
 
 
 def frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:

@@ -6,7 +6,8 @@ import time
 
 _perf = time.perf_counter
 # Our own attributes of a wrapper; any other is the real iterator's.
-_OWN = frozenset({"_rec", "_source", "_make_iter", "_it", "_loader", "_cache", "_n", "_length", "_pos"})
+_OWN = frozenset({"_rec", "_source", "_make_iter", "_it", "_loader", "_cache", "_n", "_length", "_pos", "_yielded",
+                  "_ended"})
 _LOADER_CLASSES: dict[tuple[type, type], type] = {}
 
 
@@ -19,6 +20,21 @@ class TimedIter:
         self._make_iter = make_iter
         self._it = None
         self._loader = loader
+        self._yielded = False
+        self._ended = False
+
+    def _end(self, how: str) -> None:
+        """Once: the loop is done with this iterator (recorder._loop_end)."""
+        if not self._ended and self._yielded:
+            self._ended = True
+            self._rec._loop_end(how, self._loader)
+
+    def __del__(self):
+        # The loop dropped the iterator: `break`, an exception, its frame gone.
+        try:
+            self._end("left")
+        except Exception:  # noqa: BLE001 - a finalizer must not raise (interpreter shutdown, a closed writer)
+            pass
 
     def _real(self):
         # Created on first use: a headspace replay never starts the real
@@ -42,8 +58,13 @@ class TimedIter:
         start = rec._begin_request(_perf())
         # After the profiler's step (and any trace export) in _begin_request.
         t_req = _perf()
-        batch = next(self._it if self._it is not None else self._real())
+        try:
+            batch = next(self._it if self._it is not None else self._real())
+        except StopIteration:
+            self._end("exhausted")
+            raise
         rec._open_step(start, t_req, _perf(), batch, self._loader, False)
+        self._yielded = True
         return batch
 
 
@@ -65,6 +86,7 @@ class HeadspaceIter(TimedIter):
         t_req = _perf()
         pos = self._pos
         if pos >= self._length:
+            self._end("exhausted")
             raise StopIteration
         cache = self._cache
         cached = pos >= self._n or pos < len(cache)
@@ -75,6 +97,7 @@ class HeadspaceIter(TimedIter):
             cache.append(batch)
         self._pos = pos + 1
         rec._open_step(start, t_req, _perf(), batch, self._loader, cached and bool(cache))
+        self._yielded = True
         return batch
 
 

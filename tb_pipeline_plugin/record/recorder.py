@@ -17,7 +17,7 @@ import time
 from importlib import metadata
 
 from ..errors import MissingExtra
-from ..formats.pipeline import RunMeta, StepRecord
+from ..formats.pipeline import LoopEnd, RunEnd, RunMeta, StepRecord
 from .host import HostSampler
 from .iterators import HeadspaceIter, TimedIter, for_loader
 from .writer import DEFAULT_FLUSH_INTERVAL_S, StatsWriter, run_name_default, stats_path
@@ -101,6 +101,8 @@ class Recorder:
         self._wall0 = time.time() - _perf()
         self._step = 0
         self._open = False
+        self._last_end = -1.0  # perf time the last step closed
+        self._closed = False
         self._start = 0.0
         self._wait = 0.0
         self._mark = -1.0
@@ -189,10 +191,20 @@ class Recorder:
         return torch.profiler.tensorboard_trace_handler(self.run_dir)
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        # A step still open holds the epilogue (no loop end was seen): it ends
+        # here, and the readers judge whether it is a step (readers/records.py).
+        last_open = self._open
         if self._open:
             self._close_step(self._mark if self._mark >= 0 else _perf())
             if self.profiler is not None:
                 self.profiler.step()
+        now = _perf()
+        epilogue = 0.0 if last_open or self._last_end < 0 else now - self._last_end
+        self.writer.write(RunEnd(wall_time_s=self._wall0 + now, steps=self._step, epilogue_s=epilogue,
+                                 last_step_open=last_open))
         if self.sampler is not None:
             self.sampler.stop()
             self.sampler = None
@@ -208,6 +220,18 @@ class Recorder:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    def _loop_end(self, how: str, loader: int) -> None:
+        """A loader's iterator is exhausted or dropped by the loop: its last
+        step ends now (a `break` leaves no next request to end it), so what
+        follows the loop is no step's time."""
+        if self._closed:
+            return
+        if self._open and self._loader == loader:
+            self._close_step(self._mark if self._mark >= 0 else _perf())
+            if self.profiler is not None:
+                self.profiler.step()
+        self.writer.write(LoopEnd(wall_time_s=self._wall0 + _perf(), steps=self._step, how=how, loader=loader))
 
     # -- hot path (called by the iterators and timers) --------------------
     def _add_callback(self, name: str, t0: float, dt: float) -> None:
@@ -261,6 +285,7 @@ class Recorder:
             other if other > 0 else 0.0, self._cb, self._batch_size, self._cached, self._loader,
         ))
         self._step += 1
+        self._last_end = end
         self._cb = {}
         self._cb_pre = self._cb_before = self._cb_after = 0.0
 

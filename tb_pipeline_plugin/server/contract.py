@@ -19,6 +19,7 @@ from typing import Literal, Union
 from msgspec import Struct
 
 from ..analysis.operators import GroupBy
+from ..diff.launches import KernelGroupBy
 
 Number = Union[int, float]
 
@@ -393,18 +394,55 @@ class SpikinessPair(_Shape):
     experimental: Spikiness
 
 
+class ProfiledStep(_Shape):
+    """The profiled steps' own step delta, which the contributors split,
+    when the step's verdict came from the recorded statistics."""
+
+    baseline_steps: int
+    experimental_steps: int
+    delta_us: Number
+    significance: Significance
+
+
 class ExplainStep(_Shape):
     baseline_us: Number
     experimental_us: Number
     delta_us: Number
     delta_pct: float | None
     significance: Significance
+    # "recorded": from every recorded step (both runs have pipeline statistics, warm-up and epilogue left
+    # out); "profiled": from the traces' profiled steps.
+    source: Literal["profiled", "recorded"]
+    profiled: ProfiledStep | None
 
 
 ContributorKind = Literal["data_loading", "module", "backward", "optimizer", "communication", "annotation",
-                          "unknown", "host", "device", "stall"]
+                          "unknown", "host", "device", "stall", "device_idle", "device_overlap", "pre_window"]
+# Which run(s) ran a module compiled (torch.compile); its other run's submodules are rolled up into it.
+CompiledSide = Literal["baseline", "experimental", "both"]
+
+
+class TopOperator(_Shape):
+    """Inside a module contributor on device time: the launching operator
+    whose device time per step changed most, and each run's kernels for it
+    (largest first)."""
+
+    name: str
+    baseline_us: Number
+    experimental_us: Number
+    delta_us: Number
+    baseline_kernels: list[str]
+    experimental_kernels: list[str]
+
+
+class BusyPair(_Shape):
+    """The share of each run's steps the device was busy with their work (%)."""
+
+    baseline: float | None
+    experimental: float | None
 # Which runs have it: a piece of the module diff, a contributor of the explanation.
-PieceStatus = Literal["matched", "baseline_only", "experimental_only"]
+# "inside_compiled": one run has it, inside a module the other run ran compiled (its work is that module's there).
+PieceStatus = Literal["matched", "baseline_only", "experimental_only", "inside_compiled"]
 
 
 class Contributor(_Shape):
@@ -421,6 +459,9 @@ class Contributor(_Shape):
     forward_delta_us: Number | None
     backward_delta_us: Number | None
     significance: Significance
+    compiled: CompiledSide | None
+    # Device time only, modules only (the first few contributors).
+    top_operator: TopOperator | None
 
 
 # A contributor's bar, the rest of them as one (`other`), or a step (`total`).
@@ -528,6 +569,10 @@ class DiffExplainResponse(_Shape):
     # Launch health per step; empty when neither run has device activity.
     launch: list[LaunchRow]
     note: str | None
+    # What the contributors measure: host time, or device time when a run kept the device busy most of its steps.
+    clock: Literal["host", "device"]
+    # Null without device activity.
+    device_busy_pct: BusyPair | None
     # Both runs have recorded pipeline statistics; null otherwise.
     pipeline: ExplainPipeline | None
     # The spread between recordings of one configuration that a noise band
@@ -549,6 +594,8 @@ class DiffPiece(_Shape, kw_only=True):
     path: str
     status: PieceStatus
     has_children: bool
+    # A module piece that ran compiled (torch.compile) in one run or both; null otherwise.
+    compiled: CompiledSide | None
     baseline_name: str | None
     experimental_name: str | None
     note: str | None
@@ -618,6 +665,8 @@ class DiffModulesResponse(_Shape):
     children: list[DiffPiece]
     trend: DiffTrend
     device_present: bool
+    # A run kept the device busy most of its steps: the view opens on device time.
+    device_bound: bool
 
 
 class DiffOperatorRow(_Shape):
@@ -647,8 +696,23 @@ class DiffOperatorRow(_Shape):
     significance: Significance | None
 
 
-class DiffKernelRow(_Shape):
+class KernelShare(_Shape):
+    """One kernel (or memcpy, memset) a launching operator or module ran, whole profiled window."""
+
     name: str
+    calls: Number
+    total_us: Number
+
+
+class DiffKernelRow(_Shape):
+    # The kernel's name; grouped by launch, the launching operator's (`operator`) or the module path (`module`).
+    name: str
+    # Grouped by `operator`: the module path of the operator's part of the step (a compiled module's other run
+    # rolled up into it); null otherwise.
+    module: str | None
+    # Grouped by launch: each run's kernels of the row, largest first; null grouped by kernel name.
+    baseline_kernels: list[KernelShare] | None
+    experimental_kernels: list[KernelShare] | None
     baseline_calls: Number
     experimental_calls: Number
     delta_calls: Number
@@ -657,17 +721,18 @@ class DiffKernelRow(_Shape):
     experimental_total_us: float
     delta_total_us: float
     delta_total_pct: float | None
-    baseline_mean_us: float
-    experimental_mean_us: float
-    delta_mean_us: float
+    # Grouped by kernel name only (`columns` says which statistics a row compares).
+    baseline_mean_us: float | None
+    experimental_mean_us: float | None
+    delta_mean_us: float | None
     delta_mean_pct: float | None
-    baseline_min_us: float
-    experimental_min_us: float
-    delta_min_us: float
+    baseline_min_us: float | None
+    experimental_min_us: float | None
+    delta_min_us: float | None
     delta_min_pct: float | None
-    baseline_max_us: float
-    experimental_max_us: float
-    delta_max_us: float
+    baseline_max_us: float | None
+    experimental_max_us: float | None
+    delta_max_us: float | None
     delta_max_pct: float | None
     # Of the primary column's delta, from per-step sums; null inside a piece (`path`).
     significance: Significance | None
@@ -698,7 +763,9 @@ class DiffOperatorsResponse(_DiffTable):
 
 class DiffKernelsResponse(_DiffTable):
     table: Literal["kernels"]
-    group_by: None
+    # "name": kernels joined by name; "operator": device time by launching operator and module path, each run's
+    # kernels listed (fp32 and bf16 GEMMs of one aten::addmm side by side); "module": by module path.
+    group_by: KernelGroupBy
     rows: list[DiffKernelRow]
 
 
@@ -1078,6 +1145,16 @@ class PipelineRecordings(_Shape):
     note: str
 
 
+class LoopEpilogue(_Shape):
+    """The time the loop's end cost after its last step (per recording): in
+    no step, rate or verdict (analysis/statistics/settle.py)."""
+
+    epilogue_s: float
+    # The last recorded step held it (a file without the recorder's loop end, or a loop that never ended).
+    from_last_step: bool
+    note: str
+
+
 class PipelineReport(_Shape):
     source: PipelineSource
     split: PipelineSplit
@@ -1090,6 +1167,7 @@ class PipelineReport(_Shape):
     meta: list[PipelineMeta]
     warnings: list[str]
     group: PipelineRecordings | None
+    epilogue: LoopEpilogue | None
 
 
 class PipelineResponse(PipelineReport):
@@ -1258,6 +1336,8 @@ class DiffTimelineResponse(_Shape):
     matched: int  # pairs of matched events in the piece
     baseline_side: TimelineSide | None
     experimental_side: TimelineSide | None
+    # A run kept the device busy most of its steps: device streams are the first lanes.
+    device_bound: bool
 
 
 # ---------------------------------------------------------------- timeline

@@ -13,6 +13,7 @@ from typing import Annotated, Literal, TypeVar
 import msgspec
 
 from ..analysis.operators import GroupBy
+from ..diff.launches import KernelGroupBy
 from ..diff.tables import DEFAULT_LIMIT, MAX_LIMIT, TableQuery
 from ..diff.pair_impls import MODULES_DEFAULT_LIMIT, MODULES_MAX_LIMIT
 from ..diff.timeline import DEFAULT_MAX_EVENTS, DEFAULT_WIDTH_PX, MAX_EVENTS, MAX_WIDTH_PX
@@ -109,7 +110,7 @@ class DiffOperatorsParams(_TableParams):
 
 
 class DiffKernelsParams(_TableParams):
-    pass
+    group_by: KernelGroupBy = "name"
 
 
 class DiagnosticParams(_Params):

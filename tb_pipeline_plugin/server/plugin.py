@@ -153,20 +153,25 @@ class PipelinePlugin(base_plugin.TBPlugin):
         return {"baseline": trace_ref(p.baseline), "experimental": trace_ref(p.experimental)}
 
     def _diff_overview(self, p: Q.PairParams) -> dict:
-        b, e, refs = self._pair(p)
-        return {**refs, **pair_impls.diff_overview_impl(b, e)}
+        b, e, refs, pipelines = self._pair_with_statistics(p)
+        return {**refs, **pair_impls.diff_overview_impl(b, e, pipelines)}
 
     def _diff_memory(self, p: Q.PairParams) -> dict:
         b, e, refs = self._pair(p)
         return {**refs, **pair_impls.diff_memory_impl(b, e)}
 
     def _diff_explain(self, p: Q.PairParams) -> dict:
-        # Recorded statistics join the explanation only when both runs have
-        # them (a trace's DataLoader split is already its data loading).
+        b, e, refs, pipelines = self._pair_with_statistics(p)
+        return {**refs, **pair_impls.diff_explain_impl(b, e, pipelines)}
+
+    def _pair_with_statistics(self, p: Q.PairParams):
+        """The pair and both runs' recorded statistics when both have them
+        (they give the step verdict; a trace's DataLoader split is already
+        its data loading), all asked for before any is read."""
         b_stats, e_stats = self.runs.statistics(p.baseline), self.runs.statistics(p.experimental)
         b, e, refs = self._pair(p)
         pipelines = (b_stats.value(), e_stats.value()) if b_stats is not None and e_stats is not None else None
-        return {**refs, **pair_impls.diff_explain_impl(b, e, pipelines)}
+        return b, e, refs, pipelines
 
     def _diff_modules(self, p: Q.DiffModulesParams) -> dict:
         b, e, refs = self._pair(p)
@@ -178,7 +183,7 @@ class PipelinePlugin(base_plugin.TBPlugin):
 
     def _diff_kernels(self, p: Q.DiffKernelsParams) -> dict:
         b, e, refs = self._pair(p)
-        return {**refs, **pair_impls.diff_kernels_impl(b, e, p.table_query(), p.path)}
+        return {**refs, **pair_impls.diff_kernels_impl(b, e, p.table_query(), p.path, p.group_by)}
 
     def _diff_timeline(self, p: Q.DiffTimelineParams) -> dict:
         b, e, refs = self._pair(p)

@@ -97,8 +97,15 @@ def is_cpu_collective(name: str) -> bool:
     return name.startswith(CPU_COLLECTIVE_PREFIXES)
 
 
+# torch.compile's wrapper around the user's module (torch._dynamo's
+# OptimizedModule): the module it wraps is the one users name, so the
+# wrapper is no module of the path, and a compiled `LM_0` is `LM_0` as in
+# an eager run of the same model.
+_WRAPPER_PREFIX = MODULE_PREFIX + "OptimizedModule_"
+
+
 def is_module(name: str) -> bool:
-    return name.startswith(MODULE_PREFIX)
+    return name.startswith(MODULE_PREFIX) and not name.startswith(_WRAPPER_PREFIX)
 
 
 def ids_mask(strings: list[str], ids: np.ndarray, test: Callable[[str], bool]) -> np.ndarray:

@@ -63,12 +63,13 @@ export function Explanation({ client, sel, reloadToken }: { client: ApiClient; s
       </p>
       <div class="grid2">
         <Waterfall ex={ex} />
-        <table class="contributors">
+        <table class="contributors" data-clock={ex.clock}>
+          <caption class="sr-only">Contributors to the step-time delta, on {ex.clock} time</caption>
           <thead>
             <tr>
               <th scope="col">Contributor</th>
-              <th scope="col" class="num">
-                Δ per step (ms)
+              <th scope="col" class="num" title={ex.clock === "device" ? "Device time per step: each kernel, memcpy and memset counts for the operator that launched it" : "Host time per step"}>
+                Δ {ex.clock} time per step (ms)
               </th>
               <th scope="col" class="num">
                 Share
@@ -77,8 +78,16 @@ export function Explanation({ client, sel, reloadToken }: { client: ApiClient; s
           </thead>
           <tbody>
             {ex.contributors.slice(0, CONTRIBUTORS_SHOWN).map((c) => (
-              <tr key={`${c.kind}:${c.key}`}>
-                <td title={c.key}>{c.name}</td>
+              <tr key={`${c.kind}:${c.key}`} data-kind={c.kind}>
+                <td title={c.key}>
+                  {c.name}
+                  {c.compiled && (
+                    <span class="chip" title={`torch.compile ran this module in ${c.compiled === "both" ? "both runs" : `the ${c.compiled} run`}: the other run's submodules are rolled up into it`}>
+                      compiled
+                    </span>
+                  )}
+                  {c.top_operator && <TopOperatorLine op={c.top_operator} />}
+                </td>
                 <td class="num">
                   {formatSignedMs(c.delta_us)} <SignificanceMark sig={c.significance} />
                 </td>
@@ -90,6 +99,18 @@ export function Explanation({ client, sel, reloadToken }: { client: ApiClient; s
       </div>
       {ex.pipeline && <PipelinePart part={ex.pipeline} />}
     </section>
+  );
+}
+
+/** Inside a module contributor on device time: the operator that changed most, and its kernels before → after. */
+function TopOperatorLine({ op }: { op: NonNullable<DiffExplainResponse["contributors"][number]["top_operator"]> }) {
+  const kernels = (names: string[]) => (names.length ? names[0] : "none");
+  return (
+    <div class="muted small" data-testid="top-operator">
+      mostly {op.name} ({formatSignedMs(op.delta_us)} ms):{" "}
+      <span title={op.baseline_kernels.join("\n")}>{kernels(op.baseline_kernels)}</span> →{" "}
+      <span title={op.experimental_kernels.join("\n")}>{kernels(op.experimental_kernels)}</span>
+    </div>
   );
 }
 

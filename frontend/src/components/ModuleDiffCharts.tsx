@@ -15,6 +15,7 @@ import { ChartCard, type LegendItem } from "./UPlotChart";
 const BAND_FILL: Record<Band, string> = {
   baseline_only: "rgba(25,118,210,0.10)",
   experimental_only: "rgba(245,124,0,0.14)",
+  inside_compiled: "rgba(123,31,162,0.10)",
   unknown: "rgba(158,158,158,0.16)",
 };
 const ACC_B = "#0d47a1";
@@ -143,6 +144,12 @@ export function ModuleDiffCharts({ d, clock, onPick }: { d: DiffModulesResponse;
         <span class="bar" style={{ background: BAND_FILL.experimental_only, border: "1px solid #ffcc80" }} />
         experimental only
       </span>
+      {pieces.some((p) => p.status === "inside_compiled") && (
+        <span class="item" title="One run has this piece inside a module the other run compiled with torch.compile: its work is that compiled module's there, not missing.">
+          <span class="bar" style={{ background: BAND_FILL.inside_compiled, border: "1px solid #ce93d8" }} />
+          inside the other run's compiled module
+        </span>
+      )}
       <span class="item">
         <span class="bar" style={{ background: BAND_FILL.unknown, border: "1px dashed #9e9e9e" }} />
         unknown (not in any module)

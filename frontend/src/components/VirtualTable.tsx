@@ -22,6 +22,7 @@ const HEADER_H = 2 * ROW_H;
 const WIDTHS: Record<Column["role"], number> = {
   name: 220,
   shape: 190,
+  wide_text: 300,
   baseline: 74,
   experimental: 74,
   delta: 82,
@@ -177,7 +178,7 @@ function HeaderCell({ col, sort, onSort, firstOfGroup }: { col: Column; sort: So
     }
   };
   const cls = [
-    col.role === "name" ? "c-name" : col.role === "shape" ? "c-shape" : "",
+    col.role === "name" ? "c-name" : col.role === "shape" || col.role === "wide_text" ? "c-shape" : "",
     active ? "sorted" : "",
     firstOfGroup ? "first-of-group" : "",
   ]
@@ -205,7 +206,7 @@ function HeaderCell({ col, sort, onSort, firstOfGroup }: { col: Column; sort: So
 
 function Cell({ row, col, mark }: { row: TableRow; col: Column; mark: boolean }) {
   const text = cellText(row, col);
-  if (col.role === "name" || col.role === "shape") {
+  if (col.role === "name" || col.role === "shape" || col.role === "wide_text") {
     // Names from traces are text nodes (never HTML); the title shows long names in full.
     return (
       <td class={col.role === "name" ? "c-name" : "c-shape"} title={text}>

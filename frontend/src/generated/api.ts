@@ -340,14 +340,22 @@ export interface components {
             cpu_exec: number;
             other: number;
         };
+        /**
+         * BusyPair
+         * @description The share of each run's steps the device was busy with their work (%).
+         */
+        BusyPair: {
+            baseline: number | null;
+            experimental: number | null;
+        };
         /** Contributor */
         Contributor: {
             /** @enum {unknown} */
-            kind: "annotation" | "backward" | "communication" | "data_loading" | "device" | "host" | "module" | "optimizer" | "stall" | "unknown";
+            kind: "annotation" | "backward" | "communication" | "data_loading" | "device" | "device_idle" | "device_overlap" | "host" | "module" | "optimizer" | "pre_window" | "stall" | "unknown";
             key: string;
             name: string;
             /** @enum {unknown} */
-            status: "baseline_only" | "experimental_only" | "matched";
+            status: "baseline_only" | "experimental_only" | "inside_compiled" | "matched";
             baseline_us: number;
             experimental_us: number;
             delta_us: number;
@@ -355,6 +363,8 @@ export interface components {
             forward_delta_us: number | null;
             backward_delta_us: number | null;
             significance: components["schemas"]["Significance"];
+            compiled: ("baseline" | "both" | "experimental") | null;
+            top_operator: components["schemas"]["TopOperator"] | null;
         };
         /** Crumb */
         Crumb: {
@@ -535,6 +545,9 @@ export interface components {
             waterfall: components["schemas"]["WaterfallBar"][];
             launch: components["schemas"]["LaunchRow"][];
             note: string | null;
+            /** @enum {unknown} */
+            clock: "device" | "host";
+            device_busy_pct: components["schemas"]["BusyPair"] | null;
             pipeline: components["schemas"]["ExplainPipeline"] | null;
             between_run_pct: number;
             noise: components["schemas"]["ExplainNoise"];
@@ -542,6 +555,9 @@ export interface components {
         /** DiffKernelRow */
         DiffKernelRow: {
             name: string;
+            module: string | null;
+            baseline_kernels: components["schemas"]["KernelShare"][] | null;
+            experimental_kernels: components["schemas"]["KernelShare"][] | null;
             baseline_calls: number;
             experimental_calls: number;
             delta_calls: number;
@@ -550,17 +566,17 @@ export interface components {
             experimental_total_us: number;
             delta_total_us: number;
             delta_total_pct: number | null;
-            baseline_mean_us: number;
-            experimental_mean_us: number;
-            delta_mean_us: number;
+            baseline_mean_us: number | null;
+            experimental_mean_us: number | null;
+            delta_mean_us: number | null;
             delta_mean_pct: number | null;
-            baseline_min_us: number;
-            experimental_min_us: number;
-            delta_min_us: number;
+            baseline_min_us: number | null;
+            experimental_min_us: number | null;
+            delta_min_us: number | null;
             delta_min_pct: number | null;
-            baseline_max_us: number;
-            experimental_max_us: number;
-            delta_max_us: number;
+            baseline_max_us: number | null;
+            experimental_max_us: number | null;
+            delta_max_us: number | null;
             delta_max_pct: number | null;
             significance: components["schemas"]["Significance"] | null;
         };
@@ -580,7 +596,8 @@ export interface components {
             columns: string[];
             /** @enum {unknown} */
             table: "kernels";
-            group_by: null;
+            /** @enum {unknown} */
+            group_by: "module" | "name" | "operator";
             rows: components["schemas"]["DiffKernelRow"][];
         };
         /** DiffMemoryResponse */
@@ -606,6 +623,7 @@ export interface components {
             children: components["schemas"]["DiffPiece"][];
             trend: components["schemas"]["DiffTrend"];
             device_present: boolean;
+            device_bound: boolean;
         };
         /** DiffOperatorRow */
         DiffOperatorRow: {
@@ -681,8 +699,9 @@ export interface components {
             step: number | null;
             path: string;
             /** @enum {unknown} */
-            status: "baseline_only" | "experimental_only" | "matched";
+            status: "baseline_only" | "experimental_only" | "inside_compiled" | "matched";
             has_children: boolean;
+            compiled: ("baseline" | "both" | "experimental") | null;
             baseline_name: string | null;
             experimental_name: string | null;
             note: string | null;
@@ -792,7 +811,7 @@ export interface components {
             /** @enum {unknown} */
             kind: "annotation" | "backward" | "data_loading" | "module" | "optimizer" | "root" | "step" | "unknown";
             /** @enum {unknown} */
-            status: "baseline_only" | "experimental_only" | "matched";
+            status: "baseline_only" | "experimental_only" | "inside_compiled" | "matched";
             breadcrumb: components["schemas"]["Crumb"][];
             kinds: ("annotation" | "kernel" | "memcpy" | "memset" | "module" | "operator" | "python")[];
             from_us: number | null;
@@ -800,6 +819,7 @@ export interface components {
             matched: number;
             baseline_side: components["schemas"]["TimelineSide"] | null;
             experimental_side: components["schemas"]["TimelineSide"] | null;
+            device_bound: boolean;
         };
         /**
          * DiffTrend
@@ -926,6 +946,9 @@ export interface components {
             delta_us: number;
             delta_pct: number | null;
             significance: components["schemas"]["Significance"];
+            /** @enum {unknown} */
+            source: "profiled" | "recorded";
+            profiled: components["schemas"]["ProfiledStep"] | null;
         };
         /** GilHolder */
         GilHolder: {
@@ -990,6 +1013,15 @@ export interface components {
             warps_per_sm: number | null;
             occupancy_pct: number | null;
         };
+        /**
+         * KernelShare
+         * @description One kernel (or memcpy, memset) a launching operator or module ran, whole profiled window.
+         */
+        KernelShare: {
+            name: string;
+            calls: number;
+            total_us: number;
+        };
         /** KernelsResponse */
         KernelsResponse: {
             run: string;
@@ -1010,6 +1042,16 @@ export interface components {
             delta: number | null;
             delta_pct: number | null;
             significance: components["schemas"]["Significance"];
+        };
+        /**
+         * LoopEpilogue
+         * @description The time the loop's end cost after its last step (per recording): in
+         *         no step, rate or verdict (analysis/statistics/settle.py).
+         */
+        LoopEpilogue: {
+            epilogue_s: number;
+            from_last_step: boolean;
+            note: string;
         };
         /** MemoryCurve */
         MemoryCurve: {
@@ -1246,6 +1288,7 @@ export interface components {
             meta: components["schemas"]["PipelineMeta"][];
             warnings: string[];
             group: components["schemas"]["PipelineRecordings"] | null;
+            epilogue: components["schemas"]["LoopEpilogue"] | null;
         };
         /** PipelineResponse */
         PipelineResponse: {
@@ -1261,6 +1304,7 @@ export interface components {
             meta: components["schemas"]["PipelineMeta"][];
             warnings: string[];
             group: components["schemas"]["PipelineRecordings"] | null;
+            epilogue: components["schemas"]["LoopEpilogue"] | null;
             run: string;
             worker: string;
             span: string;
@@ -1322,6 +1366,17 @@ export interface components {
             delta: number | null;
             delta_pct: number | null;
             significance: components["schemas"]["Significance"] | null;
+        };
+        /**
+         * ProfiledStep
+         * @description The profiled steps' own step delta, which the contributors split,
+         *         when the step's verdict came from the recorded statistics.
+         */
+        ProfiledStep: {
+            baseline_steps: number;
+            experimental_steps: number;
+            delta_us: number;
+            significance: components["schemas"]["Significance"];
         };
         /** ProfilerLinkResponse */
         ProfilerLinkResponse: {
@@ -1543,11 +1598,25 @@ export interface components {
             merged_count: number;
             merged_us: number;
         };
+        /**
+         * TopOperator
+         * @description Inside a module contributor on device time: the launching operator
+         *         whose device time per step changed most, and each run's kernels for it
+         *         (largest first).
+         */
+        TopOperator: {
+            name: string;
+            baseline_us: number;
+            experimental_us: number;
+            delta_us: number;
+            baseline_kernels: string[];
+            experimental_kernels: string[];
+        };
         /** WaterfallBar */
         WaterfallBar: {
             label: string;
             /** @enum {unknown} */
-            kind: "annotation" | "backward" | "communication" | "data_loading" | "device" | "host" | "module" | "optimizer" | "other" | "stall" | "total" | "unknown";
+            kind: "annotation" | "backward" | "communication" | "data_loading" | "device" | "device_idle" | "device_overlap" | "host" | "module" | "optimizer" | "other" | "pre_window" | "stall" | "total" | "unknown";
             start_us: number;
             end_us: number;
             verdict: ("significant" | "too_few_steps" | "within_noise") | null;
@@ -2205,6 +2274,7 @@ export interface operations {
                 filter?: string;
                 offset?: number;
                 limit?: number;
+                group_by?: "module" | "name" | "operator";
             };
             header?: never;
             path?: never;

@@ -92,7 +92,7 @@ export function shortPieceLabel(p: DiffPiece, max = 16): string {
   if (p.kind === "data_loading") name = "Data loading";
   else if (p.kind === "unknown") name = "unknown";
   else if (p.kind === "optimizer") name = name.replace(/^Optimizer\.(\w+)#.*$/, "Optimizer.$1");
-  const mark = p.status === "baseline_only" ? "−" : p.status === "experimental_only" ? "+" : "";
+  const mark = p.status === "baseline_only" ? "−" : p.status === "experimental_only" ? "+" : p.status === "inside_compiled" ? "·" : "";
   const s = mark + name;
   return s.length > max ? s.slice(0, max - 1) + "…" : s;
 }

@@ -4,7 +4,7 @@
  * table-specific from here, so a new diff table is a new entry (and its
  * contract Struct and tab), not a change to the view.
  */
-import type { DiffTableKind } from "../api";
+import type { DiffTableGroupBy, DiffTableKind } from "../api";
 
 export interface DiffTablePresentation {
   /** Tab label. */
@@ -47,9 +47,45 @@ export const DIFF_TABLE_KINDS = Object.keys(DIFF_TABLES) as DiffTableKind[];
  * The group-by to ask for: by shape only where the table can and the user
  * asked; nothing for a table that cannot (its route rejects the parameter).
  */
-export function groupByParam(table: DiffTableKind, byShape: boolean): "name" | "name_and_shape" | undefined {
+export function groupByParam(table: DiffTableKind, byShape: boolean, launch: KernelGrouping = ""): DiffTableGroupBy | undefined {
+  if (table === "kernels") return launch || undefined;
   if (!DIFF_TABLES[table].canGroupByShape) return undefined;
   return byShape ? "name_and_shape" : "name";
+}
+
+/** Kernels grouped by what launched them ("" = by kernel name). */
+export type KernelGrouping = "" | "operator" | "module";
+
+export const KERNEL_GROUPINGS: readonly { value: KernelGrouping; label: string; title: string }[] = [
+  { value: "", label: "kernel name", title: "Kernels of both runs joined by name" },
+  {
+    value: "operator",
+    label: "launching operator",
+    title: "Device time by the operator that launched it and its module: the fp32 and bf16 GEMMs of one aten::addmm side by side",
+  },
+  {
+    value: "module",
+    label: "module",
+    title: "Device time by module (a compiled module meets the other run's modules inside it)",
+  },
+];
+
+/** Text columns a kernel table grouped by launch shows beside the name. */
+export function launchColumns(groupBy: string): { key: string; label: string; title: string; wide: boolean }[] {
+  const kernels = [
+    { key: "baseline_kernel", label: "Baseline kernel", title: "The baseline run's largest kernel of the row", wide: true },
+    { key: "experimental_kernel", label: "Experimental kernel", title: "The experimental run's largest kernel of the row", wide: true },
+  ];
+  return groupBy === "operator" ? [{ key: "module", label: "Module", title: "The operator's module path", wide: false }, ...kernels] : kernels;
+}
+
+/** A launch row's largest kernel on each side ("none" where a run ran none for it), as text cells. */
+export function kernelCells(row: { baseline_kernels: { name: string }[] | null; experimental_kernels: { name: string }[] | null }): {
+  baseline_kernel: string;
+  experimental_kernel: string;
+} {
+  const first = (list: { name: string }[] | null) => (list && list.length ? list[0]!.name : "none");
+  return { baseline_kernel: first(row.baseline_kernels), experimental_kernel: first(row.experimental_kernels) };
 }
 
 /** File name of a CSV export: `<table>_<baseline>_vs_<experimental>.csv`, safe characters only. */

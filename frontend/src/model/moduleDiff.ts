@@ -74,10 +74,10 @@ export function accumulated(d: DiffModulesResponse, time: Clock): { baseline: nu
 }
 
 /** Why a piece's column is tinted: one-sided, or time outside any module; null for an ordinary matched piece. */
-export type Band = "baseline_only" | "experimental_only" | "unknown";
+export type Band = "baseline_only" | "experimental_only" | "inside_compiled" | "unknown";
 
 export function bandOf(p: DiffPiece): Band | null {
-  if (p.status === "baseline_only" || p.status === "experimental_only") return p.status;
+  if (p.status === "baseline_only" || p.status === "experimental_only" || p.status === "inside_compiled") return p.status;
   return isUnknownPiece(p) ? "unknown" : null;
 }
 
@@ -196,10 +196,15 @@ export interface ModuleDiffControls {
   hint: string;
 }
 
-export function moduleDiffControls(d: Pick<DiffModulesResponse, "device_present" | "node" | "children">, asked: TimeKind, pass: Pass): ModuleDiffControls {
+export function moduleDiffControls(
+  d: Pick<DiffModulesResponse, "device_present" | "device_bound" | "node" | "children">,
+  asked: TimeKind | "",
+  pass: Pass,
+): ModuleDiffControls {
   // Device presence is the server's answer for the whole pair, so it holds at every level.
   const noDevice = !d.device_present;
-  const time: TimeKind = noDevice ? "host" : asked;
+  // Nothing asked: device time when a run kept the device busy most of its steps (the server says).
+  const time: TimeKind = noDevice ? "host" : asked || (d.device_bound ? "device" : "host");
   const backward = hasBackward(d);
   const clock = clockOf(time, pass, backward);
   const times = (["host", "device"] as const).map((t): Toggle<TimeKind> => {
@@ -241,6 +246,7 @@ export const CLOCK_HEADING: Record<Clock, string> = {
 export const BAND_TEXT: Record<Band, string> = {
   baseline_only: "baseline only",
   experimental_only: "experimental only",
+  inside_compiled: "inside the other run's compiled module",
   unknown: "time outside any module",
 };
 
@@ -309,7 +315,7 @@ export function pieceRow(p: DiffPiece, clock: Clock): PieceRow {
     band: bandOf(p),
     times,
     significance: deltaSignificance(p, clock),
-    absent: { baseline: p.status === "experimental_only", experimental: p.status === "baseline_only" },
+    absent: { baseline: p.status !== "matched" && p.baseline_name === null, experimental: p.status !== "matched" && p.experimental_name === null },
     split,
   };
 }

@@ -28,7 +28,7 @@ export interface SortSpec {
   dir: SortDir;
 }
 
-export type ColumnRole = "name" | "shape" | "baseline" | "experimental" | "delta" | "delta_pct";
+export type ColumnRole = "name" | "shape" | "wide_text" | "baseline" | "experimental" | "delta" | "delta_pct";
 
 export interface Column {
   /** Field of the row this column shows (also the server's sort key). */
@@ -115,14 +115,24 @@ export function pctKey(metric: string): string {
   return key;
 }
 
+/** A text column beside the name: an operator's input shape, a launch row's module or its kernels. */
+export interface TextColumn {
+  key: string;
+  label: string;
+  title?: string;
+  /** A long text (kernel names): a wider column. */
+  wide?: boolean;
+}
+
 /**
  * Name (and shape), then four columns per metric. The primary duration's
  * group comes first so the default sort column is in view without
  * scrolling sideways; the others keep the server's order.
  */
-export function buildColumns(metrics: readonly string[], withShape: boolean, primary: string | null = null): Column[] {
+export function buildColumns(metrics: readonly string[], withShape: boolean | readonly TextColumn[], primary: string | null = null): Column[] {
   const cols: Column[] = [{ key: "name", role: "name", metric: null, label: "Name", title: "Name" }];
-  if (withShape) cols.push({ key: "input_shape", role: "shape", metric: null, label: "Input shape", title: "Input shape" });
+  const texts: readonly TextColumn[] = withShape === true ? [{ key: "input_shape", label: "Input shape" }] : withShape || [];
+  for (const t of texts) cols.push({ key: t.key, role: t.wide ? "wide_text" : "shape", metric: null, label: t.label, title: t.title ?? t.label });
   const ordered = primary && metrics.includes(primary) ? [primary, ...metrics.filter((m) => m !== primary)] : metrics;
   for (const m of ordered) {
     const g = metricLabel(m);
@@ -186,9 +196,8 @@ export function informativeMetrics(rows: readonly DiffTableRow[], metrics: reado
 export function filterRows(rows: readonly DiffTableRow[], text: string): DiffTableRow[] {
   const needle = text.trim().toLowerCase();
   if (!needle) return rows.slice();
-  return rows.filter(
-    (r) => r.name.toLowerCase().includes(needle) || (inputShape(r)?.toLowerCase().includes(needle) ?? false),
-  );
+  const second = (r: DiffTableRow) => inputShape(r) ?? ("module" in r ? r.module : null);
+  return rows.filter((r) => r.name.toLowerCase().includes(needle) || (second(r)?.toLowerCase().includes(needle) ?? false));
 }
 
 // ---------------------------------------------------- partial tables
@@ -339,6 +348,7 @@ export function cellText(row: TableRow, col: Column): string {
   switch (col.role) {
     case "name":
     case "shape":
+    case "wide_text":
       return typeof v === "string" ? v : "";
     case "delta_pct":
       return formatPct(typeof v === "number" ? v : null);

@@ -26,12 +26,14 @@ export interface UrlState {
   path: string;
   /** Module piece the operator table is restricted to ("" = none). */
   piece: string;
-  /** Host or device time in the module diff. */
-  time: "host" | "device";
+  /** Host or device time in the module diff; "" = the server's choice (device time for device-bound runs). */
+  time: "" | "host" | "device";
   /** Module diff on host time: each module's forward plus its backward, or forward only. */
   pass: "both" | "forward";
   /** Operators grouped by name and input shape. */
   byShape: boolean;
+  /** Kernels grouped by what launched them ("" = by kernel name). */
+  launch: "" | "operator" | "module";
   /** Table sort column ("" = the default, largest absolute delta). */
   sort: string;
   dir: "asc" | "desc";
@@ -50,9 +52,10 @@ export const DEFAULT_STATE: UrlState = {
   view: "overview",
   path: "",
   piece: "",
-  time: "host",
+  time: "",
   pass: "both",
   byShape: false,
+  launch: "",
   sort: "",
   dir: "desc",
   filter: "",
@@ -63,7 +66,7 @@ export const DEFAULT_STATE: UrlState = {
 /** Short keys keep shared URLs readable. */
 const KEYS = {
   b: "b", bw: "bw", bs: "bs", e: "e", ew: "ew", es: "es",
-  view: "view", path: "path", piece: "piece", time: "time", pass: "pass", shape: "shape",
+  view: "view", path: "path", piece: "piece", time: "time", pass: "pass", shape: "shape", launch: "kgroup",
   sort: "sort", dir: "dir", q: "q", find: "find", plotted: "pl",
 } as const;
 
@@ -101,9 +104,10 @@ export function parseState(params: URLSearchParams | Record<string, string>): Ur
     view: isView(view) ? view : DEFAULT_STATE.view,
     path: get(KEYS.path) ?? "",
     piece: get(KEYS.piece) ?? "",
-    time: time === "device" ? "device" : "host",
+    time: time === "device" || time === "host" ? time : "",
     pass: get(KEYS.pass) === "forward" ? "forward" : "both",
     byShape: get(KEYS.shape) === "1",
+    launch: ((v) => (v === "operator" || v === "module" ? v : ""))(get(KEYS.launch)),
     sort: get(KEYS.sort) ?? "",
     dir: dir === "asc" ? "asc" : "desc",
     filter: get(KEYS.q) ?? "",
@@ -127,9 +131,10 @@ export function stateEntries(s: UrlState): [string, string][] {
   put(KEYS.view, s.view, DEFAULT_STATE.view);
   put(KEYS.path, s.path, "");
   put(KEYS.piece, s.piece, "");
-  put(KEYS.time, s.time, "host");
+  put(KEYS.time, s.time, "");
   put(KEYS.pass, s.pass, "both");
   put(KEYS.shape, s.byShape ? "1" : "0", "0");
+  put(KEYS.launch, s.launch, "");
   put(KEYS.sort, s.sort, "");
   if (s.sort) put(KEYS.dir, s.dir, "");
   put(KEYS.q, s.filter, "");

@@ -13,7 +13,7 @@ import { MAX_TABLE_ROWS, type ApiClient, type DiffSelection, type DiffTableKind,
 import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
 import { VirtualTable } from "../components/VirtualTable";
-import { csvFileName, DIFF_TABLES, groupByParam } from "../model/diffTables";
+import { csvFileName, DIFF_TABLES, groupByParam, KERNEL_GROUPINGS, kernelCells, launchColumns } from "../model/diffTables";
 import { ProfilerPair, useProfilerPresent } from "../components/ProfilerLink";
 import { sidesOf } from "../model/profilerLink";
 import { formatInt } from "../model/format";
@@ -52,7 +52,7 @@ export interface DiffTableViewProps {
 }
 
 export function DiffTableView({ client, sel, table: asked, state, onChange, reloadToken, piece = null, height }: DiffTableViewProps) {
-  const groupBy = groupByParam(asked, state.byShape);
+  const groupBy = groupByParam(asked, state.byShape, state.launch);
   const timeline = useProfilerPresent();
   const fetchTable = (filter: string | undefined, opts: RequestOpts) =>
     client.diffTable(asked, sel, { limit: MAX_TABLE_ROWS, filter, groupBy, path: piece?.path || undefined }, opts);
@@ -63,9 +63,13 @@ export function DiffTableView({ client, sel, table: asked, state, onChange, relo
     if (req.state !== "ok") return null;
     const r = req.data;
     const byShape = r.group_by === "name_and_shape";
-    const shownMetrics = informativeMetrics(r.rows, r.columns, r.primary);
+    // Kernels grouped by what launched them: the module and each run's kernels beside the operator.
+    const launched = r.table === "kernels" && r.group_by !== "name";
+    const rows = launched ? r.rows.map((row) => ({ ...row, ...kernelCells(row) })) : r.rows;
+    const shownMetrics = informativeMetrics(rows, r.columns, r.primary);
     const hidden = r.columns.filter((m) => !shownMetrics.includes(m));
-    return { resp: r, rows: r.rows, byShape, columns: buildColumns(shownMetrics, byShape, r.primary), hidden };
+    const texts = launched ? launchColumns(r.group_by ?? "") : byShape;
+    return { resp: r, rows, byShape, columns: buildColumns(shownMetrics, texts, r.primary), hidden };
   }, [req]);
 
   // The fetched table is cut at the row limit: filter on the server too.
@@ -138,6 +142,18 @@ export function DiffTableView({ client, sel, table: asked, state, onChange, relo
         {look.canGroupByShape && (
           <label>
             <input type="checkbox" checked={byShape} onChange={(e) => onChange({ byShape: e.currentTarget.checked })} /> Group by input shape
+          </label>
+        )}
+        {resp.table === "kernels" && (
+          <label>
+            <span class="muted">Group by </span>
+            <select data-testid="kernel-grouping" value={state.launch} onChange={(e) => onChange({ launch: e.currentTarget.value as UrlState["launch"], sort: "", filter: "" })}>
+              {KERNEL_GROUPINGS.map((g) => (
+                <option key={g.value} value={g.value} title={g.title}>
+                  {g.label}
+                </option>
+              ))}
+            </select>
           </label>
         )}
         <span class="count" aria-live="polite" data-testid="row-count" data-partial={view.partial ? "true" : "false"}>

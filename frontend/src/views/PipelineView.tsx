@@ -142,6 +142,11 @@ function Verdict({ side, name, report }: { side: string; name: string; report: P
           {n}
         </p>
       ))}
+      {report.epilogue && (
+        <p data-testid="epilogue" data-epilogue-s={report.epilogue.epilogue_s}>
+          <strong>After the loop:</strong> {report.epilogue.note}
+        </p>
+      )}
       <p class="muted">Statistics {SOURCE_TEXT[report.source]}.</p>
       {report.group && <Recordings group={report.group} />}
     </section>

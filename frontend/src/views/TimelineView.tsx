@@ -375,7 +375,16 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
       </p>
       {exporting && <p class="muted small" role="status">{exporting}</p>}
       {resp.status !== "matched" && (
-        <Message kind="info" title={resp.status === "baseline_only" ? "Only the baseline run has this piece" : "Only the experimental run has this piece"}>
+        <Message
+          kind="info"
+          title={
+            resp.status === "inside_compiled"
+              ? "This piece ran inside a module the other run compiled (torch.compile): its work there is the compiled module's"
+              : resp.status === "baseline_only"
+                ? "Only the baseline run has this piece"
+                : "Only the experimental run has this piece"
+          }
+        >
           Nothing in it is matched: every event is hatched.
         </Message>
       )}

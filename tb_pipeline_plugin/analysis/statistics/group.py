@@ -106,7 +106,8 @@ def pool_statistics(members: list[PipelineTables], names: list[str]) -> Pipeline
     return PipelineTables(
         source=members[rep].source, steps=_concat(steps), callbacks=_concat(callbacks), stage_tasks=_concat(tasks),
         stage_queues=_concat(queues), host=members[rep].host, meta=[meta for m in members for meta in m.meta],
-        warnings=warnings, t0_wall_s=members[rep].t0_wall_s, recording_names=list(names), representative=rep)
+        warnings=warnings, t0_wall_s=members[rep].t0_wall_s, recording_names=list(names), representative=rep,
+        epilogues=[{**e, "recording": i} for i, m in enumerate(members) for e in m.epilogues])
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:

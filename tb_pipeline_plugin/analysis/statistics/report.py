@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from .settle import WARMUP_FACTOR, epilogue_s, settle
 from .stages import STAGE_COLUMNS, bottleneck, flag, stage_table
 
 SPLIT_PARTS = ("data_wait_s", "compute_s", "callbacks_s", "other_s")
@@ -50,7 +51,19 @@ def main_steps(steps: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         notes.append(f"headspace run: {int((~cached).sum())} steps that filled the cache left out, "
                      f"{int(cached.sum())} replayed steps used")
         steps = steps[cached]
+    steps, warm, held = settle(steps)
+    if len(warm):
+        notes.append(f"{_count(len(warm), 'warm-up step')} left out (the first steps, or the first after the profiler "
+                     f"started, slower than {WARMUP_FACTOR:g}x the usual step)")
+    if len(held):
+        seconds = pd.to_numeric(held["duration_s"], errors="coerce").max()
+        notes.append(f"the last recorded step ({seconds:.3g} s) held the loop's epilogue (time after the last "
+                     "batch, such as DataLoader workers shutting down): left out")
     return steps, notes
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
 def step_split(steps: pd.DataFrame) -> dict:
@@ -237,9 +250,38 @@ def report(tables) -> dict:
         "callbacks": records(callbacks),
         "host": {"summary": host, "series": records(metrics)},
         "meta": tables.meta,
-        "warnings": list(tables.warnings),
+        "warnings": list(tables.warnings) + _epilogue_warnings(tables),
         "group": recordings_part(tables),
+        "epilogue": epilogue_part(tables),
     }
+
+
+def _held_epilogue(tables) -> pd.DataFrame:
+    """The main loader's steps that held the loop's epilogue (analysis/statistics/settle.py)."""
+    steps = tables.steps
+    if not len(steps):
+        return steps
+    loaders = steps["loader"].value_counts()
+    return settle(steps[steps["loader"] == loaders.index[0]])[2]
+
+
+def epilogue_part(tables) -> dict | None:
+    """The time the loop's end cost after its last step (seconds per
+    recording), which no step, rate or verdict includes; None unknown."""
+    held = _held_epilogue(tables)
+    seconds = epilogue_s(tables, held)
+    if seconds is None:
+        return None
+    return {"epilogue_s": seconds, "from_last_step": bool(len(held)),
+            "note": (f"{seconds:.3g} s after the last step (the loop's end: DataLoader workers shutting down, a "
+                     "final checkpoint): time the run pays that is in no step, rate or verdict.")}
+
+
+def _epilogue_warnings(tables) -> list[str]:
+    if not len(_held_epilogue(tables)):
+        return []
+    return ["The last recorded step held the loop's epilogue (it was still running when the recorder closed: a "
+            "file written before loop ends were recorded, or a loop that never ended): left out of the figures."]
 
 
 def recordings_part(tables) -> dict | None:

@@ -60,6 +60,25 @@ def step_mean_us(tables) -> float | None:
     return float(s.mean()) * _US if len(s) else None
 
 
+def step_us(tables) -> tuple[np.ndarray, np.ndarray | None]:
+    """Each main-loader step's duration (µs; warm-up and epilogue left out:
+    analysis/statistics/settle.py) and, for a pooled group, its recording."""
+    used, _ = ap.main_steps(tables.steps)
+    d = pd.to_numeric(used["duration_s"], errors="coerce")
+    return d.dropna().to_numpy(np.float64) * _US, step_labels(used[d.notna()])
+
+
+def recorded_step(b_tables, e_tables) -> dict:
+    """The step-time verdict from every recorded step (the one verdict of a
+    pair whose runs both have statistics: `significance.step_time` on them):
+    the means (µs), the delta and its significance."""
+    (b, b_rec), (e, e_rec) = step_us(b_tables), step_us(e_tables)
+    bm = float(b.mean()) if len(b) else 0.0
+    em = float(e.mean()) if len(e) else 0.0
+    return {"baseline_us": round(bm, 3), "experimental_us": round(em, 3), "delta_us": round(em - bm, 3),
+            "significance": S.step_time(b, e, (b_rec, e_rec))}
+
+
 def data_wait_significance(b_tables, e_tables) -> dict:
     """The one verdict on the data wait per step (diff/pipeline's row and the
     explanation's pipeline part)."""

@@ -1,0 +1,166 @@
+"""Device time where the work is: every kernel, memcpy and memset charged to
+the operator that launched it, and through that operator to its part of the
+step (analysis/attribution.py), so that device time per step splits by
+module, backward and optimizer as host time does (analysis/ledger.py).
+
+A device activity's *launch* is its runtime event (the correlation id, or an
+`ac2g` flow: `LinkedTrace.launch_of`); its *owner* the operator that issued
+the launch (`LinkedTrace.owner`). Its part is that of the top-level operator
+of the region threads around the owner, and its step the step whose host
+window holds the launch: work launched in step k is step k's work wherever
+the device ran it. Three cases have no such operator:
+
+* *launched before the profiled window*: the host runs ahead of a busy
+  device, so the first profiled step executes work launched in unprofiled
+  steps: no launch event exists for it (its correlation id precedes the
+  first recorded launch). It is its own part, in the step whose window it
+  runs in, never charged to whatever encloses it in time;
+* launched by an operator outside every top-level operator of the region
+  threads (another thread): `unknown`;
+* *CUDA graphs*: a `cudaGraphLaunch` launches all of a graph's kernels at
+  once, with its correlation id: they are charged to the operator that
+  launched the graph and marked `via_graph`; which module inside the graph
+  ran each kernel the trace does not say.
+
+The device ledger (`device_ledger`) has the shape of the host one: per step,
+the device time of each part, `device_idle` (the step's time the device ran
+none of the step's work: waiting for the host) and `device_overlap` (work of
+several streams at once, counted once: negative), so that a step's parts
+add up to its step time exactly.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..trace.forest import nearest_marked_ancestor
+from ..trace.link import LinkedTrace
+from ..trace.names import name_mask
+from ..trace.table import DEVICE_ACTIVITY_KINDS, Phase
+from .attribution import Attribution
+from .intervals import union
+from .labels import DEVICE_IDLE, DEVICE_OVERLAP, PRE_WINDOW, PRE_WINDOW_NAME, UNKNOWN, UNKNOWN_NAME
+from .ledger import StepLedger
+from .overview import step_breakdown
+from .step_windows import step_of
+
+GRAPH_LAUNCHES = ("cudaGraphLaunch", "cudaGraphLaunch_v10000", "hipGraphLaunch")
+LAUNCH_COLUMNS = ("row", "step", "ts_us", "dur_us", "kind", "key", "phase", "op_row", "via_graph")
+
+
+def device_launches(linked: LinkedTrace, attribution: Attribution) -> pd.DataFrame:
+    """One row per device activity in a step (LAUNCH_COLUMNS), sorted by row:
+    its step, its duration clipped to the step, its part (kind, key,
+    phase), the operator that launched it (-1: none) and whether a CUDA
+    graph launch ran it."""
+    t = linked.table
+    rows = np.flatnonzero((t.phase == Phase.COMPLETE) & np.isin(t.kind, DEVICE_ACTIVITY_KINDS))
+    st = linked.steps
+    n = len(rows)
+    launch = linked.launch_of[rows]
+    launched = launch >= 0
+    op_row = np.where(launched, linked.owner[rows], -1)
+    # Step: the launch's host window; work with no launch, the step it ran in.
+    step = np.full(n, -1, dtype=np.int64)
+    step[launched] = step_of(attribution.step_start_us, attribution.step_end_us, t.ts_us[launch[launched]])
+    step[~launched] = step_of(np.asarray(st.start_us, np.float64), np.asarray(st.end_us, np.float64),
+                              t.ts_us[rows[~launched]])
+    ops = attribution.operators
+    kind = np.full(n, UNKNOWN, dtype=object)
+    key = np.full(n, UNKNOWN_NAME, dtype=object)
+    phase = np.full(n, "", dtype=object)
+    if len(ops):
+        top_level = np.zeros(len(t), dtype=bool)
+        op_rows = ops["row"].to_numpy(np.int64)
+        top_level[op_rows] = True
+        top = nearest_marked_ancestor(linked.parent, top_level, op_row)
+        found = top >= 0
+        at = np.searchsorted(op_rows, top[found])
+        for out, column in ((kind, "kind"), (key, "key"), (phase, "phase")):
+            out[found] = ops[column].to_numpy(object)[at]
+    kind[~launched], key[~launched] = PRE_WINDOW, PRE_WINDOW_NAME
+    via_graph = np.zeros(n, dtype=bool)
+    if launched.any():
+        via_graph[launched] = name_mask(t, launch[launched], lambda s: s in GRAPH_LAUNCHES)
+    keep = step >= 0
+    end = np.asarray(st.end_us, np.float64)
+    ts = t.ts_us[rows]
+    dur = np.where(keep, np.minimum(ts + t.dur_us[rows], end[np.maximum(step, 0)]) - ts, 0.0)
+    return pd.DataFrame({
+        "row": rows[keep], "step": step[keep], "ts_us": ts[keep], "dur_us": np.maximum(dur[keep], 0.0),
+        "kind": kind[keep], "key": key[keep], "phase": phase[keep], "op_row": op_row[keep],
+        "via_graph": via_graph[keep],
+    })
+
+
+def device_ledger(linked: LinkedTrace, launches: pd.DataFrame) -> StepLedger:
+    """Per step, where its device time went (module docstring)."""
+    st = linked.steps
+    n_steps = len(st.name)
+    step_us = step_breakdown(linked)["duration_us"].to_numpy(np.float64)
+    host_us = np.asarray(st.host_end_us, np.float64) - np.asarray(st.start_us, np.float64)
+    steps = pd.DataFrame({"step": np.arange(n_steps), "name": list(st.name), "step_us": step_us, "host_us": host_us})
+    parts = (launches.groupby(["step", "kind", "key", "phase"], as_index=False, sort=False)["dur_us"].sum()
+             .rename(columns={"dur_us": "us"}))
+    summed = np.zeros(n_steps)
+    np.add.at(summed, launches["step"].to_numpy(np.int64), launches["dur_us"].to_numpy(np.float64))
+    busy = _busy_per_step(launches, n_steps)
+    extra = pd.DataFrame({
+        "step": np.tile(np.arange(n_steps), 2),
+        "kind": [DEVICE_IDLE] * n_steps + [DEVICE_OVERLAP] * n_steps,
+        "key": [DEVICE_IDLE] * n_steps + [DEVICE_OVERLAP] * n_steps, "phase": "",
+        "us": np.concatenate([np.maximum(step_us - busy, 0.0), busy - summed]),
+    })
+    parts = pd.concat([parts, extra], ignore_index=True).assign(stall_us=0.0)
+    return StepLedger(steps=steps, parts=parts)
+
+
+def device_bound_pct(ledger: StepLedger) -> float | None:
+    """The share of the steps' time the device was busy with the steps' work
+    (%, over all steps); None without steps."""
+    total = float(ledger.steps["step_us"].sum())
+    if total <= 0:
+        return None
+    idle = float(ledger.parts.loc[ledger.parts["kind"] == DEVICE_IDLE, "us"].sum())
+    return 100.0 * (total - idle) / total
+
+
+def _busy_per_step(launches: pd.DataFrame, n_steps: int) -> np.ndarray:
+    """Time the device ran any of each step's work (overlapping streams once)."""
+    busy = np.zeros(n_steps)
+    for step, group in launches.groupby("step", sort=False):
+        ts = group["ts_us"].to_numpy(np.float64)
+        s, e = union(ts, ts + group["dur_us"].to_numpy(np.float64))
+        busy[int(step)] = float(np.sum(e - s))
+    return busy
+
+
+LAUNCH_TABLE_KEYS = ["kind", "key", "phase", "operator", "kernel"]
+
+
+def launch_table(linked: LinkedTrace, launches: pd.DataFrame) -> pd.DataFrame:
+    """Device time by part, launching operator and kernel name (whole run):
+    LAUNCH_TABLE_KEYS, `calls`, `total_us`, and `via_graph` (calls a CUDA
+    graph launch ran). `operator` is the launching operator's name (work
+    launched before the window is named that); memcpy and memset are named as
+    kernels are."""
+    t = linked.table
+    op = launches["op_row"].to_numpy(np.int64)
+    names = t.names(t.name_id[np.maximum(op, 0)])
+    operator = np.where(op >= 0, np.asarray(names, dtype=object), PRE_WINDOW_NAME)
+    frame = launches.assign(operator=operator, kernel=np.asarray(t.names(t.name_id[launches["row"].to_numpy()]),
+                                                                 dtype=object))
+    grouped = frame.groupby(LAUNCH_TABLE_KEYS, as_index=False, sort=False).agg(
+        calls=("row", "size"), total_us=("dur_us", "sum"), via_graph=("via_graph", "sum"))
+    return grouped.astype({"calls": np.int64, "via_graph": np.int64})
+
+
+def launch_steps(linked: LinkedTrace, launches: pd.DataFrame) -> pd.DataFrame:
+    """Long form: `operator`, `kind`, `key`, `step`, `total_us`: each step's
+    device time by launching operator and part (the samples behind the
+    significance of a launch table's rows)."""
+    t = linked.table
+    op = launches["op_row"].to_numpy(np.int64)
+    operator = np.where(op >= 0, np.asarray(t.names(t.name_id[np.maximum(op, 0)]), dtype=object), PRE_WINDOW_NAME)
+    frame = launches.assign(operator=operator, total_us=launches["dur_us"])
+    return frame.groupby(["operator", "kind", "key", "step"], as_index=False, sort=False)["total_us"].sum()
