@@ -30,9 +30,11 @@ $(STAMPS)/codegen: frontend/codegen/package.json frontend/codegen/package-lock.j
 	cd frontend/codegen && npm ci --no-audit --no-fund
 	@touch $@
 
-# The one contract: Python Structs -> docs/openapi.json -> frontend/src/generated/api.ts.
+# The one contract: Python Structs -> docs/openapi.json -> frontend/src/generated/api.ts;
+# and the report of `tb-pipeline diff --format json` -> docs/report.schema.json.
 api: $(STAMPS)/venv $(STAMPS)/codegen
 	$(PY) -m tb_pipeline_plugin.server.openapi
+	$(PY) -m tb_pipeline_plugin.report.schema
 	cd frontend/codegen && npm run gen
 
 $(BUNDLE): $(STAMPS)/npm $(FRONTEND_SRC)

@@ -1,15 +1,22 @@
 """`tb-pipeline`: the plugin's engine on the command line.
 
     tb-pipeline diff BASELINE EXPERIMENTAL [--top N] [--fail-if METRIC>PCT ...] [--require-significance]
-                         [--between-run-pct PCT]
+                         [--between-run-pct PCT] [--format text|markdown|html|json|junit] [--output FILE]
+    tb-pipeline report REPORT.json [--format FORMAT] [--output FILE]
     tb-pipeline record --logdir DIR [--run NAME] [--headspace N] [--repeat N] [--profile [SCHEDULE]] -- python train.py ...
     tb-pipeline summarize LOGDIR [--scheduler tcp://HOST:8786] [--processes N] [--cache-dir DIR]
     tb-pipeline noise RUN RUN [RUN ...]
 
 BASELINE / EXPERIMENTAL are trace files or run directories. `diff` prints
-the explanation (one sentence: how much slower or faster per step, and
-which contributors, with their significance), the overview deltas and the
-operators / kernels with the largest absolute deltas; `--fail-if
+the verdict, the explanation (one sentence: how much slower or faster per
+step, and which contributors, with their significance), what would make an
+inconclusive answer conclusive, the overview deltas, the pipeline
+statistics, memory, the operators / kernels with the largest absolute
+deltas and every gate's outcome, in the `--format` asked for (text;
+markdown for a pull request or $GITHUB_STEP_SUMMARY; one self-contained
+HTML file; JSON of docs/report.schema.json; JUnit XML, a test case per
+gate), to stdout or `--output FILE` (tb_pipeline_plugin/report/). `report`
+renders a saved JSON report in another format. `--fail-if
 avg_step_time_us>5` makes it exit 1 when the average step time grows by
 more than 5 %, so CI can gate on it (`<` gates a drop, e.g.
 `gpu_utilization_pct<-10`). With `--require-significance` a gate on a
@@ -35,58 +42,21 @@ parsing; exit 1 if a file failed.
 Exit status: 0 fine, 1 a `--fail-if` gate tripped, 2 bad usage or input,
 or a gate that cannot be evaluated because its metric is null on either side
 (e.g. `memory.peak_bytes` for a trace without memory events); 2 wins over 1,
-since the verdict is incomplete.
+since the verdict is incomplete. The same in every format.
 """
 from __future__ import annotations
 
 import argparse
-import math
-import numbers
 import os
-import re
 import sys
-from dataclasses import dataclass
 
-import pandas as pd
-
-from .diff.delta import pct_name
-from .diff.significance import SIGNIFICANT, TOO_FEW_STEPS
 from .errors import MissingExtra, PluginError
-from .diff.overview import OVERVIEW_METRICS
-
-EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
-EXIT_CANNOT_EVALUATE = EXIT_USAGE
-_NUMERIC_METRICS = [m for m, _, unit in OVERVIEW_METRICS if unit is not None]
-_GATE = re.compile(r"^\s*([\w.]+)\s*([<>])\s*([-+]?\d+(?:\.\d+)?)\s*%?\s*$")
-
-
-@dataclass(frozen=True)
-class Gate:
-    metric: str
-    op: str  # ">" fails on a rise above pct, "<" on a fall below pct
-    pct: float
-
-    def unavailable(self, row: dict) -> str | None:
-        """Why the gate cannot be evaluated (its metric is null on a side), else None."""
-        missing = [side for side in ("baseline", "experimental") if not _is_value(row.get(side))]
-        if not missing and row.get("delta") is not None:
-            return None
-        sides = " and ".join(missing) or "either side"
-        return f"--fail-if {self.metric}{self.op}{self.pct:g}: {self.metric} is null for the {sides} (the trace does not record it)"
-
-    def check(self, row: dict) -> str | None:
-        """A message when the gate trips, else None (also when it cannot be
-        evaluated: ask `unavailable` first). With a baseline of 0 the change
-        is unbounded: any rise trips `>`, any fall trips `<`."""
-        delta, pct = row["delta"], row["delta_pct"]
-        if delta is None:
-            return None
-        change = pct if pct is not None else math.copysign(math.inf, delta) if delta else 0.0
-        tripped = change > self.pct if self.op == ">" else change < self.pct
-        if not tripped:
-            return None
-        shown = f"{change:+.2f}%" if math.isfinite(change) else f"{delta:+g} from a baseline of 0"
-        return f"{self.metric} changed {shown}, limit {self.op}{self.pct:g}%"
+# The gate's parsing and outcomes live with the report every format renders;
+# these names stay importable from here (`tb_pipeline_plugin.cli.Gate`, ...).
+from .report import FORMATS
+from .report.gates import (  # noqa: F401 - re-exported
+    CANNOT_EVALUATE, EXIT_CANNOT_EVALUATE, EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, NUMERIC_METRICS, Gate, parse_gate,
+)
 
 
 def _percentage(text: str) -> float:
@@ -96,16 +66,6 @@ def _percentage(text: str) -> float:
     if pct is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not a percentage from 0 to 100")
     return pct
-
-
-def parse_gate(text: str) -> Gate:
-    m = _GATE.match(text)
-    if not m:
-        raise argparse.ArgumentTypeError(f"expected METRIC>PCT or METRIC<PCT (e.g. avg_step_time_us>5), got {text!r}")
-    metric, op, pct = m.group(1), m.group(2), float(m.group(3))
-    if metric not in _NUMERIC_METRICS:
-        raise argparse.ArgumentTypeError(f"unknown metric {metric!r}; one of: {', '.join(_NUMERIC_METRICS)}")
-    return Gate(metric, op, pct)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -122,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--top", type=int, default=10, metavar="N", help="operators / kernels to list (default 10)")
     d.add_argument("--group-by", choices=("name", "name_and_shape"), default="name", help="operator grouping")
     d.add_argument("--fail-if", type=parse_gate, action="append", default=[], metavar="METRIC>PCT",
-                   help=f"exit 1 if METRIC's delta %% is above PCT (or below, with <); METRIC: {', '.join(_NUMERIC_METRICS)}")
+                   help=f"exit 1 if METRIC's delta %% is above PCT (or below, with <); METRIC: {', '.join(NUMERIC_METRICS)}")
     d.add_argument("--require-significance", action="store_true",
                    help="a --fail-if gate on a per-step metric trips only when its delta is significant "
                         "(outside the step-to-step noise; see docs/http_api.md, Significance)")
@@ -130,7 +90,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how far two recordings of one configuration land apart on this machine, in %% of a "
                         "quantity (one standard deviation; default 2, or TB_PIPELINE_BETWEEN_RUN_PCT): part of "
                         "every noise band (docs/http_api.md, Significance)")
+    _format_options(d)
     d.set_defaults(run=run_diff)
+    rep = sub.add_parser("report", help="render a saved JSON report (diff --format json) in another format",
+                         description="Render a report written by `tb-pipeline diff --format json` as text, markdown, "
+                                     "html, json or junit: compute once, share in every form.")
+    rep.add_argument("report", help="the JSON report file")
+    _format_options(rep)
+    rep.set_defaults(run=run_report)
     r = sub.add_parser("record", help="run a training command and record its pipeline statistics (and traces)",
                        description="Run CMD with recording hooks installed (DataLoader iteration, SPDL stage "
                                    "stats, host metrics); statistics go to LOGDIR/RUN/pipeline/, with --profile "
@@ -171,6 +138,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _format_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", choices=list(FORMATS), default="text",
+                   help="text (default); markdown (a pull request, $GITHUB_STEP_SUMMARY); html (one self-contained "
+                        "file); json (docs/report.schema.json); junit (a test case per --fail-if gate)")
+    p.add_argument("--output", metavar="FILE", help="write the report to FILE instead of stdout")
+
+
 def run_summarize(args, out=None) -> int:
     from .sources.cache import CacheConfig
     from .sources.summarize import summarize
@@ -191,12 +165,13 @@ def run_summarize(args, out=None) -> int:
 def run_noise(args, out=None) -> int:
     from .compare import load
     from .diff.noise import between_run_spread, recommended_pct
+    from .report.text import table
 
     out = out or sys.stdout
     spread = between_run_spread([load(r).ledger() for r in args.replicas])
     print(f"Between-run spread of one configuration over {len(args.replicas)} recordings "
           "(one standard deviation of a run's mean, % of it)", file=out)
-    print(_table(spread, ["quantity", "mean_us", "spread_pct"]), file=out)
+    print(table(spread.to_dict("records"), ["quantity", "mean_us", "spread_pct"]), file=out)
     pct = recommended_pct(spread)
     print(f"\nJudge diffs on this machine with --between-run-pct {pct:g} "
           f"(or TB_PIPELINE_BETWEEN_RUN_PCT={pct:g} for TensorBoard).", file=out)
@@ -246,157 +221,43 @@ def run_diff(args, out=None) -> int:
 
 def _diff(args, out) -> int:
     from .compare import compare
-    from .diff.pair_impls import KERNEL_PRIMARY
+    from .report.build import build
 
     c = compare(args.baseline, args.experimental, b_worker=args.b_worker, b_span=args.b_span,
                 e_worker=args.e_worker, e_span=args.e_span, group_by=args.group_by)
     for note in c.notes:  # a warning each, on one line: what was left out of a run
         print(f"tb-pipeline: {note}", file=sys.stderr)
-    print(f"baseline:     {args.baseline}\nexperimental: {args.experimental}\n", file=out)
-    explanation = c.explanation
-    print(explanation["sentence"], file=out)
-    noise = explanation["noise"]
-    if noise["source"] == "measured":
-        print(f"({noise['note']}.)", file=out)
-    else:
-        print(f"(Noise bands assume recordings of one configuration land within ±{explanation['between_run_pct']:g} % "
-              "of each other: --between-run-pct; `tb-pipeline record --repeat 3` records groups whose noise is "
-              "measured.)", file=out)
-    if explanation["note"]:
-        print(f"({explanation['note']})", file=out)
-    if explanation.get("pipeline"):
-        _print_pipeline(explanation["pipeline"], out)
-    memory = c.memory
-    if memory["sentence"]:
-        print(f"\nMemory: {memory['sentence']}", file=out)
-    contributors = c.contributors
-    if len(contributors):
-        print(f"\nTop {args.top} contributors to the step-time delta (µs)", file=out)
-        print(_table(contributors.head(args.top), ["name", "baseline_us", "experimental_us", "delta_us", "share_pct",
-                                                   "verdict", "ci_low_us", "ci_high_us"]), file=out)
-    overview = c.overview.reset_index()
-    overview["verdict"] = [s["verdict"] if isinstance(s, dict) else None for s in overview["significance"]]
-    print("\nOverview (delta = experimental - baseline)", file=out)
-    print(_table(overview, ["metric", "unit", "baseline", "experimental", "delta", "delta_pct", "verdict"]), file=out)
-
-    ops = c.operators
-    primary = c.operator_primary
-    print(f"\nTop {args.top} operators by |delta {primary}| (µs)", file=out)
-    print(_table(ops.head(args.top), ["name"] + ([] if args.group_by == "name" else ["input_shape"]) + [
-        "baseline_calls", "experimental_calls", *_delta_columns(primary)]), file=out)
-
-    kernels = c.kernels
-    print(f"\nTop {args.top} kernels by |delta {KERNEL_PRIMARY}| (µs)", file=out)
-    if len(kernels):
-        print(_table(kernels.head(args.top), ["name", "baseline_calls", "experimental_calls",
-                                              *_delta_columns(KERNEL_PRIMARY)]), file=out)
-    else:
-        print("(no kernels in either trace)", file=out)
-
-    rows = {r["metric"]: _clean(r) for r in overview.to_dict("records")}
-    unknown = [msg for gate in args.fail_if if (msg := gate.unavailable(rows[gate.metric]))]
-    failures, noise = [], []
-    for gate in args.fail_if:
-        msg = gate.check(rows[gate.metric])
-        if msg is None:
-            continue
-        sig = rows[gate.metric].get("significance")
-        # Metrics without per-step samples (memory, device) have no noise model: their gates stand.
-        if args.require_significance and isinstance(sig, dict) and sig["verdict"] != SIGNIFICANT:
-            noise.append(f"{msg}, but {_not_significant(sig)}")
-        else:
-            failures.append(msg)
-    for msg in failures:
-        print(f"REGRESSION: {msg}", file=out)
-    for msg in noise:
-        print(f"NOT SIGNIFICANT: {msg}", file=out)
-    for msg in unknown:
-        print(f"CANNOT EVALUATE: {msg}", file=out)
-        print(f"tb-pipeline: cannot evaluate {msg}", file=sys.stderr)
-    if unknown:
-        return EXIT_CANNOT_EVALUATE
-    return EXIT_REGRESSION if failures else EXIT_OK
+    report = build(c, (args.baseline, args.experimental), args.top, args.fail_if, args.require_significance)
+    for g in report.gates:
+        if g.outcome == CANNOT_EVALUATE:
+            print(f"tb-pipeline: cannot evaluate {g.message}", file=sys.stderr)
+    _write(report, args.format, args.output, out)
+    return report.exit_status
 
 
-def _not_significant(sig: dict) -> str:
-    """Why a tripped gate's delta is not acted on, from its Significance."""
-    if sig["verdict"] == TOO_FEW_STEPS:
-        return (f"{sig['label']} ({sig['baseline_steps']} vs {sig['experimental_steps']} steps; "
-                f"{sig['min_steps']} per run needed)")
-    return (f"{sig['label']}: the delta is inside the runs' noise "
-            f"({_confidence_pct(sig['confidence'])} interval {sig['ci_low']:g} to {sig['ci_high']:g})")
+def run_report(args, out=None) -> int:
+    from .report.json_format import decode
+
+    with open(args.report, "rb") as f:
+        data = f.read()
+    try:
+        report = decode(data)
+    except ValueError as exc:
+        raise ValueError(f"{args.report}: {exc}") from None
+    _write(report, args.format, args.output, out)
+    return EXIT_OK
 
 
-def _confidence_pct(confidence: float) -> str:
-    """The level as a percentage, to two decimals at most (0.99375 -> "99.38 %")."""
-    return f"{round(100 * confidence, 2):g} %"
+def _write(report, fmt: str, path: str | None, out) -> None:
+    from .report import render
 
-
-def _print_pipeline(part: dict, out) -> None:
-    """The explanation's pipeline part (both runs have recorded statistics)."""
-    w, ib, st = part["data_wait"], part["input_bound"], part["stage"]
-    sig = w["significance"]
-    print("\nPipeline statistics (recorded steps)", file=out)
-    print(_table(pd.DataFrame([{"metric": "data wait per step (µs)", "baseline": w["baseline_us"],
-                                "experimental": w["experimental_us"], "delta": w["delta_us"],
-                                "delta_pct": w["delta_pct"], "verdict": sig["verdict"],
-                                "steps": f"{sig['baseline_steps']} vs {sig['experimental_steps']}"},
-                               {"metric": "input-bound", "baseline": ib["baseline"], "experimental": ib["experimental"],
-                                "delta": "changed" if ib["changed"] else "same", "delta_pct": None, "verdict": None,
-                                "steps": None}]),
-                 ["metric", "baseline", "experimental", "delta", "delta_pct", "verdict", "steps"]), file=out)
-    if st is not None:
-        print(f"stage changed most: {st['stage']} (qps {_cell(st['baseline_qps'])} -> {_cell(st['experimental_qps'])}, "
-              f"{_cell(st['delta_qps_pct'])} %)", file=out)
-    gil = part.get("gil")
-    if gil is not None:
-        print(f"GIL-bound ({gil['run']}): stage {gil['stage']} limits the pipeline; more threads will not help, "
-              "processes or a GIL-releasing implementation would", file=out)
-    loader = part.get("loader")
-    if loader is not None:
-        print(f"DataLoader ({loader['run']}): {loader['part']} limits loading ({loader['stage']})", file=out)
-
-
-def _delta_columns(column: str) -> list[str]:
-    return [f"baseline_{column}", f"experimental_{column}", f"delta_{column}", pct_name(column)]
-
-
-def _clean(row: dict) -> dict:
-    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
-
-
-def _is_value(v) -> bool:
-    return isinstance(v, numbers.Real) and not isinstance(v, bool) and not math.isnan(v)
-
-
-def _table(frame: pd.DataFrame, columns: list[str]) -> str:
-    """Plain aligned text: numbers right-aligned, text left, '-' for null."""
-    header = [_short(c) for c in columns]
-    body = [[_cell(v) for v in frame[c].tolist()] for c in columns]
-    widths = [max([len(h)] + [len(v) for v in col]) for h, col in zip(header, body)]
-    numeric = [all(_is_num(v) for v in frame[c].tolist()) for c in columns]
-    lines = ["  ".join(h.rjust(w) if n else h.ljust(w) for h, w, n in zip(header, widths, numeric))]
-    for i in range(len(frame)):
-        lines.append("  ".join(col[i].rjust(w) if n else col[i].ljust(w) for col, w, n in zip(body, widths, numeric)))
-    return "\n".join(line.rstrip() for line in lines)
-
-
-def _short(column: str) -> str:
-    return column.replace("baseline_", "b_").replace("experimental_", "e_")
-
-
-def _is_num(v) -> bool:
-    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
-
-
-def _cell(v) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    if isinstance(v, float):
-        return f"{v:,.3f}".rstrip("0").rstrip(".") if abs(v) < 1e15 else f"{v:.3e}"
-    if isinstance(v, str) and len(v) > 60:
-        return v[:57] + "..."
-    return str(v)
+    text = render(report, fmt)
+    if path is None:
+        (out or sys.stdout).write(text)
+        return
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    print(f"tb-pipeline: wrote {path} ({fmt}, {len(text.encode('utf-8')):,} bytes)", file=sys.stderr)
 
 
 if __name__ == "__main__":

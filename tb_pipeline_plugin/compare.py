@@ -8,11 +8,13 @@
     c.memory_rows     # the memory sentence's device's rows by module (bytes alive at each peak, largest |delta| first)
     c.contributors    # the contributors as a table (delta, share, verdict, interval)
     c.overview        # metric, label, unit, baseline, experimental, delta, delta_pct, significance
+    c.overview_answer # the same as the `diff/overview` route answers it (rows of dicts, note)
     c.modules         # every aligned piece, depth first (path, depth, status, µs ...)
     c.level("0.2")    # one level of the piece tree, with the accumulated trend
     c.operators       # operators joined by name, largest |delta| of the primary time first
     c.kernels         # kernels joined by name, largest |delta total_us| first
     c.operators_at("0.2"), c.kernels_at("0.2")   # the same, inside one piece
+    c.operator_page(10), c.kernel_page(10)       # the routes' first page, rows with their significance
     c.notes           # what discovery left out of either run (a group's manifest listing a file, ...)
 
 Same numbers as the `diff/*` routes (docs/http_api.md): runs are found and
@@ -157,9 +159,14 @@ class Comparison:
         return pd.DataFrame(rows)
 
     @cached_property
+    def overview_answer(self) -> dict:
+        """The `diff/overview` route's answer (without the selections): `rows`
+        (each with its `significance`, the step time's the explanation's), `note`."""
+        return pair_impls.diff_overview_impl(self.baseline, self.experimental, self.pipelines)
+
+    @cached_property
     def overview(self) -> pd.DataFrame:
-        rows = pair_impls.diff_overview_impl(self.baseline, self.experimental, self.pipelines)["rows"]
-        return pd.DataFrame(rows).set_index("metric")
+        return pd.DataFrame(self.overview_answer["rows"]).set_index("metric")
 
     @cached_property
     def modules(self) -> pd.DataFrame:
@@ -201,6 +208,32 @@ class Comparison:
         """Kernel deltas of the kernels launched inside the piece at `path` ("" = everything)."""
         table = pair_impls.kernel_table(self.baseline, self.experimental, path)
         return tables.sort_table(table, f"delta_{pair_impls.KERNEL_PRIMARY}", "desc", pair_impls.KERNEL_KEYS).reset_index(drop=True)
+
+    def operator_page(self, limit: int) -> dict:
+        """The `diff/operators` route's first page of `limit` rows in its
+        default order (largest |delta| of the primary time first), each with
+        the significance mark the route gives it, and `total`."""
+        query = tables.TableQuery(limit=limit)
+        return pair_impls.diff_operators_impl(self.baseline, self.experimental, query, self.group_by)
+
+    def kernel_page(self, limit: int) -> dict:
+        """The `diff/kernels` route's first page of `limit` rows, as `operator_page`."""
+        return pair_impls.diff_kernels_impl(self.baseline, self.experimental, tables.TableQuery(limit=limit))
+
+    @property
+    def step_times(self) -> tuple[dict, dict]:
+        """Each run's profiled steps (the `overview` route's `steps`: name,
+        duration_us, ...; a group's pooled over its recordings) and, for a
+        group, `recording_of_step`: {"steps": [...], "recording_of_step": array or None}."""
+        return tuple({"steps": run.overview()["steps"], "recording_of_step": run.recording_of_step}
+                     for run in (self.baseline, self.experimental))
+
+    @property
+    def step_samples_us(self) -> tuple:
+        """((baseline µs, recordings), (experimental µs, recordings)): the
+        per-step step times the explanation's step verdict is judged on
+        (`pair_impls.step_samples`)."""
+        return pair_impls.step_samples(self.baseline, self.experimental, self.pipelines)
 
     @property
     def operator_primary(self) -> str:

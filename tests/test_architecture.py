@@ -3,6 +3,7 @@
 formats/ and trace/ import nothing of ours; readers/ (statistics readers) only
 formats/ and trace/; analysis/ only those; diff/ only analysis/; the writing
 side (record/, diagnose/) only formats/ (diagnose's summary: analysis/ too);
+report/ (the CLI's reports) only compare.py and diff/;
 werkzeug only in server/; tensorboard only in server/ and in the logdir
 reader (sources/logdir.py, its filesystem layer). The leaves import nothing
 of ours and any layer may import them: `errors` (typed errors every layer may
@@ -33,6 +34,9 @@ ALLOWED = {
     # the analysis verdicts so the terminal and the UI agree.
     "record": {"formats", "diagnose"},
     "diagnose": {"formats", "analysis"},
+    # The reports of `tb-pipeline diff`: rendered from compare.py's Comparison
+    # (the routes' impls) and diff/'s words; never the server.
+    "report": {"compare", "diff"},
     # Leaves: importable from anywhere, so they import nothing of ours.
     **{leaf: set() for leaf in LEAVES},
 }

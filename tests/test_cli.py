@@ -131,7 +131,8 @@ def test_diff_prints_the_explanation_and_gates_on_significance(capsys, recorded_
     code, out, _ = run_cli(capsys, "diff", base, slow, "--fail-if", "breakdown_us.data_loading>100",
                            "--require-significance")
     assert code == cli.EXIT_REGRESSION, out
-    first = out.splitlines()[3]
+    verdict, first = out.splitlines()[3:5]  # the verdict first, then the sentence
+    assert verdict.startswith("Slower: +") and verdict.endswith("steps)") and "significant" in verdict
     assert first.startswith("Experimental is ") and "slower per step" in first and "data loading" in first
     assert "Top 10 contributors to the step-time delta" in out
     assert overview_line(out, "breakdown_us.data_loading")[-1] == "significant"
@@ -142,7 +143,8 @@ def test_diff_prints_the_explanation_and_gates_on_significance(capsys, recorded_
     code, out, _ = run_cli(capsys, "diff", base, base, "--fail-if", "avg_step_time_us>-1", "--require-significance")
     assert code == cli.EXIT_OK and "NOT SIGNIFICANT: avg_step_time_us changed +0.00%" in out
     assert "within noise: the delta is inside the runs' noise" in out
-    assert "no contributor changed significantly" in out.splitlines()[3]
+    assert out.splitlines()[3].startswith("No significant change: +0 µs per step (+0.00 %) is within noise")
+    assert "no contributor changed significantly" in out.splitlines()[4]
 
 
 def test_between_run_pct_widens_the_band_for_one_diff(capsys, recorded_logdir, monkeypatch):
@@ -154,7 +156,7 @@ def test_between_run_pct_widens_the_band_for_one_diff(capsys, recorded_logdir, m
     def band(*extra) -> str:
         code, out, _ = run_cli(capsys, "diff", base, slow, "--top", "1", *extra)
         assert code == cli.EXIT_OK, out
-        return out.splitlines()[3].split("±", 1)[1].split(",", 1)[0].strip()
+        return out.splitlines()[4].split("±", 1)[1].split(",", 1)[0].strip()
 
     def ms(text: str) -> float:
         value, unit = text.split()

@@ -44,20 +44,42 @@ def test_stage_raising_on_some_inputs_is_counted_not_fatal(tmp_path):
 
 
 def test_time_limit_keeps_what_was_measured(tmp_path):
+    # A limit shorter than one level: the lowest level always runs (nothing is known before it), so the limit
+    # itself cuts it, and the sweep says so.
     t0 = time.monotonic()
     result = diagnose([("slow", flaky.slow)], range(30), out_dir=tmp_path, levels=(1, 2, 4, 8),
-                      executors=("thread",), duration_s=1.0, warmup_s=0.1, time_limit_s=1.8, gil=False,
+                      executors=("thread",), duration_s=1.0, warmup_s=0.1, time_limit_s=0.6, gil=False,
                       progress=None)
     assert time.monotonic() - t0 < 6
-    assert result.cut_short and result.reason == "time limit 1.8 s"
+    assert result.cut_short and result.reason == "time limit 0.6 s"
     data = read_diagnostic(tmp_path)
     assert data.complete and data.cut_short
     end = data.records[-1]
-    assert isinstance(end, fmt.End) and end.cut_short and end.reason == "time limit 1.8 s"
+    assert isinstance(end, fmt.End) and end.cut_short and end.reason == "time limit 0.6 s"
     points = [r for r in data.records if isinstance(r, fmt.SweepPoint)]
-    assert points and points[0].concurrency == 1 and not points[0].cut_short and points[0].items > 50
-    assert points[-1].cut_short and len(points) < 4  # the level the limit fell in says so; later ones never ran
+    assert len(points) == 1 and points[0].concurrency == 1 and points[0].items > 10
+    assert points[0].cut_short and points[0].cut_reason == "time limit 0.6 s"
     assert verdicts(data.records).set_index("stage").loc["slow", "cut_short"]
+
+
+def test_levels_that_do_not_fit_the_budget_are_skipped_and_said_so(tmp_path):
+    # 2.6 s for levels of about 1.1 s each: the level before predicts the next, and the one that would not fit
+    # is skipped with its estimate instead of being cut; the sweep ends within its budget, not cut short.
+    t0 = time.monotonic()
+    result = diagnose([("slow", flaky.slow)], range(30), out_dir=tmp_path, levels=(1, 2, 4),
+                      executors=("thread",), duration_s=1.0, warmup_s=0.1, time_limit_s=2.6, gil=False,
+                      progress=None)
+    elapsed_s = time.monotonic() - t0
+    data = read_diagnostic(tmp_path)
+    assert data.complete and not data.cut_short and not result.cut_short
+    assert data.records[-1].elapsed_s <= 2.6 and elapsed_s < 2.6 + 1.0
+    points = [r for r in data.records if isinstance(r, fmt.SweepPoint)]
+    assert [p.concurrency for p in points] == [1, 2] and not any(p.cut_short for p in points)
+    summary = next(r for r in data.records if isinstance(r, fmt.StageSummary))
+    assert [(s.executor, s.concurrency, s.cause) for s in summary.skipped_levels] == [("thread", 4, "time")]
+    assert summary.skipped_levels[0].reason.startswith("would take about 1 s")
+    assert summary.budget_s == pytest.approx(2.6, abs=0.1)
+    assert verdicts(data.records).set_index("stage").loc["slow", "skipped_levels"][0]["concurrency"] == 4
 
 
 def test_ctrl_c_keeps_what_was_measured(tmp_path):

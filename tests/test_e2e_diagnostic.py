@@ -69,6 +69,12 @@ def test_diagnostic_tab_shows_the_api_numbers(tensorboard, page):
             card.locator("details summary").click()
             raw = card.locator("tr[data-point=thread-2] td[data-raw]").get_attribute("data-raw")
             assert float(raw) == pytest.approx(point["qps"], rel=1e-12)
+            # Its intra-op threads (a dash: this pipeline never loads torch) and the cores a call kept busy.
+            cells = card.locator("tr[data-point=thread-2] td")
+            threads, cores = point["intra_op_threads"], point["cores_per_caller"]
+            assert cells.nth(7).inner_text() == ("—" if threads is None else str(threads))
+            assert cells.nth(8).inner_text() == ("—" if cores is None else f"{cores:.1f}")
+            assert card.locator("[data-testid=skipped-levels] li").count() == len(stage["skipped_levels"])
             top = (stage["gil"] or {}).get("top") or []
             if top:
                 assert card.locator("[data-testid=gil-holders] tbody tr").first.locator("td").first.inner_text() == top[0]["function"]

@@ -7,7 +7,6 @@ second. A DataLoader (num_workers 0 and 2) in the same three mixes names the
 part that limits loading (__getitem__ or collate_fn) with its advice."""
 from __future__ import annotations
 
-import io
 import textwrap
 import time
 
@@ -17,7 +16,7 @@ from test_pipeline_launcher import launch
 
 from tb_pipeline_plugin.analysis.statistics.report import report
 from tb_pipeline_plugin.analysis.statistics.gil import CPU_BOUND_SHARE, GIL_CONTENDED_PCT, GIL_MAX_CORES, gil_limit
-from tb_pipeline_plugin.cli import _print_pipeline
+from tb_pipeline_plugin.report.build import pipeline
 from tb_pipeline_plugin.diff.statistics.explain import pipeline_part
 from tb_pipeline_plugin.diff.statistics.compare import compare_pipeline
 from tb_pipeline_plugin.readers import load_pipeline_run
@@ -183,9 +182,8 @@ def test_explanation_and_diff_carry_the_gil_verdict(mixes):
     assert part["gil"] == {"run": "experimental", "stage": stage(report(mixes["gil"]), "pure_python")["stage"],
                            "cpu_cores": report(mixes["gil"])["bottleneck"]["gil_cpu_cores"]}
     assert "take turns at the GIL" in part["clause"] and "processes, not threads" in part["clause"]
-    printed = io.StringIO()
-    _print_pipeline(part, printed)  # the CLI's explanation
-    assert f"GIL-bound (experimental): stage {part['gil']['stage']} limits the pipeline" in printed.getvalue()
+    notes = pipeline(part)["notes"]  # what `tb-pipeline diff` says under the pipeline's figures, in every format
+    assert any(n.startswith(f"GIL-bound (experimental): stage {part['gil']['stage']} limits the pipeline") for n in notes)
     assert pipeline_part(mixes["io"], mixes["numpy"])["gil"] is None
     rows = {r["stage_name"]: r for r in compare_pipeline(mixes["io"], mixes["gil"])["stages"]}
     py = rows["pure_python"]
@@ -297,7 +295,5 @@ def test_explanation_and_cli_name_the_loader_part(loader_mixes):
     part = pipeline_part(loader_mixes["io", 0], loader_mixes["gil", 0])
     assert part["loader"] == {"run": "experimental", "part": "__getitem__", "stage": "DataLoader:fetch"}, part
     assert "in the experimental run the DataLoader's __getitem__ limits loading" in part["clause"]
-    printed = io.StringIO()
-    _print_pipeline(part, printed)
-    assert "DataLoader (experimental): __getitem__ limits loading (DataLoader:fetch)" in printed.getvalue()
+    assert "DataLoader (experimental): __getitem__ limits loading (DataLoader:fetch)" in pipeline(part)["notes"]
     assert pipeline_part(loader_mixes["gil", 0], loader_mixes["io", 0])["loader"]["part"] == "collate_fn"

@@ -19,7 +19,9 @@ import {
   metricMax,
   pairStages,
   pointRows,
+  skippedLevelLines,
   statusText,
+  threadsText,
   verdictTone,
 } from "../src/model/diagnostic";
 
@@ -45,6 +47,9 @@ function point(concurrency: number, qps: number, cpu_pct: number, peak_memory_by
     qps_high: qps * 1.1,
     cpu_pct_low: null,
     cpu_pct_high: null,
+    intra_op_threads: 2,
+    cores_per_caller: 1.02,
+    cut_reason: null,
   };
 }
 
@@ -89,6 +94,9 @@ function stage(name: string, over: Partial<DiagnosticStage> = {}): DiagnosticSta
     },
     others_cpu_pct: 0,
     crowded: false,
+    cores_by_itself: null,
+    oversubscription: null,
+    skipped_levels: [],
     ...over,
   };
 }
@@ -171,6 +179,8 @@ describe("words", () => {
     expect(verdictTone("scales")).toBe("good");
     expect(verdictTone("gil_bound")).toBe("bad");
     expect(verdictTone("inconclusive")).toBe("neutral");
+    expect(verdictTone("oversubscribed")).toBe("bad");
+    expect(verdictTone("parallel_inside")).toBe("neutral");
     expect(formatQps(273.08)).toBe("273");
     expect(formatQps(4.26)).toBe("4.3");
     expect(formatRatio(0.5234)).toBe("×0.52");
@@ -190,8 +200,16 @@ describe("words", () => {
       duration_s: 0.3,
       source: "function",
       hostname: "vm",
+      intra_op_threads: null,
+      process_intra_op_threads: null,
+      time_limit_s: null,
     };
     expect(environmentText(env)).toBe("2 cores · CPython 3.11.7 (GIL build) · processes by fork · levels 1, 2, 4 · 0.3 s per level");
+    const dataloader = { ...env, intra_op_threads: 2, process_intra_op_threads: 1, time_limit_s: 180 };
+    expect(environmentText(dataloader)).toBe(
+      "2 cores · CPython 3.11.7 (GIL build) · processes by fork · levels 1, 2, 4 · 0.3 s per level · time budget 180 s · torch: 2 intra-op threads in threads, 1 intra-op thread a worker process",
+    );
+    expect(threadsText({ ...env, intra_op_threads: 16 })).toBe("torch: 16 intra-op threads in threads, inherited by processes");
     expect(statusText(response("a", []))).toBeNull();
     expect(statusText(response("a", [], { cut_short: true, reason: "Ctrl-C" }))).toContain("cut short (Ctrl-C)");
     expect(statusText(response("a", [], { complete: false, cut_short: true }))).toContain("has not finished");
@@ -199,7 +217,16 @@ describe("words", () => {
   it("point rows keep the raw QPS and format the rest", () => {
     const rows = pointRows(stage("decode"));
     expect(rows.map((r) => r.key)).toEqual(["thread-1", "thread-2", "thread-4", "process-1", "process-2"]);
-    expect(rows[1]).toMatchObject({ qps: "205", rawQps: 205.2, p50: "1.20 ms", cpu: "28 %", memory: "1 MiB" });
+    expect(rows[1]).toMatchObject({ qps: "205", rawQps: 205.2, p50: "1.20 ms", cpu: "28 %", memory: "1 MiB", threads: "2", coresPerCall: "1.0", cutReason: null });
+    const unknown = stage("a", { curves: [curve("thread", [{ ...point(1, 100, 50), intra_op_threads: null, cores_per_caller: null, cut_reason: "Ctrl-C" }], 1)] });
+    expect(pointRows(unknown)[0]).toMatchObject({ threads: "—", coresPerCall: "—", cutReason: "Ctrl-C" });
+  });
+  it("levels not run, one line each", () => {
+    expect(skippedLevelLines(stage("a"))).toEqual([]);
+    const skipped = stage("a", {
+      skipped_levels: [{ executor: "process", concurrency: 8, cause: "time", reason: "would take about 40 s, 12 s left of the stage's 45 s share of the time budget" }],
+    });
+    expect(skippedLevelLines(skipped)).toEqual(["processes ×8: time: would take about 40 s, 12 s left of the stage's 45 s share of the time budget"]);
   });
 });
 

@@ -2,7 +2,7 @@
 
 `factory()` returns (stages, source) or {"stages": ..., "source": ...}, where
 stages are (name, fn) pairs or Stage objects. Exit status: 0 when the sweep
-finished, 3 when it was cut short (Ctrl-C, --time-limit-s), 2 on bad usage.
+finished, 3 when it was cut short (Ctrl-C, SIGTERM, --time-limit-s), 2 on bad usage.
 """
 from __future__ import annotations
 
@@ -49,7 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup-s", type=float, help="warm-up seconds per level (default 0.3)")
     parser.add_argument("--max-items", type=int, help="stop a level after this many calls (default: time only)")
     parser.add_argument("--num-inputs", type=int, help="source items to cache (default 256)")
-    parser.add_argument("--time-limit-s", type=float, help="stop the whole sweep after this long, keeping results")
+    parser.add_argument("--time-limit-s", type=float,
+                        help="the sweep's time budget, shared among the stages (default 180; 0: none)")
+    parser.add_argument("--memory-limit-bytes", type=int,
+                        help="memory the sweep may use (default: what the machine has free)")
     parser.add_argument("--no-gil", action="store_true", help="skip py-spy GIL sampling")
     parser.add_argument("--start-method", choices=["fork", "spawn", "forkserver"],
                         help="how worker processes start (default fork where available)")
@@ -57,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         options = options_from_env()
         for key in ("levels", "executors", "duration_s", "warmup_s", "max_items", "num_inputs", "time_limit_s",
-                    "start_method"):
+                    "start_method", "memory_limit_bytes"):
             if getattr(args, key) is not None:
                 options[key] = getattr(args, key)
         if args.no_gil:

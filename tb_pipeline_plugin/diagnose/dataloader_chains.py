@@ -7,12 +7,17 @@
    as DataLoader's num_workers would run it, and over threads.
 Iterable-style datasets have no __getitem__: their items are cached and
 only collate_fn is profiled.
+
+Every stage's process levels run as DataLoader's worker processes do
+(`WorkerStart`): one torch intra-op thread, then the loader's
+`worker_init_fn`, which may set its own.
 """
 from __future__ import annotations
 
 import itertools
 from typing import Any
 
+from .intra_op import set_torch_threads
 from .stages import Stage, batches_of, regroup
 
 
@@ -32,6 +37,31 @@ class WholeBatch:
 
     def __call__(self, indices):
         return self.collate_fn([self.dataset[i] for i in indices])
+
+
+class WorkerStart:
+    """What torch's worker loop does before a worker fetches anything
+    (torch/utils/data/_utils/worker.py): `torch.set_num_threads(1)`, the
+    worker's `get_worker_info()`, then the user's `worker_init_fn(worker_id)`,
+    so a setting of their own there wins. Picklable for spawned workers."""
+
+    THREADS = 1
+
+    def __init__(self, dataset, worker_init_fn=None):
+        self.dataset, self.worker_init_fn = dataset, worker_init_fn
+
+    def __call__(self, worker_id: int, num_workers: int) -> None:
+        set_torch_threads(self.THREADS)
+        # get_worker_info() as in a worker: the user's code may read it, and default_collate then collates into
+        # shared memory, which a worker pays for. Private in torch, stable for years; without it, None.
+        try:
+            from torch.utils.data._utils import worker as torch_worker
+            torch_worker._worker_info = torch_worker.WorkerInfo(id=worker_id, num_workers=num_workers,
+                                                                seed=worker_id, dataset=self.dataset)
+        except Exception:
+            pass
+        if self.worker_init_fn is not None:
+            self.worker_init_fn(worker_id)
 
 
 class RawSamples:
@@ -67,17 +97,23 @@ def chains_for_loader(loader: Any, num_inputs: int) -> list[tuple[list[Stage], A
     dataset = loader.dataset
     batch_size = loader.batch_size or 1
     collate = loader.collate_fn
+    start = WorkerStart(dataset, loader.worker_init_fn)
+
+    def worker_stage(name, fn):
+        return Stage(name, fn, process_init=start, process_intra_op_threads=WorkerStart.THREADS)
+
     if isinstance(dataset, IterableDataset):
-        return [([regroup("batch_size", batches_of(batch_size, loader.drop_last)), Stage("collate_fn", collate)],
+        return [([regroup("batch_size", batches_of(batch_size, loader.drop_last)), worker_stage("collate_fn", collate)],
                  itertools.islice(iter(dataset), num_inputs))]
     index_batches = _index_batches(loader, num_inputs)
     indices = [i for batch in index_batches for i in batch]
     regroup_as_loader = regroup("batch_size", SplitLike([len(b) for b in index_batches]))
-    chains = [([Stage("__getitem__", GetItem(dataset)), regroup_as_loader, Stage("collate_fn", collate)], indices)]
+    chains = [([worker_stage("__getitem__", GetItem(dataset)), regroup_as_loader, worker_stage("collate_fn", collate)],
+               indices)]
     transform = getattr(dataset, "transform", None)
     if callable(transform):
-        chains.append(([regroup("raw samples", RawSamples(dataset)), Stage("transform", transform)], indices))
-    chains.append(([Stage("batch", WholeBatch(dataset, collate))], index_batches))
+        chains.append(([regroup("raw samples", RawSamples(dataset)), worker_stage("transform", transform)], indices))
+    chains.append(([worker_stage("batch", WholeBatch(dataset, collate))], index_batches))
     return chains
 
 

@@ -17,6 +17,7 @@ ENV_OPTIONS = {
     "TB_PIPELINE_DIAGNOSTIC_GIL": ("gil", lambda v: v.strip().lower() not in ("0", "false", "no", "off")),
     "TB_PIPELINE_DIAGNOSTIC_GIL_DURATION_S": ("gil_duration_s", float),
     "TB_PIPELINE_DIAGNOSTIC_START_METHOD": ("start_method", str),
+    "TB_PIPELINE_DIAGNOSTIC_MEMORY_LIMIT_BYTES": ("memory_limit_bytes", int),
 }
 
 

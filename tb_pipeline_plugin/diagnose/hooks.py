@@ -42,15 +42,15 @@ def _run_and_exit(chains, source_label: str, note: str = "") -> None:
     except ValueError as exc:
         print(f"[diagnose] bad option: {exc}", file=sys.stderr)
         sys.exit(2)
-    session = Session(None, source=source_label, **options)
+    # What the pipeline's own worker processes set (DataLoader: one intra-op thread), for the record.
+    process_threads = max((getattr(s, "process_intra_op_threads", 0) for stages, _ in chains for s in stages),
+                          default=0)
+    session = Session(None, source=source_label, process_intra_op_threads=process_threads, **options)
     session.say(f"{ENV_SWITCH}=1: profiling the {source_label} stages instead of running")
     if note:
         session.say(note)
     try:
-        for stages, source in chains:
-            if session.cut:
-                break
-            session.run_chain(stages, source)
+        session.run_chains(chains)
     finally:
         result = session.finish()
     print_summary(result, sys.stderr)

@@ -74,23 +74,71 @@ class CpuWindow:
                 max(0.0, 100.0 * (machine_busy_s() - self._machine0) / wall))
 
 
+def available_bytes() -> int:
+    """Memory the machine can still give without swapping (free + reclaimable cache)."""
+    return int(psutil.virtual_memory().available)
+
+
+def total_bytes() -> int:
+    return int(psutil.virtual_memory().total)
+
+
+def gigabytes(n_bytes: float) -> str:
+    return f"{n_bytes / 2 ** 30:.1f} GB"
+
+
 class PeakRss:
     """Samples the tree's RSS in a thread; `peak_bytes` is the largest seen.
+
+    It watches memory too: `used_bytes`, what the level took, is the tree's
+    RSS growth over `rss_before`; with worker processes, the smaller of that
+    (their RSS counts the pages they share with us once per worker) and the
+    fall of the machine's free memory from `available_before` (other
+    processes' allocations count there). When free memory falls under
+    `floor_bytes`, or the level takes more than `limit_bytes`, `on_low()` is
+    called once (the level stops) and `low` says why.
 
     Started only after process workers have forked: a thread alive at fork
     time could hold a lock the child then waits on forever.
     """
 
-    def __init__(self, pids=(), interval_s: float = 0.1):
+    def __init__(self, pids=(), interval_s: float = 0.1, floor_bytes: int = 0, limit_bytes: int = 0, on_low=None,
+                 available_before: int | None = None, rss_before: int | None = None):
         self.children = processes(pids)
+        self.rss_before = tree_rss_bytes() if rss_before is None else rss_before
         self.interval_s = interval_s
         self.peak_bytes = 0
+        self.floor_bytes, self.limit_bytes, self.on_low = floor_bytes, limit_bytes, on_low
+        self.available_before = available_bytes() if available_before is None else available_before
+        self.min_available_bytes = self.available_before
+        self.low = ""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="diagnose-rss", daemon=True)
 
+    @property
+    def used_bytes(self) -> int:
+        grown = self.peak_bytes - self.rss_before
+        if self.children:
+            grown = min(grown, self.available_before - self.min_available_bytes)
+        return max(0, grown)
+
+    def _sample(self) -> None:
+        self.peak_bytes = max(self.peak_bytes, tree_rss_bytes(self.children))
+        free = available_bytes()
+        self.min_available_bytes = min(self.min_available_bytes, free)
+        if self.low:
+            return
+        if self.floor_bytes and free < self.floor_bytes:
+            self.low = f"low memory: {gigabytes(free)} free, under the floor of {gigabytes(self.floor_bytes)}"
+        elif self.limit_bytes and self.used_bytes > self.limit_bytes:
+            self.low = f"low memory: the level took {gigabytes(self.used_bytes)}, over the limit of " \
+                       f"{gigabytes(self.limit_bytes)}"
+        if self.low and self.on_low is not None:
+            self.on_low()
+
     def _run(self) -> None:
         while True:
-            self.peak_bytes = max(self.peak_bytes, tree_rss_bytes(self.children))
+            self._sample()
             if self._stop.wait(self.interval_s):
                 return
 
@@ -101,4 +149,4 @@ class PeakRss:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
-        self.peak_bytes = max(self.peak_bytes, tree_rss_bytes(self.children))
+        self._sample()

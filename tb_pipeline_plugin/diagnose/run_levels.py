@@ -4,8 +4,14 @@ processes, and measure it.
 Each worker pulls the next cached input (cycling over them) until the level's
 bound: a warm-up whose calls are not counted, then a measured window bounded
 by time (`duration_s`) and optionally by items (`max_items`). `hard_end` (the
-session's time limit) and `stop` (Ctrl-C) cut a level short; what finished
-until then is kept.
+session's time limit or the stage's share of it), `stop` (Ctrl-C, SIGTERM),
+free memory falling under `memory_floor_bytes` and the level taking more
+than `memory_limit_bytes` cut a level short; what finished until then is
+kept.
+
+Besides QPS and CPU, a level measures what its executor gave the stage:
+torch's intra-op threads in the workers, and the CPU of the threads calling
+the stage (what the stage's own thread pools add shows against it).
 """
 from __future__ import annotations
 
@@ -21,8 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..formats.diagnostic import SLICES
+from .intra_op import torch_threads
 from .level_spread import CpuSlices, slice_qps
-from .process_tree import CpuWindow, PeakRss
+from .process_tree import CpuWindow, PeakRss, available_bytes, tree_rss_bytes
 
 _WARM, _MEASURE, _STOP = 0, 1, 2
 ABANDON_AFTER_S = 5.0  # past the time limit, stop waiting for calls still running
@@ -35,6 +42,8 @@ class LevelPlan:
     max_items: int = 0  # 0: time bound only
     min_items: int = 2  # a slow stage still gets this many measured calls before duration_s ends it
     hard_end: float = math.inf  # time.monotonic() at which everything stops (time limit)
+    memory_floor_bytes: int = 0  # stop the level when the machine's free memory falls below this (0: never)
+    memory_limit_bytes: int = 0  # ... or when the level itself takes more than this (0: no limit)
 
 
 @dataclass
@@ -55,6 +64,11 @@ class LevelResult:
     slice_qps: list = field(default_factory=list)  # level_spread.slice_qps: its mean is qps
     slice_cpu_pct: list = field(default_factory=list)
     slice_machine_cpu_pct: list = field(default_factory=list)
+    intra_op_threads: int = 0  # torch's, in the workers (0: unknown)
+    caller_cpu_pct: float = 0.0  # the calling threads' CPU, each over its measured span, summed
+    low_memory: str = ""  # non-empty: why memory stopped the level (process_tree.PeakRss.low)
+    memory_used_bytes: int = 0  # what the level took (process_tree.PeakRss.used_bytes)
+    startup_s: float = 0.0  # process workers: from the first fork until all were ready
 
 
 @dataclass
@@ -66,6 +80,7 @@ class _Calls:
     ends: list = field(default_factory=list)
     errors: int = 0
     first_error: str = ""
+    cpu_s: float = 0.0  # this worker's calling thread, from its first measured call to its last
 
 
 def _phase(plan: LevelPlan, t_measure: float, now: float, started: int) -> int:
@@ -83,11 +98,16 @@ def _phase(plan: LevelPlan, t_measure: float, now: float, started: int) -> int:
 def _call_loop(fn: Callable, inputs: list, claim: Callable[[], tuple[int, bool] | None]) -> _Calls:
     calls = _Calls()
     n = len(inputs)
+    cpu0 = None
     while True:
         claimed = claim()
         if claimed is None:
+            if cpu0 is not None:
+                calls.cpu_s = time.thread_time() - cpu0
             return calls
         index, measuring = claimed
+        if measuring and cpu0 is None:
+            cpu0 = time.thread_time()  # once per level: a clock read per call would slow microsecond stages
         t0 = time.monotonic()
         error = None
         try:
@@ -128,6 +148,8 @@ def _summarise(parts: list[_Calls], result: LevelResult) -> LevelResult:
         result.qps = sum(len(p.ends) / (max(p.ends) - min(p.starts)) for p in parts
                          if max(p.ends) > min(p.starts))
         result.slice_qps = slice_qps([(p.starts, p.ends) for p in parts], SLICES)
+        result.caller_cpu_pct = sum(100.0 * p.cpu_s / (max(p.ends) - min(p.starts)) for p in parts
+                                    if max(p.ends) > min(p.starts))
     result.p50_latency_s = _percentile(latencies, 0.5)
     result.p90_latency_s = _percentile(latencies, 0.9)
     return result
@@ -175,7 +197,8 @@ def run_threads(fn: Callable, inputs: list, level: int, plan: LevelPlan, stop: t
     threads = [threading.Thread(target=work, args=(i,), name=f"diagnose-{i}", daemon=True) for i in range(level)]
     result = LevelResult()
     cpu, slices = CpuWindow(), CpuSlices()
-    rss = PeakRss(interval_s=3600.0 if during is not None else 0.1)  # sampling: keep the GIL to the stage
+    rss = PeakRss(interval_s=3600.0 if during is not None else 0.1,  # sampling: keep the GIL to the stage
+                  floor_bytes=plan.memory_floor_bytes, limit_bytes=plan.memory_limit_bytes, on_low=own_stop.set)
     try:
         with rss:
             for t in threads:
@@ -203,15 +226,17 @@ def run_threads(fn: Callable, inputs: list, level: int, plan: LevelPlan, stop: t
         result.cpu_pct, result.machine_cpu_pct = cpu.stop(time.monotonic())
     finally:
         result.slice_cpu_pct, result.slice_machine_cpu_pct = slices.stop()
-    result.peak_memory_bytes = rss.peak_bytes
+    result.peak_memory_bytes, result.memory_used_bytes, result.low_memory = rss.peak_bytes, rss.used_bytes, rss.low
+    result.intra_op_threads = torch_threads()  # read after the calls: a stage may set its own
     _summarise(parts, result)
-    result.cut_short = result.interrupted or stop.is_set() or time.monotonic() >= plan.hard_end
+    result.cut_short = (result.interrupted or stop.is_set() or time.monotonic() >= plan.hard_end
+                        or bool(result.low_memory))
     return result
 
 
 # ---------------------------------------------------------------- processes
 
-_FORK_PAYLOAD: Any = None  # (fn, inputs), inherited by forked workers instead of pickled
+_FORK_PAYLOAD: Any = None  # (fn, inputs, init), inherited by forked workers instead of pickled
 
 
 def start_method(preferred: str | None = None) -> str:
@@ -235,14 +260,24 @@ def why_not_picklable(fn: Callable, inputs: list, method: str) -> str:
 
 
 def _process_worker(payload: bytes | None, plan: LevelPlan, t_measure_box, started, next_index, stop,
-                    go, release, results, slot: int) -> None:
+                    go, release, results, slot: int, level: int) -> None:
     # Ctrl-C reaches the whole process group: the parent decides, workers finish their call.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A forked worker inherits the parent's SIGTERM handler (the session's: end the sweep, keep the results);
+    # the parent's terminate() must end a worker outright.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
-        fn, inputs = pickle.loads(payload) if payload is not None else _FORK_PAYLOAD
+        fn, inputs, init = pickle.loads(payload) if payload is not None else _FORK_PAYLOAD
     except Exception as exc:
         results.put(("failed", slot, f"worker could not load the stage: {type(exc).__name__}: {exc}"))
         return
+    if init is not None:
+        try:
+            init(slot, level)
+        except Exception as exc:
+            results.put(("failed", slot, f"the worker start-up ({getattr(init, '__name__', type(init).__name__)}) "
+                                         f"raised: {type(exc).__name__}: {exc}"[:500]))
+            return
     results.put(("ready", slot, None))
     go.wait()
     t_measure = t_measure_box.value
@@ -262,7 +297,8 @@ def _process_worker(payload: bytes | None, plan: LevelPlan, t_measure_box, start
         return index, phase == _MEASURE
 
     calls = _call_loop(fn, inputs, claim)
-    results.put(("done", slot, (calls.latencies_s, calls.starts, calls.ends, calls.errors, calls.first_error)))
+    results.put(("done", slot, (calls.latencies_s, calls.starts, calls.ends, calls.errors, calls.first_error,
+                                calls.cpu_s, torch_threads())))
     release.wait(120)  # stay alive until the parent has read our CPU time
 
 
@@ -287,21 +323,26 @@ def _collect(results, procs, want: str, count: int, stop, timeout_s: float) -> t
 
 
 def run_processes(fn: Callable, inputs: list, level: int, plan: LevelPlan, stop: threading.Event,
-                  method: str | None = None) -> LevelResult:
+                  method: str | None = None, init: Callable[[int, int], None] | None = None) -> LevelResult:
+    """`init(worker_id, level)`: run in each worker before it reports ready
+    (the pipeline's own worker start-up, e.g. DataLoader's)."""
     global _FORK_PAYLOAD
     method = start_method(method)
     ctx = mp.get_context(method)
-    payload = None if method == "fork" else pickle.dumps((fn, inputs))
-    _FORK_PAYLOAD = (fn, inputs)
+    payload = None if method == "fork" else pickle.dumps((fn, inputs, init))
+    _FORK_PAYLOAD = (fn, inputs, init)
     started, next_index = ctx.Value("q", 0), ctx.Value("q", 0)
     t_measure_box = ctx.Value("d", 0.0, lock=False)
     mp_stop, go, release, results = ctx.Event(), ctx.Event(), ctx.Event(), ctx.Queue()
     procs = [ctx.Process(target=_process_worker, name=f"diagnose-{i}", daemon=True,
-                         args=(payload, plan, t_measure_box, started, next_index, mp_stop, go, release, results, i))
+                         args=(payload, plan, t_measure_box, started, next_index, mp_stop, go, release, results, i,
+                               level))
              for i in range(level)]
     result = LevelResult()
     cpu, slices = CpuWindow(), CpuSlices()
     done: dict = {}
+    available_before, rss_before = available_bytes(), tree_rss_bytes()
+    t_start = time.monotonic()
     try:
         for p in procs:
             p.start()
@@ -313,9 +354,11 @@ def run_processes(fn: Callable, inputs: list, level: int, plan: LevelPlan, stop:
         if failure:
             result.failure = failure
             return result
+        result.startup_s = time.monotonic() - t_start
         t_measure = time.monotonic() + plan.warmup_s
         t_measure_box.value = t_measure
-        with PeakRss(pids) as rss:
+        with PeakRss(pids, floor_bytes=plan.memory_floor_bytes, limit_bytes=plan.memory_limit_bytes, on_low=mp_stop.set,
+                     available_before=available_before, rss_before=rss_before) as rss:
             go.set()
             _wait_until(t_measure, stop)
             cpu.start(time.monotonic())
@@ -324,7 +367,7 @@ def run_processes(fn: Callable, inputs: list, level: int, plan: LevelPlan, stop:
                                      timeout_s=min(max(plan.duration_s * 20, 600),
                                                    plan.hard_end + ABANDON_AFTER_S - time.monotonic()))
             result.cpu_pct, result.machine_cpu_pct = cpu.stop(time.monotonic())
-        result.peak_memory_bytes = rss.peak_bytes
+        result.peak_memory_bytes, result.memory_used_bytes, result.low_memory = rss.peak_bytes, rss.used_bytes, rss.low
         result.failure = failure
     except KeyboardInterrupt:
         stop.set()
@@ -345,9 +388,12 @@ def run_processes(fn: Callable, inputs: list, level: int, plan: LevelPlan, stop:
                     p.terminate()
                     p.join(5)
         results.close()
-    parts = [_Calls(lat, starts, ends, errors, first) for lat, starts, ends, errors, first in done.values()]
+    parts = [_Calls(lat, starts, ends, errors, first, cpu_s) for lat, starts, ends, errors, first, cpu_s, _ in
+             done.values()]
+    result.intra_op_threads = max((threads for *_, threads in done.values()), default=0)
     _summarise(parts, result)
-    result.cut_short = result.interrupted or stop.is_set() or time.monotonic() >= plan.hard_end
+    result.cut_short = (result.interrupted or stop.is_set() or time.monotonic() >= plan.hard_end
+                        or bool(result.low_memory))
     return result
 
 

@@ -18,12 +18,18 @@ class Stage:
     next stage's inputs are cached and never swept (batching, aggregation,
     flattening: stateful, so running it concurrently means nothing).
     `flatten`: a map stage whose call returns several outputs (a generator).
+    `process_init(worker_id, num_workers)`: what the pipeline's own worker
+    processes run before their first call (DataLoader: one intra-op thread,
+    then worker_init_fn), run in each process of the process levels;
+    `process_intra_op_threads` the torch threads it sets (0: inherited).
     """
 
     name: str
     fn: Callable
     kind: str = MAP
     flatten: bool = False
+    process_init: Callable[[int, int], None] | None = None
+    process_intra_op_threads: int = 0
 
     def call(self) -> Callable[[Any], Any]:
         """The per-item callable the sweep times: async functions are run to

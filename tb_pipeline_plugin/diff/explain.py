@@ -310,7 +310,8 @@ def duration(us: float) -> str:
     return f"{us:.3g} µs"
 
 
-def _signed(us: float) -> str:
+def signed_duration(us: float) -> str:
+    """`+1.2 ms`, `−412 µs`: a delta with its sign (a true minus), as every sentence shows one."""
     return ("+" if us >= 0 else "−") + duration(abs(us))
 
 
@@ -320,7 +321,7 @@ def sentence(step: dict, contributors: list[dict], clock: str = "host") -> str:
     nb, ne = sig["baseline_steps"], sig["experimental_steps"]
     profiled = step.get("profiled")
     if sig["verdict"] == S.TOO_FEW_STEPS:
-        return (f"Experimental is {_direction(delta, pct)} per step ({_signed(delta)}), but with {nb} baseline and "
+        return (f"Experimental is {_direction(delta, pct)} per step ({signed_duration(delta)}), but with {nb} baseline and "
                 f"{ne} experimental step{'s' if ne != 1 else ''} the noise cannot be measured "
                 f"(at least {sig['min_steps']} per run are needed); profile more steps to tell change from noise.")
     pm = S.half_width(sig)
@@ -329,7 +330,7 @@ def sentence(step: dict, contributors: list[dict], clock: str = "host") -> str:
     parts_from = (f"; parts from {profiled['baseline_steps']} vs {profiled['experimental_steps']} profiled steps"
                   if profiled else "")
     kind = "recorded " if profiled else ""
-    band = f"{_signed(delta)} ± {duration(pm)}, {nb} vs {ne} {kind}steps{recordings}{parts_from}"
+    band = f"{signed_duration(delta)} ± {duration(pm)}, {nb} vs {ne} {kind}steps{recordings}{parts_from}"
     significant = [c for c in contributors if c["significance"]["verdict"] == S.SIGNIFICANT]
     if sig["verdict"] != S.SIGNIFICANT:
         head = f"Experimental and baseline take the same time per step within noise ({band})"
@@ -369,7 +370,7 @@ def sentence(step: dict, contributors: list[dict], clock: str = "host") -> str:
         parts.append(f"{lead}{share}{' of it' if i == 0 else ''} is {_phrase(c)}")
     against = [c for c in significant if c["delta_us"] * delta < 0][:1]
     for c in against:
-        parts.append(f"{_subject(c)} went the other way ({_signed(c['delta_us'])})")
+        parts.append(f"{_subject(c)} went the other way ({signed_duration(c['delta_us'])})")
     if not same_way:
         return "; ".join(parts) + "."
     parts.append("the rest is within noise" if len(shown) == len(same_way) else

@@ -29,7 +29,7 @@ from ..errors import BadRequest
 from . import significance as S
 from . import significance_marks, tables
 from . import tree as T
-from .delta import delta_fields
+from .delta import delta_fields, delta_pct
 from .diagnostic.compare import compare_diagnostic
 from .explain import duration, explain
 from .launches import LAUNCH_COLUMNS, launch_join, launch_keys, launch_samples, top_operator
@@ -37,7 +37,7 @@ from .statistics.explain import pipeline_part, with_clause
 from .launch_health import launch_rows
 from .memory.compare import diff_memory
 from .overview import STEP_TIME, overview_rows
-from .statistics.significance import recorded_step
+from .statistics.significance import recorded_step, step_us
 from .statistics.compare import compare_pipeline
 from .tables import TableQuery
 from .timeline import DEFAULT_MAX_EVENTS, DEFAULT_WIDTH_PX, timeline_diff
@@ -123,11 +123,20 @@ def diff_overview_impl(b: Run, e: Run, pipelines: tuple | None = None) -> dict:
     present = device_present(b, e)
     if b.has_steps == e.has_steps:
         rows = overview_rows(b.overview(), e.overview(), (b.recording_of_step, e.recording_of_step))
+        note = None
         if pipelines is not None:
+            # The step time the verdict is about, and the one a gate reads: every recorded step's.
+            recorded = recorded_step(*pipelines)
+            sig = recorded["significance"]
             for row in rows:
                 if row["metric"] == STEP_TIME:
-                    row["significance"] = recorded_step(*pipelines)["significance"]
-        return {"device_present": present, "rows": rows, "note": None}
+                    row.update(baseline=recorded["baseline_us"], experimental=recorded["experimental_us"],
+                               delta=recorded["delta_us"], significance=sig,
+                               delta_pct=delta_pct(recorded["baseline_us"], recorded["delta_us"]))
+            note = (f"Average step time is over every recorded step ({sig['baseline_steps']} vs "
+                    f"{sig['experimental_steps']}, the pipeline statistics: warm-up and the loop's epilogue left "
+                    "out); the breakdown is of the profiled steps.")
+        return {"device_present": present, "rows": rows, "note": note}
     # Per-step averages of a 3-step trace against one whole-trace "step"
     # would show a regression that is not there: compare whole windows.
     without = "baseline" if not b.has_steps else "experimental"
@@ -157,11 +166,9 @@ def diff_explain_impl(b: Run, e: Run, pipelines: tuple | None = None) -> dict:
     present = device_present(b, e)
     busy = {"baseline": _busy_pct(b), "experimental": _busy_pct(e)} if present else None
     clock = "device" if device_bound(b, e) else "host"
-    bl, el = (b.device_ledger(), e.device_ledger()) if clock == "device" else (b.ledger(), e.ledger())
+    bl, el = _step_ledgers(b, e, clock)
     note = None
     if b.has_steps != e.has_steps:
-        # A whole trace against one step would read as a large regression.
-        bl, el = (merged(bl), el) if b.has_steps else (bl, merged(el))
         without = "baseline" if not b.has_steps else "experimental"
         note = (f"The {without} trace has no ProfilerStep annotations, so both runs are compared over their whole "
                 "profiled window (all steps taken as one): there is no per-step spread to judge the deltas by.")
@@ -189,6 +196,28 @@ def diff_explain_impl(b: Run, e: Run, pipelines: tuple | None = None) -> dict:
         out["pipeline"] = pipeline_part(*pipelines)
         out["sentence"] = with_clause(out["sentence"], out["pipeline"]["clause"])
     return out
+
+
+def _step_ledgers(b: Run, e: Run, clock: str) -> tuple:
+    """Both runs' step ledgers on `clock` ("host" or "device"); when only one
+    run has ProfilerStep annotations, the other's whole window as one step
+    (a whole trace against one step would read as a large regression)."""
+    bl, el = (b.device_ledger(), e.device_ledger()) if clock == "device" else (b.ledger(), e.ledger())
+    if b.has_steps != e.has_steps:
+        bl, el = (merged(bl), el) if b.has_steps else (bl, merged(el))
+    return bl, el
+
+
+def step_samples(b: Run, e: Run, pipelines: tuple | None = None) -> tuple:
+    """((baseline µs, recordings), (experimental µs, recordings)): the
+    per-step step times the explanation's step verdict is judged on, chosen
+    as `diff_explain_impl` chooses them: every recorded step when both runs
+    have pipeline statistics, else the step ledgers' (device time when
+    device-bound). Recordings: each step's, None for one recording."""
+    if pipelines is not None:
+        return step_us(pipelines[0]), step_us(pipelines[1])
+    ledgers = _step_ledgers(b, e, "device" if device_bound(b, e) else "host")
+    return tuple((ledger.steps["step_us"].to_numpy(np.float64), S.ledger_recordings(ledger)) for ledger in ledgers)
 
 
 def device_bound(b: Run, e: Run) -> bool:

@@ -37,6 +37,14 @@ class Environment(msgspec.Struct, tag="environment", tag_field="type", omit_defa
     pid: int = 0
     hostname: str = ""
     max_items: int = 0  # 0 = bounded by duration only
+    # Threading the stages ran under (0: unknown, or torch not loaded). Thread levels keep the main process's
+    # torch intra-op threads; process levels get `process_intra_op_threads` where the executor sets them
+    # (DataLoader workers: torch.set_num_threads(1)), else inherit the main process's (0 here).
+    intra_op_threads: int = 0
+    process_intra_op_threads: int = 0
+    thread_env: dict[str, str] = {}  # OMP_NUM_THREADS, MKL_NUM_THREADS, ... as set when the sweep started
+    time_limit_s: float = 0.0  # the whole sweep's time budget (0: none)
+    memory_limit_bytes: int = 0  # memory the sweep may use: free memory at its start, or the limit asked
     schema: int = SCHEMA_VERSION
 
 
@@ -63,6 +71,13 @@ class SweepPoint(msgspec.Struct, tag="sweep", tag_field="type", omit_defaults=Tr
     slice_qps: list[float] = []
     slice_cpu_pct: list[float] = []
     slice_machine_cpu_pct: list[float] = []
+    # torch intra-op threads in the workers during the level (0: unknown, or torch not loaded).
+    intra_op_threads: int = 0
+    # CPU % of the threads that call the stage (each worker's calling thread over its measured span, summed):
+    # `cpu_pct` over it is how many cores a call keeps busy per calling thread (its own thread pools).
+    # 0: not measured (results written before it was).
+    caller_cpu_pct: float = 0.0
+    cut_reason: str = ""  # why the level stopped before its bound: "Ctrl-C", "time limit 180 s", "low memory: ..."
     schema: int = SCHEMA_VERSION
 
 
@@ -89,6 +104,15 @@ class GilRecord(msgspec.Struct, tag="gil", tag_field="type", omit_defaults=True)
     schema: int = SCHEMA_VERSION
 
 
+class SkippedLevel(msgspec.Struct, omit_defaults=True):
+    """A level of a stage that was not run, and why."""
+
+    executor: str
+    concurrency: int
+    cause: str  # "time" (the stage's share of the time budget) or "memory" (it would not fit the free memory)
+    reason: str  # in words, with the estimate that decided it
+
+
 class StageSummary(msgspec.Struct, tag="stage", tag_field="type", omit_defaults=True):
     """Once per stage, after its sweep (or when it could not be swept)."""
 
@@ -101,6 +125,8 @@ class StageSummary(msgspec.Struct, tag="stage", tag_field="type", omit_defaults=
     gil_concurrency: int = 0  # thread level sampled for the GIL holder (0: none)
     skipped: str = ""  # why the stage was not swept at all
     first_error: str = ""
+    skipped_levels: list[SkippedLevel] = []  # levels not run for the time budget or for memory
+    budget_s: float = 0.0  # the stage's share of the sweep's time budget when it started (0: no budget)
     schema: int = SCHEMA_VERSION
 
 
@@ -110,7 +136,7 @@ class End(msgspec.Struct, tag="end", tag_field="type", omit_defaults=True):
     wall_time_s: float
     elapsed_s: float
     cut_short: bool = False
-    reason: str = ""  # "Ctrl-C", "time limit 30 s", ...
+    reason: str = ""  # "Ctrl-C", "SIGTERM", "time limit 30 s", ...
     schema: int = SCHEMA_VERSION
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 from . import autohook, profiling
+from .child import run_child
 from .once import ENV_SAID_FILE
 from .repeat import run_repeated
 from .trace_dir import ENV_TRACE_DIR
@@ -73,7 +73,7 @@ def run_recorded(command: list[str], logdir: str, run: str | None = None, headsp
                          profile=profile)
         print(f"tb-pipeline: recording into {os.path.join(logdir, run)}", file=sys.stderr)
         try:
-            return subprocess.call(command, env=env)
+            return run_child(command, env)[0]
         except FileNotFoundError as exc:
             raise ValueError(f"cannot run {command[0]!r}: {exc.strerror}") from None
     finally:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import time
 
 from ..formats.group import GROUP_VERSION, MANIFEST_FILE, GroupManifest, encode_manifest
+from .child import run_child
 from .trace_dir import ENV_TRACE_DIR
 
 
@@ -50,11 +50,11 @@ def run_repeated(command: list[str], logdir: str, group: str, repeat: int, env_f
         env = dict(env_for(f"{group}/{name}"), **{ENV_TRACE_DIR: run_dir})
         print(f"tb-pipeline: recording {index} of {repeat} into {run_dir}", file=sys.stderr)
         try:
-            status = subprocess.call(command, env=env)
+            status, stopped_by = run_child(command, env)
         except FileNotFoundError as exc:
             raise ValueError(f"cannot run {command[0]!r}: {exc.strerror}") from None
-        except KeyboardInterrupt:
-            # Ctrl-C ends the group, not only this recording; what finished stays listed.
+        if stopped_by:
+            # Ctrl-C or SIGTERM ends the group, not only this recording; what finished stays listed.
             manifest.exit_status[name] = EXIT_INTERRUPTED
             _write(group_dir, manifest)
             print(f"tb-pipeline: interrupted: recording {name} left out; {len(manifest.recordings)} of "

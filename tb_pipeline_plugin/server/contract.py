@@ -20,6 +20,8 @@ from msgspec import Struct
 
 from ..analysis.operators import GroupBy
 from ..diff.launches import KernelGroupBy
+# Declared once beside the verdicts it describes; the report of `tb-pipeline diff` carries it too.
+from ..diff.significance_shape import NoiseSource, Significance, SignificanceVerdict
 
 Number = Union[int, float]
 
@@ -236,34 +238,6 @@ class RunRef(_Shape):
 
 DiffUnit = Literal["us", "bytes", "pct", "count"]
 InputBoundVerdict = Literal["yes", "partly", "no", "unknown"]
-SignificanceVerdict = Literal["significant", "within_noise", "too_few_steps"]
-
-
-NoiseSource = Literal["measured", "assumed"]
-
-
-class Significance(_Shape):
-    """Is a delta more than the runs' noise (docs/http_api.md,
-    "Significance")? `ci_low` / `ci_high`: the interval of the delta (null
-    with too few steps), at `confidence` (0.95 for one quantity, higher for
-    each of a family judged together); the steps and recordings each side's
-    samples come from, and `min_steps`, the fewest a side needs for a
-    verdict; `noise`: whether the spread between recordings was measured (a
-    side with two or more recordings) or assumed (`between_run_pct`);
-    `label`: the verdict in the words every surface shows."""
-
-    verdict: SignificanceVerdict
-    label: str
-    delta: Number
-    ci_low: Number | None
-    ci_high: Number | None
-    baseline_steps: int
-    experimental_steps: int
-    baseline_recordings: int
-    experimental_recordings: int
-    noise: NoiseSource
-    confidence: float
-    min_steps: int
 
 
 class ExplainNoise(_Shape):
@@ -771,8 +745,10 @@ class DiffKernelsResponse(_DiffTable):
 
 # ---------------------------------------------------------------- diagnostic mode
 
-StageVerdict = Literal["scales", "gil_bound", "cpu_saturated", "io_bound", "contention", "inconclusive",
-                  "not_swept", "failing"]
+# "parallel_inside": one call keeps several cores busy by itself (its own thread pool: torch intra-op threads);
+# "oversubscribed": past its best level the QPS falls with the machine at 100 % and more busy threads than cores.
+StageVerdict = Literal["scales", "gil_bound", "cpu_saturated", "io_bound", "contention", "parallel_inside",
+                       "oversubscribed", "inconclusive", "not_swept", "failing"]
 Executor = Literal["thread", "process"]
 # Baseline vs experimental, judged against the noise (diff/diagnostic/change.py): "changed" beyond the intervals;
 # "within_noise"; "machine_busy": the curves differ, but other processes crowded the stage in a run;
@@ -796,6 +772,12 @@ class DiagnosticEnvironment(_Shape):
     duration_s: float
     source: str
     hostname: str
+    # torch intra-op threads of the main process (thread levels keep them) and those the pipeline's worker
+    # processes set (DataLoader: 1); null: unknown (torch not loaded; workers inherit the main process's).
+    intra_op_threads: int | None
+    process_intra_op_threads: int | None
+    # The sweep's time budget; null: none (or results written before there was one).
+    time_limit_s: float | None
 
 
 class DiagnosticPoint(_Shape):
@@ -824,6 +806,23 @@ class DiagnosticPoint(_Shape):
     # How many recordings measured the level (a group's pooled level: QPS their geometric mean, the
     # interval from their spread); 1 for a plain run.
     recordings: int
+    # torch intra-op threads in the workers during the level; null: unknown (torch not loaded, or older results).
+    intra_op_threads: int | None
+    # Cores one call kept busy per calling thread (the level's CPU over its calling threads'); null: the callers
+    # mostly waited. Results written before callers were measured: CPU % / level, a lower bound.
+    cores_per_caller: float | None
+    # Why the level stopped before its bound ("time limit 180 s", "Ctrl-C", "low memory: ..."); null: it did not.
+    cut_reason: str | None
+
+
+class SkippedLevel(_Shape):
+    """A level of a stage that was not run."""
+
+    executor: Executor
+    concurrency: int
+    # "time": it would not fit the stage's share of the time budget; "memory": nor the memory free.
+    cause: Literal["time", "memory"]
+    reason: str
 
 
 class DiagnosticCurve(_Shape):
@@ -884,6 +883,11 @@ class DiagnosticStage(_Shape):
     # crowded from 50: its QPS then says as much about them as about the stage.
     others_cpu_pct: float
     crowded: bool
+    # Cores one call keeps busy by itself at one worker, when that is 1.5 or more (its own thread pool); else null.
+    cores_by_itself: float | None
+    # Where the QPS falls with the machine at 100 % and more busy threads than cores, in words; null: nowhere.
+    oversubscription: str | None
+    skipped_levels: list[SkippedLevel]
 
 
 class DiagnosticGroup(_Shape):

@@ -60,8 +60,8 @@ class LoadFailedPlugin(base_plugin.TBPlugin):
             "error": "tb_pipeline_plugin failed to load",
             "reason": self._reason,
             "hint": "TensorBoard's log holds the traceback. A broken or partial install is the usual cause: "
-                    "reinstall with `pip install --force-reinstall tb_pipeline_plugin` (or from its checkout) "
-                    "and restart TensorBoard.",
+                    "reinstall tb_pipeline_plugin (pip's --force-reinstall, from the checkout or wheel it came "
+                    "from) and restart TensorBoard.",
         }
 
     @wrappers.Request.application

@@ -269,3 +269,22 @@ def bracket_depth(body: bytes) -> int:
         depth += 1 if c in (b"[", b"{") else -1
         deepest = max(deepest, depth)
     return deepest
+
+
+def settled_steps(steps: list[dict], warmup_factor: float = 1.5, warmup_max: int = 3,
+                  epilogue_factor: float = 3.0) -> list[dict]:
+    """Step records (one recording, no profiler) without warm-up and the
+    loop's epilogue, by docs/pipeline_format.md's rule: the leading steps (at
+    most `warmup_max`) slower than `warmup_factor` times the usual step (the
+    median past them, the last step left out), and a last step still open
+    at the end more than `epilogue_factor` times it."""
+    ordered = sorted(steps, key=lambda s: s["wall_start_s"])
+    if len(ordered) < 4:
+        return ordered
+    durations = [s["duration_s"] for s in ordered]
+    rest = durations[warmup_max:-1] if len(ordered) > warmup_max + 2 else durations[1:-1]
+    usual = sorted(rest)[len(rest) // 2] if len(rest) % 2 else sum(sorted(rest)[len(rest) // 2 - 1:len(rest) // 2 + 1]) / 2
+    start = 0
+    while start < min(warmup_max, len(ordered) - 1) and durations[start] > warmup_factor * usual:
+        start += 1
+    return ordered[start:]

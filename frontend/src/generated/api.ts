@@ -405,6 +405,9 @@ export interface components {
             duration_s: number;
             source: string;
             hostname: string;
+            intra_op_threads: number | null;
+            process_intra_op_threads: number | null;
+            time_limit_s: number | null;
         };
         /** DiagnosticGil */
         DiagnosticGil: {
@@ -447,6 +450,9 @@ export interface components {
             cpu_pct_low: number | null;
             cpu_pct_high: number | null;
             recordings: number;
+            intra_op_threads: number | null;
+            cores_per_caller: number | null;
+            cut_reason: string | null;
         };
         /** DiagnosticReport */
         DiagnosticReport: {
@@ -481,7 +487,7 @@ export interface components {
             index: number | null;
             kind: ("map" | "regroup") | null;
             /** @enum {unknown} */
-            verdict: "contention" | "cpu_saturated" | "failing" | "gil_bound" | "inconclusive" | "io_bound" | "not_swept" | "scales";
+            verdict: "contention" | "cpu_saturated" | "failing" | "gil_bound" | "inconclusive" | "io_bound" | "not_swept" | "oversubscribed" | "parallel_inside" | "scales";
             label: string;
             reason: string;
             best_thread_concurrency: number | null;
@@ -503,14 +509,17 @@ export interface components {
             gil: components["schemas"]["DiagnosticGil"] | null;
             others_cpu_pct: number;
             crowded: boolean;
+            cores_by_itself: number | null;
+            oversubscription: string | null;
+            skipped_levels: components["schemas"]["SkippedLevel"][];
         };
         /** DiagnosticStageDiff */
         DiagnosticStageDiff: {
             stage: string;
             in_baseline: boolean;
             in_experimental: boolean;
-            verdict_baseline: ("contention" | "cpu_saturated" | "failing" | "gil_bound" | "inconclusive" | "io_bound" | "not_swept" | "scales") | null;
-            verdict_experimental: ("contention" | "cpu_saturated" | "failing" | "gil_bound" | "inconclusive" | "io_bound" | "not_swept" | "scales") | null;
+            verdict_baseline: ("contention" | "cpu_saturated" | "failing" | "gil_bound" | "inconclusive" | "io_bound" | "not_swept" | "oversubscribed" | "parallel_inside" | "scales") | null;
+            verdict_experimental: ("contention" | "cpu_saturated" | "failing" | "gil_bound" | "inconclusive" | "io_bound" | "not_swept" | "oversubscribed" | "parallel_inside" | "scales") | null;
             verdict_changed: boolean;
             /** @enum {unknown} */
             change: "changed" | "machine_busy" | "no_interval" | "one_side" | "same" | "within_noise";
@@ -1485,6 +1494,18 @@ export interface components {
             noise: "assumed" | "measured";
             confidence: number;
             min_steps: number;
+        };
+        /**
+         * SkippedLevel
+         * @description A level of a stage that was not run.
+         */
+        SkippedLevel: {
+            /** @enum {unknown} */
+            executor: "process" | "thread";
+            concurrency: number;
+            /** @enum {unknown} */
+            cause: "memory" | "time";
+            reason: string;
         };
         /**
          * SpanInfo

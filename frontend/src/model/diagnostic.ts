@@ -171,11 +171,27 @@ export function qpsIntervalText(p: DiagnosticPoint): string {
   return `${formatQps(p.qps_low)}–${formatQps(p.qps_high)}`;
 }
 
-/** good: the stage uses what it is given; bad: something caps it; neutral: nothing to say either way. */
+/** good: the stage uses what it is given; bad: something caps it; neutral: nothing to say either way (a stage
+ * parallel inside uses its cores, and the advice is in its reason). */
 export function verdictTone(v: Verdict): "good" | "bad" | "neutral" {
   if (v === "scales" || v === "io_bound") return "good";
-  if (v === "gil_bound" || v === "contention" || v === "cpu_saturated" || v === "failing") return "bad";
+  if (v === "gil_bound" || v === "contention" || v === "cpu_saturated" || v === "oversubscribed" || v === "failing") return "bad";
   return "neutral";
+}
+
+/** The levels not run for the time budget or for memory, one line each ("processes ×8: time: would take about 40 s, ..."). */
+export function skippedLevelLines(stage: DiagnosticStage): string[] {
+  return stage.skipped_levels.map((s) => `${EXECUTOR_LABELS[s.executor]} ×${s.concurrency}: ${s.cause}: ${s.reason}`);
+}
+
+/** torch's intra-op threads the sweep ran with, in words; null when unknown (torch not loaded, or older results). */
+export function threadsText(env: DiagnosticEnvironment): string | null {
+  const main = env.intra_op_threads;
+  const workers = env.process_intra_op_threads;
+  if (main === null && workers === null) return null;
+  const plural = (n: number) => `${n} intra-op thread${n === 1 ? "" : "s"}`;
+  const parts = [main === null ? null : `${plural(main)} in threads`, workers === null ? "inherited by processes" : `${plural(workers)} a worker process`];
+  return `torch: ${parts.filter((p) => p !== null).join(", ")}`;
 }
 
 /** Best concurrency per executor in words, or why there is none. */
@@ -225,7 +241,9 @@ export function environmentText(env: DiagnosticEnvironment | null): string {
   const impl = env.implementation === "cpython" ? "CPython" : env.implementation;
   const version = env.python.split(" ")[0] ?? env.python;
   const gil = env.free_threaded ? (env.gil_enabled ? "free-threaded build, GIL on" : "free-threaded, no GIL") : "GIL build";
-  return `${env.cores} core${env.cores === 1 ? "" : "s"} · ${impl} ${version} (${gil}) · processes by ${env.process_start_method} · levels ${env.levels.join(", ")} · ${env.duration_s} s per level`;
+  const threads = threadsText(env);
+  const budget = env.time_limit_s === null ? "" : ` · time budget ${env.time_limit_s} s`;
+  return `${env.cores} core${env.cores === 1 ? "" : "s"} · ${impl} ${version} (${gil}) · processes by ${env.process_start_method} · levels ${env.levels.join(", ")} · ${env.duration_s} s per level${budget}${threads ? ` · ${threads}` : ""}`;
 }
 
 /** Why a result is partial, in words; null when it is complete. */
@@ -247,6 +265,12 @@ export interface PointRow {
   cpu: string;
   memory: string;
   errors: number;
+  /** torch's intra-op threads in the workers, or a dash. */
+  threads: string;
+  /** Cores one call kept busy per calling thread ("2.0"), or a dash. */
+  coresPerCall: string;
+  /** Why the level stopped early, or null. */
+  cutReason: string | null;
   /** The raw QPS, for tests and copy-paste. */
   rawQps: number;
 }
@@ -265,6 +289,9 @@ export function pointRows(stage: DiagnosticStage): PointRow[] {
       cpu: formatCpu(p.cpu_pct),
       memory: formatBytes(p.peak_memory_bytes),
       errors: p.errors,
+      threads: p.intra_op_threads === null ? EM_DASH : String(p.intra_op_threads),
+      coresPerCall: p.cores_per_caller === null ? EM_DASH : p.cores_per_caller.toFixed(1),
+      cutReason: p.cut_reason,
       rawQps: p.qps,
     })),
   );

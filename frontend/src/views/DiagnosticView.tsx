@@ -32,6 +32,7 @@ import {
   metricMax,
   pairStages,
   pointRows,
+  skippedLevelLines,
   statusText,
   pairReports,
   type NamedReport,
@@ -262,6 +263,16 @@ function StageCard({
         </p>
       )}
       {crowded && <Message kind="warn" title={crowded} />}
+      {stage.oversubscription && <Message kind="warn" title={`Oversubscribed: ${stage.oversubscription}`} />}
+      {stage.skipped_levels.length > 0 && (
+        <Message kind="info" title="Levels not run">
+          <ul data-testid="skipped-levels">
+            {skippedLevelLines(stage).map((line) => (
+              <li key={line}>{line}</li>
+            ))}
+          </ul>
+        </Message>
+      )}
       {stage.errors > 0 && (
         <Message kind="warn" title={`${formatInt(stage.errors)} of ${formatInt(stage.items)} calls raised`}>
           {stage.first_error}
@@ -324,13 +335,17 @@ function StageCard({
                 <th scope="col">p50</th>
                 <th scope="col">p90</th>
                 <th scope="col">CPU</th>
+                <th scope="col" title="torch intra-op threads in each worker during the level">Intra-op threads</th>
+                <th scope="col" title="Cores one call kept busy per calling thread: more than 1 is the stage's own thread pool">
+                  Cores a call
+                </th>
                 <th scope="col">Peak RSS</th>
                 <th scope="col">Errors</th>
               </tr>
             </thead>
             <tbody>
               {pointRows(stage).map((r) => (
-                <tr key={r.key} data-point={r.key}>
+                <tr key={r.key} data-point={r.key} title={r.cutReason ? `Cut short: ${r.cutReason}` : undefined}>
                   <td>{EXECUTOR_LABELS[r.executor]}</td>
                   <td>{r.concurrency}</td>
                   <td data-raw={r.rawQps}>{r.qps}</td>
@@ -338,6 +353,8 @@ function StageCard({
                   <td>{r.p50}</td>
                   <td>{r.p90}</td>
                   <td>{r.cpu}</td>
+                  <td>{r.threads}</td>
+                  <td>{r.coresPerCall}</td>
                   <td>{r.memory}</td>
                   <td>{r.errors}</td>
                 </tr>

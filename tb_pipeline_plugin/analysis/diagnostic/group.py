@@ -47,7 +47,7 @@ _Q = 0.5 + CONFIDENCE / 2
 
 @dataclass
 class DiagnosticGroup:
-    """Reads as a `pipeline.diagnostic.DiagnosticRun` (path, records,
+    """Reads as a `readers.diagnostic.DiagnosticRun` (path, records,
     warnings, complete, cut_short), pooled over `recording_names`."""
 
     path: Path
@@ -111,7 +111,9 @@ def _pool_sweeps(points_by_level: dict[tuple, list[dict]]) -> tuple[list[dict], 
             "first_error": next((p["first_error"] for p in pts if p.get("first_error")), ""),
             "peak_memory_bytes": int(max(p["peak_memory_bytes"] for p in pts)),
             **{k: float(np.mean([float(p.get(k, 0.0)) for p in pts]))
-               for k in ("p50_latency_s", "p90_latency_s", "cpu_pct", "machine_cpu_pct")},
+               for k in ("p50_latency_s", "p90_latency_s", "cpu_pct", "machine_cpu_pct", "caller_cpu_pct")},
+            "intra_op_threads": int(max(int(p.get("intra_op_threads", 0)) for p in pts)),
+            "cut_reason": next((p["cut_reason"] for p in pts if p.get("cut_reason")), ""),
             **{k: [v for p in pts for v in (p.get(k) or ())]
                for k in ("slice_qps", "slice_cpu_pct", "slice_machine_cpu_pct")},
             "recordings": len(pts),
@@ -167,7 +169,7 @@ def _samples_taken(record: dict) -> float:
 
 
 def pool_diagnostic(runs: list, names: list[str]) -> DiagnosticGroup:
-    """The recordings' results (`pipeline.diagnostic.DiagnosticRun`, one per
+    """The recordings' results (`readers.diagnostic.DiagnosticRun`, one per
     name) as one run (module docstring)."""
     if not runs or len(runs) != len(names):
         raise ValueError("a group needs one name per recording, and at least one recording")

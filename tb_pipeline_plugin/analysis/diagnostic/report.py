@@ -19,6 +19,8 @@ import pandas as pd
 
 from ...readers.diagnostic import DiagnosticRun
 from .spread import CONFIDENCE, crowded, level_spread, others_cpu_pct
+from .threads import (ADVICE, cores_per_caller, cores_text, inside, inside_text, oversubscription,
+                      oversubscription_text, workers_text)
 
 BEST_WITHIN = 0.95  # best concurrency: the smallest level within 5 % of the best QPS
 SCALE_EFFICIENCY = 0.7  # scales: QPS at min(cores, top level) >= 0.7 x level x QPS at level 1
@@ -39,6 +41,8 @@ VERDICT_LABELS = {
     "cpu_saturated": "CPU-saturated",
     "io_bound": "I/O- or sleep-bound",
     "contention": "contention",
+    "parallel_inside": "parallel inside",
+    "oversubscribed": "oversubscribed",
     "inconclusive": "inconclusive",
     "not_swept": "not swept",
     "failing": "every call failed",
@@ -47,7 +51,8 @@ VERDICT_LABELS = {
 SWEEP_COLUMNS = [
     "stage", "executor", "concurrency", "items", "errors", "qps", "p50_latency_s", "p90_latency_s",
     "cpu_pct", "machine_cpu_pct", "peak_memory_bytes", "duration_s", "cut_short", "first_error",
-    "slice_qps", "slice_cpu_pct", "slice_machine_cpu_pct", "qps_log_sd", "recordings", "speedup",
+    "slice_qps", "slice_cpu_pct", "slice_machine_cpu_pct", "qps_log_sd", "recordings", "intra_op_threads",
+    "caller_cpu_pct", "cut_reason", "speedup",
 ]
 BEST_COLUMNS = ["stage", "executor", "best_concurrency", "best_qps"]
 GIL_COLUMNS = ["stage", "concurrency", "rank", "function", "file", "line", "samples", "share", "total_samples",
@@ -57,7 +62,8 @@ VERDICT_COLUMNS = [
     "best_thread_concurrency", "best_thread_qps", "best_process_concurrency", "best_process_qps",
     "thread_speedup", "process_speedup", "thread_cpu_pct", "process_cpu_pct", "peak_memory_bytes",
     "items", "errors", "first_error", "gil_function", "gil_file", "gil_line", "gil_share", "gil_held_share",
-    "gil_skipped", "process_skipped", "cut_short",
+    "gil_skipped", "process_skipped", "cut_short", "thread_intra_op_threads", "process_intra_op_threads",
+    "cores_by_itself", "oversubscription", "skipped_levels",
 ]
 
 
@@ -82,8 +88,9 @@ def sweep_frame(records: Iterable[Any]) -> pd.DataFrame:
     same stage and executor's QPS at its lowest level."""
     # Fields left out because they held their default (omit_defaults) come back here.
     # `qps_log_sd`, `recordings`: only a group's pooled levels have them (analysis/diagnostic/group.py).
+    # `intra_op_threads`, `caller_cpu_pct`, `cut_reason`: 0 / "" in results written before they were measured.
     defaults = {"errors": 0, "cut_short": False, "first_error": "", "machine_cpu_pct": 0.0, "qps_log_sd": np.nan,
-                "recordings": 1}
+                "recordings": 1, "intra_op_threads": 0, "caller_cpu_pct": 0.0, "cut_reason": ""}
     no_slices = {"slice_qps": (), "slice_cpu_pct": (), "slice_machine_cpu_pct": ()}  # written before slices
     rows = [{**defaults, **no_slices, **r} for r in as_dicts(records) if r.get("type") == "sweep"]
     frame = pd.DataFrame(rows, columns=[c for c in SWEEP_COLUMNS if c != "speedup"])
@@ -156,6 +163,12 @@ def _classify(threads: pd.DataFrame, procs: pd.DataFrame, cores: int, process_sk
     p_best = _at_best(procs)
     if t_best is None and p_best is None:
         return "not_swept", "no sweep point was measured"
+
+    # Several cores busy at one worker: the stage's own thread pool. Named before any rule reads the curves it
+    # bends (on a few cores, one call already fills them; more workers then oversubscribe).
+    found = inside(threads) or inside(procs)
+    if found is not None:
+        return "parallel_inside", _inside_reason(found, threads, procs, cores)
     lead = threads if t_best is not None else procs
     best = t_best if t_best is not None else p_best
     q1 = float(lead["qps"].iloc[0])
@@ -211,6 +224,11 @@ def _classify(threads: pd.DataFrame, procs: pd.DataFrame, cores: int, process_sk
                                   f"of the time: threads contend on something else they share (a lock, the "
                                   f"memory allocator, page faults), with cores to spare")
 
+    for curve, b in ((threads, t_best), (procs, p_best)):
+        over = oversubscription(curve, b, cores)
+        if over is not None:
+            return "oversubscribed", (f"{oversubscription_text(over)}: run at most "
+                                      f"{workers_text(over['best_concurrency'], over['executor'])}")
     for b, what in ((t_best, "threads"), (p_best, "processes")):
         if b is not None and (float(b["cpu_pct"]) >= busy or float(b["machine_cpu_pct"]) >= busy):
             return "cpu_saturated", (f"{what}: QPS x{_gain(threads if what == 'threads' else procs):.2f} at best, "
@@ -226,6 +244,38 @@ def _classify(threads: pd.DataFrame, procs: pd.DataFrame, cores: int, process_sk
 
     return "inconclusive", (f"threads x{t_gain:.2f} at {float(t_best['cpu_pct']) if t_best is not None else 0:.0f} % "
                             f"CPU, processes x{_gain(procs):.2f}: none of the patterns matches clearly")
+
+
+def _inside_reason(found: dict, threads: pd.DataFrame, procs: pd.DataFrame, cores: int) -> str:
+    """What a stage that runs parallel inside does at one worker, how the
+    other executor fares with the threads it had, any oversubscription, and
+    the advice."""
+    parts = [inside_text(found)]
+    other, name = (procs, "processes") if found["executor"] == "thread" else (threads, "threads")
+    best = _at_best(other)
+    if best is not None:
+        own = inside(other)
+        threads_each = int(other["intra_op_threads"].iloc[0])
+        each = f" with {threads_each} intra-op thread{'' if threads_each == 1 else 's'} each" if threads_each else ""
+        cores_each = f", {cores_text(own['cores'])} cores each at 1" if own else ""
+        parts.append(f"{name}{each}: x{_gain(other):.2f}{cores_each}, best "
+                     f"{workers_text(int(best['concurrency']), str(best['executor']))} ({best['qps']:.3g} QPS)")
+    for curve in (threads, procs):
+        over = oversubscription(curve, _at_best(curve), cores)
+        if over is not None:
+            parts.append(oversubscription_text(over))
+    return "; ".join(parts) + f"; {ADVICE}"
+
+
+def _intra_op(curve: pd.DataFrame) -> int | None:
+    """torch's intra-op threads at the curve's lowest level (None: unknown, or no curve)."""
+    threads = int(curve["intra_op_threads"].iloc[0]) if not curve.empty else 0
+    return threads or None
+
+
+def _skipped_levels(summary: dict) -> list[dict]:
+    return [{k: s.get(k) for k in ("executor", "concurrency", "cause", "reason")}
+            for s in summary.get("skipped_levels") or ()]
 
 
 def verdicts(records: Iterable[Any]) -> pd.DataFrame:
@@ -278,6 +328,11 @@ def verdicts(records: Iterable[Any]) -> pd.DataFrame:
             "gil_skipped": (g["skipped"].iloc[0] or None) if len(g) else None,
             "process_skipped": summary.get("process_skipped") or None,
             "cut_short": bool(points["cut_short"].any()) or "cut short" in summary.get("skipped", ""),
+            "thread_intra_op_threads": _intra_op(threads), "process_intra_op_threads": _intra_op(procs),
+            "cores_by_itself": next((f["cores"] for f in (inside(threads), inside(procs)) if f), None),
+            "oversubscription": "; ".join(oversubscription_text(o) for o in (
+                oversubscription(threads, t_best, cores), oversubscription(procs, p_best, cores)) if o) or None,
+            "skipped_levels": _skipped_levels(summary),
         })
     # Object columns: a stage without a thread curve has None, not a NaN
     # that would turn every other stage's concurrency into a float.
@@ -285,11 +340,14 @@ def verdicts(records: Iterable[Any]) -> pd.DataFrame:
 
 
 _POINT_FIELDS = ("concurrency", "qps", "speedup", "p50_latency_s", "p90_latency_s", "cpu_pct", "machine_cpu_pct",
-                 "peak_memory_bytes", "items", "errors", "duration_s", "cut_short", "first_error", "recordings")
+                 "peak_memory_bytes", "items", "errors", "duration_s", "cut_short", "first_error", "recordings",
+                 "intra_op_threads", "cut_reason")
 _INTERVAL_FIELDS = ("qps_low", "qps_high", "cpu_pct_low", "cpu_pct_high")  # NaN (no slices) -> None
 _ENVIRONMENT_FIELDS = ("python", "implementation", "free_threaded", "gil_enabled", "process_start_method", "levels",
                        "executors", "warmup_s", "duration_s", "source", "hostname")
 _ENVIRONMENT_DEFAULTS = {"source": "function", "hostname": "", "free_threaded": False, "gil_enabled": True}
+# Threads and the time limit: null where unknown (0 in the record, or written before they were).
+_ENVIRONMENT_ZERO_IS_NULL = ("intra_op_threads", "process_intra_op_threads", "time_limit_s")
 
 
 def report(run: DiagnosticRun) -> dict:
@@ -318,7 +376,8 @@ def report(run: DiagnosticRun) -> dict:
             "verdict": v["verdict"], "label": v["label"], "reason": v["reason"],
             **{k: v[k] for k in ("best_thread_concurrency", "best_thread_qps", "best_process_concurrency",
                                  "best_process_qps", "thread_speedup", "process_speedup", "peak_memory_bytes",
-                                 "items", "errors", "cut_short", "first_error", "process_skipped")},
+                                 "items", "errors", "cut_short", "first_error", "process_skipped",
+                                 "cores_by_itself", "oversubscription", "skipped_levels")},
             "inputs": summary.get("inputs"), "input_errors": summary.get("input_errors", 0),
             "skipped": summary.get("skipped") or None, "curves": _curves(sweep, best, name),
             "gil": _gil_report(gil.get(name)), "others_cpu_pct": others.get(name, 0.0),
@@ -328,7 +387,8 @@ def report(run: DiagnosticRun) -> dict:
             "reason": (end.get("reason") or None) if end else None,
             "elapsed_s": end.get("elapsed_s") if end else None,
             "environment": ({"cores": int(env.get("cpu_count") or 1),
-                             **{k: env.get(k, _ENVIRONMENT_DEFAULTS.get(k)) for k in _ENVIRONMENT_FIELDS}}
+                             **{k: env.get(k, _ENVIRONMENT_DEFAULTS.get(k)) for k in _ENVIRONMENT_FIELDS},
+                             **{k: env.get(k) or None for k in _ENVIRONMENT_ZERO_IS_NULL}}
                             if env else None),
             "stages": stages, "warnings": list(run.warnings), "interval_confidence": CONFIDENCE,
             # A group of recordings (analysis/diagnostic/group.py): its recordings and measured spread.
@@ -342,11 +402,13 @@ def _curves(sweep: pd.DataFrame, best: pd.DataFrame, stage: str) -> list[dict]:
         if points.empty:
             continue
         b = best.loc[(stage, executor)]
-        rows = [{k: p[k] for k in _POINT_FIELDS + _INTERVAL_FIELDS} for p in points.to_dict("records")]
+        rows = [{**{k: p[k] for k in _POINT_FIELDS + _INTERVAL_FIELDS}, "cores_per_caller": cores_per_caller(p)}
+                for p in points.to_dict("records")]
         for p in rows:
-            for k in ("speedup", *_INTERVAL_FIELDS):
+            for k in ("speedup", "cores_per_caller", *_INTERVAL_FIELDS):
                 p[k] = None if np.isnan(p[k]) else p[k]
-            p["first_error"] = p["first_error"] or None
+            for k in ("first_error", "intra_op_threads", "cut_reason"):
+                p[k] = p[k] or None
         curves.append({"executor": executor, "best_concurrency": int(b["best_concurrency"]),
                        "best_qps": float(b["best_qps"]), "points": rows})
     return curves

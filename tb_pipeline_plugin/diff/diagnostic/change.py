@@ -16,6 +16,11 @@ QPS evidence of a stage that other processes crowded in either run
 ("machine_busy"), since a neighbour halves a CPU-bound stage's QPS as
 surely as a slower function does. The GIL share is not crowded.
 
+A run whose stage oversubscribed the machine (its own threads outnumbering
+the cores while the QPS fell: analysis/diagnostic/threads.py) is named in
+the reason, whatever the change: its fall is the stage's threading, not
+its code.
+
 A best concurrency that moved from one level to another is a change only
 when the gain from the lower of the two levels to the higher differs
 between the runs beyond its interval, under the same crowding rule.
@@ -121,11 +126,25 @@ def crowding_text(others_pct: tuple[float, float]) -> str:
     return f"other processes took {' and '.join(sides)} while the machine was full"
 
 
+def oversubscription_note(b_row: dict | None, e_row: dict | None) -> str:
+    """"; oversubscribed in the experimental run: processes oversubscribe ..." or ""."""
+    sides = [f"in the {side} run: {row['oversubscription']}" for side, row in (("baseline", b_row),
+                                                                              ("experimental", e_row))
+             if row is not None and row.get("oversubscription")]
+    return f"; oversubscribed {' and '.join(sides)}" if sides else ""
+
+
 def verdict_change(b_row: dict | None, e_row: dict | None, items: list[dict],
                    others_pct: tuple[float, float] = (0.0, 0.0)) -> tuple[str, str]:
     """(one of CHANGES, the reason in words) for one stage; a row is None
     where that run has no such stage; `others_pct`: each run's
     spread.others_cpu_pct of the stage."""
+    change, reason = _verdict_change(b_row, e_row, items, others_pct)
+    return change, reason + oversubscription_note(b_row, e_row)
+
+
+def _verdict_change(b_row: dict | None, e_row: dict | None, items: list[dict],
+                    others_pct: tuple[float, float]) -> tuple[str, str]:
     if b_row is None or e_row is None:
         return ONE_SIDE, f"only in the {'experimental' if b_row is None else 'baseline'} run"
     vb, ve = b_row["verdict"], e_row["verdict"]
