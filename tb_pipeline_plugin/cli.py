@@ -247,6 +247,8 @@ def _diff(args, out) -> int:
                 e_worker=args.e_worker, e_span=args.e_span, group_by=args.group_by,
                 baseline_samples=args.baseline_samples, experimental_samples=args.experimental_samples,
                 baseline_tokens=args.baseline_tokens, experimental_tokens=args.experimental_tokens)
+    for note in c.notes:  # a warning each, on one line: what was left out of a run
+        print(f"tb-pipeline: {note}", file=sys.stderr)
     report = build(c, (args.baseline, args.experimental), args.top, args.fail_if, args.require_significance)
     for g in report.gates:
         if g.outcome == CANNOT_EVALUATE:

@@ -17,6 +17,7 @@
     c.kernels         # kernels joined by name, largest |delta total_us| first
     c.operators_at("0.2"), c.kernels_at("0.2")   # the same, inside one piece
     c.operator_page(10), c.kernel_page(10)       # the routes' first page, rows with their significance
+    c.notes           # what discovery left out of either run (a group's manifest listing a file, ...)
 
 Same numbers as the `diff/*` routes (docs/http_api.md): runs are found and
 loaded by the plugin's provider (`sources/provider.py`, here loading in this
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterator
 
@@ -72,9 +73,10 @@ def _run(provider: RunProvider) -> str:
 
 
 def _side(source, worker: str | None, span: str | None):
-    """(loaded run, its recorded pipeline statistics or None) of a source."""
+    """(loaded run, its recorded pipeline statistics or None, what discovery
+    left out of it: a group's manifest listing a file, ...) of a source."""
     if isinstance(source, (TraceProcessor, RecordingGroup)):
-        return source, None
+        return source, None, []
     path = os.fspath(source)
     if os.path.isfile(path):
         if worker or span:
@@ -83,14 +85,14 @@ def _side(source, worker: str | None, span: str | None):
             trace = provider.trace_file(path).value()
             # The statistics of the run directory holding the file, if it is one.
             statistics = provider.statistics(".") if "." in provider.runs() else None
-            return trace, None if statistics is None else statistics.value()
+            return trace, None if statistics is None else statistics.value(), []
     if not os.path.isdir(path):
         raise FileNotFoundError(f"no trace file or run directory at {path}")
     with _provider(path) as provider:
         run = _run(provider)
         asked, _ = provider.side(run, worker or "", span or "")
         statistics = provider.statistics(run)
-        return asked.value(), None if statistics is None else statistics.value()
+        return asked.value(), None if statistics is None else statistics.value(), list(provider.runs()[run].notes)
 
 
 def load(source, worker: str | None = None, span: str | None = None) -> TraceProcessor | RecordingGroup:
@@ -125,6 +127,8 @@ class Comparison:
     statistics: tuple = pair_impls.NO_STATISTICS
     # Each run's samples / tokens per step given by the caller (diff/units.py).
     given: tuple = pair_impls.NOT_GIVEN
+    # What discovery left out of either run ("baseline: recordings.json lists ..."), in words.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def pipelines(self) -> tuple | None:
@@ -266,10 +270,12 @@ def compare(
     trace, or two workers of one run. `*_samples` / `*_tokens`: a run's
     work per step where its pipeline statistics do not say (a trace-only
     run): when the runs' differ, the step verdict is per sample (token)."""
-    (b, b_stats), (e, e_stats) = _side(baseline, b_worker, b_span), _side(experimental, e_worker, e_span)
+    b, b_stats, b_notes = _side(baseline, b_worker, b_span)
+    e, e_stats, e_notes = _side(experimental, e_worker, e_span)
     for name, value in (("baseline_samples", baseline_samples), ("experimental_samples", experimental_samples),
                         ("baseline_tokens", baseline_tokens), ("experimental_tokens", experimental_tokens)):
         if value is not None and not value > 0:
             raise ValueError(f"{name} must be a positive count per step, got {value!r}")
     given = (Given(baseline_samples, baseline_tokens), Given(experimental_samples, experimental_tokens))
-    return Comparison(b, e, group_by, (b_stats, e_stats), given)
+    said = [f"{side}: {note}" for side, notes in (("baseline", b_notes), ("experimental", e_notes)) for note in notes]
+    return Comparison(b, e, group_by, (b_stats, e_stats), given, said)

@@ -7,8 +7,9 @@ report/ (the CLI's reports) only compare.py and diff/;
 werkzeug only in server/; tensorboard only in server/ and in the logdir
 reader (sources/logdir.py, its filesystem layer). The leaves import nothing
 of ours and any layer may import them: `errors` (typed errors every layer may
-raise) and `import_hook` (run a function when a module is first imported: the
-writing side's DataLoader and SPDL patches).
+raise), `import_hook` (run a function when a module is first imported: the
+writing side's DataLoader and SPDL patches) and `units` (bytes in one unit
+system for every message).
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "tb_pipeline_plugin"
-LEAVES = {"errors", "import_hook", "struct_types", "bounded_cache"}
+LEAVES = {"errors", "import_hook", "struct_types", "bounded_cache", "units"}
 # Layer -> the layers of ours it may import (besides itself and the leaves).
 ALLOWED = {
     "formats": set(),

@@ -5,7 +5,8 @@
 The page opens on baseline vs experimental with nothing picked, and every
 tab shows the demo's own data, checked against the API; one screenshot per
 view goes to `docs/screenshots/*.png` (the pictures the README shows, kept
-current by this test) and `test-artifacts/demo_*.png`."""
+current by this test) and `test-artifacts/demo_*.png`, and the README's
+quote of the explanation to the sentence the overview's picture shows."""
 from __future__ import annotations
 
 import shutil
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from support import readme_quote
 from test_e2e_browser import (  # noqa: F401 - browser and page are fixtures
     ARTIFACTS, BUNDLE, CHROMIUM, _get, _open_tab, _shot, browser, page, runs_ready, serve_tensorboard,
 )
@@ -83,6 +85,8 @@ def test_every_tab_shows_the_demo_pair_when_the_page_opens(demo, page):
         assert frame.locator(f"[data-view=overview] tr[data-metric='{metric}']").count() == 1
     frame.evaluate("() => window.scrollTo(0, 0)")
     _doc_shot(page, "overview")
+    # The README quotes the sentence this picture shows (tests/support/readme_quote.py).
+    readme_quote.write(explain["sentence"])
 
     # ---- Module diff: the traced steps, then down a step into the model's blocks, the widened one among them.
     _tab(frame, "modules", "[data-view=modules] table.pieces tbody tr")

@@ -52,7 +52,7 @@ def test_memory_view_names_the_scratch_buffer(tensorboard, page):
     first = frame.locator("[data-testid=memory-rows] tbody tr").first
     cells = first.locator("td").all_inner_texts()
     assert cells[0] == "Net_0/Head_0 · forward" and cells[1] == "aten::empty", cells
-    assert cells[3].startswith("32") and "MB" in cells[3], cells
+    assert cells[3].startswith("32") and cells[3].endswith(" MiB"), cells
     assert frame.locator("[data-testid=memory-chart] canvas").count() >= 1
     assert frame.locator("[data-testid=memory-steps] canvas").count() >= 1
     assert frame.locator("[data-testid=memory-highlight]").count() == 0
@@ -79,5 +79,11 @@ def test_memory_view_without_memory_events_says_why(tensorboard, page):
     _pick(frame, "no_memory", "mem_scratch")
     frame.click("[data-tab=memory]")
     frame.wait_for_selector("[data-testid=memory-message]", timeout=60_000)
-    assert "recorded without profile_memory=True" in frame.inner_text("[data-testid=memory-message]")
+    api = _get(tensorboard, "diff/memory", baseline="no_memory", experimental="mem_scratch")
+    text = frame.inner_text("[data-testid=memory-message]")
+    assert text.startswith("No memory to compare") and api["message"].replace("`", "") in text, text
+    # The command to run is shown as code, whole.
+    codes = frame.locator("[data-testid=memory-message] code").all_inner_texts()
+    assert codes[0] == "tb-pipeline record --profile memory=1 -- python train.py", codes
+    _shot_view(page, frame, "memory_empty_cpu")
     assert not page.problems

@@ -12,7 +12,7 @@ import time
 from tb_pipeline_plugin.analysis.statistics.report import report
 from tb_pipeline_plugin.diff.statistics.compare import compare_pipeline
 from tb_pipeline_plugin.readers import load_pipeline_run
-from tb_pipeline_plugin.record import Recorder, gil_contention
+from tb_pipeline_plugin.record import Recorder, once
 
 INTERVAL_S = 0.1
 
@@ -66,7 +66,7 @@ def test_contention_sampled_while_threads_hold_the_gil_and_compared(tmp_path):
 
 def test_missing_package_names_the_extra_and_recording_goes_on(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "gilknocker", None)  # what `import gilknocker` meets when not installed
-    monkeypatch.setattr(gil_contention, "_warned", False)
+    monkeypatch.setattr(once, "_said", set())
     record(tmp_path, "without", lambda: time.sleep(0.25))
     err = capsys.readouterr().err
     assert 'pip install "tb_pipeline_plugin[gil]"' in err and "recording goes on" in err, err

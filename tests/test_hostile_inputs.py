@@ -189,7 +189,7 @@ def test_streaming_decompression_refuses_the_bomb_itself(tmp_path):
 def test_size_limit_is_configurable(tmp_path, monkeypatch, shared_traces):
     path = shared_traces / SINGLE
     monkeypatch.setenv("TB_PIPELINE_MAX_TRACE_MB", "1")
-    with pytest.raises(ValueError, match="larger than the limit of 1 MB.*TB_PIPELINE_MAX_TRACE_MB"):
+    with pytest.raises(ValueError, match="larger than the limit of 1 MiB.*TB_PIPELINE_MAX_TRACE_MB"):
         load_trace(str(path))
     monkeypatch.setenv("TB_PIPELINE_MAX_TRACE_MB", "100")
     assert len(load_trace(str(path))) > 0

@@ -143,3 +143,50 @@ def test_a_group_has_what_every_recording_has(tmp_path):
     assert runs["g"].recordings == ["g/r1", "g/r2"]
     assert runs["g/r1"].kinds == ["pipeline"] and runs["g/r2"].kinds == ["diagnostic"]
     assert runs["g"].kinds == ["group"]
+
+
+CPU_TRACE = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "hta" / "cpu_only" / \
+    "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
+
+
+def test_a_manifest_listing_files_warns_and_leaves_them_out(tmp_path, make_tb_client, capsys):
+    """A hand-written manifest that lists itself, a trace beside it and a text file: each is
+    left out with a warning, in discovery, the `runs` route and the CLI (once per side, one line)."""
+    if not CPU_TRACE.exists():
+        pytest.skip("shared traces not found")
+    group = tmp_path / "g"
+    for member in ("r1", "r2"):
+        (group / member).mkdir(parents=True)
+        (group / member / CPU_TRACE.name).write_bytes(CPU_TRACE.read_bytes())
+    (group / "notes.txt").write_text("recorded on a busy machine\n")
+    (group / "w.1.pt.trace.json.gz").write_bytes(CPU_TRACE.read_bytes())  # a trace of the directory itself
+    listed = ["r1", "recordings.json", "r2", "notes.txt", "w.1.pt.trace.json.gz"]
+    (group / "recordings.json").write_text(json.dumps({"version": 1, "recordings": listed}))
+
+    runs = discover_runs(str(tmp_path))
+    assert runs["g"].recordings == ["g/r1", "g/r2"]
+    said = [f"recordings.json lists {name!r}, a file, not a recording's directory: left out of the group"
+            for name in ("recordings.json", "notes.txt", "w.1.pt.trace.json.gz")]
+    assert runs["g"].notes == said
+
+    client = make_tb_client(tmp_path)
+    listed_runs = {r["name"]: r for r in client.get(f"{PLUGIN_PREFIX}/runs").get_json()["runs"]}
+    assert said[0] in listed_runs["g"]["warnings"] and listed_runs["g"]["recordings"] == ["g/r1", "g/r2"]
+
+    from tb_pipeline_plugin.cli import main
+
+    assert main(["diff", str(group), str(group)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"tb-pipeline: {side}: {note}" for side in ("baseline", "experimental") for note in said], err
+
+
+def test_a_manifest_listing_only_files_is_said_in_the_log(tmp_path, caplog):
+    """Nothing to show the warning on (no run in or below the directory): TensorBoard's log says it, once."""
+    (tmp_path / "g").mkdir()
+    (tmp_path / "g" / "recordings.json").write_text(json.dumps({"version": 1, "recordings": ["recordings.json"]}))
+    with caplog.at_level("WARNING", logger="tb_pipeline_plugin.sources.logdir"):
+        assert discover_runs(str(tmp_path)) == {}
+        assert discover_runs(str(tmp_path)) == {}
+    logged = [r.getMessage() for r in caplog.records]
+    assert logged == ["tb_pipeline: 'g': recordings.json lists 'recordings.json', a file, not a recording's "
+                      "directory: left out of the group"], logged

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 import gzip
+import os
 import json
 import shutil
 import time
@@ -137,7 +138,7 @@ def test_names_the_module_holding_the_scratch_buffer(client):
     assert 0 <= start < end <= cpu["experimental_curve"]["duration_us"]
     assert "memory_runs.py" in top["call_path"]
     sentence = out["sentence"]
-    assert sentence.startswith("Experimental's CPU peak is 32 MB higher"), sentence
+    assert sentence.startswith("Experimental's CPU peak is 32 MiB higher"), sentence
     assert "of it is Net_0/Head_0 (aten::empty, alive for" in sentence and "of each forward" in sentence, sentence
     # Every step's peak carries the buffer.
     for s in cpu["steps"]:
@@ -208,10 +209,24 @@ def test_live_blocks_by_operator_equal_the_replay(client, logdir):
 
 
 def test_absent_memory_events_get_a_message(client):
-    for b, e in (("no_memory", "mem_scratch"), ("mem_base", "no_memory"), ("no_memory", "no_memory")):
+    from tb_pipeline_plugin.record.profiling import parse_schedule
+
+    for (b, e), who in zip((("no_memory", "mem_scratch"), ("mem_base", "no_memory"), ("no_memory", "no_memory")),
+                           ("The baseline run's trace has no memory events", "The experimental run's trace has no "
+                            "memory events", "Neither run's trace has memory events")):
         out = diff_memory(client, b, e)
         assert out["devices"] == [] and out["sentence"] == ""
-        assert "recorded without profile_memory=True" in out["message"]
+        message = out["message"]
+        # Says whose trace lacks them, in one negation, then the command that records them and its cost.
+        assert message.startswith(f"{who}: "), message
+        negations = len(re.findall(r"\b(?:no|not|neither|never|nor)\b", message.split(":")[0], re.I))
+        assert negations == 1, message
+        commands = re.findall(r"`(tb-pipeline record [^`]*)`", message)
+        assert commands and commands[0].startswith("tb-pipeline record --profile memory=1 -- "), message
+        # Every schedule the message quotes is one `record --profile` accepts, with memory on.
+        for spec in re.findall(r"`(?:tb-pipeline record )?--profile ([^`\s]+)", message):
+            assert parse_schedule(spec)["memory"] == 1, spec
+        assert "20-30 % longer" in message and "a fifth larger" in message
 
 
 def test_hostile_memory_events_are_answered(client):
@@ -236,8 +251,11 @@ def test_a_trace_of_memory_events_alone(client):
     # Its peak is the 32 MiB scratch buffer plus whatever else the recording had alive then (a few
     # hundred KB, more when the recording ran at another moment of the allocator's life).
     assert out["device"] == "CPU"
-    said = re.fullmatch(r"Only the experimental run has memory events on CPU \(peak ([0-9.]+) MB\)\.", out["sentence"])
+    said = re.fullmatch(r"Only the experimental run has memory events on CPU \(peak ([0-9.]+) MiB\)\.", out["sentence"])
     assert said and 32 <= float(said[1]) < 32 * 1.05, out["sentence"]
+    # The sentence's number is the route's peak in MiB (2^20 B), as the frontend prints it.
+    peak = next(d for d in out["devices"] if d["device"] == "CPU")["experimental"]["peak_bytes"]
+    assert said[1] == f"{peak / 2**20:.2f}".rstrip("0").rstrip("."), (said[1], peak)
     assert gpu["baseline_curve"]["peak_bytes"] == 1536
 
 
@@ -277,3 +295,39 @@ def test_steady_state_split_sums_to_the_overview_average(logdir):
             share += SCRATCH_BYTES * (min(e["ts"], t1) - max(start, t0)) / (t1 - t0)
     row = d.steady[(d.steady["operator"] == "aten::empty") & d.steady["part"].str.endswith("Head_0")]
     assert share > 0 and row["avg_bytes"].sum() == pytest.approx(share, rel=1e-6)
+
+
+# A training loop as a user writes it, with no profiler: `tb-pipeline record --profile memory=1` brings one.
+LAUNCHED_SCRIPT = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for x, y in DataLoader(TensorDataset(torch.randn(96, 64), torch.randn(96, 1)), batch_size=8):
+    opt.zero_grad()
+    torch.nn.functional.mse_loss(model(x), y).backward()
+    opt.step()
+"""
+
+
+def test_call_paths_name_the_users_code_not_the_recorders(tmp_path):
+    """Through the launcher the recorder's DataLoader wrapper is on every step's stack; a call path
+    points at the user's script only (the way the Memory tab's empty state says to record)."""
+    import subprocess
+    import sys
+
+    from tb_pipeline_plugin.compare import compare
+
+    (tmp_path / "train.py").write_text(LAUNCHED_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    for run in ("a", "b"):
+        done = subprocess.run([sys.executable, "-m", "tb_pipeline_plugin.cli", "record", "--logdir", "logs", "--run", run,
+                               "--host-interval", "0", "--profile", "memory=1", "--", sys.executable, "train.py"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+    memory = compare(tmp_path / "logs" / "a", tmp_path / "logs" / "b").memory
+    rows = [r for d in memory["devices"] for key in ("by_module", "by_operator") for r in d[key]]
+    paths = [r["call_path"] for r in rows if r["call_path"]]
+    assert paths and all("train.py" in p for p in paths), paths
+    assert not [p for p in paths if "tb_pipeline_plugin/" in p], paths

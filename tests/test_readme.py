@@ -1,5 +1,6 @@
 """The README as a newcomer reads it: its recording snippet runs as written
-(the Recorder's signature included), and every file it links or shows exists."""
+(the Recorder's signature included), every file it links or shows exists, and
+the sentence it quotes is the one its overview picture shows."""
 from __future__ import annotations
 
 import re
@@ -44,3 +45,13 @@ def test_every_linked_file_and_picture_exists():
     assert targets and any(t.startswith("docs/screenshots/") for t in targets)
     missing = [t for t in targets if not (REPO / t).exists()]
     assert not missing, missing
+
+
+def test_the_quoted_sentence_is_the_one_the_overview_picture_shows():
+    from support.readme_quote import SENTENCE_FILE, quoted
+
+    said = quoted(README)
+    assert said, "README lost its quote of the demo's sentence (or its markers)"
+    # Written with docs/screenshots/overview.png by tests/test_e2e_demo.py, from one demo run.
+    assert said == " ".join(SENTENCE_FILE.read_text().split())
+    assert "per step" in said  # the explanation's form: how much slower or faster per step, and why

@@ -21,7 +21,7 @@ from tb_pipeline_plugin.analysis.statistics.report import report
 from tb_pipeline_plugin.cli import main
 from tb_pipeline_plugin.formats.group import decode_manifest
 from tb_pipeline_plugin.readers import load_pipeline_run
-from tb_pipeline_plugin.record import trace_dir
+from tb_pipeline_plugin.record import gil_contention, trace_dir
 from tb_pipeline_plugin.sources.logdir import discover_runs
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,6 +46,19 @@ PROFILED_SCRIPT = textwrap.dedent(f"""
             opt.step()
             prof.step()
     print("same handler", torch.profiler.profiler.tensorboard_trace_handler is torch.profiler.tensorboard_trace_handler)
+""")
+
+# What a user writes without a profiler of its own: `--profile` brings one.
+PLAIN_SCRIPT = textwrap.dedent(f"""
+    import time
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    data = TensorDataset(torch.randn({BATCHES * 4}, 8), torch.randn({BATCHES * 4}, 1))
+    model = torch.nn.Linear(8, 1)
+    for x, y in DataLoader(data, batch_size=4):
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        time.sleep(0.1)  # a few host samples per recording
 """)
 
 # Fails on its second run only: a counter file beside it.
@@ -182,6 +195,34 @@ def test_repeat_usage_errors(tmp_path, capsys):
     assert main(["record", "--logdir", logdir, "--run", "g", "--repeat", "2", "--", sys.executable, "-V"]) == 2
     assert "already holds r2: pick another --run" in capsys.readouterr().err
     assert not (tmp_path / "logs" / "g" / "recordings.json").exists()
+
+
+def test_notices_are_said_once_per_command_and_torchs_own_pass_through(tmp_path):
+    # A Python without gilknocker: its import fails, as it does where the package is not installed.
+    missing = tmp_path / "without_gilknocker"
+    missing.mkdir()
+    (missing / "gilknocker.py").write_text("raise ImportError(\"No module named 'gilknocker'\")\n")
+    (tmp_path / "train.py").write_text(PLAIN_SCRIPT)
+    (tmp_path / "tmp").mkdir()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(missing)]), TMPDIR=str(tmp_path / "tmp"))
+    # warmup=0: torch.profiler warns that the results may be skewed (its own warning, each recording).
+    cmd = [sys.executable, "-m", "tb_pipeline_plugin.cli", "record", "--logdir", "logs", "--host-interval", "0.05",
+           "--run", "g", "--repeat", "3", "--profile", "wait=0,warmup=0,active=2", "--", sys.executable, "train.py"]
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stderr.splitlines()
+    # Ours: the missing package said once for the three recordings, on one line.
+    said = [line for line in lines if "gilknocker" in line]
+    assert said == [gil_contention.missing_message()], said
+    assert sum("recording 3 of 3" in line for line in lines) == 1  # all three ran
+    assert not any(gil_contention.missing_message() in line for line in lines[lines.index(said[0]) + 1:])
+    # torch.profiler's own warning reaches the terminal from every recording.
+    assert done.stderr.count("Profiler won't be using warmup") == 3, done.stderr[-3000:]
+    # Every recording has its host samples all the same, just no GIL series.
+    for name in ("r1", "r2", "r3"):
+        assert len(load_pipeline_run(str(tmp_path / "logs" / "g" / name)).host) > 0
+    # The file the recordings shared to say so is gone.
+    assert not list((tmp_path / "tmp").glob("tb-pipeline-said-*"))
 
 
 def test_manifest_is_plain_json(repeated):

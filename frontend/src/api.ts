@@ -19,6 +19,7 @@ import type { components } from "./generated/api";
 type Schemas = components["schemas"];
 
 export type WorkerInfo = Schemas["WorkerInfo"];
+export type SpanInfo = Schemas["SpanInfo"];
 export type RunInfo = Schemas["RunInfo"];
 /**
  * Of the run's default trace. `unloaded`: not parsed and not queued (the

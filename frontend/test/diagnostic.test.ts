@@ -165,6 +165,10 @@ describe("words", () => {
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ function: "decode_python", where: "diagnostic_sample.py:25", line: 25 });
     expect(rows[0]!.sharePct).toBeCloseTo(90);
+    // The measuring loop between calls has no source file: no ":0" to look at.
+    const loop = { function: "(not your code: the measuring loop between calls)", file: "", line: 0, samples: 9, share: 0.1 };
+    const between = stage("x", { gil: { concurrency: 2, total_samples: 90, held_share: 1, skipped: null, top: [loop] } });
+    expect(gilRows(between)[0]?.where).toBe("—");
     expect(gilSummary(stage("decode"))).toBe("At 2 threads the GIL was held 99 % of the sampled time (90 samples).");
     expect(gilSummary(stage("x", { gil: { concurrency: 4, total_samples: 0, held_share: 0, skipped: "py-spy not found", top: [] } }))).toBe(
       "GIL not sampled: py-spy not found",
@@ -213,7 +217,7 @@ describe("words", () => {
   it("point rows keep the raw QPS and format the rest", () => {
     const rows = pointRows(stage("decode"));
     expect(rows.map((r) => r.key)).toEqual(["thread-1", "thread-2", "thread-4", "process-1", "process-2"]);
-    expect(rows[1]).toMatchObject({ qps: "205", rawQps: 205.2, p50: "1.20 ms", cpu: "28 %", memory: "1 MB", threads: "2", coresPerCall: "1.0", cutReason: null });
+    expect(rows[1]).toMatchObject({ qps: "205", rawQps: 205.2, p50: "1.20 ms", cpu: "28 %", memory: "1 MiB", threads: "2", coresPerCall: "1.0", cutReason: null });
     const unknown = stage("a", { curves: [curve("thread", [{ ...point(1, 100, 50), intra_op_threads: null, cores_per_caller: null, cut_reason: "Ctrl-C" }], 1)] });
     expect(pointRows(unknown)[0]).toMatchObject({ threads: "—", coresPerCall: "—", cutReason: "Ctrl-C" });
   });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { DistributedResponse, RankDeltaRow, RankRow, RunInfo } from "../src/api";
+import { worker } from "./fixtures";
 import {
   answerSides,
   distributedPlan,
@@ -23,7 +24,7 @@ import { cellText, sortRows } from "../src/model/tableModel";
 
 const run = (name: string, workers: number, kinds: RunInfo["kinds"] = ["trace"]): RunInfo => ({
   name,
-  workers: Array.from({ length: workers }, (_, i) => ({ name: `w${i}`, spans: ["1"] })),
+  workers: Array.from({ length: workers }, (_, i) => worker(`w${i}`, ["1"])),
   kinds,
   status: "ready",
   error: null,

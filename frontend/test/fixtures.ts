@@ -4,7 +4,12 @@
  * filled in here the way the server does (experimental − baseline, % of the
  * baseline, null when it is 0): the model must show them, never derive them.
  */
-import type { DiffKernelRow, DiffModulesResponse, DiffOperatorRow, DiffPiece, StepInfo } from "../src/api";
+import type { DiffKernelRow, DiffModulesResponse, DiffOperatorRow, DiffPiece, StepInfo, WorkerInfo } from "../src/api";
+
+/** A worker of the `runs` answer whose spans are not read yet (ids that name no time). */
+export function worker(name: string, spans: string[]): WorkerInfo {
+  return { name, spans, span_info: spans.map((span, i) => ({ span, order: i + 1, written_unix_s: null, start_unix_s: null, steps: null })) };
+}
 
 const OP_METRICS = ["calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us"] as const;
 type OpMetric = (typeof OP_METRICS)[number];

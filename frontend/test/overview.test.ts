@@ -95,7 +95,7 @@ describe("axis ticks", () => {
 describe("comparison table text", () => {
   it("shows values in the row's unit", () => {
     expect(overviewValueText({ unit: "us" }, 12_345)).toBe("12.345 ms");
-    expect(overviewValueText({ unit: "bytes" }, 3 * 1024 ** 3)).toBe("3 GB");
+    expect(overviewValueText({ unit: "bytes" }, 3 * 1024 ** 3)).toBe("3 GiB");
     expect(overviewValueText({ unit: "pct" }, 61.54)).toBe("61.5 %");
     expect(overviewValueText({ unit: "count" }, 1200)).toBe("1,200");
     expect(overviewValueText({ unit: null }, "NVIDIA A100")).toBe("NVIDIA A100");
@@ -103,7 +103,7 @@ describe("comparison table text", () => {
   });
   it("signs the server's delta, percentages in points", () => {
     expect(overviewDeltaText({ unit: "us", delta: -1500 })).toBe("−1.500 ms");
-    expect(overviewDeltaText({ unit: "bytes", delta: 2048 })).toBe("+2 KB");
+    expect(overviewDeltaText({ unit: "bytes", delta: 2048 })).toBe("+2 KiB");
     expect(overviewDeltaText({ unit: "pct", delta: 2.46 })).toBe("+2.5 pp");
     expect(overviewDeltaText({ unit: "pct", delta: -0.01 })).toBe("0.0 pp");
     expect(overviewDeltaText({ unit: "count", delta: -3 })).toBe("−3");

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { RunInfo } from "../src/api";
+import { worker } from "./fixtures";
 import {
   DEFAULT_STATE,
   mergeHostHash,
@@ -14,9 +15,9 @@ import {
 } from "../src/model/urlState";
 
 const RUNS: RunInfo[] = [
-  { name: "baseline", workers: [{ name: "w0", spans: ["1", "2"] }, { name: "w1", spans: ["5"] }], kinds: ["trace"], status: "ready", error: null, warnings: [], recordings: [] },
-  { name: "experimental", workers: [{ name: "w0", spans: ["7"] }], kinds: ["trace"], status: "ready", error: null, warnings: [], recordings: [] },
-  { name: "slow loader", workers: [{ name: "host", spans: ["3"] }], kinds: ["trace"], status: "loading", error: null, warnings: [], recordings: [] },
+  { name: "baseline", workers: [worker("w0", ["1", "2"]), worker("w1", ["5"])], kinds: ["trace"], status: "ready", error: null, warnings: [], recordings: [] },
+  { name: "experimental", workers: [worker("w0", ["7"])], kinds: ["trace"], status: "ready", error: null, warnings: [], recordings: [] },
+  { name: "slow loader", workers: [worker("host", ["3"])], kinds: ["trace"], status: "loading", error: null, warnings: [], recordings: [] },
 ];
 
 const FULL: UrlState = {

@@ -224,6 +224,9 @@ def _pooled_overview(overviews: list[dict], representative: dict) -> dict:
                                      [len(ov.get("steps") or []) or 1 for ov in overviews])
     for key in ("trace_duration_us", "gpu_utilization_pct"):
         out[key] = _mean_value([ov.get(key) for ov in overviews])
+    starts = [ov.get("start_unix_s") for ov in overviews]
+    # The group started when its first recording did.
+    out["start_unix_s"] = min(starts) if starts and all(isinstance(s, (int, float)) for s in starts) else None
     memory = representative.get("memory")
     if isinstance(memory, dict):
         out["memory"] = {**memory, **{k: _mean_value([(ov.get("memory") or {}).get(k) for ov in overviews])

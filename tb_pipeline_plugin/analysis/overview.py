@@ -82,6 +82,34 @@ def gpu_utilization_pct(linked: LinkedTrace, steps: Steps | None = None) -> floa
     return float(100.0 * measure_in(busy, steps.start_us - steps.start_us[0], steps.end_us - steps.start_us[0]).sum() / total)
 
 
+def plausible_unix_s(seconds: float) -> float | None:
+    """`seconds` when it can be a Unix time of a profile (2015 to 2100), else
+    None: a timestamp relative to something unknown names no time of day."""
+    return seconds if 1.42e9 <= seconds <= 4.1e9 else None
+
+
+def unix_offset_s(linked: LinkedTrace) -> float | None:
+    """What turns a trace timestamp (in s) into Unix seconds, or None when
+    the trace cannot tell: Kineto's timestamps are µs since
+    `baseTimeNanoseconds` when the trace records it, Unix µs in traces from
+    before it did (2021)."""
+    if not len(linked.steps.start_us):
+        return None
+    base = linked.table.metadata.get("baseTimeNanoseconds")
+    offset = base / 1e9 if isinstance(base, (int, float)) and not isinstance(base, bool) else 0.0
+    return offset if plausible_unix_s(float(linked.steps.start_us[0]) / 1e6 + offset) is not None else None
+
+
+def first_step_unix_s(linked: LinkedTrace) -> float | None:
+    """When the first step's annotation began on the host (Unix seconds), or None."""
+    offset = unix_offset_s(linked)
+    if offset is None:
+        return None
+    row = int(linked.steps.row[0])
+    ts_us = linked.table.ts_us[row] if row >= 0 else linked.steps.start_us[0]
+    return float(ts_us) / 1e6 + offset
+
+
 def trace_duration_us(linked: LinkedTrace) -> float:
     start, end = timed_window(linked.table)
     return float(end - start)
@@ -104,6 +132,7 @@ def overview(linked: LinkedTrace, whole_window: bool = False) -> dict:
         "device": device_info(linked),
         "distributed": distributed_info(linked.table),
         "trace_duration_us": trace_duration_us(linked),
+        "start_unix_s": first_step_unix_s(linked),
         "steps": steps,
         "avg_step_time_us": float(frame["duration_us"].sum() / n),
         "breakdown_us": {c: float(frame[c].sum() / n) for c in CATEGORIES},

@@ -25,7 +25,8 @@ from ..errors import install_hint
 _FRAME = re.compile(r"^(?P<function>.*) \((?P<file>.*):(?P<line>\d+)\)$")
 RATE_HZ = 200
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HARNESS = "(the diagnose loop between calls)"
+# Said in the UI where a function name goes: no code of the user held the GIL then.
+HARNESS = "(not your code: the measuring loop between calls)"
 
 
 @dataclass

@@ -240,7 +240,7 @@ class Session:
                 outputs, error = [], f"{type(exc).__name__}: {exc}"[:500]
             self._write(fmt.StageSummary(stage=name, index=index, kind=stage.kind, inputs=len(inputs),
                                          input_errors=1 if error else 0, first_error=error,
-                                         skipped="regroup stage: applied once, not swept"))
+                                         skipped="a batching stage, run once: nothing to scale over workers"))
             return outputs
         now = time.monotonic()
         share_s = level_budget.stage_share_s(self.hard_end - now, self.stages_left)

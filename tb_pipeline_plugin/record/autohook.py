@@ -13,6 +13,7 @@ The launcher puts `record/boot/` on PYTHONPATH; its sitecustomize.py calls
                              instead of the script's directory (record --repeat; trace_dir.py)
     TB_PIPELINE_PROFILE      a schedule: torch.profiler traces of a few steps into the run
                              (record --profile; profiling.py)
+    TB_PIPELINE_SAID_FILE    notices said once for the whole command (once.py)
 """
 from __future__ import annotations
 

@@ -17,17 +17,15 @@ benchmarks/README.md ("GIL contention sampler").
 """
 from __future__ import annotations
 
-import sys
 import time
+
+from .once import say_once
 
 POLL_US = 1_000
 # A window sampled, then one slept, each about a fifth of the host interval
 # (at most 50 ms): several windows per sample, a third of the time sampled.
 WINDOW_MAX_US = 50_000
 WINDOW_MIN_US = 5_000
-
-_warned = False
-
 
 def missing_message() -> str:
     return ("tb-pipeline: GIL contention not recorded: the gilknocker package is not installed "
@@ -36,8 +34,8 @@ def missing_message() -> str:
 
 class GilContention:
     """start() / read_pct() (0..100 since the previous read, then resets) /
-    stop(). `create` returns None, after one message on stderr, when
-    gilknocker cannot be imported."""
+    stop(). `create` returns None, after one message on stderr per
+    `tb-pipeline record` command (once.py), when gilknocker cannot be imported."""
 
     def __init__(self, knocker, window_us: int) -> None:
         self._knocker = knocker
@@ -45,13 +43,10 @@ class GilContention:
 
     @classmethod
     def create(cls, interval_s: float) -> "GilContention | None":
-        global _warned
         try:
             from gilknocker import KnockKnock
         except ImportError:
-            if not _warned:
-                print(missing_message(), file=sys.stderr)
-                _warned = True
+            say_once("gilknocker-missing", missing_message())
             return None
         window_us = int(min(WINDOW_MAX_US, max(WINDOW_MIN_US, interval_s * 1e6 / 5)))
         return cls(KnockKnock(polling_interval_micros=POLL_US, sampling_interval_micros=window_us,

@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 
 from . import autohook, profiling
 from .child import run_child
+from .once import ENV_SAID_FILE
 from .repeat import run_repeated
 from .trace_dir import ENV_TRACE_DIR
 from .writer import run_name_default
@@ -59,12 +61,20 @@ def run_recorded(command: list[str], logdir: str, run: str | None = None, headsp
     if profile is not None:
         profiling.parse_schedule(profile)  # a bad SCHEDULE stops here, before anything runs
     run = run or run_name_default()
-    if repeat is not None:
-        return run_repeated(command, logdir, run, repeat, lambda member: record_env(
-            logdir, member, headspace, host_interval_s, spdl_interval_s, command, profile=profile))
-    env = record_env(logdir, run, headspace, host_interval_s, spdl_interval_s, command, profile=profile)
-    print(f"tb-pipeline: recording into {os.path.join(logdir, run)}", file=sys.stderr)
+    # Notices about the environment, said once for the whole command (once.py).
+    fd, said = tempfile.mkstemp(prefix="tb-pipeline-said-")
+    os.close(fd)
+    base = dict(os.environ, **{ENV_SAID_FILE: said})
     try:
-        return run_child(command, env)[0]
-    except FileNotFoundError as exc:
-        raise ValueError(f"cannot run {command[0]!r}: {exc.strerror}") from None
+        if repeat is not None:
+            return run_repeated(command, logdir, run, repeat, lambda member: record_env(
+                logdir, member, headspace, host_interval_s, spdl_interval_s, command, base=base, profile=profile))
+        env = record_env(logdir, run, headspace, host_interval_s, spdl_interval_s, command, base=base,
+                         profile=profile)
+        print(f"tb-pipeline: recording into {os.path.join(logdir, run)}", file=sys.stderr)
+        try:
+            return run_child(command, env)[0]
+        except FileNotFoundError as exc:
+            raise ValueError(f"cannot run {command[0]!r}: {exc.strerror}") from None
+    finally:
+        os.unlink(said)

@@ -46,9 +46,29 @@ RunStatus = Literal["ready", "loading", "failed", "unloaded"]
 RunKind = Literal["trace", "pipeline", "diagnostic", "group"]
 
 
+class StepRange(_Shape):
+    first: int  # N of the first ProfilerStep#N
+    last: int
+    count: int  # steps in the span (last - first + 1 when none is missing)
+
+
+class SpanInfo(_Shape):
+    """What the picker shows for one span (a trace file of the worker, as
+    `tensorboard_trace_handler` writes one per profiling cycle)."""
+
+    span: str  # the id in the file name: the URL's and every route's `span`
+    order: int  # 1-based, oldest first
+    # When the trace file was written, read from the id when it is a timestamp (Unix seconds).
+    written_unix_s: float | None
+    # Known once the span's trace or its summary is loaded; null before (and for a time the trace cannot tell).
+    start_unix_s: float | None
+    steps: StepRange | None
+
+
 class WorkerInfo(_Shape):
     name: str
     spans: list[str]
+    span_info: list[SpanInfo]  # one per span, in the order of `spans`
 
 
 class RunInfo(_Shape):
@@ -127,6 +147,8 @@ class OverviewResponse(_Shape):
     device_present: bool
     distributed: DistributedInfo | None
     trace_duration_us: float
+    # When the first step started (Unix seconds); null when the trace's timestamps name no time of day.
+    start_unix_s: float | None
     steps: list[StepInfo]
     avg_step_time_us: float
     breakdown_us: Breakdown

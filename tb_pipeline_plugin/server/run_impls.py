@@ -15,19 +15,26 @@ from ..analysis.statistics.report import report as pipeline_report
 from ..analysis.run import Run
 from ..diff.distributed import diff_ranks
 from ..sources.logdir import RunInfo
+from ..sources.spans import span_info
 from ..sources.tb_profiler import ProfilerNames
 from ..sources.store import LoadState
 
 
-def runs_impl(runs: dict[str, RunInfo], states: dict[str, LoadState]) -> dict:
-    """`states`: load state of each run's default trace (runs without traces absent)."""
+def runs_impl(runs: dict[str, RunInfo], states: dict[str, LoadState], overviews: dict[str, dict] | None = None,
+              spans_loading: bool = False) -> dict:
+    """`states`: load state of each run's default trace (runs without traces
+    absent); `overviews`: the overview of each trace file (by path) loaded so
+    far, which names its span's steps and start; `spans_loading`: some are
+    still being read."""
+    overviews = overviews or {}
     out = []
     for name, info in runs.items():
         state = states.get(name)
         status = state.status if state else "ready"
         out.append({
             "name": name,
-            "workers": info.workers(),
+            "workers": [{**w, "span_info": span_info(w["spans"], lambda span, w=w: overviews.get(
+                info.traces[w["name"]][span].path))} for w in info.workers()],
             "kinds": list(info.kinds),
             "status": status,
             "error": state.error if state and status == "failed" else None,
@@ -35,7 +42,7 @@ def runs_impl(runs: dict[str, RunInfo], states: dict[str, LoadState]) -> dict:
             "warnings": list(info.notes) + (list(state.warnings) if state else []),
             "recordings": list(info.recordings),
         })
-    return {"runs": out, "loading": any(r["status"] == "loading" for r in out)}
+    return {"runs": out, "loading": spans_loading or any(r["status"] == "loading" for r in out)}
 
 
 def overview_impl(tp: Run) -> dict:

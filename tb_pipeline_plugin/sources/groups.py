@@ -51,11 +51,17 @@ def member_name(group: str, recording: str) -> str:
     return recording if group == "." else f"{group}/{recording}"
 
 
-def membership(group: str, manifest: GroupManifest, runs: Collection[str]) -> Membership:
+def membership(group: str, manifest: GroupManifest, runs: Collection[str],
+               files: Collection[str] = ()) -> Membership:
+    """`files`: the names of the files (not directories) in the group's directory."""
     members, notes = [], []
     for recording in manifest.recordings:
         name = member_name(group, recording)
-        if name in runs:
+        if recording in files:
+            # A hand-written manifest naming itself, or a trace beside it: a recording is a directory.
+            notes.append(f"{MANIFEST_FILE} lists {recording!r}, a file, not a recording's directory: "
+                         "left out of the group")
+        elif name in runs:
             members.append(name)
         else:
             notes.append(f"{MANIFEST_FILE} lists {recording!r}, which holds no run "

@@ -147,6 +147,10 @@ def _fold_job_folders(builders: dict[tuple[str, ...], _RunBuilder]) -> None:
                 target.absorb(builders.pop(p))
 
 
+# Manifest versions whose notes went to the log (a run may show none of them).
+_unshown_notes_logged: BoundedCache[tuple[str, int, float], bool] = BoundedCache(4096)
+
+
 def _apply_group(runs: dict[str, RunInfo], name: str, builder: _RunBuilder) -> None:
     """Makes `name` a group when its manifest is valid and names a run;
     otherwise says why on the directory's run, or, when the directory holds
@@ -158,7 +162,7 @@ def _apply_group(runs: dict[str, RunInfo], name: str, builder: _RunBuilder) -> N
     if isinstance(manifest, str):
         notes = [f"not a group of recordings: {manifest}"]
     else:
-        found = groups.membership(name, manifest, runs)
+        found = groups.membership(name, manifest, runs, builder.file_names)
         if found.recordings:
             info = runs.get(name) or RunInfo(name=name, path=builder.path)
             info.recordings = found.recordings
@@ -174,8 +178,14 @@ def _apply_group(runs: dict[str, RunInfo], name: str, builder: _RunBuilder) -> N
         runs[name].notes.extend(notes)
         return
     whose = "the logdir" if name == "." else repr(name)
-    for child in groups.children(name, runs):
+    below = groups.children(name, runs)
+    for child in below:
         runs[child].notes.extend(f"{whose}: {note}" for note in notes)
+    if not below and _unshown_notes_logged.get((path, size, mtime)) is None:
+        # No run to show it on: TensorBoard's log says it, once per version of the manifest.
+        _unshown_notes_logged.put((path, size, mtime), True)
+        for note in notes:
+            logger.warning("tb_pipeline: %s: %s", whose, note)
 
 
 def resolve(
@@ -259,6 +269,7 @@ class _RunBuilder:
         self.diagnostic_files: list[str] = []
         self.notes: list[str] = []
         self.manifest_file: str | None = None
+        self.file_names: set[str] = set()  # every file right in the directory (a manifest may name one)
         # Composer traces: path -> "rank" or "merged" (pipeline.composer.composer_kind),
         # and those that are also Chrome traces, kept apart until build.
         self.composer: dict[str, str] = {}
@@ -267,6 +278,7 @@ class _RunBuilder:
         self.generic_traces = False
 
     def add_file(self, fname: str) -> None:
+        self.file_names.add(fname)
         full = _join(self.path, fname)
         if fname == MANIFEST_FILE:
             self.manifest_file = full

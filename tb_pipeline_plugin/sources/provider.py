@@ -29,6 +29,7 @@ from ..errors import NotFound
 from ..readers import PipelineTables
 from .artifacts import Source
 from .logdir import RunInfo, TraceFile, discover_runs, resolve, resolve_diagnostic, run_info, stat_file
+from .spans import span_overviews
 from .store import LoadState, LoadStore, Pending, PendingAll
 
 T = TypeVar("T")
@@ -123,21 +124,24 @@ class RunProvider:
                 self._ranks.retain_only(Source("rank_summary", s.path) for s in traces)
             return self._scanned
 
-    def listing(self) -> tuple[dict[str, RunInfo], dict[str, LoadState]]:
+    def listing(self) -> tuple[dict[str, RunInfo], dict[str, LoadState], dict[str, dict], bool]:
         """Every run and the load state of its default trace (a group's: its
         recordings'), prefetching default traces in the listed order while the
         store has room: the UI opens the first two runs by default; the
-        others stay `unloaded` until a data route asks."""
+        others stay `unloaded` until a data route asks. Then the overviews
+        the picker names spans by (by trace path; spans.py), and whether
+        some are still being read."""
         runs = self.runs(0.0)
         states: dict[str, LoadState] = {}
         for name, info in runs.items():
             if info.traces:
                 tf = resolve(runs, name)
                 states[name] = self._traces.summary(Source("trace", tf.path), tf.size, tf.mtime, prefetch=True)
+        overviews, spans_loading = span_overviews(runs, states, self._ranks)
         for name, info in runs.items():
             if info.recordings and not info.traces:
                 states[name] = group_state([states.get(m) for m in info.recordings])
-        return runs, states
+        return runs, states, overviews, spans_loading
 
     def _lookup(self, find: Callable[[dict[str, RunInfo]], T]) -> T:
         """`find` over the recent scan; on NotFound once more over a fresh

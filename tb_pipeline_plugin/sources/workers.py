@@ -35,6 +35,7 @@ from ..trace import load_trace
 from ..trace.link import link
 from ..trace.persist import load_linked, save_linked
 from ..trace.reader import GZIP_MAGIC
+from ..units import bytes_text
 from .cache import CacheConfig, TraceCache
 from .logdir import _is_remote, open_binary, stat_file
 from .view_file import save_views
@@ -93,10 +94,6 @@ def estimate_parse_bytes(path: str, size: int) -> int:
     return int(decoded_bytes(path, size) * PEAK_BYTES_PER_JSON_BYTE) + WORKER_BASE_BYTES
 
 
-def _gb(n: int) -> str:
-    return f"{n / (1 << 30):.1f} GB"
-
-
 class MemoryBudget:
     """Reservations of estimated parse memory; blocks while others hold too much."""
 
@@ -108,9 +105,9 @@ class MemoryBudget:
     def check(self, path: str, size: int, need: int) -> None:
         if need > self.budget_bytes:
             raise TraceTooLarge(
-                f"not loaded: parsing this trace ({_gb(size)} on disk) needs about {_gb(need)} of memory, "
-                f"over the budget of {_gb(self.budget_bytes)}; set TB_PIPELINE_MEMORY_BUDGET_MB to raise it "
-                f"(this machine has {_gb(psutil.virtual_memory().total)})"
+                f"not loaded: parsing this trace ({bytes_text(size)} on disk) needs about {bytes_text(need)} of memory, "
+                f"over the budget of {bytes_text(self.budget_bytes)}; set TB_PIPELINE_MEMORY_BUDGET_MB to raise it "
+                f"(this machine has {bytes_text(psutil.virtual_memory().total)})"
             )
 
     def acquire(self, need: int) -> None:

@@ -26,6 +26,8 @@ import zlib
 
 import psutil
 
+from ..units import bytes_text
+
 GZIP_MAGIC = b"\x1f\x8b"
 MAX_TRACE_MB_ENV = "TB_PIPELINE_MAX_TRACE_MB"
 MAX_GZIP_RATIO_ENV = "TB_PIPELINE_MAX_GZIP_RATIO"
@@ -61,10 +63,6 @@ def _open_local(path: str):
     return open(path, "rb")
 
 
-def _mb(n: int) -> str:
-    return f"{n / (1 << 20):,.0f} MB" if n >= 1 << 20 else f"{n / 1024:,.0f} KB"
-
-
 class _Limits:
     def __init__(self) -> None:
         self.max_bytes = max_trace_bytes()
@@ -74,18 +72,18 @@ class _Limits:
     def check(self, out_bytes: int, in_bytes: int) -> None:
         if out_bytes > self.max_bytes:
             raise TraceTooLarge(
-                f"the trace is larger than the limit of {_mb(self.max_bytes)} decompressed "
+                f"the trace is larger than the limit of {bytes_text(self.max_bytes)} decompressed "
                 f"(set {MAX_TRACE_MB_ENV} to raise it); refused"
             )
         if out_bytes > self.memory_bytes:
             raise TraceTooLarge(
                 f"not enough free memory to load this trace: it decompresses to more than "
-                f"{_mb(out_bytes)} and only {_mb(self.memory_bytes * 3)} is available; refused"
+                f"{bytes_text(out_bytes)} and only {bytes_text(self.memory_bytes * 3)} is available; refused"
             )
         if out_bytes > _RATIO_GRACE_BYTES and out_bytes > self.max_ratio * max(in_bytes, 1):
             raise TraceTooLarge(
-                f"the gzip data inflates more than {self.max_ratio:,.0f} times ({_mb(out_bytes)} from "
-                f"{_mb(in_bytes)}): a real trace inflates 10 to 30 times, so this looks like a "
+                f"the gzip data inflates more than {self.max_ratio:,.0f} times ({bytes_text(out_bytes)} from "
+                f"{bytes_text(in_bytes)}): a real trace inflates 10 to 30 times, so this looks like a "
                 f"decompression bomb (set {MAX_GZIP_RATIO_ENV} to allow it); refused"
             )
 

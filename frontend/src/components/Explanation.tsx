@@ -154,7 +154,7 @@ function PipelinePart({ part }: { part: ExplainPipeline }) {
             <th scope="row">Input-bound</th>
             <td>
               {inputBoundText(part.input_bound)}
-              {part.input_bound.changed && <span class="badge changed">changed</span>}
+              {part.input_bound.changed && <> <span class="badge changed">changed</span></>}
             </td>
           </tr>
           {part.stage && (

@@ -1224,6 +1224,7 @@ export interface components {
             device_present: boolean;
             distributed: components["schemas"]["DistributedInfo"] | null;
             trace_duration_us: number;
+            start_unix_s: number | null;
             steps: components["schemas"]["StepInfo"][];
             avg_step_time_us: number;
             breakdown_us: components["schemas"]["Breakdown"];
@@ -1545,6 +1546,18 @@ export interface components {
             cause: "memory" | "time";
             reason: string;
         };
+        /**
+         * SpanInfo
+         * @description What the picker shows for one span (a trace file of the worker, as
+         *         `tensorboard_trace_handler` writes one per profiling cycle).
+         */
+        SpanInfo: {
+            span: string;
+            order: number;
+            written_unix_s: number | null;
+            start_unix_s: number | null;
+            steps: components["schemas"]["StepRange"] | null;
+        };
         /** Spikiness */
         Spikiness: {
             steps: number;
@@ -1570,6 +1583,12 @@ export interface components {
             start_us: number;
             duration_us: number;
             breakdown_us: components["schemas"]["Breakdown"];
+        };
+        /** StepRange */
+        StepRange: {
+            first: number;
+            last: number;
+            count: number;
         };
         /** Straggler */
         Straggler: {
@@ -1694,6 +1713,7 @@ export interface components {
         WorkerInfo: {
             name: string;
             spans: string[];
+            span_info: components["schemas"]["SpanInfo"][];
         };
     };
     responses: never;

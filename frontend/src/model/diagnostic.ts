@@ -207,7 +207,7 @@ export function bestText(stage: DiagnosticStage, executor: Executor): string {
 
 export interface GilRow {
   function: string;
-  /** basename:line, the full path in `file`. */
+  /** basename:line, the full path in `file`; a dash without a file. */
   where: string;
   file: string;
   line: number;
@@ -218,7 +218,8 @@ export interface GilRow {
 export function gilRows(stage: DiagnosticStage): GilRow[] {
   return (stage.gil?.top ?? []).map((h) => ({
     function: h.function,
-    where: `${h.file.split(/[\\/]/).pop() ?? h.file}:${h.line}`,
+    // A function with no source file (the sampler's own loop between calls) is nowhere to look: a dash.
+    where: h.file ? `${h.file.split(/[\\/]/).pop() ?? h.file}:${h.line}` : EM_DASH,
     file: h.file,
     line: h.line,
     samples: h.samples,

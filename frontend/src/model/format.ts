@@ -78,19 +78,58 @@ export function formatPct(pct: number | null | undefined, signed = true): string
   return `${pct > 0 ? "+" : "−"}${body} %`;
 }
 
-const BYTE_UNITS = ["B", "KB", "MB", "GB", "TB"] as const;
+/**
+ * IEC binary units (KiB = 1024 B, MiB = 2^20 B): what PyTorch's memory summaries and nvidia-smi
+ * print, so a 32 MiB tensor reads "32 MiB". Every byte figure of the UI and the server's sentences
+ * (tb_pipeline_plugin/units.py) uses them.
+ */
+const BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB"] as const;
 
-/** Binary-prefixed but labelled the way TensorBoard's memory view does (KB = 1024 B). */
+/** The index in BYTE_UNITS of the largest unit under which |bytes| is at least 1. */
+function byteUnitIndex(bytes: number): number {
+  let i = 0;
+  for (let v = Math.abs(bytes); v >= 1024 && i < BYTE_UNITS.length - 1; v /= 1024) i++;
+  return i;
+}
+
+/** 1536 -> "1.5 KiB"; at most two decimals. */
 export function formatBytes(bytes: number | null | undefined, signed = false): string {
   if (bytes === null || bytes === undefined || !Number.isFinite(bytes)) return EM_DASH;
-  let v = Math.abs(bytes);
-  let i = 0;
-  while (v >= 1024 && i < BYTE_UNITS.length - 1) {
-    v /= 1024;
-    i++;
-  }
+  const i = byteUnitIndex(bytes);
+  const v = Math.abs(bytes) / 1024 ** i;
   const sign = signed ? (bytes > 0 ? "+" : bytes < 0 ? "−" : "") : bytes < 0 ? "−" : "";
   return `${sign}${oneFmt.format(v)} ${BYTE_UNITS[i]}`;
+}
+
+/**
+ * Round ticks for a byte axis from `lo` to `hi`: multiples of 1, 2 or 5 × 10^k of the one unit
+ * the top of the range is printed in (0, 5, 10, 15 MiB; 0, 0.2, 0.4 GiB), at most `maxTicks`.
+ * uPlot's own ticks are decimal multiples of bytes, which print as 9.54 MiB, 19.07 MiB.
+ */
+export function byteTicks(lo: number, hi: number, maxTicks: number): number[] {
+  if (!Number.isFinite(lo) || !Number.isFinite(hi) || hi < lo) return [];
+  const unit = 1024 ** byteUnitIndex(Math.max(Math.abs(lo), Math.abs(hi)));
+  const [a, b] = [lo / unit, hi / unit];
+  const count = (step: number) => Math.floor(b / step + 1e-9) - Math.ceil(a / step - 1e-9) + 1;
+  // The finest 1-2-5 step whose ticks fit: the densest round axis uPlot's spacing allows.
+  let step = 1;
+  if (b > a) {
+    const pow0 = 10 ** Math.floor(Math.log10((b - a) / Math.max(1, maxTicks)));
+    const steps = [pow0 / 10, pow0 / 5, pow0 / 2, pow0, pow0 * 2, pow0 * 5, pow0 * 10, pow0 * 20, pow0 * 50, pow0 * 100];
+    step = steps.find((s) => count(s) <= Math.max(2, maxTicks)) ?? b - a;
+  }
+  const out: number[] = [];
+  for (let k = Math.ceil(a / step - 1e-9); k * step <= b + 1e-9 * step; k++) out.push(Number((k * step).toPrecision(12)) * unit);
+  return out;
+}
+
+/** Labels of byte ticks: all in the unit of the largest, with the decimals the step needs ("0.5 GiB", "1.0 GiB"). */
+export function byteTickLabels(splits: readonly number[]): string[] {
+  const top = splits.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+  const i = byteUnitIndex(top);
+  const inUnit = splits.map((v) => v / 1024 ** i);
+  const incr = inUnit.length > 1 ? Math.abs((inUnit[1] ?? 0) - (inUnit[0] ?? 0)) : 1;
+  return formatTicks(inUnit, incr).map((t) => `${t} ${BYTE_UNITS[i]}`);
 }
 
 /** Direction of a delta for colouring: slower/bigger is "worse". */

@@ -58,9 +58,9 @@ const METRIC_LABELS: Record<string, string> = {
   total_s: "Total",
   task_mean_s: "Task mean",
   // Working vs waiting: far below the task mean, the workers wait (I/O, the GIL).
-  task_cpu_mean_s: "Task CPU (mean)",
-  put_wait_mean_s: "Put wait (mean)",
-  get_wait_mean_s: "Get wait (mean)",
+  task_cpu_mean_s: "Task CPU mean",
+  put_wait_mean_s: "Put wait mean",
+  get_wait_mean_s: "Get wait mean",
   qps: "Items/s",
   occupancy_pct: "Queue occupancy %",
   busy_pct: "Workers busy %",

@@ -6,6 +6,7 @@ import type { ComponentChildren, TargetedKeyboardEvent } from "preact";
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { ApiClient, DiffSelection, RunInfo, RunsResponse } from "../api";
 import { ErrorMessage, Message } from "../components/Message";
+import { NoteText } from "../components/NoteText";
 import { MSG_DATA_RELOADED, type HostIpc } from "../hostIpc";
 import { DIFF_TABLES } from "../model/diffTables";
 import { distributedTabShown } from "../model/distributed";
@@ -191,10 +192,13 @@ export function App({ client, ipc, initial }: { client: ApiClient; ipc: HostIpc;
         ),
       )}
       {warned.map((r) => (
-        <Message key={`w-${r.name}`} kind="warn" title={`Run “${r.name}” was read partly`}>
+        // Not only damage: a group's manifest naming a file, or what an old trace lacks, is said here too.
+        <Message key={`w-${r.name}`} kind="warn" title={`Run “${r.name}”: read with warnings`}>
           <ul>
             {r.warnings.map((w, i) => (
-              <li key={i}>{w}</li>
+              <li key={i}>
+                <NoteText text={w} />
+              </li>
             ))}
           </ul>
         </Message>

@@ -42,7 +42,7 @@ import {
 import { formatBytes, formatInt } from "../model/format";
 import { confidenceText } from "../model/explain";
 import { useRequest as useRequestState } from "../useRequest";
-import { BASELINE_COLOR, EXPERIMENTAL_COLOR, msAxis } from "./chartKit";
+import { BASELINE_COLOR, EXPERIMENTAL_COLOR, bytesAxis, msAxis } from "./chartKit";
 
 interface Props {
   client: ApiClient;
@@ -61,9 +61,11 @@ export function DiagnosticView({ client, runs, sel, reloadToken }: Props) {
   if (plan.kind === "none")
     return (
       <Message kind="info" title={`No diagnostic results in ${plan.picked.map((r) => `“${r}”`).join(" or ")}`}>
-        Diagnostic mode runs each pipeline stage alone at rising concurrency, with threads and with processes. Run your training script
-        with <code>TB_PIPELINE_DIAGNOSTIC_MODE=1</code> (through the launcher), or <code>python -m tb_pipeline_plugin.diagnose module:factory</code>;
-        the results land in <code>{"{logdir}/{run}/diagnostic/diagnostic.jsonl"}</code>. Then pick that run above.
+        Diagnostic mode runs each data-loading stage of your script alone at rising concurrency, with threads and with processes, and
+        says which one limits loading and why. Record it with{" "}
+        <code>TB_PIPELINE_DIAGNOSTIC_MODE=1 tb-pipeline record --logdir runs --run baseline -- python train.py</code>: the script's
+        data pipeline is measured instead of trained (a minute or two; it then exits with status 1), and the run gets its results. Then
+        pick that run above.
       </Message>
     );
   if (req.state === "loading" || req.state === "idle") return <Loading what="the diagnostic results" waitingFor={req.state === "loading" ? req.waitingFor : null} />;
@@ -371,9 +373,6 @@ function format(metric: Metric, v: number | null | undefined): string {
   return formatBytes(v);
 }
 
-/** Memory ticks at powers of two (128 MB, 256 MB), which formatBytes prints without odd decimals. */
-const BYTE_INCRS = Array.from({ length: 48 }, (_, i) => 2 ** i);
-
 function LevelChart(props: { stage: DiagnosticStage; xs: number[]; color: string; yMax: number | undefined; metric: Metric; title: string; axis: string }) {
   const { stage, xs, color, yMax, metric, title, axis } = props;
   const { data, options, series } = useMemo(() => {
@@ -385,7 +384,7 @@ function LevelChart(props: { stage: DiagnosticStage; xs: number[]; color: string
       axes: [
         // Ticks at the measured levels: uPlot's own log2 splits start at the range's minimum, not at a level.
         { label: "Workers (log2 scale)", size: 36, labelSize: 16, splits: () => xs.slice(), values: (_u, splits) => splits.map(levelTick) },
-        metric === "qps" || metric === "cpu_pct" ? y : { ...y, size: 76, incrs: BYTE_INCRS, values: (_u, splits) => splits.map((v) => formatBytes(v)) },
+        metric === "qps" || metric === "cpu_pct" ? y : bytesAxis(axis),
       ],
       series: [
         {},

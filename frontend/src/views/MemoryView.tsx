@@ -10,11 +10,12 @@ import type { ApiClient, DiffSelection } from "../api";
 import { DeltaText } from "../components/Delta";
 import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
+import { NoteText } from "../components/NoteText";
 import { Legend, UPlotChart } from "../components/UPlotChart";
 import { EM_DASH, formatBytes, formatMsWithUnit, formatPct } from "../model/format";
 import { alignedCurves, lifetimeSpans, rowLabel, shownDevice, type MemoryDeviceDiff, type MemoryRow } from "../model/memory";
 import { useRequest } from "../useRequest";
-import { BASELINE_COLOR, EXPERIMENTAL_COLOR, indexAxis } from "./chartKit";
+import { BASELINE_COLOR, EXPERIMENTAL_COLOR, bytesAxis, indexAxis } from "./chartKit";
 
 interface Props {
   client: ApiClient;
@@ -40,7 +41,7 @@ export function MemoryView({ client, sel, reloadToken }: Props) {
       <div data-view="memory">
         <div data-testid="memory-message">
           <Message kind="info" title="No memory to compare">
-            {data.message}
+            <NoteText text={data.message} />
           </Message>
         </div>
       </div>
@@ -142,7 +143,7 @@ function MemoryCurves({ d, row }: { d: MemoryDeviceDiff; row: MemoryRow | null }
       scales: { x: { time: false } },
       axes: [
         { label: "ms from the step start" },
-        { label: "allocated", size: 70, values: (_u, splits) => splits.map((v) => formatBytes(v)) },
+        bytesAxis("allocated"),
       ],
       series: [
         {},
@@ -187,7 +188,7 @@ function StepPeaks({ d }: { d: MemoryDeviceDiff }) {
       scales: { x: { time: false } },
       axes: [
         indexAxis("profiled step", (x) => `${x}`),
-        { label: "peak allocated", size: 70, values: (_u, splits) => splits.map((v) => formatBytes(v)) },
+        bytesAxis("peak allocated"),
       ],
       series: [{}, { label: "baseline", stroke: BASELINE_COLOR, width: 1.5 }, { label: "experimental", stroke: EXPERIMENTAL_COLOR, width: 1.5 }],
     }),

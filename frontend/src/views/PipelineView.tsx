@@ -13,10 +13,11 @@ import type { ApiClient, DiffPipelineResponse, DiffSelection, PipelineReport, Pi
 import { DeltaText } from "../components/Delta";
 import { SignificanceMark } from "../components/Explanation";
 import { Loading } from "../components/Loading";
+import { NoteText } from "../components/NoteText";
 import { ErrorMessage, Message } from "../components/Message";
 import { Legend, UPlotChart } from "../components/UPlotChart";
 import { SortedTable } from "../components/SortedTable";
-import { formatPct, formatTicks } from "../model/format";
+import { byteTickLabels, formatPct, formatTicks } from "../model/format";
 import {
   callbackColumns,
   CALLBACK_PRIMARY,
@@ -46,7 +47,7 @@ import {
 } from "../model/pipeline";
 import { defaultSort } from "../model/tableModel";
 import { useRequest } from "../useRequest";
-import { BASELINE_COLOR, EXPERIMENTAL_COLOR, msAxis } from "./chartKit";
+import { BASELINE_COLOR, EXPERIMENTAL_COLOR, bytesAxis, msAxis } from "./chartKit";
 
 interface Props {
   client: ApiClient;
@@ -95,19 +96,19 @@ export function PipelineView({ client, sel, reloadToken, added, onAdded }: Props
         <h2 id="pl-summary">Comparison</h2>
         <SummaryTable rows={d.summary} />
         <p class="note" data-testid="pipeline-noise" data-noise={d.noise.source}>
-          Significance marks: the step time and each part of it per step{d.noise.source === "measured" ? ", and a stage's mean task time where both sides are groups" : ""}. {d.noise.note}.
+          Significance marks: the step time and each part of it per step{d.noise.source === "measured" ? ", and a stage's mean task time where both sides are groups" : ""}. <NoteText text={d.noise.note} />.
         </p>
       </section>
       <Trends client={client} pair={sides} reloadToken={reloadToken} added={added} onAdded={onAdded} />
       <SortedTable
-        title="SPDL stages"
-        label="Pipeline stages, baseline versus experimental, largest change in mean task time first"
+        title="Data-loading stages"
+        label="Data-loading stages (SPDL stages, DataLoader parts), baseline versus experimental, largest change in mean task time first"
         testId="pipeline-stages"
         rows={namedStageRows(d.stages)}
         columns={stageColumns()}
         initialSort={defaultSort(STAGE_PRIMARY)}
         markKey={`delta_${STAGE_PRIMARY}`}
-        empty="Neither run has SPDL stage statistics (they are recorded when the loader is an SPDL pipeline)."
+        empty="Neither run has stage statistics (tb-pipeline record writes them for SPDL pipelines and DataLoaders)."
       />
       <SortedTable
         title="Callbacks"
@@ -133,7 +134,7 @@ function Verdict({ side, name, report }: { side: string; name: string; report: P
         <strong data-testid="verdict-summary">{v.summary}</strong>
       </p>
       <p data-testid="next-step">
-        <strong>Next step:</strong> {v.next_step}
+        <strong>Next step:</strong> <NoteText text={v.next_step} />
       </p>
       {report.bottleneck.slowest_stage !== null && <p data-testid="bottleneck">{report.bottleneck.summary}</p>}
       {report.split.notes.map((n, i) => (
@@ -309,7 +310,7 @@ function Trends(props: {
             )}
           </h3>
           {shownHost ? (
-            <TrendChart runs={plotted} trend={hostTrend(plotted, shownHost)} yLabel={HOST_METRICS.find((m) => m.key === shownHost)?.label ?? ""} text={(v) => hostValueText(shownHost, v)} label={`Host metric ${shownHost} over time of ${plotted.length} runs`} />
+            <TrendChart runs={plotted} trend={hostTrend(plotted, shownHost)} yLabel={HOST_METRICS.find((m) => m.key === shownHost)?.label ?? ""} unit={HOST_METRICS.find((m) => m.key === shownHost)?.unit} text={(v) => hostValueText(shownHost, v)} label={`${HOST_METRICS.find((m) => m.key === shownHost)?.label ?? "Host metric"} over time of ${plotted.length} runs`} />
           ) : (
             <p class="muted">No host samples in these runs (the recorder samples CPU, memory, disk and network; trace-only runs have none).</p>
           )}
@@ -319,9 +320,12 @@ function Trends(props: {
   );
 }
 
-function TrendChart({ runs, trend, yLabel, text, label }: { runs: PlottedRun[]; trend: Trend; yLabel: string; text: (v: number | null) => string; label: string }) {
+function TrendChart(props: { runs: PlottedRun[]; trend: Trend; yLabel: string; unit?: "pct" | "bytes" | "bytes_per_s"; text: (v: number | null) => string; label: string }) {
+  const { runs, trend, yLabel, unit, text, label } = props;
   const { data, options } = useMemo(() => {
-    const axis = msAxis(yLabel);
+    const bytes = bytesAxis(yLabel);
+    // Bytes get round ticks in one IEC unit; the rest uPlot's decimal ones.
+    const axis = unit === "bytes" ? bytes : unit === "bytes_per_s" ? { ...bytes, values: (_u: uPlot, splits: number[]) => byteTickLabels(splits).map((t) => `${t}/s`) } : msAxis(yLabel);
     const options: Omit<uPlot.Options, "width" | "height"> = {
       scales: { x: { time: false }, y: { range: (_u, _min, max) => [0, max * 1.1 || 1] } },
       axes: [{ label: "Seconds since the run's first record", values: (_u, splits, _i, _s, incr) => formatTicks(splits, incr) }, axis],
@@ -329,7 +333,7 @@ function TrendChart({ runs, trend, yLabel, text, label }: { runs: PlottedRun[]; 
       cursor: { drag: { x: true, y: false } },
     };
     return { data: [trend.xs, ...trend.ys] as uPlot.AlignedData, options };
-  }, [runs, trend, yLabel]);
+  }, [runs, trend, yLabel, unit]);
   if (trend.xs.length === 0) return <p class="muted">No samples over time in these runs.</p>;
   return (
     <UPlotChart

@@ -4,7 +4,7 @@
  * can be chosen come from model/runPicker.ts.
  */
 import type { RunInfo } from "../api";
-import { canPickSpan, canPickWorker, isGroup, runLabel } from "../model/runPicker";
+import { canPickSpan, canPickWorker, isGroup, runLabel, spanOptions } from "../model/runPicker";
 import type { TraceChoice } from "../model/urlState";
 import { ProfilerLink } from "../components/ProfilerLink";
 
@@ -20,6 +20,7 @@ function Side({ side, runs, choice, onChange }: { side: "baseline" | "experiment
   const title = side === "baseline" ? "Baseline" : "Experimental";
   const run = runs.find((r) => r.name === choice.run);
   const worker = run?.workers.find((w) => w.name === choice.worker);
+  const spans = spanOptions(worker);
   const id = `pick-${side}`;
   return (
     <fieldset data-side={side}>
@@ -59,12 +60,13 @@ function Side({ side, runs, choice, onChange }: { side: "baseline" | "experiment
           id={`${id}-span`}
           name={`${side}-span`}
           value={choice.span}
+          title={spans.find((s) => s.span === choice.span)?.title}
           disabled={!canPickSpan(run, worker?.spans)}
           onChange={(e) => onChange(side, { ...choice, span: e.currentTarget.value })}
         >
-          {(worker?.spans ?? []).map((s, i) => (
-            <option key={s} value={s}>
-              {worker && worker.spans.length > 1 ? `${i + 1}: ${s}` : s}
+          {spans.map((s) => (
+            <option key={s.span} value={s.span} title={s.title}>
+              {s.label}
             </option>
           ))}
         </select>

@@ -5,7 +5,7 @@
  */
 import uPlot from "uplot";
 import { integerTickLabels } from "../model/charts";
-import { formatTicks } from "../model/format";
+import { byteTickLabels, byteTicks, formatTicks } from "../model/format";
 
 export const BASELINE_COLOR = "#1976d2";
 export const EXPERIMENTAL_COLOR = "#f57c00";
@@ -30,6 +30,19 @@ export function msAxis(label: string, side: 1 | 3 = 3, scale = "y"): uPlot.Axis 
     ticks: { stroke: "#e0e0e0", width: 1 },
     // One number of decimals per axis, from the tick increment: never "0.001, 0.001, 0".
     values: (_u, splits, _axisIdx, _space, incr) => formatTicks(splits, incr),
+  };
+}
+
+/**
+ * A y axis of bytes: round ticks in one IEC unit (model/format.ts byteTicks), as many as uPlot's
+ * own spacing would draw.
+ */
+export function bytesAxis(label: string, side: 1 | 3 = 3, scale = "y"): uPlot.Axis {
+  return {
+    ...msAxis(label, side, scale),
+    size: 76,
+    splits: (_u, _axis, min, max, incr) => byteTicks(min, max, incr > 0 ? Math.floor((max - min) / incr) + 1 : 5),
+    values: (_u, splits) => byteTickLabels(splits),
   };
 }
 

@@ -115,11 +115,16 @@ def memory_event_places(linked: LinkedTrace, attribution: Attribution) -> pd.Dat
     return pd.DataFrame({"op_row": op_row, "operator": operator, "part": part, "phase": phase})
 
 
+# Frames that are not the user's code: torch's, built-ins, module calls, and
+# our recorder's (`tb-pipeline record` wraps the script's DataLoader, so its
+# iterator is on the stack of every step).
+_NOT_USER_CODE = ("torch/", "<built-in", "nn.Module: ", "<frozen", "tb_pipeline_plugin/")
+
+
 def call_path(linked: LinkedTrace, row: int, frames: int = 3) -> str:
-    """The innermost frames of the user's code around operator `row`
-    (not torch's, not built-ins, not module calls), innermost first: from
-    the Python events around it (`with_stack=True`), else from its
-    `Call stack` (Kineto 2021); "" when the trace has no stacks."""
+    """The innermost frames of the user's code around operator `row`,
+    innermost first: from the Python events around it (`with_stack=True`),
+    else from its `Call stack` (Kineto 2021); "" when the trace has no stacks."""
     t = linked.table
     out: list[str] = []
     seen = 0
@@ -128,7 +133,7 @@ def call_path(linked: LinkedTrace, row: int, frames: int = 3) -> str:
         seen += 1
         if t.kind[r] == Kind.PYTHON_FUNCTION:
             name = t.strings[t.name_id[r]]
-            if not name.startswith(("torch/", "<built-in", "nn.Module: ", "<frozen")):
+            if not name.startswith(_NOT_USER_CODE):
                 out.append(name)
         r = int(linked.parent[r])
     if not out and row >= 0 and t.stack_id[row] >= 0:
@@ -148,6 +153,6 @@ def _recorded_stack(text: str) -> list[str]:
     frames = []
     for frame in stack.split(";"):
         path = frame.split("site-packages/", 1)[-1]
-        if path and not path.startswith("torch/") and "/torch/" not in path:
+        if path and not path.startswith(_NOT_USER_CODE) and "/torch/" not in path:
             frames.append(path)
     return frames

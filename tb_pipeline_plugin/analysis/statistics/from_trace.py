@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from ...trace.link import LinkedTrace
-from ..overview import step_breakdown
+from ..overview import step_breakdown, unix_offset_s
 
 STEP_COLUMNS = ["step", "loader", "t_s", "wall_start_s", "duration_s", "data_wait_s", "compute_s",
                 "callbacks_s", "other_s", "batch_size", "tokens", "cached"]
@@ -20,12 +20,11 @@ def steps_from_trace(linked: LinkedTrace) -> pd.DataFrame:
     duration = frame["duration_us"].to_numpy(float) / 1e6
     wait = frame["data_loading"].to_numpy(float) / 1e6
     other = frame["other"].to_numpy(float) / 1e6
-    base = linked.table.metadata.get("baseTimeNanoseconds")
+    offset = unix_offset_s(linked)
     start = frame["start_us"].to_numpy(float) / 1e6
     return pd.DataFrame({
         "step": frame["step"].to_numpy(), "loader": 0, "t_s": start,
-        # Kineto timestamps are µs since baseTimeNanoseconds when the trace records it.
-        "wall_start_s": start + (linked.steps.start_us[0] / 1e6 + base / 1e9 if isinstance(base, (int, float)) else np.nan),
+        "wall_start_s": start + (linked.steps.start_us[0] / 1e6 + offset if offset is not None else np.nan),
         "duration_s": duration, "data_wait_s": wait, "compute_s": np.maximum(duration - wait - other, 0.0),
         "callbacks_s": 0.0, "other_s": other, "batch_size": np.nan, "tokens": np.nan, "cached": False,
     })[STEP_COLUMNS]

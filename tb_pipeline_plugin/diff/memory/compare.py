@@ -14,9 +14,15 @@ from ...analysis.memory.peak import BEFORE_WINDOW, HELD_AT_STEP_START, DeviceMem
 from ..delta import delta_pct
 from .explain import memory_sentence
 
-NO_MEMORY = ("{sides} no `[memory]` events: recorded without profile_memory=True "
-             "(torch.profiler.profile(profile_memory=True, record_shapes=True, with_stack=True) records them, "
-             "with_stack for the module of each allocation)")
+# torch.profiler records allocations only when asked; `record --profile` does
+# not by default, for what it costs (benchmarks/README.md, bench_record_profile.py).
+NO_MEMORY = ("{missing}: the profiler records allocations only when asked to. "
+             "Record them with `tb-pipeline record --profile memory=1 -- python train.py` "
+             "(with a schedule of your own: `--profile wait=5,warmup=2,active=5,memory=1`). "
+             "Only the profiled steps pay for it: on the demo (a CPU run) they took 20-30 % longer than "
+             "with `--profile` alone, and the trace was a fifth larger. "
+             "A script that runs torch.profiler itself: pass it `profile_memory=True` "
+             "(and `with_stack=True` to see which module allocated what).")
 MAX_CURVE_POINTS = 2000
 MAX_LIFETIMES = 40  # blocks whose lifetimes a row carries, largest first
 MAX_ROWS = 200
@@ -26,8 +32,9 @@ _BY = {"module": (["part", "phase"], "operator"), "operator": (["operator", "pha
 def diff_memory(b: RunMemory, e: RunMemory) -> dict:
     missing = [side for side, run in (("baseline", b), ("experimental", e)) if not run.devices]
     if missing:
-        sides = "Neither trace has" if len(missing) == 2 else f"The {missing[0]} trace has"
-        return {"devices": [], "device": None, "sentence": "", "message": NO_MEMORY.format(sides=sides)}
+        which = ("Neither run's trace has memory events" if len(missing) == 2
+                 else f"The {missing[0]} run's trace has no memory events")
+        return {"devices": [], "device": None, "sentence": "", "message": NO_MEMORY.format(missing=which)}
     names = sorted({d.device for d in b.devices} | {d.device for d in e.devices}, key=lambda n: (n != "CPU", n))
     by_b, by_e = {d.device: d for d in b.devices}, {d.device: d for d in e.devices}
     devices = [_device(name, by_b.get(name), by_e.get(name)) for name in names]

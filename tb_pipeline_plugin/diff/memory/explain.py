@@ -1,24 +1,14 @@
 """The memory diff in one sentence, in the explanation's style (diff/explain.py):
 the growth of the peak, then the share of it that its largest mover holds.
 
-"Experimental's peak is 32 MB higher (+366 %); 100 % of it is Net_0/Head_0
+"Experimental's peak is 32 MiB higher (+366 %); 100 % of it is Net_0/Head_0
 (aten::empty, alive for 0.4 ms of each forward)."
 """
 from __future__ import annotations
 
 from ...analysis.memory.peak import BEFORE_WINDOW, HELD_AT_STEP_START
+from ...units import bytes_text as size
 from ..explain import duration
-
-# Labelled as TensorBoard's memory view labels bytes (and our frontend's format.ts): KB = 1024 B.
-_UNITS = ("B", "KB", "MB", "GB", "TB")
-
-
-def size(n: float) -> str:
-    v, i = abs(float(n)), 0
-    while v >= 1024 and i < len(_UNITS) - 1:
-        v /= 1024
-        i += 1
-    return f"{v:.3g} {_UNITS[i]}"
 
 
 def memory_sentence(d: dict) -> str:
