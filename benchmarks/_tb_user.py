@@ -14,7 +14,8 @@ modules of RUN at once, each asked again every `POLL_S` while it answers
 user's figure subtracts); `--plain`: without our plugin, until
 `/data/plugins_listing` answers (what our plugin adds to that start).
 
-`--stages FILE`: every Python process of the run (server, parse workers,
+`--code DIR`: the plugin's code from another checkout (a before/after
+comparison in one run). `--stages FILE`: every Python process of the run (server, parse workers,
 the processes they fork) appends its stage times to FILE
 (benchmarks/stages/sitecustomize.py); `_tb_stages.py` reads them.
 """
@@ -40,8 +41,8 @@ VIEW_ROUTES = ("overview", "operators", "kernels", "modules")
 # Between two asks of a route that answered 409. Short, so that the figure
 # is the server's; the page's own backoff is accounted apart (`page_poll_s`).
 POLL_S = 0.02
-# The page's backoff on 409 (frontend/src/api.ts: 250 ms, doubling, at most 2 s).
-PAGE_FIRST_DELAY_S, PAGE_MAX_DELAY_S = 0.25, 2.0
+# The page's backoff on 409 (frontend/src/api.ts: 250 ms, doubling, at most MAX_RETRY_DELAY_MS).
+PAGE_FIRST_DELAY_S, PAGE_MAX_DELAY_S = 0.25, 0.5
 
 
 def _free_port() -> int:
@@ -73,12 +74,13 @@ def page_wait_s(asked_s: float, ready_s: float) -> float:
     return t
 
 
-def start(logdir: str, with_ours: bool, run: str = "", stages: str | None = None, timeout_s: float = 600) -> dict:
+def start(logdir: str, with_ours: bool, run: str = "", stages: str | None = None, timeout_s: float = 600,
+          code: str = REPO) -> dict:
     """`run` empty: until the server answers; else until RUN's first views have."""
     port = _free_port()
     cmd = [sys.executable, LAUNCHER, "--without", "pytorch_profiler"] + ([] if with_ours else ["--without", "tb_pipeline"])
     cmd += ["--", "--logdir", logdir, "--port", str(port), "--host", "127.0.0.1"]
-    env = {**os.environ, "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = {**os.environ, "PYTHONPATH": code + os.pathsep + os.environ.get("PYTHONPATH", "")}
     if stages:
         env["PYTHONPATH"] = STAGES_DIR + os.pathsep + env["PYTHONPATH"]
         env["TB_PIPELINE_STAGES_FILE"] = stages
@@ -134,15 +136,16 @@ def start(logdir: str, with_ours: bool, run: str = "", stages: str | None = None
 
 def main() -> None:
     mode, args = sys.argv[1], sys.argv[2:]
-    stages = None
-    if "--stages" in args:
-        i = args.index("--stages")
-        stages = os.path.abspath(args[i + 1])
-        del args[i : i + 2]
+    options = {}
+    for flag in ("--stages", "--code"):
+        if flag in args:
+            i = args.index(flag)
+            options[flag[2:]] = os.path.abspath(args[i + 1])
+            del args[i : i + 2]
     if mode == "views":
-        out = start(args[0], True, args[1], stages)
+        out = start(args[0], True, args[1], **options)
     elif mode == "up":
-        out = start(args[0], "--plain" not in args[1:], stages=stages)
+        out = start(args[0], "--plain" not in args[1:], **options)
     else:
         raise SystemExit(f"unknown mode {mode}")
     print(json.dumps(out))

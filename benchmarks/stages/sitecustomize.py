@@ -84,8 +84,7 @@ def _install(module_name: str, module) -> None:
 
 if _FILE:
     _write("interpreter up", _STARTED, _STARTED, argv=sys.argv[:3])
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    from tb_pipeline_plugin import import_hook
+    from tb_pipeline_plugin import import_hook  # the checkout on PYTHONPATH (`_tb_user.py --code`)
 
     for _name in HOOKS:
         import_hook.when_imported(_name, functools.partial(_install, _name))
