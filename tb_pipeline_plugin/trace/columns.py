@@ -3,7 +3,9 @@
 Attribute extraction goes through `map(operator.attrgetter(...))` and
 mapping through `map(Memo.__getitem__)` into `np.fromiter`, so the
 per-event work stays in C; only the distinct values (names, categories,
-shapes) go through Python code. This module is most of the decode time
+shapes) go through Python code. The five fields that repeat together are
+one lookup of the event's head (`heads.EventHeads`), their columns taken
+from the head's codes. This module is most of the decode time
 after msgspec itself: keep per-event Python out of it.
 """
 from __future__ import annotations
