@@ -41,8 +41,7 @@ class WorkerConfig:
 
     @staticmethod
     def processes_from_env(env=os.environ) -> int:
-        cores = os.cpu_count() or 1
-        return max(0, int(env.get("TB_PIPELINE_PARSE_WORKERS", min(cores, _MAX_WORKERS))))
+        return max(0, int(env.get("TB_PIPELINE_PARSE_WORKERS", min(usable_cores(), _MAX_WORKERS))))
 
 
 def _import_worker() -> int:
@@ -155,6 +154,18 @@ def shared_pool(processes: int) -> ParsePool:
         return pool
 
 
+def usable_cores() -> int:
+    """CPUs this process may run on (its affinity: `taskset`, a container's cpuset)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def warm_shared_pool(env=os.environ) -> None:
-    """TensorBoard's start: one worker of the pool the plugin will use starts importing now."""
-    shared_pool(WorkerConfig.processes_from_env(env)).warm()
+    """TensorBoard's start: one worker of the pool the plugin will use starts
+    importing now, beside the server's own imports. Not on a single core,
+    where it would only take that core from TensorBoard's start: the first
+    parse starts the worker then, and waits for it either way."""
+    if usable_cores() >= 2:
+        shared_pool(WorkerConfig.processes_from_env(env)).warm()
