@@ -22,19 +22,16 @@ def view_calls(path: str):
     from tb_pipeline_plugin.server import params as Q
     from tb_pipeline_plugin.server import run_impls as views
     from tb_pipeline_plugin.server.http import encode_json
-    from tb_pipeline_plugin.sources.logdir import TraceFile
-
     pair = {"baseline": "r", "experimental": "r"}
     modules_q = Q.parse(Q.DiffModulesParams, pair)
     operators_q = Q.parse(Q.DiffOperatorsParams, pair)
     kernels_q = Q.parse(Q.DiffKernelsParams, pair)
-    selection = TraceFile("r", "w", "1", str(path), 0, 0.0).selection()
 
     def load():
         return TraceProcessor.load(str(path))
 
     def per_run(tp) -> None:
-        for v in (views.overview_impl(tp, selection), views.operators_impl(tp, "name"),
+        for v in (views.overview_impl(tp), views.operators_impl(tp, "name"),
                   views.operators_impl(tp, "name_and_shape"), views.kernels_impl(tp), views.modules_impl(tp)):
             encode_json(v)
 

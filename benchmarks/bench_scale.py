@@ -7,6 +7,10 @@ the same run on the same machine.
 Per input (a real trace replicated in time to each size, plus a second,
 different trace of the same size as the experimental side of the diff):
 
+  user     the headline (issue 34): TensorBoard started on a logdir holding
+           this one trace, empty cache, until overview, operators, kernels
+           and modules have answered, less the same TensorBoard's start on
+           an empty logdir (`_tb_user.py`); best of 2, and on one core
   lean     read + msgspec decode into a Struct (ph name cat ts dur pid tid,
            args as msgspec.Raw), GC off: the reference floor
   cold     our loader, empty cache: parse in a worker process, map the
@@ -113,10 +117,10 @@ def ttp_python() -> tuple[str | None, str]:
 
 
 def measure(mode: str, *args: str, python: str | None = None, env_extra: dict | None = None, timeout_s: float = 3600,
-            one_core: bool = False) -> dict:
+            one_core: bool = False, script: str = "_scale_measure.py") -> dict:
     """`one_core`: pinned to CPU 0 (`taskset -c 0`), with everything it starts."""
     env = dict(os.environ, PYTHONPATH=REPO_ROOT, **(env_extra or {}))
-    cmd = [python or sys.executable, os.path.join(HERE, "_scale_measure.py"), mode, *args]
+    cmd = [python or sys.executable, os.path.join(HERE, script), mode, *args]
     if one_core:
         cmd = ["taskset", "-c", "0", *cmd]
     try:
@@ -159,7 +163,88 @@ def print_rows(rows: list[dict]) -> None:
           "measuring process and its largest child (parse worker / torch-tb-profiler process). MB = MiB.")
 
 
-def bench_input(kind: str, size_mb: int, ttp_py: str | None, ttp_note: str, repeat: int = 3) -> list[dict]:
+# TensorBoard starts (each with an empty logdir and with this trace) per input.
+USER_ROUNDS = 2
+
+
+def user_logdir(path: str, name: str) -> str:
+    """A logdir holding `path` alone, as run `run` (a hard link)."""
+    logdir = os.path.join(OUT_DIR, "user_" + name.replace(" ", "_"))
+    dst = os.path.join(logdir, "run", "worker0.pt.trace.json")
+    if not os.path.exists(dst):
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        os.link(path, dst)
+    return logdir
+
+
+def user_round(path: str, logdir: str, one_core: bool) -> tuple[dict, dict, dict]:
+    """(idle, views, plain): TensorBoard's start on an empty logdir, then on
+    `logdir` until the run's first views answered, then its start without
+    our plugin, each from a settled machine and an empty cache; `one_core`:
+    under taskset -c 0, one worker."""
+    empty = os.path.join(OUT_DIR, "user_empty")
+    os.makedirs(empty, exist_ok=True)
+    env = {"TB_PIPELINE_PARSE_WORKERS": "1"} if one_core else {}
+    out = []
+    for mode, args in (("up", (empty,)), ("views", (logdir, "run")), ("up", (empty, "--plain"))):
+        settle(path)
+        cache = tempfile.mkdtemp(prefix="tb_pipeline_bench_cache_")
+        try:
+            out.append(measure(mode, *args, script="_tb_user.py", one_core=one_core,
+                               env_extra=dict(env, TB_PIPELINE_CACHE_DIR=cache)))
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+    return out[0], out[1], out[2]
+
+
+def user_row(rounds: list[tuple[dict, dict, dict]], one_core: bool) -> tuple[dict, str]:
+    """The user's figure: the fastest start to the views less the fastest
+    idle start (each the least disturbed of its rounds)."""
+    failed = [r for measured in rounds for r in measured if "error" in r]
+    if failed:
+        return failed[0], ""
+    idle = min(r["up_s"] for r, _, _ in rounds)
+    plain = min(p["up_s"] for _, _, p in rounds)
+    best = min((v for _, v, _ in rounds), key=lambda v: v["wall_s"])
+    page = best["page_s"] - best["wall_s"]
+    return ({"wall_s": best["wall_s"] - idle, "start_to_views_s": best["wall_s"], "idle_start_s": idle,
+             "plain_start_s": plain, "routes_s": best["routes_s"], "page_extra_s": page},
+            f"start -> views {best['wall_s']:.2f} s less idle start {idle:.2f} s (without our plugin "
+            f"{plain:.2f} s); best of {len(rounds)}; the page's backoff would add {page:.2f} s; "
+            f"load average {os.getloadavg()[0]:.1f}" + ("; TB_PIPELINE_PARSE_WORKERS=1 under taskset -c 0" if one_core else ""))
+
+
+def stage_timeline(path: str, logdir: str) -> list[dict]:
+    """One more start -> views with every process's stage times recorded
+    (benchmarks/stages/: wrappers that cost a little, so this run is not
+    one of the timed rounds): where the user's seconds go."""
+    from _tb_stages import timeline
+
+    settle(path)
+    cache = tempfile.mkdtemp(prefix="tb_pipeline_bench_cache_")
+    stages = os.path.join(cache, "stages.jsonl")
+    try:
+        r = measure("views", logdir, "run", "--stages", stages, script="_tb_user.py",
+                    env_extra={"TB_PIPELINE_CACHE_DIR": os.path.join(cache, "cache")})
+        if "error" in r:
+            return [{"error": r["error"]}]
+        return timeline(stages, r["start_wall"]) + [{"stage": "4 views answered", "who": "client", "start_s": r["wall_s"],
+                                                     "end_s": r["wall_s"]}]
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def print_timeline(name: str, stages: list[dict]) -> None:
+    print(f"{name}: where the seconds go from TensorBoard's start (s from the process start)")
+    for r in stages:
+        if "error" in r:
+            print("  n/a:", r["error"])
+            continue
+        print(f"  {r['start_s']:7.3f} {r['end_s']:7.3f} {r['end_s'] - r['start_s']:6.3f}  {r['who']:<8} {r['stage']}")
+
+
+def bench_input(kind: str, size_mb: int, ttp_py: str | None, ttp_note: str, repeat: int = 3,
+                stages: bool = False) -> list[dict]:
     logdir = build_input(kind, size_mb)
     path = os.path.join(logdir, "baseline", "worker0.pt.trace.json")
     file_mb = os.path.getsize(path) / MIB
@@ -169,19 +254,32 @@ def bench_input(kind: str, size_mb: int, ttp_py: str | None, ttp_note: str, repe
     # of each kept: on a shared machine the slower runs measure the neighbours.
     load_before = os.getloadavg()[0]
     leans, colds, ones = [], [], []
-    for _ in range(max(1, repeat)):
+    users: dict[bool, list[tuple[dict, dict]]] = {False: [], True: []}
+    user_dir = user_logdir(path, name)
+    taskset = shutil.which("taskset") is not None
+    for i in range(max(1, repeat)):
         # Every measurement starts from the same state: the file in the page
         # cache and the memory it will touch backed by the host (`settle`).
         settle(path)
         leans.append(measure("lean", path))
+        if i < USER_ROUNDS:
+            for one_core in (False, True) if taskset else (False,):
+                users[one_core].append(user_round(path, user_dir, one_core))
         settle(path)
         colds.append(_fastest(1, "cold", path, cold=True))
         settle(path)
         ones.append(_fastest(1, "cold", path, cold=True, env_extra={"TB_PIPELINE_PARSE_WORKERS": "1"},
-                             one_core=shutil.which("taskset") is not None))
+                             one_core=taskset))
     lean, cold, one = (min(rs, key=lambda r: r.get("wall_s", float("inf"))) for rs in (leans, colds, ones))
     ref = lean.get("wall_s")
     rounds = f"best of {max(1, repeat)}, alternating; load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}"
+    if stages:
+        timeline_rows = stage_timeline(path, user_dir)
+        print_timeline(name, timeline_rows)
+    for one_core, label in ((False, "ours: TensorBoard start -> views"), (True, "  same, one core (1 worker)")):
+        if users[one_core]:
+            r, note = user_row(users[one_core], one_core)
+            rows.append(row(name, label, r, ref, file_mb, note))
     rows.append(row(name, "lean bare decode (reference)", lean, ref, file_mb, f"{lean.get('events', 0):,} events; {rounds}"))
     rows.append(row(name, "ours cold: file -> every view", cold, ref, file_mb,
                     f"ready (mapped) after {cold.get('ready_s', 0):.2f} s; {cold.get('processes')} worker processes, "
@@ -355,6 +453,8 @@ def main(argv=None) -> int:
     p.add_argument("--no-ttp", action="store_true", help="skip torch-tb-profiler")
     p.add_argument("--keep", action="store_true", help="keep generated inputs in benchmarks/out/scale (reused next time)")
     p.add_argument("--json", dest="json_out", help="also write the rows to this file")
+    p.add_argument("--stages", action="store_true",
+                   help="per input, one more TensorBoard start with every process's stage times, printed")
     args = p.parse_args(argv)
     os.makedirs(OUT_DIR, exist_ok=True)
     ttp_py, ttp_note = (None, "skipped (--no-ttp)") if args.no_ttp else ttp_python()
@@ -364,7 +464,7 @@ def main(argv=None) -> int:
     try:
         for size in [int(s) for s in args.sizes.split(",") if s]:
             for kind in [k for k in args.inputs.split(",") if k]:
-                new_rows = bench_input(kind, size, ttp_py, ttp_note, args.repeat)
+                new_rows = bench_input(kind, size, ttp_py, ttp_note, args.repeat, args.stages)
                 rows += new_rows
                 print_rows(new_rows)
                 print(flush=True)

@@ -142,9 +142,14 @@ export interface ClientOptions {
   fetch?: FetchLike;
   /** How long to keep polling a 409 ("still loading") before giving up. */
   loadingTimeoutMs?: number;
-  /** First delay between 409 retries; doubles up to 2 s. */
+  /** First delay between 409 retries; doubles up to `MAX_RETRY_DELAY_MS`. */
   retryDelayMs?: number;
 }
+
+/** The longest wait between two asks of a run still loading: the page sees a
+ * finished load at most this late (at 2 s, a 6 s load was seen at 7.75 s). A
+ * 409 costs the server about a millisecond. */
+export const MAX_RETRY_DELAY_MS = 500;
 
 /** Per request: cancellation, and a callback told each time the request waits for a run that is still loading (so the UI can say so). */
 export interface RequestOpts {
@@ -249,7 +254,7 @@ export class ApiClient {
       if (!err.isLoading || Date.now() + delay > deadline) throw err;
       onWait?.(err.message);
       await sleep(delay, signal);
-      delay = Math.min(delay * 2, 2000);
+      delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
     }
   }
 

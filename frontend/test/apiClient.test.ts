@@ -32,3 +32,28 @@ describe("ApiClient transport failures", () => {
     expect(err.message).toContain("run 'x' not found");
   });
 });
+
+describe("ApiClient while a run loads", () => {
+  it("asks again with a growing delay, never longer than MAX_RETRY_DELAY_MS", async () => {
+    const { MAX_RETRY_DELAY_MS } = await import("../src/api");
+    const waits: number[] = [];
+    const realSetTimeout = globalThis.setTimeout;
+    globalThis.setTimeout = ((fn: () => void, ms?: number) => {
+      waits.push(ms ?? 0);
+      return realSetTimeout(fn, 0);
+    }) as typeof setTimeout;
+    try {
+      let asked = 0;
+      const loading = JSON.stringify({ error: "run 'a' is still loading", status: 409 });
+      const client = new ApiClient({
+        fetch: () => Promise.resolve(++asked < 8 ? new Response(loading, { status: 409 }) : new Response("{}", { status: 200 })),
+      });
+      await client.runs();
+      expect(asked).toBe(8);
+    } finally {
+      globalThis.setTimeout = realSetTimeout;
+    }
+    expect(waits).toEqual([250, 500, 500, 500, 500, 500, 500]);
+    expect(Math.max(...waits)).toBe(MAX_RETRY_DELAY_MS);
+  });
+});

@@ -73,7 +73,6 @@ import os
 from statistics import NormalDist
 
 import numpy as np
-from scipy import stats
 
 SIGNIFICANT, WITHIN_NOISE, TOO_FEW_STEPS = "significant", "within_noise", "too_few_steps"
 # Given by diff/comparability.py, never by a test here: the runs differ in a
@@ -275,6 +274,10 @@ def _recordings_interval(b: np.ndarray, b_rec: np.ndarray, e: np.ndarray, e_rec:
     pooled = ((rb - 1) * mb.var(axis=1, ddof=1) + (re_ - 1) * me.var(axis=1, ddof=1)) / df
     se = np.sqrt(pooled * (1.0 / rb + 1.0 / re_))
     center = me.mean(axis=1) - mb.mean(axis=1)
+    # Imported here: scipy.stats is half a second of TensorBoard's start, and
+    # only groups of recordings need it.
+    from scipy import stats
+
     half = stats.t.ppf(1.0 - alpha, df) * se
     return center - half, center + half
 

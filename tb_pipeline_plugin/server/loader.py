@@ -29,6 +29,13 @@ class PipelinePluginLoader(base_plugin.TBLoader):
 
     def load(self, context: base_plugin.TBContext) -> base_plugin.TBPlugin:
         try:
+            if context.logdir:
+                # First: a parse worker imports the parser while this process
+                # imports the plugin (both take about a second), so the first
+                # parse does not wait for either (sources/pool.py).
+                from ..sources.pool import warm_shared_pool
+
+                warm_shared_pool()
             from .plugin import PipelinePlugin
 
             return PipelinePlugin(context)

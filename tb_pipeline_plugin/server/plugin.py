@@ -34,9 +34,11 @@ class PipelinePlugin(base_plugin.TBPlugin):
         self._logdir = context.logdir or ""
         max_ready = int(os.environ.get("TB_PIPELINE_MAX_LOADED_TRACES", "8"))
         self.runs = RunProvider(self._logdir, make_loader(), max_ready=max_ready)
-        # Last: every module is imported by now; a full GC pass over them
-        # would otherwise land on a request (server/gc_freeze.py).
+        # Every module is imported by now; a full GC pass over them would
+        # otherwise land on a request (server/gc_freeze.py).
         freeze_startup_objects()
+        if self._logdir:
+            self.runs.start_loading()
 
     # ---- TensorBoard hooks -----------------------------------------------------
 

@@ -19,19 +19,17 @@ from ..trace.persist import entry_bytes
 from .cache import CacheConfig, TraceCache
 from .logdir import open_binary, stat_file
 from .view_file import load_views
+from .pool import ParsePool, WorkerConfig, shared_pool
 from .workers import (
     FIRST_VIEWS,
     OVERVIEW_ONLY,
     WORKER_BASE_BYTES,
     MemoryBudget,
-    ParsePool,
-    WorkerConfig,
     adopt_views,
     estimate_parse_bytes,
     map_entry,
     parse_to_entry,
     rank_summary_in_worker,
-    shared_pool,
 )
 
 

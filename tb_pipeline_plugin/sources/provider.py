@@ -16,6 +16,7 @@ provider with `blocking=True`, where asking waits for the load.
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any, Callable, Sequence, TypeVar
@@ -50,6 +51,7 @@ MAX_POOLED = 8
 BLOCKING_WAIT_S = 24 * 3600.0
 
 Asked = Pending | PendingAll
+logger = logging.getLogger(__name__)
 
 
 def trace_ref(run: str, worker: str = "", span: str = "") -> dict:
@@ -102,6 +104,18 @@ class RunProvider:
         pool = getattr(self._trace_loader, "pool", None)
         if pool is not None:
             pool.start()
+
+    def start_loading(self) -> None:
+        """Discovery and `listing`'s prefetch now, on a thread: the first
+        parses begin while TensorBoard starts, not at the page's first
+        request. A logdir that cannot be read says so when the page asks."""
+        def discover() -> None:
+            try:
+                self.listing()
+            except Exception:  # noqa: BLE001 - `runs` reports it to the page
+                logger.debug("discovery at start failed", exc_info=True)
+
+        threading.Thread(target=discover, name="tb_pipeline_discovery", daemon=True).start()
 
     def close(self) -> None:
         for store in (self._traces, self._ranks, self._statistics):

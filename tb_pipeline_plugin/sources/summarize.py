@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from ..errors import MissingExtra
 from .cache import CacheConfig, TraceCache
 from .logdir import discover_runs, stat_file
-from .workers import FIRST_VIEWS, MemoryBudget, TraceTooLarge, WorkerConfig, estimate_parse_bytes, parse_to_entry
+from .pool import WorkerConfig
+from .workers import FIRST_VIEWS, MemoryBudget, TraceTooLarge, estimate_parse_bytes, parse_to_entry
 
 
 @dataclass(frozen=True)

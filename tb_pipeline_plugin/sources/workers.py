@@ -8,25 +8,21 @@ and no Python objects cross the process boundary. With the cache on, the
 entry is published in the cache directory; with it off, the worker writes a
 private directory the server deletes once mapped (the mapping stays valid).
 
-Every parse reserves its estimated peak memory against a budget first: one
-that could never fit is refused with the reason (shown in `runs`), others
-wait until enough earlier parses finished. Environment:
-`TB_PIPELINE_PARSE_WORKERS` (processes; 0 parses in the calling thread),
-`TB_PIPELINE_MEMORY_BUDGET_MB` (default half the machine's memory).
+The pool itself is `sources/pool.py` (light, so that TensorBoard's start
+can start a worker before importing this). Every parse reserves its
+estimated peak memory against a budget first: one that could never fit is
+refused with the reason (shown in `runs`), others wait until enough earlier
+parses finished. Environment: `TB_PIPELINE_MEMORY_BUDGET_MB` (default half
+the machine's memory).
 """
 from __future__ import annotations
 
 import ctypes
-import multiprocessing
-import os
 import shutil
 import struct
 import sys
 import threading
-import time
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
 
 import psutil
 
@@ -38,9 +34,9 @@ from ..trace.reader import GZIP_MAGIC
 from ..units import bytes_text
 from .cache import CacheConfig, TraceCache
 from .logdir import _is_remote, open_binary, stat_file
+from .pool import MIB
 from .view_file import save_views
 
-MIB = 1 << 20
 # Peak resident memory of a parse per byte of decoded JSON, above the
 # worker peaks bench_scale.py measures (benchmarks/README.md, "Figures behind
 # constants"): room for traces with more distinct strings.
@@ -50,25 +46,10 @@ WORKER_BASE_BYTES = 200 * MIB
 # A remote gzip's trailer is not read (one more round trip); JSON traces
 # compress about 8-15x, so this is the likely size, not a bound.
 _REMOTE_GZIP_RATIO = 12
-_MAX_WORKERS = 8
 
 
 class TraceTooLarge(Exception):
     """The trace's estimated parse footprint exceeds the memory budget."""
-
-
-@dataclass(frozen=True)
-class WorkerConfig:
-    processes: int  # 0: parse in the calling thread
-    budget_bytes: int
-
-    @classmethod
-    def from_env(cls, env=os.environ) -> "WorkerConfig":
-        cores = os.cpu_count() or 1
-        processes = int(env.get("TB_PIPELINE_PARSE_WORKERS", min(cores, _MAX_WORKERS)))
-        raw_budget = env.get("TB_PIPELINE_MEMORY_BUDGET_MB", "").strip()
-        budget = int(float(raw_budget) * MIB) if raw_budget else psutil.virtual_memory().total // 2
-        return cls(max(0, processes), budget)
 
 
 def decoded_bytes(path: str, size: int) -> int:
@@ -257,83 +238,3 @@ def _release_memory(path: str, size: int) -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
         pass
-
-
-def _started() -> int:
-    time.sleep(0.2)  # held long enough that each start task lands on another worker
-    return os.getpid()
-
-
-class ParsePool:
-    """A lazily started process pool; restarted if a worker dies."""
-
-    def __init__(self, processes: int):
-        self.processes = processes
-        self._executor: ProcessPoolExecutor | None = None
-        self._lock = threading.Lock()
-        self._in_flight = 0
-
-    def decode_share(self) -> int:
-        """Processes a parse submitted now may use to decode one file: the
-        pool's share of the cores divided among the parses in flight. 1 when
-        parsing in the server's own thread (forking a threaded process can
-        deadlock)."""
-        with self._lock:
-            return max(1, self.processes // (self._in_flight + 1))
-
-    def _get(self) -> ProcessPoolExecutor:
-        with self._lock:
-            if self._executor is None:
-                # spawn: forking a multi-threaded server process can deadlock.
-                # (It re-imports the main script in each worker: TensorBoard's
-                # entry points guard theirs with `if __name__ == "__main__"`.)
-                self._executor = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"))
-            return self._executor
-
-    def start(self) -> None:
-        """Starts every worker and waits until each has imported the parser
-        (seconds), so the first parse does not pay for it."""
-        if self.processes:
-            executor = self._get()
-            for f in [executor.submit(_started) for _ in range(self.processes)]:
-                f.result()
-
-    def run(self, fn, *args, **kwargs):
-        if self.processes == 0:
-            return fn(*args, **kwargs)
-        executor = self._get()
-        with self._lock:
-            self._in_flight += 1
-        try:
-            return executor.submit(fn, *args, **kwargs).result()
-        except BrokenProcessPool:
-            with self._lock:
-                if self._executor is executor:
-                    self._executor = None
-            executor.shutdown(wait=False, cancel_futures=True)
-            raise RuntimeError(
-                "the parse worker process died (killed for lack of memory?); "
-                "lower TB_PIPELINE_MEMORY_BUDGET_MB or TB_PIPELINE_PARSE_WORKERS"
-            ) from None
-        finally:
-            with self._lock:
-                self._in_flight -= 1
-
-    def shutdown(self, wait: bool = False) -> None:
-        with self._lock:
-            executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=wait, cancel_futures=True)
-
-
-_POOLS: dict[int, ParsePool] = {}
-_POOLS_LOCK = threading.Lock()
-
-
-def shared_pool(processes: int) -> ParsePool:
-    """One pool per size per process: every plugin instance (tests build many) shares it."""
-    with _POOLS_LOCK:
-        pool = _POOLS.get(processes)
-        if pool is None:
-            pool = _POOLS[processes] = ParsePool(processes)
-        return pool

@@ -3,7 +3,9 @@
 Attribute extraction goes through `map(operator.attrgetter(...))` and
 mapping through `map(Memo.__getitem__)` into `np.fromiter`, so the
 per-event work stays in C; only the distinct values (names, categories,
-shapes) go through Python code. This module is most of the decode time
+shapes) go through Python code. The five fields that repeat together are
+one lookup of the event's head (`heads.EventHeads`), their columns taken
+from the head's codes. This module is most of the decode time
 after msgspec itself: keep per-event Python out of it.
 """
 from __future__ import annotations
@@ -14,12 +16,14 @@ from operator import attrgetter, itemgetter
 
 import numpy as np
 
-from .intern import Interner, Interners, Memo
+from .heads import HEAD_FIELDS, PH_BEGIN as _PH_BEGIN, PH_END as _PH_END, PH_FLOW as _PH_FLOW
+from .heads import PH_FLOW_START as _PH_FLOW_START, PH_META as _PH_META
+from .intern import Interner, Interners
+from .memo import Memo
 from .schema import EMPTY_ARGS
 from .unique import unique_inverse
 from .names import ids_mask, is_profiler_annotation
 from .table import (
-    CATEGORY_KINDS,
     FLOW_KINDS,
     NO_ID,
     EventTable,
@@ -31,20 +35,15 @@ from .table import (
     Phase,
 )
 
-_EVENT_FIELDS = ("ph", "cat", "name", "pid", "tid", "args")
 _LINK_FIELDS = ("external_id", "external_id_2021", "correlation", "python_id", "python_parent_id", "device")
+_GET_HEAD = attrgetter(*HEAD_FIELDS)
+_GET_ARGS, _GET_CAT = attrgetter("args"), attrgetter("cat")
+_GET_TS, _GET_DUR = attrgetter("ts"), attrgetter("dur")
 GET_KERNEL = attrgetter(
     "grid", "block", "registers_per_thread", "shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "occupancy_pct"
 )
-_GET_TS, _GET_DUR = attrgetter("ts"), attrgetter("dur")
 GET_MEMORY = attrgetter("bytes_delta", "total_allocated", "total_reserved", "device_type", "device_id", "addr")
 
-# Phase codes while decoding; B/E are paired into COMPLETE rows in build_table.
-_PH_BEGIN, _PH_END, _PH_META, _PH_FLOW, _PH_DROP, _PH_FLOW_START = 10, 11, 12, 13, 14, 15
-_PHASES = {
-    "X": Phase.COMPLETE, "B": _PH_BEGIN, "E": _PH_END, "i": Phase.INSTANT, "I": Phase.INSTANT,
-    "n": Phase.INSTANT, "C": Phase.COUNTER, "M": _PH_META, "s": _PH_FLOW_START, "t": _PH_FLOW, "f": _PH_FLOW,
-}
 _MAIN_PHASES = (Phase.COMPLETE, Phase.INSTANT, Phase.COUNTER, _PH_BEGIN, _PH_END)
 # Phase code -> is it one of these (a table lookup: np.isin is 20 times slower on a chunk).
 _IS_MAIN = np.isin(np.arange(256), _MAIN_PHASES)
@@ -59,20 +58,20 @@ def _ints(values, issues: Counter | None = None) -> np.ndarray:
     """None -> NO_ID. JSON integers can be arbitrarily large (uint64 ids
     exist): those become NO_ID, counted."""
     try:
-        # Absent ids already decode as NO_ID (schema defaults): the common
-        # case is a list of ints, converted in C.
-        return np.array(values, dtype=np.int64)
-    except (TypeError, OverflowError):
-        pass
-    # (np.array on a list holding None takes a slow object path, about 40
-    # times slower than this comprehension.)
-    try:
-        return np.array([NO_ID if v is None else v for v in values], dtype=np.int64)
+        # An explicit null is rare, but a stack-heavy trace's `Python parent
+        # id` has one every few thousand events, so most chunks hold one:
+        # replaced by a dict lookup in C (`_NULL.get(v, v)`), not a Python
+        # step per value (np.array on a list holding None takes a slow
+        # object path, 40 times slower still).
+        return np.fromiter(map(_NULL.get, values, values), dtype=np.int64, count=len(values))
     except OverflowError:
         out = [NO_ID if v is None or not _INT64_MIN <= v <= _INT64_MAX else v for v in values]
         if issues is not None:
             issues["out_of_range"] += sum(1 for v in values if v is not None and not _INT64_MIN <= v <= _INT64_MAX)
         return np.array(out, dtype=np.int64)
+
+
+_NULL = {None: NO_ID}
 
 
 def _int_column(objs: list, field: str, issues: Counter) -> np.ndarray:
@@ -98,27 +97,6 @@ def _take(seq, rows: np.ndarray) -> list:
     if len(rows) == 1:
         return [seq[int(rows[0])]]
     return list(itemgetter(*rows.tolist())(seq))
-
-
-def _phase_code(ph) -> int:
-    return int(_PHASES.get(ph, _PH_DROP))
-
-
-_NO_CATEGORY = 255  # while decoding: a Kind code apart for "no category at all"
-
-
-def _category_code(cat) -> int:
-    if not cat:
-        return _NO_CATEGORY
-    return int(CATEGORY_KINDS.get(cat.lower(), Kind.OTHER)) if isinstance(cat, str) else int(Kind.OTHER)
-
-
-def _category_columns(cat: list) -> tuple[np.ndarray, np.ndarray]:
-    """(Kind per event, whether the event has no category)."""
-    kinds = Memo(_category_code).codes(cat, np.uint8)
-    no_cat = kinds == _NO_CATEGORY
-    kinds[no_cat] = Kind.OTHER
-    return kinds, no_cat
 
 
 def _flow_kind(cat) -> int:
@@ -152,16 +130,18 @@ class ChunkColumns:
 def chunk_columns(events: list, interners: Interners) -> ChunkColumns:
     if not events:
         return _empty_chunk()
-    strings, keys = interners.strings, interners.keys
-    # One C-level pass per field is cheaper than building a tuple per event.
-    ph, cat, name, pid, tid, args = (list(map(attrgetter(f), events)) for f in _EVENT_FIELDS)
+    strings = interners.strings
     n = len(events)
-    phase = Memo(_phase_code).codes(ph, np.uint8)
-    kind, no_cat = _category_columns(cat)
-    name_id = strings.codes(name)
-    pid_key = keys.codes(pid)
-    tid_key = keys.codes(tid)
-    thread_key = pid_key.astype(np.int64) << 32 | tid_key.astype(np.int64)
+    # The fields that repeat together, as one id per event (one dict hit
+    # each), then each column by indexing that id's values (`EventHeads`).
+    heads = interners.heads
+    head = heads.ids.codes_of(map(_GET_HEAD, events), n, np.int32)
+    heads.add_new(strings, interners.keys)
+    phase = heads.phase[head]
+    kind, no_cat = heads.kind[head], heads.no_cat[head]
+    name_id = heads.name_id[head]
+    thread_key = heads.thread_key[head]
+    args = list(map(_GET_ARGS, events))
 
     issues: Counter = Counter()
     is_memory = _memory_events(kind, no_cat, phase, name_id == strings.id_of("[memory]"), args, issues)
@@ -194,10 +174,10 @@ def chunk_columns(events: list, interners: Interners) -> ChunkColumns:
     stack_id = np.full(len(rows), NO_ID, dtype=np.int32)
     stack_id[op_rows] = _raw_ids(interners, op_args, "call_stack")
     main = {
-        "phase": phase[rows].astype(np.uint8),
+        "phase": phase[rows],
         "kind": main_kind,
         "name_id": name_id[rows],
-        "pid_key": pid_key[rows],
+        "pid_key": heads.pid_key[head[rows]],
         "thread_key": thread_key[rows],
         "ts_us": ts_all[rows],
         "dur_us": dur_all[rows],
@@ -220,20 +200,22 @@ def chunk_columns(events: list, interners: Interners) -> ChunkColumns:
     memory["thread_key"] = thread_key[mem_rows]
 
     flow_rows = np.flatnonzero(is_flow & usable)
-    flow = _flow_columns(_take(events, flow_rows), _take(cat, flow_rows))
+    flow_events = _take(events, flow_rows)
+    flow = _flow_columns(flow_events, list(map(_GET_CAT, flow_events)))
     flow["is_start"] = phase[flow_rows] == _PH_FLOW_START
     flow["ts_us"] = ts_all[flow_rows]
     flow["thread_key"] = thread_key[flow_rows]
 
     out = ChunkColumns(main, kernel, memory, flow, issues)
-    for i in np.flatnonzero(phase == _PH_META):
-        label = args[i].name
+    for i in np.flatnonzero(phase == _PH_META).tolist():
+        e = events[i]
+        label = e.args.name
         if label is None:
             continue
-        if name[i] == "process_name":
-            out.process_names[pid[i]] = label
-        elif name[i] == "thread_name":
-            out.thread_names[(pid[i], tid[i])] = label
+        if e.name == "process_name":
+            out.process_names[e.pid] = label
+        elif e.name == "thread_name":
+            out.thread_names[(e.pid, e.tid)] = label
     return out
 
 

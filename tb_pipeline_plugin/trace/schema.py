@@ -16,33 +16,38 @@ _NAN = float("nan")
 
 
 class Args(msgspec.Struct, gc=False, frozen=True):
-    # Linking ids. 2021 traces spell the external id in lower case. Absent
-    # ids default to NO_ID (not None) so that a column of them converts to
-    # int64 in one C call; an explicit null still decodes as None.
-    external_id: int | None = field(name="External id", default=_NO_ID)
-    external_id_2021: int | None = field(name="external id", default=_NO_ID)
-    correlation: int | None = _NO_ID
-    python_id: int | None = field(name="Python id", default=_NO_ID)
+    # Fields in the order Kineto writes its keys: msgspec looks a key up
+    # from the field after the last one found, so keys in this order are
+    # found at once (a fifth of the decode of a stack-heavy trace went to
+    # these lookups; benchmarks/README.md, "TensorBoard's start to every view").
+    # Linking ids. Absent ids default to NO_ID (not None) so that a column
+    # of them converts to int64 in one C call; an explicit null still
+    # decodes as None.
     python_parent_id: int | None = field(name="Python parent id", default=_NO_ID)
+    python_id: int | None = field(name="Python id", default=_NO_ID)
+    external_id: int | None = field(name="External id", default=_NO_ID)
     input_dims: Raw = field(name="Input Dims", default=Raw())
     # Kineto 2021's Python stack of an operator (`with_stack=True`), frames joined by ";".
     call_stack: Raw = field(name="Call stack", default=Raw())
     device: int | None = _NO_ID
+    correlation: int | None = _NO_ID
     # Kernel launch properties (NaN when absent).
-    grid: Raw = Raw()
-    block: Raw = Raw()
     registers_per_thread: float | None = field(name="registers per thread", default=_NAN)
     shared_memory_bytes: float | None = field(name="shared memory", default=_NAN)
     blocks_per_sm: float | None = field(name="blocks per SM", default=_NAN)
     warps_per_sm: float | None = field(name="warps per SM", default=_NAN)
+    grid: Raw = Raw()
+    block: Raw = Raw()
     occupancy_pct: float | None = field(name="est. achieved occupancy %", default=_NAN)
     # `[memory]` instant events.
-    bytes_delta: int | None = field(name="Bytes", default=None)
-    total_allocated: int | None = field(name="Total Allocated", default=None)
     total_reserved: int | None = field(name="Total Reserved", default=None)
-    device_type: int | None = field(name="Device Type", default=None)
+    total_allocated: int | None = field(name="Total Allocated", default=None)
+    bytes_delta: int | None = field(name="Bytes", default=None)
     device_id: int | None = field(name="Device Id", default=None)
+    device_type: int | None = field(name="Device Type", default=None)
     addr: int | None = field(name="Addr", default=_NO_ID)  # the block's address (Kineto from 2022)
+    # 2021 traces spell the external id in lower case.
+    external_id_2021: int | None = field(name="external id", default=_NO_ID)
     # `M` metadata events (process_name / thread_name).
     name: str | None = None
 

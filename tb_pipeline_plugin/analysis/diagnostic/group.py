@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from .report import as_dicts
 from .spread import CONFIDENCE, MIN_SLICES, Z
@@ -71,6 +70,8 @@ class DiagnosticGroup:
 def _widen(df: int) -> float:
     """t(df) / z at the intervals' confidence: a normal-quantile interval on
     the widened spread is the Student t interval."""
+    from scipy import stats  # here: half a second of TensorBoard's start, for groups only
+
     return float(stats.t.ppf(_Q, df)) / Z
 
 

@@ -1,0 +1,155 @@
+"""The user's measure: a TensorBoard process started on a logdir, until the
+first views of one run have answered (issue 34).
+
+    python _tb_user.py views LOGDIR RUN [--stages FILE]   -> one JSON line
+    python _tb_user.py up LOGDIR [--plain]                -> one JSON line
+
+`views`: TensorBoard (tests/support/tb_launcher.py: the `tensorboard`
+start-up, torch-tb-profiler's plugin left out, since it would parse the same
+file at the same time) with our plugin; from the process start, `runs` is
+asked until the server answers, then overview, operators, kernels and
+modules of RUN at once, each asked again every `POLL_S` while it answers
+409, until all four have answered 200. `up`: the same TensorBoard until our
+`runs` answers (on an empty logdir: TensorBoard's own start, which the
+user's figure subtracts); `--plain`: without our plugin, until
+`/data/plugins_listing` answers (what our plugin adds to that start).
+
+`--code DIR`: the plugin's code from another checkout (a before/after
+comparison in one run). `--stages FILE`: every Python process of the run (server, parse workers,
+the processes they fork) appends its stage times to FILE
+(benchmarks/stages/sitecustomize.py); `_tb_stages.py` reads them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+LAUNCHER = os.path.join(REPO, "tests", "support", "tb_launcher.py")
+STAGES_DIR = os.path.join(HERE, "stages")
+PREFIX = "/data/plugin/tb_pipeline/"
+# The first views of a run: what its tabs open with.
+VIEW_ROUTES = ("overview", "operators", "kernels", "modules")
+# Between two asks of a route that answered 409. Short, so that the figure
+# is the server's; the page's own backoff is accounted apart (`page_poll_s`).
+POLL_S = 0.02
+# The page's backoff on 409 (frontend/src/api.ts: 250 ms, doubling, at most MAX_RETRY_DELAY_MS).
+PAGE_FIRST_DELAY_S, PAGE_MAX_DELAY_S = 0.25, 0.5
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str) -> int | None:
+    """HTTP status, None while nothing listens."""
+    try:
+        with urllib.request.urlopen(url, timeout=600) as r:
+            r.read()
+            return r.status
+    except urllib.error.HTTPError as e:
+        e.read()
+        return e.code
+    except (urllib.error.URLError, ConnectionError, OSError):
+        return None
+
+
+def page_wait_s(asked_s: float, ready_s: float) -> float:
+    """When a page that first asked at `asked_s` sees an answer ready at
+    `ready_s`: its next ask after that, with the page's backoff."""
+    t, delay = asked_s, PAGE_FIRST_DELAY_S
+    while t < ready_s:
+        t += delay
+        delay = min(delay * 2, PAGE_MAX_DELAY_S)
+    return t
+
+
+def start(logdir: str, with_ours: bool, run: str = "", stages: str | None = None, timeout_s: float = 600,
+          code: str = REPO) -> dict:
+    """`run` empty: until the server answers; else until RUN's first views have."""
+    port = _free_port()
+    cmd = [sys.executable, LAUNCHER, "--without", "pytorch_profiler"] + ([] if with_ours else ["--without", "tb_pipeline"])
+    cmd += ["--", "--logdir", logdir, "--port", str(port), "--host", "127.0.0.1"]
+    env = {**os.environ, "PYTHONPATH": code + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    if stages:
+        env["PYTHONPATH"] = STAGES_DIR + os.pathsep + env["PYTHONPATH"]
+        env["TB_PIPELINE_STAGES_FILE"] = stages
+    base = f"http://127.0.0.1:{port}"
+    t0 = time.perf_counter()
+    wall0 = time.time()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        up_route = PREFIX + "runs" if with_ours else "/data/plugins_listing"
+        while _get(base + up_route) != 200:
+            if proc.poll() is not None:
+                raise SystemExit(f"TensorBoard exited with {proc.returncode}")
+            if time.perf_counter() - t0 > timeout_s:
+                raise SystemExit("TensorBoard did not start")
+            time.sleep(POLL_S)
+        up_s = time.perf_counter() - t0
+        out = {"up_s": up_s, "wall_s": up_s, "start_wall": wall0}
+        if not run:
+            return out
+        answered: dict[str, float] = {}
+        statuses: dict[str, int] = {}
+
+        def ask(route: str) -> None:
+            url = f"{base}{PREFIX}{route}?run={run}"
+            while True:
+                status = _get(url)
+                if status != 409:
+                    answered[route], statuses[route] = time.perf_counter() - t0, status or 0
+                    return
+                if time.perf_counter() - t0 > timeout_s:
+                    answered[route], statuses[route] = float("nan"), 409
+                    return
+                time.sleep(POLL_S)
+
+        threads = [threading.Thread(target=ask, args=(r,)) for r in VIEW_ROUTES]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if any(s != 200 for s in statuses.values()):
+            raise SystemExit(f"routes answered {statuses}")
+        last = max(answered.values())
+        out.update(wall_s=last, routes_s=answered, page_s=page_wait_s(up_s, last))
+        return out
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def main() -> None:
+    mode, args = sys.argv[1], sys.argv[2:]
+    options = {}
+    for flag in ("--stages", "--code"):
+        if flag in args:
+            i = args.index(flag)
+            options[flag[2:]] = os.path.abspath(args[i + 1])
+            del args[i : i + 2]
+    if mode == "views":
+        out = start(args[0], True, args[1], **options)
+    elif mode == "up":
+        out = start(args[0], "--plain" not in args[1:], **options)
+    else:
+        raise SystemExit(f"unknown mode {mode}")
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

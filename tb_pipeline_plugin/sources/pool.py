@@ -1,0 +1,171 @@
+"""The parse worker processes, startable while TensorBoard starts.
+
+Light on purpose: TensorBoard's entry point (`server/loader.py`) imports this
+before the plugin's own modules, to start a worker that imports the parser
+(seconds of imports) while the server imports the rest; the worker then
+waits for its first parse instead of the first parse waiting for it
+(benchmarks/README.md, "TensorBoard's start to every view").
+`TB_PIPELINE_PARSE_WORKERS` sets the number of processes (0: parse in the
+calling thread).
+"""
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import os
+import threading
+import time
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+
+MIB = 1 << 20
+_MAX_WORKERS = 8
+# What a worker runs: imported by it before its first parse.
+WORKER_MODULE = "tb_pipeline_plugin.sources.workers"
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    processes: int  # 0: parse in the calling thread
+    budget_bytes: int
+
+    @classmethod
+    def from_env(cls, env=os.environ) -> "WorkerConfig":
+        import psutil
+
+        processes = cls.processes_from_env(env)
+        raw_budget = env.get("TB_PIPELINE_MEMORY_BUDGET_MB", "").strip()
+        budget = int(float(raw_budget) * MIB) if raw_budget else psutil.virtual_memory().total // 2
+        return cls(processes, budget)
+
+    @staticmethod
+    def processes_from_env(env=os.environ) -> int:
+        return max(0, int(env.get("TB_PIPELINE_PARSE_WORKERS", min(usable_cores(), _MAX_WORKERS))))
+
+
+def _import_worker() -> int:
+    """Runs in a new worker: imports what a parse runs."""
+    importlib.import_module(WORKER_MODULE)
+    return os.getpid()
+
+
+def _started() -> int:
+    _import_worker()
+    time.sleep(0.2)  # held long enough that each start task lands on another worker
+    return os.getpid()
+
+
+class ParsePool:
+    """A lazily started process pool; restarted if a worker dies."""
+
+    def __init__(self, processes: int):
+        self.processes = processes
+        self._executor: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self._warming: Future | None = None
+
+    def decode_share(self) -> int:
+        """Processes a parse submitted now may use to decode one file: the
+        pool's share of the cores divided among the parses in flight. 1 when
+        parsing in the server's own thread (forking a threaded process can
+        deadlock)."""
+        with self._lock:
+            return max(1, self.processes // (self._in_flight + 1))
+
+    def _get(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._executor is None:
+                # spawn: forking a multi-threaded server process can deadlock.
+                # (It re-imports the main script in each worker: TensorBoard's
+                # entry points guard theirs with `if __name__ == "__main__"`.)
+                self._executor = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"))
+            return self._executor
+
+    def warm(self) -> None:
+        """Starts one worker now, without waiting: it imports the parser
+        while the caller goes on (TensorBoard's start). The other workers
+        start when parses need them."""
+        if self.processes:
+            executor = self._get()
+            with self._lock:
+                if self._warming is None:
+                    self._warming = executor.submit(_import_worker)
+
+    def start(self) -> None:
+        """Starts every worker and waits until each has imported the parser
+        (seconds), so the first parse does not pay for it."""
+        if self.processes:
+            executor = self._get()
+            for f in [executor.submit(_started) for _ in range(self.processes)]:
+                f.result()
+
+    def _wait_warm(self) -> None:
+        """A worker still starting (`warm`) takes the next parse: submitted
+        before it is idle, the pool would start another process for it."""
+        warming = self._warming
+        if warming is not None:
+            try:
+                warming.result()
+            except Exception:  # noqa: BLE001 - a failed start shows in the parse that follows
+                pass
+
+    def run(self, fn, *args, **kwargs):
+        if self.processes == 0:
+            return fn(*args, **kwargs)
+        executor = self._get()
+        self._wait_warm()
+        with self._lock:
+            self._in_flight += 1
+        try:
+            return executor.submit(fn, *args, **kwargs).result()
+        except BrokenProcessPool:
+            with self._lock:
+                if self._executor is executor:
+                    self._executor = None
+                    self._warming = None
+            executor.shutdown(wait=False, cancel_futures=True)
+            raise RuntimeError(
+                "the parse worker process died (killed for lack of memory?); "
+                "lower TB_PIPELINE_MEMORY_BUDGET_MB or TB_PIPELINE_PARSE_WORKERS"
+            ) from None
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def shutdown(self, wait: bool = False) -> None:
+        with self._lock:
+            executor, self._executor, self._warming = self._executor, None, None
+        if executor is not None:
+            executor.shutdown(wait=wait, cancel_futures=True)
+
+
+_POOLS: dict[int, ParsePool] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def shared_pool(processes: int) -> ParsePool:
+    """One pool per size per process: every plugin instance (tests build many) shares it."""
+    with _POOLS_LOCK:
+        pool = _POOLS.get(processes)
+        if pool is None:
+            pool = _POOLS[processes] = ParsePool(processes)
+        return pool
+
+
+def usable_cores() -> int:
+    """CPUs this process may run on (its affinity: `taskset`, a container's cpuset)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def warm_shared_pool(env=os.environ) -> None:
+    """TensorBoard's start: one worker of the pool the plugin will use starts
+    importing now, beside the server's own imports. Not on a single core,
+    where it would only take that core from TensorBoard's start: the first
+    parse starts the worker then, and waits for it either way."""
+    if usable_cores() >= 2:
+        shared_pool(WorkerConfig.processes_from_env(env)).warm()
