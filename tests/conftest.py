@@ -225,12 +225,20 @@ def wait_ready(client, run: str, timeout: float = 60) -> dict:
         time.sleep(0.05)
 
 
+def still_loading(resp) -> bool:
+    """409, or an answer that holds what is ready and says it is not complete
+    (`distributed` while ranks load)."""
+    if resp.status_code == 409:
+        return True
+    return resp.status_code == 200 and resp.is_json and (resp.get_json() or {}).get("complete") is False
+
+
 def get_when_ready(client, url: str, timeout: float = 120):
-    """GET `PLUGIN_PREFIX/url`, asked again while the answer is 409 (still loading)."""
+    """GET `PLUGIN_PREFIX/url`, asked again while it is still loading (`still_loading`)."""
     deadline = time.monotonic() + timeout
     while True:
         resp = client.get(f"{PLUGIN_PREFIX}/{url}")
-        if resp.status_code != 409:
+        if not still_loading(resp):
             return resp
         if time.monotonic() > deadline:
             pytest.fail(f"{url} still loading after {timeout} s")

@@ -65,3 +65,36 @@ export function indexAxis(label: string, labelAt: (i: number) => string, rotate 
     values: (_u, splits) => integerTickLabels(splits, labelAt),
   };
 }
+
+/** A y axis of counts (ranks per bin, say): whole numbers only. */
+export function countAxis(label: string): uPlot.Axis {
+  return {
+    scale: "y",
+    side: 3,
+    label,
+    labelFont: LABEL_FONT,
+    font: AXIS_FONT,
+    size: 60,
+    labelSize: 20,
+    stroke: "#616161",
+    grid: { stroke: "#ebebeb", width: 1 },
+    ticks: { stroke: "#e0e0e0", width: 1 },
+    incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000],
+    values: (_u, splits) => splits.map((v) => String(Math.round(v))),
+  };
+}
+
+/** An x axis of milliseconds (a histogram's bins). */
+export function msXAxis(label: string): uPlot.Axis {
+  return {
+    label,
+    labelFont: LABEL_FONT,
+    font: AXIS_FONT,
+    labelSize: 20,
+    size: 40,
+    stroke: "#616161",
+    grid: { show: false },
+    ticks: { stroke: "#e0e0e0", width: 1 },
+    values: (_u, splits, _axisIdx, _space, incr) => formatTicks(splits, incr),
+  };
+}
