@@ -43,7 +43,8 @@ PARALLEL_SAFE_MODULES = frozenset({
     "test_e2e_demo",
     "test_e2e_distributed", "test_e2e_memory", "test_e2e_profiler_link", "test_e2e_timeline_diff", "test_gpu_traces",
     "test_import_hook", "test_install_hints", "test_layout_composer", "test_layout_frameworks", "test_logdir",
-    "test_logdir_groups", "test_memory_diff", "test_pipeline_diagnostic_launch", "test_readme", "test_route_fuzz",
+    "test_logdir_groups", "test_memory_diff", "test_pipeline_diagnostic_launch", "test_rank_rollup", "test_readme",
+    "test_route_fuzz",
     "test_routes", "test_development_map", "test_summarize", "test_tb_profiler_beside", "test_torch_agreement", "test_trace_processor",
     "test_trace_robustness",
     # Installs into a fresh venv and uses the plugin there: minutes of CPU, no timing asserted.

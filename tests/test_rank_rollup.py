@@ -27,8 +27,8 @@ from support.rank_logdir import CPU_ONLY, oracle, trace_bytes, write_rank, write
 from tb_pipeline_plugin.cli import main
 from tb_pipeline_plugin.sources import artifacts, workers
 from tb_pipeline_plugin.sources.cache import CacheConfig, TraceCache
-from tb_pipeline_plugin.sources.provider import MAX_STATISTICS, RANK_LOADS_KEPT, max_ranks_from_env
-from tb_pipeline_plugin.sources.rank_index import MAX_DIRECTORIES
+from tb_pipeline_plugin.sources.provider import MAX_STATISTICS, RANK_LOADS_KEPT
+from tb_pipeline_plugin.sources.rank_index import MAX_DIRECTORIES, max_ranks_from_env
 from tb_pipeline_plugin.sources.rollup import COMPACTED, append, compact, make_record, read_all, rollup_dir
 
 # More ranks than every fixed capacity of the stores: loaded traces (8 by
@@ -86,6 +86,15 @@ def _distributed(client, query: str) -> dict:
     return resp.get_json()
 
 
+def _first_answer(logdir, query: str) -> dict:
+    """The first `distributed` answer of a fresh plugin."""
+    app, plugin = build_tb_app(logdir)
+    try:
+        return _distributed(Client(app), query)
+    finally:
+        plugin.close()
+
+
 def _check_rank(row: dict, src: str, rank: int) -> None:
     o = oracle(src, rank, scale(rank))
     assert (row["worker"], row["rank"], row["rank_source"]) == (f"rank{rank}", o["rank"], "trace")
@@ -109,11 +118,7 @@ def test_a_summarised_job_answers_every_rank_at_the_first_ask(logdir, summarised
 
     monkeypatch.setenv("TB_PIPELINE_CACHE_DIR", str(cache))
     _forbid_rank_loads(monkeypatch)
-    app, plugin = build_tb_app(logdir)
-    try:
-        body = _distributed(Client(app), "baseline=job")  # the first ask: no polling
-    finally:
-        plugin.close()
+    body = _first_answer(logdir, "baseline=job")  # the first ask: no polling
     job = body["baseline_ranks"]
     assert body["complete"] is True
     assert job["coverage"] == {"total": N_RANKS, "ready": N_RANKS, "loading": 0, "failed": 0, "failures": [],
@@ -163,11 +168,7 @@ def test_a_pair_of_big_jobs_rank_by_rank_and_by_percentile(logdir, summarised, s
     assert main(["summarize", str(pair), "--summaries-only", "--processes", "2", "--cache-dir", str(cache)]) == 0
     monkeypatch.setenv("TB_PIPELINE_CACHE_DIR", str(cache))
     _forbid_rank_loads(monkeypatch)
-    app, plugin = build_tb_app(pair)
-    try:
-        body = _distributed(Client(app), "baseline=job&experimental=slower")
-    finally:
-        plugin.close()
+    body = _first_answer(pair, "baseline=job&experimental=slower")
     assert body["complete"] and body["unmatched_ranks"] == [] and len(body["rows"]) == N_RANKS
     for row in body["rows"]:
         r = row["rank"]
@@ -219,11 +220,7 @@ def test_ranks_loading_answer_what_is_ready_then_added_and_rewritten_ranks_are_r
         _check_rank(row, src, row["rank"])
 
     _forbid_rank_loads(monkeypatch)
-    app, plugin = build_tb_app(tmp_path / "logdir")
-    try:
-        again = _distributed(Client(app), "baseline=job")
-    finally:
-        plugin.close()
+    again = _first_answer(tmp_path / "logdir", "baseline=job")
     assert again["complete"] and again["baseline_ranks"]["ranks"] == ranks
 
 
@@ -232,11 +229,7 @@ def test_a_limit_names_its_variable(logdir, summarised, monkeypatch):
     monkeypatch.setenv("TB_PIPELINE_CACHE_DIR", str(cache))
     monkeypatch.setenv("TB_PIPELINE_MAX_RANKS", "50")
     _forbid_rank_loads(monkeypatch)
-    app, plugin = build_tb_app(logdir)
-    try:
-        body = _distributed(Client(app), "baseline=job")
-    finally:
-        plugin.close()
+    body = _first_answer(logdir, "baseline=job")
     cov = body["baseline_ranks"]["coverage"]
     assert body["complete"] and [r["rank"] for r in body["baseline_ranks"]["ranks"]] == list(range(50))
     assert (cov["total"], cov["ready"], cov["left_out"], cov["limit"], cov["limit_variable"]) == (

@@ -10,6 +10,7 @@ import {
   rankChartKind,
   rankHistogram,
   rankProgress,
+  ranksToRead,
   slowestRanks,
   spreadRows,
   distributedPlan,
@@ -275,6 +276,11 @@ describe("thousands of ranks", () => {
     expect(rankProgress(many)).toBeNull();
     const facts = Object.fromEntries(runFacts(loading).map((f) => [f.label, f.value]));
     expect(facts["Ranks (trace files)"]).toBe("150 of 200 read");
+    // The charts and notes go by the ranks the run holds, not those read so far: nothing switches as they load.
+    const early = side("big", many.ranks.slice(0, 10).map((r) => ({ ...r, world_size: 300 })), { total: 200, ready: 10, loading: 190 });
+    expect(rankChartKind(ranksToRead(early))).toBe("distribution");
+    expect(runNotes(early)).toEqual(["The job had 300 ranks; this run holds 200 of them, so the straggler is the slowest of those."]);
+    expect(ranksToRead(side("big", many.ranks, { total: 250, left_out: 50 }))).toBe(200);
     const d = { complete: false } as DistributedResponse;
     expect(answerComplete(d)).toBe(false);
   });

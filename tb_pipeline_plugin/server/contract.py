@@ -1352,47 +1352,36 @@ class RunRanks(_Shape):
     coverage: RankCoverage
 
 
-class RankDeltaRow(_Shape):
+class SplitDeltas(_Shape):
+    """Baseline, experimental, delta and delta % of a step and its split."""
+
+    baseline_step_time_us: float
+    experimental_step_time_us: float
+    delta_step_time_us: float
+    delta_step_time_pct: float | None
+    baseline_computation_us: float
+    experimental_computation_us: float
+    delta_computation_us: float
+    delta_computation_pct: float | None
+    baseline_communication_us: float
+    experimental_communication_us: float
+    delta_communication_us: float
+    delta_communication_pct: float | None
+    baseline_idle_us: float
+    experimental_idle_us: float
+    delta_idle_us: float
+    delta_idle_pct: float | None
+
+
+class RankDeltaRow(SplitDeltas):
     rank: int
     baseline_worker: str
     experimental_worker: str
-    baseline_step_time_us: float
-    experimental_step_time_us: float
-    delta_step_time_us: float
-    delta_step_time_pct: float | None
-    baseline_computation_us: float
-    experimental_computation_us: float
-    delta_computation_us: float
-    delta_computation_pct: float | None
-    baseline_communication_us: float
-    experimental_communication_us: float
-    delta_communication_us: float
-    delta_communication_pct: float | None
-    baseline_idle_us: float
-    experimental_idle_us: float
-    delta_idle_us: float
-    delta_idle_pct: float | None
 
 
-class PercentileDeltaRow(_Shape):
+class PercentileDeltaRow(SplitDeltas):
     # Each quantity's own value at percentile `pct` over the ranks of each run.
     pct: int
-    baseline_step_time_us: float
-    experimental_step_time_us: float
-    delta_step_time_us: float
-    delta_step_time_pct: float | None
-    baseline_computation_us: float
-    experimental_computation_us: float
-    delta_computation_us: float
-    delta_computation_pct: float | None
-    baseline_communication_us: float
-    experimental_communication_us: float
-    delta_communication_us: float
-    delta_communication_pct: float | None
-    baseline_idle_us: float
-    experimental_idle_us: float
-    delta_idle_us: float
-    delta_idle_pct: float | None
 
 
 class DistributedResponse(_Shape):

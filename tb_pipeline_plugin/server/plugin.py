@@ -18,7 +18,8 @@ from werkzeug import wrappers
 from ..diff import pair_impls
 from ..sources.artifacts import make_loader
 from ..bounded_cache import BoundedCache
-from ..sources.provider import RunProvider, max_ranks_from_env, trace_ref
+from ..sources.provider import RunProvider, trace_ref
+from ..sources.rank_index import max_ranks_from_env
 from ..sources.tb_profiler import tb_profiler_names
 from . import params as Q
 from . import run_impls

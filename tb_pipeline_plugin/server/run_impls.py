@@ -16,7 +16,7 @@ from ..analysis.statistics.report import report as pipeline_report
 from ..analysis.run import Run
 from ..diff.distributed import diff_percentiles, diff_ranks
 from ..sources.logdir import RunInfo
-from ..sources.provider import MAX_RANKS_VARIABLE, RunRanks
+from ..sources.rank_index import MAX_RANKS_VARIABLE, RunRanks
 from ..sources.tb_profiler import ProfilerNames
 from ..sources.store import LoadState
 

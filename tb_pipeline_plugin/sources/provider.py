@@ -16,11 +16,8 @@ provider with `blocking=True`, where asking waits for the load.
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
-from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, Callable, Sequence, TypeVar
 
 from ..analysis.diagnostic.group import pool_diagnostic
@@ -32,8 +29,7 @@ from ..errors import NotFound
 from ..readers import PipelineTables
 from .artifacts import Source
 from .logdir import RunInfo, TraceFile, discover_runs, resolve, resolve_diagnostic, run_info, stat_file
-from .rank_index import RankIndex
-from .rollup import RankRecord
+from .rank_index import RankIndex, RunRanks, max_ranks_from_env
 from .store import LoadState, LoadStore, Pending, PendingAll
 
 T = TypeVar("T")
@@ -48,12 +44,6 @@ STALE_RANK_SCAN_S = 30.0
 # only queues the loads of ranks the roll-up lacks, so its capacity bounds
 # nothing a run can have.
 RANK_LOADS_KEPT = 256
-# The most ranks the distributed route reads of one run (the first, in the
-# workers' natural order); the answer says how many it left out and names
-# the variable. 10,000 ranks are about 2 MB of records and an answer of
-# about 4 MB per run.
-MAX_RANKS_VARIABLE = "TB_PIPELINE_MAX_RANKS"
-DEFAULT_MAX_RANKS = 20_000
 MAX_STATISTICS = 64
 # The groups of the last pair compared stay built (their recordings held
 # beyond TB_PIPELINE_MAX_LOADED_TRACES): a pair of two groups of N needs 2N
@@ -75,35 +65,6 @@ def trace_ref(run: str, worker: str = "", span: str = "") -> dict:
     return {"run": run, "worker": worker, "span": span}
 
 
-def max_ranks_from_env(env=os.environ) -> int:
-    raw = env.get(MAX_RANKS_VARIABLE, "").strip()
-    value = int(raw) if raw else DEFAULT_MAX_RANKS
-    if value < 1:
-        raise ValueError(f"{MAX_RANKS_VARIABLE} must be at least 1, got {raw!r}")
-    return value
-
-
-@dataclass
-class RunRanks:
-    """Where the ranks of one run stand: the records ready (each worker's last
-    span, in the workers' natural order) and what is still missing."""
-
-    run: str
-    ready: list[tuple[str, RankRecord]]  # (worker, record)
-    total: int  # rank files of the run, the left-out ones included
-    loading: int  # asked for, not read yet
-    failures: list[tuple[str, str]] = field(default_factory=list)  # (worker, why)
-    left_out: int = 0  # past `limit`, never asked for
-    limit: int = DEFAULT_MAX_RANKS
-
-    @cached_property
-    def key(self) -> tuple:
-        """What an answer over these ranks is computed from: the very records
-        (by identity: whoever keys on it holds them) and where the others stand."""
-        return (self.run, self.total, self.loading, self.left_out, self.limit, tuple(self.failures),
-                tuple(id(record) for _, record in self.ready))
-
-
 def group_state(members: Sequence[LoadState | None]) -> LoadState:
     """A group's load state: failed if a recording failed, loading while one
     loads, unloaded while one is; ready when all are."""
@@ -117,10 +78,10 @@ def group_state(members: Sequence[LoadState | None]) -> LoadState:
 
 class RunProvider:
     def __init__(self, logdir: str, load: Callable[[Source], Any], max_ready: int = 8, blocking: bool = False,
-                 max_ranks: int = DEFAULT_MAX_RANKS):
+                 max_ranks: int | None = None):
         self.logdir = logdir
         self._blocking = blocking
-        self.max_ranks = max_ranks
+        self.max_ranks = max_ranks or max_ranks_from_env({})
         # Parses run in worker processes (sources/workers.py); the store's
         # threads only wait for them and map the result, two threads per
         # worker process (`TraceLoader.concurrency`) so a run's ranks load in

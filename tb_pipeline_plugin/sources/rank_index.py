@@ -1,23 +1,33 @@
 """The server's view of the rank roll-up (sources/rollup.py): every record
 of a directory of traces, read once and then only what was appended since,
-plus the records this process's own loads return.
+plus the records this process's own loads return; and `RunRanks`, where a
+run's ranks stand for the distributed route.
 
-The distributed route asks it for each rank file's record at the version
-discovery saw (size, mtime); a file without one is loaded (store), and its
-record lands here when the load returns. Nothing here bounds how many ranks
-a run has: a directory's records are small (about 200 bytes each), and the
-directories kept are bounded (`MAX_DIRECTORIES`, least recently used first;
-one dropped is read back from the cache directory).
+The route asks for each rank file's record at the version discovery saw
+(size, mtime); a file without one is loaded (store), and its record lands
+here when the load returns. Nothing here bounds how many ranks a run has
+but `TB_PIPELINE_MAX_RANKS`, which the answer names: a directory's records
+are small (about 200 bytes each), and the directories kept are bounded
+(`MAX_DIRECTORIES`, least recently used first; one dropped is read back
+from the cache directory).
 """
 from __future__ import annotations
 
 import os
 import threading
+from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..bounded_cache import BoundedCache
 from .logdir import TraceFile
 from .rollup import COMPACTED, RankRecord, compact, decode_compacted, decode_lines, is_part, rollup_dir, split_path
 
+# The most ranks the distributed route reads of one run (the first, in the
+# workers' natural order); the answer says how many it left out and names
+# the variable. 10,000 ranks are about 2 MB of records and an answer of
+# about 4 MB per run.
+MAX_RANKS_VARIABLE = "TB_PIPELINE_MAX_RANKS"
+DEFAULT_MAX_RANKS = 20_000
 # Directories of traces whose records are kept in memory (a run's ranks are
 # usually in one directory; a Composer or Lightning job in a few).
 MAX_DIRECTORIES = 64
@@ -27,6 +37,35 @@ MAX_DIRECTORIES = 64
 COMPACT_PARTS = 16
 COMPACT_PART_SHARE = 0.5
 _COMPACT_MIN_BYTES = 256 << 10
+
+
+def max_ranks_from_env(env=os.environ) -> int:
+    raw = env.get(MAX_RANKS_VARIABLE, "").strip()
+    value = int(raw) if raw else DEFAULT_MAX_RANKS
+    if value < 1:
+        raise ValueError(f"{MAX_RANKS_VARIABLE} must be at least 1, got {raw!r}")
+    return value
+
+
+@dataclass
+class RunRanks:
+    """Where the ranks of one run stand: the records ready (each worker's last
+    span, in the workers' natural order) and what is still missing."""
+
+    run: str
+    ready: list[tuple[str, RankRecord]]  # (worker, record)
+    total: int  # rank files of the run, the left-out ones included
+    loading: int  # asked for, not read yet
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (worker, why)
+    left_out: int = 0  # past `limit`, never asked for
+    limit: int = DEFAULT_MAX_RANKS
+
+    @cached_property
+    def key(self) -> tuple:
+        """What an answer over these ranks is computed from: the very records
+        (by identity: whoever keys on it holds them) and where the others stand."""
+        return (self.run, self.total, self.loading, self.left_out, self.limit, tuple(self.failures),
+                tuple(id(record) for _, record in self.ready))
 
 
 class DirRollup:

@@ -1149,7 +1149,6 @@ export interface components {
         };
         /** PercentileDeltaRow */
         PercentileDeltaRow: {
-            pct: number;
             baseline_step_time_us: number;
             experimental_step_time_us: number;
             delta_step_time_us: number;
@@ -1166,6 +1165,7 @@ export interface components {
             experimental_idle_us: number;
             delta_idle_us: number;
             delta_idle_pct: number | null;
+            pct: number;
         };
         /** PipelineCallback */
         PipelineCallback: {
@@ -1383,9 +1383,6 @@ export interface components {
         };
         /** RankDeltaRow */
         RankDeltaRow: {
-            rank: number;
-            baseline_worker: string;
-            experimental_worker: string;
             baseline_step_time_us: number;
             experimental_step_time_us: number;
             delta_step_time_us: number;
@@ -1402,6 +1399,9 @@ export interface components {
             experimental_idle_us: number;
             delta_idle_us: number;
             delta_idle_pct: number | null;
+            rank: number;
+            baseline_worker: string;
+            experimental_worker: string;
         };
         /** RankHistogram */
         RankHistogram: {

@@ -112,11 +112,10 @@ export function runNotes(r: RunRanks): string[] {
   const backends = distinct(r.ranks.map((x) => x.backend));
   if (worlds.length > 1 || backends.length > 1) notes.push("The trace files disagree on the world size or backend: are they from one job?");
   const world = worlds.length === 1 ? (worlds[0] ?? 0) : 0;
-  if (world > r.ranks.length)
-    notes.push(
-      `The job had ${formatInt(world)} ranks; this run holds ${formatInt(r.ranks.length)} of them` +
-        (r.ranks.length > 1 ? ", so the straggler is the slowest of those." : "."),
-    );
+  // The run's rank files, read or not yet (while they load the view holds fewer).
+  const held = Math.max(r.ranks.length, r.coverage.total);
+  if (world > held)
+    notes.push(`The job had ${formatInt(world)} ranks; this run holds ${formatInt(held)} of them` + (held > 1 ? ", so the straggler is the slowest of those." : "."));
   return notes;
 }
 
@@ -262,6 +261,11 @@ export const BAR_RANKS_MAX = 64;
 
 export function rankChartKind(ranks: number): "bars" | "distribution" {
   return ranks <= BAR_RANKS_MAX ? "bars" : "distribution";
+}
+
+/** The ranks a run's view will hold once all are read (those past the limit aside): the charts are chosen by it, so they do not switch while ranks load. */
+export function ranksToRead(r: RunRanks): number {
+  return Math.max(r.ranks.length, r.coverage.total - r.coverage.left_out);
 }
 
 /** Whether to ask again: a rank of either run is still loading (the answer says so). */
