@@ -102,8 +102,8 @@ def main() -> int:
               f"load average {figures['summarize_load'][0]:.1f} -> {figures['summarize_load'][1]:.1f}")
         print(f"  summarize                          {summarize_s:8.1f} s    cache {figures['cache_bytes'] / mib:,.1f} MiB "
               f"(roll-up {rollup_bytes / mib:.2f} MiB)")
-        print(f"  distributed, cold (first ask)      {dist['wall_s']:8.3f} s    answer {dist['answer_bytes'] / mib:.1f} MiB "
-              f"(load {figures['route_load'][0]:.1f})")
+        print(f"  distributed, cold (first ask)      {dist['wall_s']:8.3f} s    ({dist['cold_cpu_s']:.3f} s CPU) answer "
+              f"{dist['answer_bytes'] / mib:.1f} MiB (load {figures['route_load'][0]:.1f})")
         print(f"  distributed, asked again           {dist['again_s'] * 1000:8.1f} ms")
         print(f"  asked after the scan went stale    {', '.join(f'{s * 1000:.1f}' for s in dist['after_rescan_s'])} ms")
         print(f"  the run against itself            {dist['pair_s']:8.3f} s, again {dist['pair_again_s'] * 1000:.1f} ms, "

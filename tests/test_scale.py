@@ -91,7 +91,7 @@ def test_cache_hit_after_restart_maps_columns_without_parse(trace_copy, tmp_path
     warm = _loader(cache_root)(str(trace_copy))
     warm_s = time.perf_counter() - t0
     assert _is_mapped(warm.table.ts_us) and _is_mapped(warm.linked.parent)  # mapped, not read
-    assert len(warm._memo) == len(FIRST_VIEWS)  # the views kept with the entry, none built here
+    assert len(warm._views) == len(FIRST_VIEWS)  # the views kept with the entry, none built here
     _assert_same_views(warm, direct)
     assert warm_s < 5, warm_s  # generous: the benchmark reports the real figure
 
@@ -124,7 +124,7 @@ def test_damaged_or_stale_views_are_built_again_not_served(trace_copy, tmp_path,
     else:
         views.unlink()
     warm = _loader(cache_root)(str(trace_copy))
-    assert len(warm._memo) == 0  # nothing adopted
+    assert len(warm._views) == 0  # nothing adopted
     _assert_same_views(warm, TraceProcessor.load(str(trace_copy)))
 
 
@@ -285,9 +285,9 @@ def test_parallel_rank_loads_equal_serial(shared_traces, tmp_path):
         parallel = list(ex.map(load, files))
     for a, b in zip(parallel, serial):
         # Seeded from the worker: one memo entry per first view, none computed here yet.
-        assert len(a._memo) == len(FIRST_VIEWS)
+        assert len(a._views) == len(FIRST_VIEWS)
         _assert_same_views(a, b)
-        assert len(a._memo) == len(FIRST_VIEWS)  # the views asked for were the seeded ones
+        assert len(a._views) == len(FIRST_VIEWS)  # the views asked for were the seeded ones
         assert a.has_device
 
 

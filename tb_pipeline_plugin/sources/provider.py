@@ -137,10 +137,12 @@ class RunProvider:
             return
         self._scanned, self._scanned_at, self._scan_started = scanned, time.monotonic(), started
         infos = scanned.values()
-        traces = [Source("trace", tf.path) for info in infos for tf in info.trace_files()]
+        # Paths, not Sources: a logdir of 10,000 ranks would make 20,000 of them each scan.
+        traces = {tf.path for info in infos for spans in info.traces.values() for tf in spans.values()}
+        diagnostic = {p for info in infos for p in info.diagnostic_files}
         self._statistics.retain_only(Source("pipeline", info.path) for info in infos if info.pipeline_files)
-        self._traces.retain_only(traces + [Source("diagnostic", p) for info in infos for p in info.diagnostic_files])
-        self._ranks.retain_only(Source("rank_summary", s.path) for s in traces)
+        self._traces.retain_where(lambda src: src.path in (traces if src.kind == "trace" else diagnostic))
+        self._ranks.retain_where(lambda src: src.path in traces)
 
     def _runs_for_ranks(self) -> dict[str, RunInfo]:
         """The scan the distributed route reads: a scan up to

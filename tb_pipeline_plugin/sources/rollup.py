@@ -38,6 +38,7 @@ import msgspec
 
 from ..analysis.distributed import rank_record
 from ..trace.persist import PARSER_VERSION
+from .cache import ROLLUPS
 from .view_file import ANALYSIS_VERSION
 
 try:
@@ -45,7 +46,6 @@ try:
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
-ROLLUPS = "rollups"
 COMPACTED = "rollup.json"
 _PART = "part-"
 _MERGING = "merging-"
