@@ -4,7 +4,7 @@
     python _scale_measure.py cold|warm CACHE_DIR FILE...      (our loader, all per-run views)
     python _scale_measure.py coldmem CACHE_DIR FILE...        (cold, with the process tree's peak PSS sampled)
     python _scale_measure.py diff CACHE_DIR LOGDIR            (TensorBoard app, the four diff routes)
-    python _scale_measure.py distributed CACHE_DIR LOGDIR RUN   (the distributed route over every rank)
+    python _scale_measure.py distributed CACHE_DIR LOGDIR RUN   (the distributed route over every rank, until complete)
     python _scale_measure.py latency LOGDIR                   (route latency while `big` parses)
     python _scale_measure.py ttp RUN_DIR                      (torch-tb-profiler, run in its own venv)
     python _scale_measure.py serial FILE...                   (in-process TraceProcessor, one by one)
@@ -21,12 +21,17 @@ import sys
 import time
 
 
-def _vm_hwm() -> int:
+def _status_bytes(field: str) -> int:
+    """A memory figure of this process from /proc/self/status (`VmHWM`: peak resident, `VmRSS`: now)."""
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmHWM:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def _vm_hwm() -> int:
+    return _status_bytes("VmHWM")
 
 
 def _children_peak() -> int:
@@ -192,10 +197,12 @@ PREFIX = "/data/plugin/tb_pipeline/"
 
 
 def _get_ready(client, route: str, timeout_s: float = 3600):
+    """The answer once loaded: asked again while 409, or while it says it is
+    not complete (`distributed`, which answers with the ranks ready)."""
     deadline = time.monotonic() + timeout_s
     while True:
         resp = client.get(PREFIX + route)
-        if resp.status_code != 409:
+        if resp.status_code != 409 and not (resp.status_code == 200 and resp.get_json().get("complete") is False):
             if resp.status_code != 200:
                 raise SystemExit(f"{route}: HTTP {resp.status_code}: {resp.get_data(as_text=True)[:300]}")
             return resp
@@ -223,20 +230,57 @@ def diff(logdir: str) -> dict:
     return {"ready_s": ready_s, "wall_s": time.perf_counter() - t0, "routes_s": per_route}
 
 
+def _until_complete(client, route: str, timeout_s: float = 3600, cpu: list | None = None) -> tuple[float, object]:
+    """(seconds from the first ask to the complete answer, the last response).
+    Only the requests are timed: this client's own parse of a 3 MB answer is
+    not the server's time. `cpu`, when given, gets this process's CPU
+    seconds over the same span (what a loaded machine does not inflate)."""
+    deadline = time.monotonic() + timeout_s
+    t0, c0 = time.perf_counter(), time.process_time()
+    while True:
+        resp = client.get(PREFIX + route)
+        done, cpu_done = time.perf_counter(), time.process_time()
+        if resp.status_code != 200:
+            raise SystemExit(f"{route}: HTTP {resp.status_code}: {resp.get_data(as_text=True)[:300]}")
+        if resp.get_json().get("complete") is not False:
+            if cpu is not None:
+                cpu.append(cpu_done - c0)
+            return done - t0, resp
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{route}: not complete after {timeout_s} s")
+        time.sleep(0.01)
+
+
 def distributed(logdir: str, run: str) -> dict:
-    """The `distributed` route over every rank of `run`: time until it answers."""
+    """The `distributed` route over every rank of `run`: time from the first
+    ask to its complete answer (cold: this fresh process's first, discovery
+    included), asked again at once, asked again after the scan went stale
+    (answered from it while it refreshes in the background, then from the
+    fresh one), the run against itself (a pair of its size); the process's
+    memory before and after."""
     client, plugin = _app(logdir)
     plugin.runs.start_parsers()  # workers start once per TensorBoard
-    t0 = time.perf_counter()
-    body = _get_ready(client, f"distributed?baseline={run}").get_json()
-    wall = time.perf_counter() - t0
-    # Asked again: every rank's summary is loaded now (what a page reload or the other tab's request costs).
-    t1 = time.perf_counter()
-    _get_ready(client, f"distributed?baseline={run}")
-    again = time.perf_counter() - t1
+    rss_before = _status_bytes("VmRSS")
+    one, pair = f"distributed?baseline={run}", f"distributed?baseline={run}&experimental={run}"
+    cold_cpu: list = []
+    wall, resp = _until_complete(client, one, cpu=cold_cpu)
+    body = resp.get_json()
+    # Asked again: every rank is read (what a page reload or the other tab's request costs).
+    again, _ = _until_complete(client, one)
+    time.sleep(2.5)  # past the rescan interval
+    stale = []
+    for _ in range(3):
+        stale.append(_until_complete(client, one)[0])
+        time.sleep(1.0)  # the background rescan lands meanwhile
+    pair_s, pair_resp = _until_complete(client, pair)
+    pair_again, _ = _until_complete(client, pair)
+    rss_after = _status_bytes("VmRSS")
     plugin.close()
     ranks = body["baseline_ranks"]["ranks"]
-    return {"wall_s": wall, "again_s": again, "ranks": len(ranks), "slowest_rank": body["baseline_ranks"]["slowest"]["rank"],
+    return {"wall_s": wall, "cold_cpu_s": cold_cpu[0], "again_s": again, "after_rescan_s": stale, "pair_s": pair_s, "pair_again_s": pair_again,
+            "answer_bytes": len(resp.data), "pair_answer_bytes": len(pair_resp.data),
+            "rss_before_bytes": rss_before, "rss_after_bytes": rss_after,
+            "ranks": len(ranks), "slowest_rank": body["baseline_ranks"]["slowest"]["rank"],
             "rank_source": ranks[0].get("rank_source", "(not given)") if ranks else None,
             "ranks_match_names": all(r["worker"] == f"rank{r['rank']}" for r in ranks)}
 

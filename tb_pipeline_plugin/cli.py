@@ -5,7 +5,7 @@
                          [--baseline-samples N] [--experimental-samples N] [--baseline-tokens N] [--experimental-tokens N]
     tb-pipeline report REPORT.json [--format FORMAT] [--output FILE]
     tb-pipeline record --logdir DIR [--run NAME] [--headspace N] [--repeat N] [--profile [SCHEDULE]] -- python train.py ...
-    tb-pipeline summarize LOGDIR [--scheduler tcp://HOST:8786] [--processes N] [--cache-dir DIR]
+    tb-pipeline summarize LOGDIR [--scheduler tcp://HOST:8786] [--processes N] [--cache-dir DIR] [--summaries-only]
     tb-pipeline noise RUN RUN [RUN ...]
 
 BASELINE / EXPERIMENTAL are trace files or run directories. `diff` prints
@@ -40,7 +40,8 @@ by default; a script running its own profiler keeps it).
 apart on this machine, and prints the `--between-run-pct` that covers it.
 `summarize` parses every trace of a logdir into the plugin's cache (on a
 Dask cluster with `--scheduler`), so TensorBoard serves them without
-parsing; exit 1 if a file failed.
+parsing; `--summaries-only` writes only each rank's record for the
+Distributed tab (a few hundred bytes a trace); exit 1 if a file failed.
 
 Exit status: 0 fine, 1 a `--fail-if` gate tripped, 2 bad usage or input,
 or a gate that cannot be evaluated because its metric is null on either side
@@ -148,6 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scheduler", help="Dask distributed scheduler address (default: a local process pool)")
     s.add_argument("--processes", type=int, help="local pool size (default: TB_PIPELINE_PARSE_WORKERS or cores)")
     s.add_argument("--cache-dir", help="cache directory (default: TB_PIPELINE_CACHE_DIR or the user cache dir)")
+    s.add_argument("--summaries-only", action="store_true",
+                   help="only each rank's record for the Distributed tab (the rank roll-up), no cache entries: "
+                        "a few hundred bytes a trace instead of several times its size; other tabs parse on request")
     s.set_defaults(run=run_summarize)
     n = sub.add_parser("noise", help="measure how far recordings of one configuration land apart",
                        description="Given two or more recordings of the same configuration on this machine "
@@ -172,13 +176,17 @@ def run_summarize(args, out=None) -> int:
     out = out or sys.stdout
     env = dict(os.environ, TB_PIPELINE_CACHE_DIR=args.cache_dir) if args.cache_dir else os.environ
     cache = CacheConfig.from_env(env)
-    results = summarize(args.logdir, scheduler=args.scheduler, processes=args.processes, cache=cache)
+    results = summarize(args.logdir, scheduler=args.scheduler, processes=args.processes, cache=cache,
+                        summaries_only=args.summaries_only)
     for r in results:
         if r.status == "failed":
             print(f"failed: {r.path}: {r.error}", file=out)
-    counts = {k: sum(1 for r in results if r.status == k) for k in ("parsed", "cached", "failed")}
-    print(f"{len(results)} trace files: {counts['parsed']} parsed, {counts['cached']} already cached, "
-          f"{counts['failed']} failed; cache: {cache.root}", file=out)
+    counts = {k: sum(1 for r in results if r.status == k) for k in ("parsed", "summarised", "cached", "failed")}
+    print(f"{len(results)} trace files: {counts['parsed']} parsed, "
+          + (f"{counts['summarised']} summarised (rank records only), " if counts["summarised"] else "")
+          + f"{counts['cached']} already cached, {counts['failed']} failed; cache: {cache.root}", file=out)
+    if results.cap_note:
+        print(results.cap_note, file=out)
     return EXIT_REGRESSION if counts["failed"] else EXIT_OK
 
 

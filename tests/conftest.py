@@ -45,7 +45,7 @@ PARALLEL_SAFE_MODULES = frozenset({
     "test_e2e_report",
     "test_e2e_distributed", "test_e2e_memory", "test_e2e_profiler_link", "test_e2e_timeline_diff", "test_gpu_traces",
     "test_import_hook", "test_install_hints", "test_layout_composer", "test_layout_frameworks", "test_logdir",
-    "test_logdir_groups", "test_memory_diff", "test_pipeline_diagnostic_launch", "test_readme", "test_route_fuzz",
+    "test_logdir_groups", "test_memory_diff", "test_pipeline_diagnostic_launch", "test_rank_rollup", "test_readme", "test_route_fuzz",
     "test_routes", "test_development_map",
     # Verdicts checked against oracles computed from the same recordings; the host-load check is an
     # iff against the recorded load, so another worker's load moves both sides of it.
@@ -230,12 +230,20 @@ def wait_ready(client, run: str, timeout: float = 60) -> dict:
         time.sleep(0.05)
 
 
+def still_loading(resp) -> bool:
+    """409, or an answer that holds what is ready and says it is not complete
+    (`distributed` while ranks load)."""
+    if resp.status_code == 409:
+        return True
+    return resp.status_code == 200 and resp.is_json and (resp.get_json() or {}).get("complete") is False
+
+
 def get_when_ready(client, url: str, timeout: float = 120):
-    """GET `PLUGIN_PREFIX/url`, asked again while the answer is 409 (still loading)."""
+    """GET `PLUGIN_PREFIX/url`, asked again while it is still loading (`still_loading`)."""
     deadline = time.monotonic() + timeout
     while True:
         resp = client.get(f"{PLUGIN_PREFIX}/{url}")
-        if resp.status_code != 409:
+        if not still_loading(resp):
             return resp
         if time.monotonic() > deadline:
             pytest.fail(f"{url} still loading after {timeout} s")

@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 import msgspec
 import pytest
 
-from conftest import PLUGIN_PREFIX, wait_ready
+from conftest import PLUGIN_PREFIX, still_loading, wait_ready
 from tb_pipeline_plugin.server import openapi
 from tb_pipeline_plugin.server.routes import ROUTES
 
@@ -82,8 +82,8 @@ def _query(route_path: str) -> dict:
 def test_every_route_answers_its_declared_shape(served, route):
     url = f"{PLUGIN_PREFIX}{route.path}?{urlencode(_query(route.path))}"
     deadline = time.monotonic() + 60
-    # Routes over every rank of a run load per-rank summaries on first use.
-    while (resp := served.get(url)).status_code == 409 and time.monotonic() < deadline:
+    # Routes over every rank of a run answer with the ranks ready until every one is.
+    while still_loading(resp := served.get(url)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert resp.status_code == 200, resp.get_data(as_text=True)
     msgspec.json.decode(resp.get_data(), type=route.response)

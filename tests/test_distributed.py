@@ -16,7 +16,7 @@ import time
 import pytest
 from werkzeug.test import Client
 
-from conftest import PLUGIN_PREFIX, build_tb_app
+from conftest import PLUGIN_PREFIX, build_tb_app, get_when_ready
 from tb_pipeline_plugin.analysis.processor import TraceProcessor
 
 
@@ -43,13 +43,8 @@ def ranks_logdir(shared_traces, tmp_path_factory):
 
 
 def _get(client, url, timeout=120):
-    deadline = time.monotonic() + timeout
-    while True:
-        resp = client.get(f"{PLUGIN_PREFIX}/{url}")
-        if resp.status_code != 409:
-            return resp
-        assert time.monotonic() < deadline, f"{url} still loading"
-        time.sleep(0.05)
+    """The answer once every rank is in it (`complete`)."""
+    return get_when_ready(client, url, timeout)
 
 
 @pytest.fixture(scope="module")

@@ -3,11 +3,15 @@ sample (A100s, a 128-rank job), headless Debian chromium.
 
 Runs: `job` (rank 0 and rank 1 as worker files), `mixed` (rank 1, rank 0,
 rank 1 again: ranks repeat, so they are numbered by file order and rank 2
-has no partner), `solo` (rank 1 alone) and `empty` (two empty traces).
-Oracles: rank, world size, backend and step counts from each file's JSON;
-the straggler and every time on screen from the `distributed` route, whose
-split is checked against the JSON and torch-independent overviews in
-tests/test_distributed.py.
+has no partner), `solo` (rank 1 alone) and `empty` (two empty traces);
+`many` and `many_slow`: 100 ranks each (`rankN.json.gz`) of HTA's real gloo
+CPU trace with its rank rewritten and its clock stretched per rank, `many_slow`'s odd ranks
+10 % more (tests/support/rank_logdir.py), loaded by the parse workers when
+the tab asks: the tab shows them as they load, then their distribution.
+Oracles: rank, world size, backend, step counts and step times from each
+file's JSON; the straggler and every time on screen from the `distributed`
+route, whose split is checked against the JSON and torch-independent
+overviews in tests/test_distributed.py and tests/test_rank_rollup.py.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from support.rank_logdir import CPU_ONLY, oracle, write_ranks
 from test_e2e_browser import (  # noqa: F401 - browser and page are fixtures
     BUNDLE, CHROMIUM, _get, _open_tab, _pick, browser, page, runs_ready, serve_tensorboard,
 )
@@ -50,9 +55,22 @@ def tensorboard(shared_traces, tmp_path_factory):
     (logdir / "empty").mkdir()
     for i in range(2):
         (logdir / "empty" / f"worker{i}.pt.trace.json").write_text('{"schemaVersion": 1, "traceEvents": []}')
+    cpu = str(shared_traces / CPU_ONLY)
+    # Named `rankN.json.gz` (generic Chrome traces to our discovery): torch-tb-profiler, installed
+    # beside us here, reads only `*.pt.trace.json*` and would spend minutes on 200 more files.
+    write_ranks(cpu, str(logdir / "many"), range(MANY), many_scale, name="rank{}.json.gz")
+    write_ranks(cpu, str(logdir / "many_slow"), range(MANY), lambda r: many_scale(r) * (1.1 if r % 2 else 1.0),
+                name="rank{}.json.gz")
     with serve_tensorboard(logdir, tmp_path_factory.mktemp("tb_log") / "tensorboard.log",
-                           runs_ready("job", "mixed", "solo", "empty")) as port:
+                           runs_ready("job", "mixed", "solo", "empty", "many", "many_slow")) as port:
         yield port, [_json_oracle(s) for s in src]
+
+
+MANY = 100  # past the 64 ranks a bar each: the tab draws the distribution
+
+
+def many_scale(rank: int) -> float:
+    return 1.0 + (rank % 13) / 10
 
 
 def _shot(page, name: str) -> None:
@@ -81,7 +99,12 @@ def _facts(card) -> dict:
 
 def _open_distributed(frame):
     frame.click("[data-tab=distributed]")
-    frame.wait_for_selector("[data-view=distributed] [data-testid=rank-table]", timeout=120_000)
+    _complete(frame)
+
+
+def _complete(frame):
+    """Until every rank of both runs is in the view (it shows the ranks ready while the others load)."""
+    frame.wait_for_selector("[data-view=distributed][data-complete=true] [data-testid=rank-table]", timeout=180_000)
 
 
 def test_distributed_tab(tensorboard, page):
@@ -157,7 +180,8 @@ def test_distributed_tab(tensorboard, page):
 
     # ---- One run picked twice: its ranks alone, slowest first, steps from the JSON.
     _pick(frame, "job", "job")
-    frame.wait_for_selector("[data-view=distributed] [data-testid=rank-table] [data-key=vs_median_us]", timeout=60_000)
+    frame.wait_for_selector("[data-view=distributed][data-complete=true] [data-testid=rank-table] [data-key=vs_median_us]",
+                            timeout=60_000)
     table = frame.locator("[data-testid=rank-table]")
     assert _names(table) == [f"rank {r['rank']} · {r['worker']}" for r in sorted(ranks, key=lambda r: -r["step_time_us"])]
     steps = table.evaluate("t => [...t.querySelectorAll('tbody tr:not(.spacer)')].map(tr => tr.querySelectorAll('td')[1].textContent)")
@@ -186,4 +210,66 @@ def test_distributed_tab(tensorboard, page):
     assert "No rank of “empty” has any step time" in note.inner_text()
     assert frame.locator("[data-testid=rank-run][data-side=experimental] [data-testid=straggler]").count() == 0
     _shot(page, "distributed_empty")
+    assert not page.problems, page.problems
+
+
+def test_distributed_tab_of_many_ranks(tensorboard, page, shared_traces):
+    port, _ = tensorboard
+    cpu = str(shared_traces / CPU_ONLY)
+    frame = _open_tab(page, port)
+    _pick(frame, "many", "many_slow")
+    frame.click("[data-tab=distributed]")
+    # While the parse workers read the ranks: the ranks ready, and how many are left.
+    progress = frame.locator("[data-testid=rank-progress]").first
+    progress.wait_for(timeout=60_000)
+    ready, total = int(progress.get_attribute("data-ready")), int(progress.get_attribute("data-total"))
+    assert total == MANY and ready < MANY
+    assert re.search(r"of 100 ranks of “many(_slow)?” ready; [\d,]+ still loading", progress.inner_text())
+    _shot(page, "distributed_many_loading")
+    _complete(frame)
+    assert frame.locator("[data-testid=rank-progress]").count() == 0
+    view = frame.locator("[data-view=distributed]")
+    assert view.get_attribute("data-chart-kind") == "distribution"
+    api = _get(port, "distributed", baseline="many", experimental="many_slow")
+    assert api["complete"] and len(api["rows"]) == MANY
+
+    # The slowest ranks, listed with the route's numbers; the first one's step time is its JSON's.
+    b = api["baseline_ranks"]
+    listed = frame.locator("[data-testid=rank-run][data-side=baseline] [data-testid=slowest-ranks] li")
+    assert [int(x) for x in listed.evaluate_all("lis => lis.map(li => li.dataset.rank)")] == [r["rank"] for r in b["slowest_ranks"]]
+    top = b["slowest_ranks"][0]
+    assert top["step_time_us"] == pytest.approx(oracle(cpu, top["rank"], many_scale(top["rank"]))["step_time_us"], abs=0.01)
+    assert f"{top['step_time_us'] / 1000:,.3f} ms per step" in listed.first.inner_text()
+
+    # The distribution: the bands of each run and the histogram are drawn; the spread table holds the route's percentiles.
+    for chart in ("bands-baseline", "bands-experimental", "histogram"):
+        assert frame.locator(f"[data-chart={chart}] canvas").count() >= 1
+    spread = {s["quantity"]: s for s in b["spread"]}
+    row = frame.locator("[data-testid=rank-spread] tr[data-side=baseline][data-quantity=step_time_us] td")
+    cells = row.evaluate_all("tds => tds.map(td => td.textContent)")
+    pcts = b["spread_percentiles"]
+    for text, p in zip(cells, (0, 50, 90, 99, 100)):
+        assert _ms(text) == pytest.approx(spread["step_time_us"]["values"][pcts.index(p)], abs=MS_TOL_US)
+
+    # Percentile by percentile: p50's Δ as the route gives it (odd ranks 10 % slower).
+    table = frame.locator("[data-testid=percentile-table]")
+    names = _names(table)
+    assert names[:3] == ["min", "p1", "p5"] and names[-1] == "max"
+    by_pct = {r["pct"]: r for r in api["by_percentile"]}
+    p50 = table.evaluate("t => [...t.querySelectorAll('tbody tr:not(.spacer)')].find(tr => tr.querySelector('td.c-name').textContent === 'p50').querySelectorAll('td')[3].textContent")
+    assert _ms(p50) == pytest.approx(by_pct[50]["delta_step_time_us"], abs=MS_TOL_US) and by_pct[50]["delta_step_time_us"] > 0
+
+    # Rank by rank: virtualised (fewer rows in the page than ranks), largest |Δ step time| first.
+    ranks_table = frame.locator("[data-testid=rank-table]")
+    shown = _names(ranks_table)
+    assert 0 < len(shown) < MANY
+    first = sorted(api["rows"], key=lambda r: (-abs(r["delta_step_time_us"]), r["rank"]))[0]
+    assert shown[0] == f"rank {first['rank']} · rank{first['rank']}"
+    frame.evaluate("() => window.scrollTo(0, 0)")
+    _shot(page, "distributed_many")
+    frame.locator("#dist-bands").scroll_into_view_if_needed()
+    frame.evaluate("() => document.getElementById('dist-bands').scrollIntoView()")
+    _shot(page, "distributed_many_charts")
+    table.scroll_into_view_if_needed()
+    _shot(page, "distributed_many_tables")
     assert not page.problems, page.problems

@@ -16,6 +16,7 @@ from tb_pipeline_plugin.analysis.processor import TraceProcessor
 from tb_pipeline_plugin.cli import main
 from tb_pipeline_plugin.sources import artifacts
 from tb_pipeline_plugin.sources.cache import CacheConfig, TraceCache
+from tb_pipeline_plugin.sources.rollup import make_record, read_all, rollup_dir
 from tb_pipeline_plugin.sources.summarize import summarize, trace_files
 
 
@@ -54,14 +55,24 @@ def test_dask_cluster_writes_what_the_local_pool_writes(logdir, tmp_path):
     assert len(files) == 4
     local = summarize(str(logdir), processes=2, cache=CacheConfig(str(local_root), 1 << 32))
     assert sorted(r.status for r in local) == ["parsed"] * 4
+    records_root = tmp_path / "records"
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         remote = summarize(str(logdir), scheduler=cluster.scheduler_address, cache=CacheConfig(str(dask_root), 1 << 32))
+        only = summarize(str(logdir), scheduler=cluster.scheduler_address, cache=CacheConfig(str(records_root), 1 << 32),
+                         summaries_only=True)
     assert sorted(r.status for r in remote) == ["parsed"] * 4
+    assert sorted(r.status for r in only) == ["summarised"] * 4
     for path in files:
         direct = TraceProcessor.load(path)
         expected = (direct.overview(), direct.operators("name"), direct.kernels(), direct.modules())
         _assert_same(_views(local_root, path), expected)
         _assert_same(_views(dask_root, path), expected)
+        # The rank roll-up: the same record from the pool, the cluster and the records-only run, and the trace's.
+        want = make_record(path, os.path.getsize(path), os.path.getmtime(path), direct.overview(), direct.has_device,
+                           direct.warnings)
+        for root in (local_root, dask_root, records_root):
+            assert [r for r in read_all(rollup_dir(str(root), os.path.dirname(path))) if r.file == want.file] == [want]
+    assert TraceCache(CacheConfig(str(records_root), 1 << 32)).entries() == []  # records only: no entry
     # A second pass finds everything cached.
     again = summarize(str(logdir), processes=1, cache=CacheConfig(str(local_root), 1 << 32))
     assert sorted(r.status for r in again) == ["cached"] * 4

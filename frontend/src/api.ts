@@ -99,6 +99,7 @@ export type DistributedResponse = Schemas["DistributedResponse"];
 export type RunRanks = Schemas["RunRanks"];
 export type RankRow = Schemas["RankRow"];
 export type RankDeltaRow = Schemas["RankDeltaRow"];
+export type PercentileDeltaRow = Schemas["PercentileDeltaRow"];
 export type Straggler = Schemas["Straggler"];
 
 /** Which two traces to compare; the worker/span may be left to the server's default. */

@@ -1,8 +1,19 @@
 import { describe, expect, it } from "vitest";
-import type { DistributedResponse, RankDeltaRow, RankRow, RunInfo } from "../src/api";
+import type { DistributedResponse, PercentileDeltaRow, RankDeltaRow, RankRow, RunInfo, RunRanks } from "../src/api";
 import { worker } from "./fixtures";
 import {
+  answerComplete,
   answerSides,
+  coverageNotes,
+  namedPercentileRows,
+  percentileBands,
+  percentileDeltaColumns,
+  rankChartKind,
+  rankHistogram,
+  rankProgress,
+  ranksToRead,
+  slowestRanks,
+  spreadRows,
   distributedPlan,
   distributedTabShown,
   namedRankDeltaRows,
@@ -42,19 +53,41 @@ function rank(r: number, split: [number, number, number], over: Partial<RankRow>
   };
 }
 
-/** Median, distances and straggler filled in the way the server does (analysis/distributed.py). */
-function side(runName: string, ranks: RankRow[]): NamedRanks {
-  if (ranks.length === 0) return { run: runName, ranks, slowest: null, median_step_time_us: null };
+const SPREAD_PCTS = [0, 1, 5, 10, 25, 50, 75, 90, 95, 99, 100];
+const QUANTITIES = ["step_time_us", "computation_us", "communication_us", "idle_us"] as const;
+/** The index of percentile p in n sorted values, as analysis/rank_distribution.py:position. */
+const at = (p: number, n: number) => Math.min(n - 1, Math.floor((p / 100) * (n - 1) + 0.5));
+const allRead = (n: number): RunRanks["coverage"] => ({
+  total: n, ready: n, loading: 0, failed: 0, failures: [], warned: 0, warnings: [], left_out: 0, limit: 20000, limit_variable: "TB_PIPELINE_MAX_RANKS",
+});
+
+/** Median, distances, straggler and distribution filled in the way the server does (analysis/distributed.py, rank_distribution.py). */
+function side(runName: string, ranks: RankRow[], coverage: Partial<RunRanks["coverage"]> = {}): NamedRanks {
+  const cov = { ...allRead(ranks.length), ...coverage };
+  const empty = { slowest_ranks: [], percentiles: [], spread_percentiles: SPREAD_PCTS, spread: [], histogram: { edges_us: [], counts: [] }, coverage: cov };
+  if (ranks.length === 0) return { run: runName, ranks, slowest: null, median_step_time_us: null, ...empty };
   const times = ranks.map((r) => r.step_time_us).sort((a, b) => a - b);
   const mid = Math.floor(times.length / 2);
   const median = times.length % 2 ? (times[mid] as number) : ((times[mid - 1] as number) + (times[mid] as number)) / 2;
   const rows = ranks.map((r) => ({ ...r, vs_median_us: r.step_time_us - median, vs_median_pct: median ? (100 * (r.step_time_us - median)) / median : null }));
-  const slow = rows.reduce((a, b) => (b.step_time_us > a.step_time_us ? b : a));
+  const slowFirst = [...rows].sort((a, b) => b.step_time_us - a.step_time_us || a.rank - b.rank);
+  const slow = slowFirst[0] as RankRow;
+  const asc = [...slowFirst].reverse().sort((a, b) => a.step_time_us - b.step_time_us || a.rank - b.rank);
   return {
     run: runName,
     ranks: rows,
     slowest: { worker: slow.worker, rank: slow.rank, step_time_us: slow.step_time_us, vs_median_us: slow.vs_median_us, vs_median_pct: slow.vs_median_pct },
     median_step_time_us: median,
+    ...empty,
+    slowest_ranks: slowFirst.slice(0, 10),
+    percentiles: Array.from({ length: 101 }, (_, p) => {
+      const r = asc[at(p, asc.length)] as RankRow;
+      return { pct: p, rank: r.rank, worker: r.worker, step_time_us: r.step_time_us, computation_us: r.computation_us, communication_us: r.communication_us, idle_us: r.idle_us };
+    }),
+    spread: QUANTITIES.map((q) => {
+      const v = rows.map((r) => r[q]).sort((a, b) => a - b);
+      return { quantity: q, values: SPREAD_PCTS.map((p) => v[at(p, v.length)] as number), mean: v.reduce((a, b) => a + b, 0) / v.length };
+    }),
   };
 }
 
@@ -97,6 +130,8 @@ describe("which runs the tab shows", () => {
       experimental_ranks: null,
       rows: [],
       unmatched_ranks: [],
+      by_percentile: [],
+      complete: true,
     };
     const plan = distributedPlan(runs, "stats", "job");
     expect(answerSides(d, plan).map((s) => s.side)).toEqual(["experimental"]);
@@ -217,10 +252,85 @@ describe("rank tables", () => {
       experimental_ranks: side("small", [rank(0, [1, 0, 0]), rank(1, [1, 0, 0]), rank(5, [1, 0, 0])]),
       rows: [deltaRow(0, 1, 1), deltaRow(1, 1, 1)],
       unmatched_ranks: [2, 5],
+      by_percentile: [],
+      complete: true,
     };
     expect(unmatchedRanks(d)).toEqual([
       { rank: 2, only: "baseline", run: "job" },
       { rank: 5, only: "experimental", run: "small" },
     ]);
+  });
+});
+
+describe("thousands of ranks", () => {
+  // 200 ranks: rank r takes 1,000 + r µs of computation and r µs of communication.
+  const many = side("big", Array.from({ length: 200 }, (_, r) => rank(r, [1_000 + r, r, 0])));
+
+  it("draws a bar per rank up to 64 ranks, the distribution beyond", () => {
+    expect(rankChartKind(64)).toBe("bars");
+    expect(rankChartKind(65)).toBe("distribution");
+  });
+
+  it("says how many ranks are ready while the others load, and asks again until complete", () => {
+    const loading = side("big", many.ranks.slice(0, 150), { total: 200, ready: 150, loading: 50 });
+    expect(rankProgress(loading)?.text).toBe("150 of 200 ranks of “big” ready; 50 still loading. The view fills in as they are read.");
+    expect(rankProgress(many)).toBeNull();
+    const facts = Object.fromEntries(runFacts(loading).map((f) => [f.label, f.value]));
+    expect(facts["Ranks (trace files)"]).toBe("150 of 200 read");
+    // The charts and notes go by the ranks the run holds, not those read so far: nothing switches as they load.
+    const early = side("big", many.ranks.slice(0, 10).map((r) => ({ ...r, world_size: 300 })), { total: 200, ready: 10, loading: 190 });
+    expect(rankChartKind(ranksToRead(early))).toBe("distribution");
+    expect(runNotes(early)).toEqual(["The job had 300 ranks; this run holds 200 of them, so the straggler is the slowest of those."]);
+    expect(ranksToRead(side("big", many.ranks, { total: 250, left_out: 50 }))).toBe(200);
+    const d = { complete: false } as DistributedResponse;
+    expect(answerComplete(d)).toBe(false);
+  });
+
+  it("names the limit and the variable that raises it, and why ranks failed", () => {
+    const limited = side("big", many.ranks, { total: 250, left_out: 50, limit: 200, failed: 2, failures: [{ worker: "w7", text: "ValueError: no events" }] });
+    const notes = coverageNotes(limited);
+    expect(notes.map((n) => n.kind)).toEqual(["left-out", "failed"]);
+    expect(notes[0]?.title).toBe("50 of 250 ranks of “big” are not shown");
+    expect(notes[0]?.body).toContain("Set TB_PIPELINE_MAX_RANKS=250 before starting TensorBoard");
+    expect(notes[1]?.body).toBe("w7: ValueError: no events; …");
+    expect(coverageNotes(many)).toEqual([]);
+  });
+
+  it("lists the slowest ranks, slowest first", () => {
+    const slow = slowestRanks(many);
+    expect(slow.map((x) => x.rank)).toEqual([199, 198, 197, 196, 195, 194, 193, 192, 191, 190]);
+    expect(slow[0]?.text).toBe("rank 199 (w199): 1.398 ms per step, +0.199 ms against the median rank");
+  });
+
+  it("stacks the split of the rank at each percentile so the parts add up to its step", () => {
+    const bands = percentileBands(many);
+    expect(bands.xs).toEqual(Array.from({ length: 101 }, (_, p) => p));
+    expect(bands.ranks[50]).toBe(100); // position round(0.5 * 199) = 100: rank 100
+    const top = bands.stacks[0]?.values[50] ?? 0; // the stack's top: the whole step, in ms
+    expect(top).toBeCloseTo((1_000 + 100 + 100) / 1000, 9);
+  });
+
+  it("puts both runs' histograms on the shared bins, x at each bin's middle in ms", () => {
+    const b = { ...many, histogram: { edges_us: [1000, 1200, 1400], counts: [100, 100] } };
+    const e = { ...many, histogram: { edges_us: [1000, 1200, 1400], counts: [50, 150] } };
+    const h = rankHistogram([{ side: "baseline", ranks: b }, { side: "experimental", ranks: e }]);
+    expect(h.xs).toEqual([1.1, 1.3]);
+    expect(h.widthMs).toBeCloseTo(0.2, 12);
+    expect(h.series.map((s) => s.counts)).toEqual([[100, 100], [50, 150]]);
+  });
+
+  it("gives each part's min, p50, p90, p99, max and mean in ms", () => {
+    const rows = spreadRows(many);
+    expect(rows.map((r) => r.label)).toEqual(["Step time", "Computation", "Communication", "Idle (waiting)"]);
+    // Communication of rank r is r µs: min 0, p50 rank 100, p90 rank 179, p99 rank 197, max 199, mean 99.5.
+    expect(rows[2]?.cells).toEqual(["0.000 ms", "0.100 ms", "0.179 ms", "0.197 ms", "0.199 ms", "0.100 ms"]);
+  });
+
+  it("orders the by-percentile rows as numbers: p5 before p10 before p100", () => {
+    const row = (pct: number): PercentileDeltaRow => ({ ...deltaRow(0, 1, 2), pct } as unknown as PercentileDeltaRow);
+    const rows = namedPercentileRows([row(100), row(10), row(5), row(0)]);
+    const sorted = sortRows(rows, { key: "name", dir: "asc" }, rankOrder);
+    expect(sorted.map((r) => r.name)).toEqual(["min", "p5", "p10", "max"]);
+    expect(percentileDeltaColumns()[0]?.label).toBe("Percentile");
   });
 });

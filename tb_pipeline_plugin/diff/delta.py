@@ -68,6 +68,25 @@ def delta_arrays(baseline: np.ndarray, experimental: np.ndarray) -> tuple[np.nda
     return delta, pct
 
 
+def delta_field_columns(column: str, baseline: np.ndarray, experimental: np.ndarray,
+                        decimals: int = US_DECIMALS) -> dict[str, list]:
+    """`delta_fields` of whole columns of floats at once: for each key, the
+    list of what `delta_fields` gives row by row (the same float operations,
+    Python's own rounding of each value), without its per-value checks: the
+    rank-by-rank table of 10,000 ranks is 40,000 of them."""
+    delta, pct = delta_arrays(baseline, experimental)
+
+    def rounded(values: np.ndarray, places: int) -> list:
+        return [None if v != v else round(v, places) for v in values.tolist()]  # v != v: NaN
+
+    return {
+        f"baseline_{column}": rounded(baseline, decimals),
+        f"experimental_{column}": rounded(experimental, decimals),
+        f"delta_{column}": rounded(delta, decimals),
+        pct_name(column): rounded(pct, PCT_DECIMALS),
+    }
+
+
 def _round(v, decimals: int):
     if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
         return int(v)

@@ -1415,16 +1415,79 @@ class Straggler(_Shape):
     vs_median_pct: float | None
 
 
+class RankAtPercentile(_Shape):
+    # Of the ranks sorted by step time, the one at position round(pct / 100 * (n - 1)),
+    # with its own split (the parts add up to its step time).
+    pct: int
+    rank: int
+    worker: str
+    step_time_us: float
+    computation_us: float
+    communication_us: float
+    idle_us: float
+
+
+SplitQuantity = Literal["step_time_us", "computation_us", "communication_us", "idle_us"]
+
+
+class QuantitySpread(_Shape):
+    # One quantity's own distribution over the ranks: `values[i]` is its value
+    # at percentile `percentiles[i]` of RunRanks (a rank's value, never interpolated).
+    quantity: SplitQuantity
+    values: list[float]
+    mean: float
+
+
+class RankHistogram(_Shape):
+    # Ranks per bin of average step time; bins [edges_us[i], edges_us[i + 1]), the last closed.
+    # In a pair both runs share the edges.
+    edges_us: list[float]
+    counts: list[int]
+
+
+class RankNote(_Shape):
+    worker: str
+    text: str
+
+
+class RankCoverage(_Shape):
+    # Rank files of the run (each worker's last span), those left out included.
+    total: int
+    # Ranks in `ranks`.
+    ready: int
+    # Being read or parsed: asked again, the answer holds more (see `complete`).
+    loading: int
+    # Ranks whose file could not be read, and the first few of them with why.
+    failed: int
+    failures: list[RankNote]
+    # Ranks whose file was read with losses (a damaged trace), and the first few warnings.
+    warned: int
+    warnings: list[RankNote]
+    # Ranks past `limit` (the first `limit` in the workers' natural order are read);
+    # `limit_variable` is the environment variable that raises it.
+    left_out: int
+    limit: int
+    limit_variable: str
+
+
 class RunRanks(_Shape):
     ranks: list[RankRow]
     slowest: Straggler | None
     median_step_time_us: float | None
+    # The slowest ranks, slowest first (ties: lower rank first), at most 10.
+    slowest_ranks: list[RankRow]
+    # The rank at each percentile 0..100 of step time (empty without ranks).
+    percentiles: list[RankAtPercentile]
+    # Each quantity's value at `spread_percentiles`, and its mean.
+    spread_percentiles: list[int]
+    spread: list[QuantitySpread]
+    histogram: RankHistogram
+    coverage: RankCoverage
 
 
-class RankDeltaRow(_Shape):
-    rank: int
-    baseline_worker: str
-    experimental_worker: str
+class SplitDeltas(_Shape):
+    """Baseline, experimental, delta and delta % of a step and its split."""
+
     baseline_step_time_us: float
     experimental_step_time_us: float
     delta_step_time_us: float
@@ -1443,6 +1506,17 @@ class RankDeltaRow(_Shape):
     delta_idle_pct: float | None
 
 
+class RankDeltaRow(SplitDeltas):
+    rank: int
+    baseline_worker: str
+    experimental_worker: str
+
+
+class PercentileDeltaRow(SplitDeltas):
+    # Each quantity's own value at percentile `pct` over the ranks of each run.
+    pct: int
+
+
 class DistributedResponse(_Shape):
     baseline: RunRef
     # Absent without an experimental run; then rows is empty.
@@ -1450,5 +1524,9 @@ class DistributedResponse(_Shape):
     baseline_ranks: RunRanks
     experimental_ranks: RunRanks | None
     rows: list[RankDeltaRow]
-    # Ranks only one of the runs has.
+    # Ranks only one of the runs has (while `complete` is false, maybe only because the other's is loading).
     unmatched_ranks: list[int]
+    # Both runs at the percentiles of `spread_percentiles` (empty without an experimental run).
+    by_percentile: list[PercentileDeltaRow]
+    # No rank of either run is still loading: asking again gives the same answer.
+    complete: bool

@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import os
 
+import msgspec
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
 from ..diff import pair_impls
 from ..sources.artifacts import make_loader
+from ..bounded_cache import BoundedCache
 from ..sources.provider import RunProvider, trace_ref
+from ..sources.rank_index import max_ranks_from_env
 from ..sources.tb_profiler import tb_profiler_names
 from . import params as Q
 from . import run_impls
 from .gc_freeze import freeze_startup_objects
-from .http import json_response, json_routes, static_response
+from .http import encode_json, json_response, json_routes, static_response
 from .loader import PLUGIN_NAME, TAB_NAME
 
 _STATIC_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")
@@ -33,9 +36,14 @@ class PipelinePlugin(base_plugin.TBPlugin):
     def __init__(self, context: base_plugin.TBContext):
         self._logdir = context.logdir or ""
         max_ready = int(os.environ.get("TB_PIPELINE_MAX_LOADED_TRACES", "8"))
-        self.runs = RunProvider(self._logdir, make_loader(), max_ready=max_ready)
-        # Every module is imported by now; a full GC pass over them would
-        # otherwise land on a request (server/gc_freeze.py).
+        self.runs = RunProvider(self._logdir, make_loader(), max_ready=max_ready, max_ranks=max_ranks_from_env())
+        # The last few `distributed` answers, encoded, keyed by the very
+        # records they were computed from (held with them: their ids stay
+        # unique): asked again, 10,000 ranks (3 MB of JSON) are neither
+        # recomputed nor encoded again.
+        self._rank_answers: BoundedCache[tuple, tuple] = BoundedCache(4)
+        # Last: every module is imported by now; a full GC pass over them
+        # would otherwise land on a request (server/gc_freeze.py).
         freeze_startup_objects()
         if self._logdir:
             self.runs.start_loading()
@@ -138,12 +146,18 @@ class PipelinePlugin(base_plugin.TBPlugin):
         tf = self.runs.resolve(p.run, p.worker, p.span)
         return {**tf.selection(), **run_impls.profiler_link_impl(tb_profiler_names(self._logdir, tf))}
 
-    def _distributed(self, p: Q.DistributedParams) -> dict:
-        # Every rank of both runs asked for before any answers.
-        asked = [self.runs.ranks(run) for run in (p.baseline, p.experimental) if run]
-        loaded = [[(tf.worker, rank.value()) for tf, rank in ranks] for ranks in asked]
+    def _distributed(self, p: Q.DistributedParams) -> msgspec.Raw:
+        # Every rank of both runs asked for before either side is read; the
+        # ranks ready answer now, the others are counted as loading.
+        sides = [self.runs.ranks(run) for run in (p.baseline, p.experimental) if run]
         refs = {"baseline": trace_ref(p.baseline), "experimental": trace_ref(p.experimental) if p.experimental else None}
-        return {**refs, **run_impls.distributed_impl(*loaded)}
+
+        def answer() -> tuple:
+            body = encode_json({**refs, **run_impls.distributed_impl(*sides)})
+            return [s.ready for s in sides], msgspec.Raw(body)
+
+        key = (p.baseline, p.experimental, *(s.key for s in sides))
+        return self._rank_answers.get_or_make(key, answer)[1]
 
     # ---- pairs -------------------------------------------------------------------
 

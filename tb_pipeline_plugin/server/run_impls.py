@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from ..analysis.diagnostic.report import report as diagnostic_report
 from ..analysis.distributed import ranks_summary
+from ..analysis.rank_distribution import histogram, histogram_edges
 from ..analysis.statistics.report import report as pipeline_report
 from ..analysis.run import Run
-from ..diff.distributed import diff_ranks
+from ..diff.distributed import diff_percentiles, diff_ranks
 from ..sources.logdir import RunInfo
 from ..sources.spans import span_info
+from ..sources.rank_index import MAX_RANKS_VARIABLE, RunRanks
 from ..sources.tb_profiler import ProfilerNames
 from ..sources.store import LoadState
 
@@ -82,14 +84,36 @@ def profiler_link_impl(names: ProfilerNames) -> dict:
 
 # ---- distributed ----------------------------------------------------------------
 
-def distributed_impl(baseline: list, experimental: list | None = None) -> dict:
-    """`baseline`, `experimental`: [(worker, RankSummary)] with every worker of the run."""
+# Ranks named with why they failed or what their trace lost, at most (the counts are whole).
+NOTED_RANKS = 20
 
-    def side(workers: list) -> dict:
-        return ranks_summary([(w, s.overview, s.has_device) for w, s in workers])
 
-    b = side(baseline)
-    if experimental is None:
-        return {"baseline_ranks": b, "experimental_ranks": None, "rows": [], "unmatched_ranks": []}
-    e = side(experimental)
-    return {"baseline_ranks": b, "experimental_ranks": e, **diff_ranks(b, e)}
+def distributed_impl(baseline: RunRanks, experimental: RunRanks | None = None) -> dict:
+    """Each run's ranks ready so far (`provider.ranks`), their distribution
+    and, with `experimental`, the two rank by rank and percentile by
+    percentile. `complete` is false while a rank of either is loading."""
+    sides = [s for s in (baseline, experimental) if s is not None]
+    shaped = [ranks_summary(s.ready) for s in sides]
+    edges = histogram_edges([[r["step_time_us"] for r in x["ranks"]] for x in shaped])
+    for s, x in zip(sides, shaped):
+        x["histogram"] = histogram([r["step_time_us"] for r in x["ranks"]], edges)
+        x["coverage"] = _coverage(s)
+    b, e = shaped[0], shaped[1] if experimental is not None else None
+    complete = all(s.loading == 0 for s in sides)
+    if e is None:
+        return {"baseline_ranks": b, "experimental_ranks": None, "rows": [], "unmatched_ranks": [],
+                "by_percentile": [], "complete": complete}
+    return {"baseline_ranks": b, "experimental_ranks": e, **diff_ranks(b, e), "by_percentile": diff_percentiles(b, e),
+            "complete": complete}
+
+
+def _coverage(s: RunRanks) -> dict:
+    warned = [(w, rec.warnings[0]) for w, rec in s.ready if rec.warnings]
+    return {
+        "total": s.total, "ready": len(s.ready), "loading": s.loading,
+        "failed": len(s.failures),
+        "failures": [{"worker": w, "text": why} for w, why in s.failures[:NOTED_RANKS]],
+        "warned": len(warned),
+        "warnings": [{"worker": w, "text": text} for w, text in warned[:NOTED_RANKS]],
+        "left_out": s.left_out, "limit": s.limit, "limit_variable": MAX_RANKS_VARIABLE,
+    }

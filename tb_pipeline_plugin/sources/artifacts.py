@@ -3,7 +3,7 @@
 The server's store caches artifacts by `Source` (kind + path) and file
 identity (size, mtime), whatever their kind: a trace per worker and span
 (parsed in a worker process, or mapped from the on-disk cache), a rank
-summary per trace (the distributed view), a run's pipeline statistics and
+record per trace (the distributed view, when the rank roll-up has none), a run's pipeline statistics and
 its diagnostic results, each registered in `make_loader`, all with the same
 loading states, errors, warnings and eviction.
 """
@@ -18,11 +18,11 @@ from ..readers.diagnostic import DiagnosticRun, parse_diagnostic
 from ..trace.persist import entry_bytes
 from .cache import CacheConfig, TraceCache
 from .logdir import open_binary, stat_file
+from .rollup import RankRecord, append as append_record, make_record
 from .view_file import load_views
 from .pool import ParsePool, WorkerConfig, shared_pool
 from .workers import (
     FIRST_VIEWS,
-    OVERVIEW_ONLY,
     WORKER_BASE_BYTES,
     MemoryBudget,
     adopt_views,
@@ -30,6 +30,7 @@ from .workers import (
     map_entry,
     parse_to_entry,
     rank_summary_in_worker,
+    stored_record,
 )
 
 
@@ -77,21 +78,21 @@ class TraceLoader:
             adopt_views(tp, views)
         return tp
 
-    def rank_summary(self, path: str) -> "RankSummary":
-        """One rank's overview: read from its cache entry's views when it has
-        them, else computed in a worker process (mapped from the cache there,
-        or parsed): the server builds nothing per rank."""
+    def rank_summary(self, path: str) -> RankRecord:
+        """One rank's record (the distributed view; usually read from the rank
+        roll-up before anyone asks this): from its cache entry's views when it
+        has them, else computed in a worker process (mapped from the cache
+        there, or parsed): the server builds nothing per rank. Either way
+        the roll-up learns it."""
         size, mtime = _stat(path)
-        if self.cache.enabled:
-            # An entry with its views answers at once: no worker, no mapping.
-            at = FIRST_VIEWS.index(OVERVIEW_ONLY[0])
-            stored = load_views(self.cache.entry_dir(path, size, mtime), FIRST_VIEWS, only={at})
-            overview = stored["views"][at] if stored else None
-            if overview is not None:
-                return RankSummary(overview, stored["has_device"], stored["warnings"])
+        # An entry with its views answers at once: no worker, no mapping.
+        record = stored_record(self.cache, path, size, mtime)
+        if record is not None:
+            append_record(self.cache.config.root, path, record)
+            return record
         cached = entry_bytes(self.cache.entry_dir(path, size, mtime)) if self.cache.enabled else 0
         need = cached + WORKER_BASE_BYTES if cached else estimate_parse_bytes(path, size)
-        return RankSummary(**self._in_worker(rank_summary_in_worker, path, size, mtime, need))
+        return self._in_worker(rank_summary_in_worker, path, size, mtime, need)
 
     def _in_worker(self, fn, path: str, size: int, mtime: float, need_bytes: int, **kwargs):
         """fn(path, size, mtime, cache root, cache cap, **kwargs) on a worker, within the memory budget."""
@@ -138,18 +139,6 @@ def _stat(path: str) -> tuple[int, float]:
     return size, mtime
 
 
-class RankSummary:
-    """What the distributed view needs of one rank: kept for every rank of a
-    run at once, where the full traces of hundreds of ranks would not fit."""
-
-    __slots__ = ("overview", "has_device", "warnings")
-
-    def __init__(self, overview: dict, has_device: bool, warnings: list[str]):
-        self.overview = overview
-        self.has_device = has_device
-        self.warnings = warnings
-
-
 class InProcessTraceLoader:
     """A trace parsed in the calling thread, nothing written to the on-disk
     cache: the notebook API and the CLI, which read a pair once."""
@@ -159,9 +148,10 @@ class InProcessTraceLoader:
     def __call__(self, path: str) -> TraceProcessor:
         return TraceProcessor.load(path)
 
-    def rank_summary(self, path: str) -> "RankSummary":
+    def rank_summary(self, path: str) -> RankRecord:
+        size, mtime = _stat(path)
         tp = self(path)
-        return RankSummary(tp.overview(), tp.has_device, list(tp.warnings))
+        return make_record(path, size, mtime, tp.overview(), tp.has_device, tp.warnings)
 
 
 def make_loader(env=os.environ, in_process: bool = False) -> Callable[[Source], Any]:

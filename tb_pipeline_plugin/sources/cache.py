@@ -33,6 +33,8 @@ from ..trace.persist import MANIFEST, PARSER_VERSION, CorruptEntry, entry_bytes,
 
 DEFAULT_MAX_MB = 20 * 1024
 _STAGING = "staging"
+# The rank roll-ups (sources/rollup.py): beside the entries, not entries, outside the cap.
+ROLLUPS = "rollups"
 # A staging directory older than this belongs to a parse that died.
 _STALE_STAGING_S = 24 * 3600
 
@@ -172,7 +174,7 @@ class TraceCache:
             return out
         for version in os.listdir(self.root):
             vdir = os.path.join(self.root, version)
-            if version == _STAGING or not os.path.isdir(vdir):
+            if version in (_STAGING, ROLLUPS) or not os.path.isdir(vdir):
                 continue
             for name in os.listdir(vdir):
                 d = os.path.join(vdir, name)

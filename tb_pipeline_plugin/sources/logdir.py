@@ -11,13 +11,13 @@ is meaningful, on the local filesystem.
 from __future__ import annotations
 
 import codecs
-import dataclasses
 import logging
 import os
 import posixpath
 import re
 import zlib
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from tensorboard.compat import tf
 
@@ -43,8 +43,10 @@ _PH_KEY_RE = re.compile(rb'"ph"\s*:')
 _MAX_NAME_CHARS = 4096
 
 
-@dataclass(frozen=True)
-class TraceFile:
+class TraceFile(NamedTuple):
+    """One trace file of a run. A named tuple, not a frozen dataclass: a scan
+    of 10,000 rank files makes 10,000 of them, at a tenth of the cost."""
+
     run: str
     worker: str
     span: str
@@ -101,7 +103,7 @@ def discover_runs(logdir: str) -> dict[str, RunInfo]:
         logdir = os.path.abspath(logdir)
     builders: dict[tuple[str, ...], _RunBuilder] = {}
     by_name: dict[str, _RunBuilder] = {}
-    for parts, dirpath, files, pipeline_dir, diagnostic_file in _walk(logdir):
+    for parts, dirpath, files, stats, pipeline_dir, diagnostic_file in _walk(logdir):
         name = "/".join(display_name(p) for p in parts) if parts else "."
         if name in by_name and (by_name[name].has_data() or by_name[name].manifest_file is not None):
             # Two directories whose names differ only in undecodable bytes
@@ -111,7 +113,7 @@ def discover_runs(logdir: str) -> dict[str, RunInfo]:
             continue
         builder = _RunBuilder(name, dirpath)
         for fname in sorted(files):
-            builder.add_file(fname)
+            builder.add_file(fname, stats.get(fname))
         if pipeline_dir is not None:
             builder.add_pipeline_dir(pipeline_dir)
         if diagnostic_file is not None:
@@ -277,9 +279,11 @@ class _RunBuilder:
         self.kineto_files: list[str] = []
         self.generic_traces = False
 
-    def add_file(self, fname: str) -> None:
+    def add_file(self, fname: str, stat: tuple[str, int, float] | None = None) -> None:
+        """`stat`: (full path, size, mtime) when the walk has them (local
+        directories: one stat a file, not three; 10,000 ranks are 10,000 files)."""
         self.file_names.add(fname)
-        full = _join(self.path, fname)
+        full = stat[0] if stat else _join(self.path, fname)
         if fname == MANIFEST_FILE:
             self.manifest_file = full
             return
@@ -294,7 +298,7 @@ class _RunBuilder:
         if not worker:
             return
         worker = display_name(worker)
-        size, mtime = stat_file(full)
+        size, mtime = stat[1:] if stat else stat_file(full)
         if size is None:
             return
         kind = None if m or g.group(2) or _is_remote(full) else _composer_kind(full, size, mtime)
@@ -338,8 +342,8 @@ class _RunBuilder:
         """`child`'s files become this run's (a folder of the same training job)."""
         for spans in child.traces.values():
             for tf_ in spans.values():
-                self._add_trace(dataclasses.replace(tf_, run=self.name), False)
-        self.composer_traces += [dataclasses.replace(tf_, run=self.name) for tf_ in child.composer_traces]
+                self._add_trace(tf_._replace(run=self.name), False)
+        self.composer_traces += [tf_._replace(run=self.name) for tf_ in child.composer_traces]
         self.kineto_files += child.kineto_files
         self.generic_traces |= child.generic_traces
         self.composer.update(child.composer)
@@ -367,8 +371,9 @@ class _RunBuilder:
             for tf_ in ranked or self.composer_traces[:1]:
                 self._add_trace(tf_, False)
         traces = {
-            w: {s: self.traces[w][s] for s in sorted(self.traces[w], key=int)}
-            for w in sorted(self.traces, key=natural_key)
+            # One span (a rank of a big job, usually) needs no sort: 10,000 sorts of one are 10,000 calls.
+            w: spans if len(spans) == 1 else {s: spans[s] for s in sorted(spans, key=int)}
+            for w, spans in sorted(self.traces.items(), key=lambda ws: natural_key(ws[0]))
         }
         present = {
             "trace": bool(traces),
@@ -403,6 +408,8 @@ def display_name(name: str) -> str:
     """`name` as text that JSON can carry: bytes that are not UTF-8 (which
     Python lists as lone surrogates) become `%XX`, so the run or worker still
     shows, distinct and recognisable, and never breaks the `runs` answer."""
+    if name.isascii():  # nearly every name: no encoding made (twice a file in a scan)
+        return name
     try:
         name.encode("utf-8")
         return name
@@ -484,8 +491,9 @@ def stat_file(path: str) -> tuple[int | None, float]:
 
 
 def _walk(logdir: str):
-    """Yield (relative parts, dir path, file names, pipeline dir or None,
-    diagnostic results file or None).
+    """Yield (relative parts, dir path, file names, {file name: (path, size,
+    mtime)} where the listing gave them (local directories), pipeline dir or
+    None, diagnostic results file or None).
 
     Hidden directories are skipped, `pipeline/` directories and
     `diagnostic/` directories holding `diagnostic.jsonl` are reported to
@@ -505,15 +513,11 @@ def _walk(logdir: str):
                 continue
             ancestors = ancestors | {real}
         files: list[str] = []
+        stats: dict[str, tuple[str, int, float]] = {}
         subdirs: list[str] = []
         pipeline_dir = diagnostic_file = None
-        for name in _listdir(dirpath):
-            if not name or name.startswith("."):
-                continue
-            full = _join(dirpath, name)
-            if local and os.path.islink(full) and not _within(os.path.realpath(full), real_root):
-                continue
-            if _isdir(full):
+        for name, full, is_dir, stat in (_scan_local(dirpath, real_root) if local else _scan_remote(dirpath)):
+            if is_dir:
                 if name == PIPELINE_DIR:
                     pipeline_dir = full
                 elif name == DIAGNOSTIC_DIR and stat_file(_join(full, RESULTS_FILE))[0] is not None:
@@ -522,9 +526,44 @@ def _walk(logdir: str):
                     subdirs.append(name)
             else:
                 files.append(name)
-        yield parts, dirpath, files, pipeline_dir, diagnostic_file
+                if stat is not None:
+                    stats[name] = (full, *stat)
+        yield parts, dirpath, files, stats, pipeline_dir, diagnostic_file
         for name in sorted(subdirs, reverse=True):
             stack.append((parts + (name,), _join(dirpath, name), ancestors))
+
+
+def _scan_local(dirpath: str, real_root: str):
+    """(name, path, is a directory, (size, mtime) of a file or None) of a
+    local directory's visible entries: os.scandir knows each entry's type
+    without a syscall, and a file costs one stat."""
+    try:
+        entries = list(os.scandir(dirpath))
+    except OSError:  # unreadable directory: skip it, keep discovering the rest
+        return
+    for entry in entries:
+        name = entry.name
+        if not name or name.startswith("."):
+            continue
+        try:
+            if entry.is_symlink() and not _within(os.path.realpath(entry.path), real_root):
+                continue
+            if entry.is_dir():
+                yield name, entry.path, True, None
+                continue
+            st = entry.stat()
+        except OSError:  # gone meanwhile, or a dangling link: a file without a size
+            yield name, entry.path, False, None
+            continue
+        yield name, entry.path, False, (st.st_size, st.st_mtime)
+
+
+def _scan_remote(dirpath: str):
+    for name in _listdir(dirpath):
+        if not name or name.startswith("."):
+            continue
+        full = _join(dirpath, name)
+        yield name, full, _isdir(full), None
 
 
 def _within(path: str, root: str) -> bool:

@@ -31,6 +31,7 @@ from ..readers import PipelineTables
 from .artifacts import Source
 from .logdir import RunInfo, TraceFile, discover_runs, resolve, resolve_diagnostic, run_info, stat_file
 from .spans import span_overviews
+from .rank_index import RankIndex, RunRanks, max_ranks_from_env
 from .store import LoadState, LoadStore, Pending, PendingAll
 
 T = TypeVar("T")
@@ -38,7 +39,13 @@ T = TypeVar("T")
 # A rescan walks the logdir; data routes reuse a recent one.
 RESCAN_INTERVAL_S = 2.0
 FORCED_RESCAN_INTERVAL_S = 0.5
-MAX_RANK_SUMMARIES = 8192
+# The distributed route answers from a scan this old while it refreshes (`_runs_for_ranks`).
+STALE_RANK_SCAN_S = 30.0
+# Rank records kept by the store once loaded: a record's home is the rank
+# roll-up (sources/rank_index.py), which the load hands it to; the store
+# only queues the loads of ranks the roll-up lacks, so its capacity bounds
+# nothing a run can have.
+RANK_LOADS_KEPT = 256
 MAX_STATISTICS = 64
 # The groups of the last pair compared stay built (their recordings held
 # beyond TB_PIPELINE_MAX_LOADED_TRACES): a pair of two groups of N needs 2N
@@ -73,9 +80,11 @@ def group_state(members: Sequence[LoadState | None]) -> LoadState:
 
 
 class RunProvider:
-    def __init__(self, logdir: str, load: Callable[[Source], Any], max_ready: int = 8, blocking: bool = False):
+    def __init__(self, logdir: str, load: Callable[[Source], Any], max_ready: int = 8, blocking: bool = False,
+                 max_ranks: int | None = None):
         self.logdir = logdir
         self._blocking = blocking
+        self.max_ranks = max_ranks or max_ranks_from_env({})
         # Parses run in worker processes (sources/workers.py); the store's
         # threads only wait for them and map the result, two threads per
         # worker process (`TraceLoader.concurrency`) so a run's ranks load in
@@ -84,17 +93,22 @@ class RunProvider:
         self._trace_loader = load.loaders["trace"]  # type: ignore[attr-defined]
         parallel = self._trace_loader.concurrency
         self._traces = LoadStore(load, max_workers=parallel, max_ready=max_ready)
-        # Per-rank summaries of distributed runs: small, so every rank of a
-        # run (hundreds) stays loaded; a trace evicted from `_traces` is mapped
-        # again from the on-disk cache, not re-parsed.
-        self._ranks = LoadStore(load, max_workers=parallel, max_ready=MAX_RANK_SUMMARIES)
+        # Ranks of distributed runs: their records, read from the rank roll-up
+        # (the cache directory's, and what loads here return); the store
+        # loads those it lacks, in parallel, and hands each to the roll-up.
+        self._rank_index = RankIndex(getattr(getattr(self._trace_loader, "cache", None), "root", None) or None)
+        self._ranks = LoadStore(self._learning(load), max_workers=parallel, max_ready=RANK_LOADS_KEPT)
+        # Each run's ranks once all were read, with the scan they were read
+        # against: asked again over the same scan, nothing can have changed.
+        self._ranks_read: BoundedCache[str, tuple[object, RunRanks]] = BoundedCache(8)
         # Pipeline statistics: small tables, kept apart from the traces so
         # they do not count against TB_PIPELINE_MAX_LOADED_TRACES (the
         # explanation of a pair holds two traces and two statistics at once:
         # with a limit of 3 they would evict each other for ever).
         self._statistics = LoadStore(load, max_workers=1, max_ready=MAX_STATISTICS)
         self._scanned: dict[str, RunInfo] = {}
-        self._scanned_at = -1e9
+        self._scanned_at = self._scan_started = -1e9
+        self._refreshing = False
         self._scan_lock = threading.Lock()
         self._groups: BoundedCache[tuple, RecordingGroup] = BoundedCache(MAX_GROUPS)
         self._pooled: BoundedCache[tuple, tuple] = BoundedCache(MAX_POOLED)
@@ -128,15 +142,46 @@ class RunProvider:
         makes the stores forget artifacts that are gone."""
         with self._scan_lock:
             if time.monotonic() - self._scanned_at > max_age_s:
-                self._scanned = discover_runs(self.logdir)
-                self._scanned_at = time.monotonic()
-                infos = self._scanned.values()
-                traces = [Source("trace", tf.path) for info in infos for tf in info.trace_files()]
-                self._statistics.retain_only(Source("pipeline", info.path) for info in infos if info.pipeline_files)
-                self._traces.retain_only(traces + [Source("diagnostic", p) for info in infos
-                                                   for p in info.diagnostic_files])
-                self._ranks.retain_only(Source("rank_summary", s.path) for s in traces)
+                started = time.monotonic()
+                self._install(discover_runs(self.logdir), started)
             return self._scanned
+
+    def _install(self, scanned: dict[str, RunInfo], started: float) -> None:
+        """Takes a scan begun at `started` unless a later one is in (hold the lock)."""
+        if started < self._scan_started:
+            return
+        self._scanned, self._scanned_at, self._scan_started = scanned, time.monotonic(), started
+        infos = scanned.values()
+        # Paths, not Sources: a logdir of 10,000 ranks would make 20,000 of them each scan.
+        traces = {tf.path for info in infos for spans in info.traces.values() for tf in spans.values()}
+        diagnostic = {p for info in infos for p in info.diagnostic_files}
+        self._statistics.retain_only(Source("pipeline", info.path) for info in infos if info.pipeline_files)
+        self._traces.retain_where(lambda src: src.path in (traces if src.kind == "trace" else diagnostic))
+        self._ranks.retain_where(lambda src: src.path in traces)
+
+    def _runs_for_ranks(self) -> dict[str, RunInfo]:
+        """The scan the distributed route reads: a scan up to
+        `STALE_RANK_SCAN_S` old is answered from at once while a fresh one
+        runs in the background (the next ask reads it). A logdir of 10,000
+        rank files takes a second to scan on a busy machine: waiting for it
+        every `RESCAN_INTERVAL_S` would put that second on each ask."""
+        with self._scan_lock:
+            age = time.monotonic() - self._scanned_at
+            if RESCAN_INTERVAL_S < age <= STALE_RANK_SCAN_S:
+                if not self._refreshing:
+                    self._refreshing = True
+                    threading.Thread(target=self._refresh, name="tb_pipeline_rescan", daemon=True).start()
+                return self._scanned
+        return self.runs(RESCAN_INTERVAL_S)
+
+    def _refresh(self) -> None:
+        started = time.monotonic()
+        try:
+            scanned = discover_runs(self.logdir)
+            with self._scan_lock:
+                self._install(scanned, started)
+        finally:
+            self._refreshing = False
 
     def listing(self) -> tuple[dict[str, RunInfo], dict[str, LoadState], dict[str, dict], bool]:
         """Every run and the load state of its default trace (a group's: its
@@ -188,14 +233,13 @@ class RunProvider:
                  else store.request(source, size, mtime))
         return Pending(state, subject, plural)
 
-    def trace_file(self, path: str, subject: str | None = None, kind: str = "trace") -> Pending:
+    def trace_file(self, path: str, subject: str | None = None) -> Pending:
         """One trace file by path, found or not by discovery."""
         who = subject or path
-        store = self._ranks if kind == "rank_summary" else self._traces
-        return self._ask(store, Source(kind, path), stat_file(path), who, f"the trace file of {who} is gone")
+        return self._ask(self._traces, Source("trace", path), stat_file(path), who, f"the trace file of {who} is gone")
 
-    def _trace(self, tf: TraceFile, kind: str = "trace") -> Pending:
-        return self.trace_file(tf.path, f"run {tf.run!r} (worker {tf.worker!r})", kind)
+    def _trace(self, tf: TraceFile) -> Pending:
+        return self.trace_file(tf.path, f"run {tf.run!r} (worker {tf.worker!r})")
 
     def side(self, run: str, worker: str = "", span: str = "") -> tuple[Asked, dict]:
         """One side of a comparison and its reference: a run's trace, or for
@@ -288,11 +332,48 @@ class RunProvider:
         return self._trace(self.resolve(run)).then(lambda tp: tp.memo("pipeline_tables", lambda: PipelineTables(
             source="trace", steps=steps_from_trace(tp.linked), warnings=list(tp.warnings))))
 
-    def ranks(self, run: str) -> list[tuple[TraceFile, Pending]]:
-        """Every worker of a run (its last span) as a rank summary, all asked
-        for before any answers."""
-        first = self.resolve(run)
-        runs = self.runs(RESCAN_INTERVAL_S)
-        return [(tf, self._trace(tf, "rank_summary"))
-                for tf in (resolve(runs, first.run, worker) for worker in runs[first.run].traces)]
+    def _learning(self, load: Callable[[Source], Any]) -> Callable[[Source], Any]:
+        """`load`, whose rank records also go to the roll-up: kept there
+        whatever the store evicts."""
+        def load_rank(source: Source):
+            record = load(source)
+            self._rank_index.learn(source.path, record)
+            return record
+        return load_rank
 
+    def ranks(self, run: str) -> RunRanks:
+        """Every worker of a run (its last span) as a rank: the records the
+        roll-up has, and a load asked for each one it lacks. Never waits
+        (unless `blocking`) and never 409s: the route answers with the ranks
+        ready and says how many are still loading."""
+        try:
+            runs = self._runs_for_ranks()
+            first = resolve(runs, run)
+        except NotFound:  # maybe written since: once more over a fresh scan
+            runs = self.runs(FORCED_RESCAN_INTERVAL_S)
+            first = resolve(runs, run)
+        info = runs[first.run]
+        done = self._ranks_read.get(first.run)
+        if done is not None and done[0] is info.traces:
+            return done[1]
+        files = [next(reversed(spans.values())) for spans in info.traces.values()]
+        kept = files[:self.max_ranks]
+        out = RunRanks(first.run, [], len(files), 0, left_out=len(files) - len(kept), limit=self.max_ranks)
+        records, directories = self._rank_index.lookup(kept)
+        for tf, record in zip(kept, records):
+            if record is None:
+                source = Source("rank_summary", tf.path)
+                state = (self._ranks.wait(source, tf.size, tf.mtime, BLOCKING_WAIT_S) if self._blocking
+                         else self._ranks.request(source, tf.size, tf.mtime))
+                if state.status == "failed":
+                    out.failures.append((tf.worker, state.error or "unknown error"))
+                    continue
+                if state.status != "ready":
+                    out.loading += 1
+                    continue
+                record = state.value
+            out.ready.append((tf.worker, record))
+        if out.loading == 0:  # all read: a good time to merge what the loads appended
+            self._rank_index.compact_if_due(directories, info.trace_files())
+            self._ranks_read.put(first.run, (info.traces, out))
+        return out

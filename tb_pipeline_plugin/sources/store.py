@@ -197,8 +197,13 @@ class LoadStore:
     def retain_only(self, sources) -> None:
         """Forget every artifact not in `sources` (after a logdir rescan)."""
         keep = set(sources)
+        self.retain_where(keep.__contains__)
+
+    def retain_where(self, keep: Callable[[Source], bool]) -> None:
+        """Forget every artifact for which `keep` is false: asked of the
+        entries only (a few), not of every file of a 10,000-rank logdir."""
         with self._lock:
-            for source in [p for p in self._entries if p not in keep]:
+            for source in [p for p in self._entries if not keep(p)]:
                 self._drop(source)
 
     def close(self) -> None:

@@ -35,7 +35,8 @@ from ..units import bytes_text
 from .cache import CacheConfig, TraceCache
 from .logdir import _is_remote, open_binary, stat_file
 from .pool import MIB
-from .view_file import save_views
+from .rollup import RankRecord, append as append_record, make_record
+from .view_file import load_views, save_views
 
 # Peak resident memory of a parse per byte of decoded JSON, above the
 # worker peaks bench_scale.py measures (benchmarks/README.md, "Figures behind
@@ -170,18 +171,23 @@ def parse_to_entry(path: str, size: int, mtime: float, cache_root: str | None, c
         # overlaps building the views: no analysis modifies `linked`.
         with ThreadPoolExecutor(1) as writer:
             saving = writer.submit(save_linked, linked, staged)
-            computed = None
+            computed = record = None
             if views:
                 tp = TraceProcessor.from_linked(linked, source=path)
                 computed = _sendable(compute_views(tp, views))
                 if cache.enabled and computed is not None:  # kept with the entry for the next cache hit
                     save_views(staged, FIRST_VIEWS, computed, tp.has_device, tp.warnings)
+                if computed is not None and computed[0] is not None:  # the overview: this rank's record
+                    record = make_record(path, size, mtime, computed[0], tp.has_device, tp.warnings)
                 del tp
             saving.result()
         del linked
         # A file rewritten while it was read must not be cached under the old version.
         if cache.enabled and stat_file(path) == (size, mtime):
-            return cache.publish(staged, path, size, mtime), False, computed
+            published = cache.publish(staged, path, size, mtime)
+            if record is not None:  # the rank roll-up learns it as the rank loads
+                append_record(cache_root, path, record)
+            return published, False, computed
         return staged, True, computed
     except BaseException:
         shutil.rmtree(staged, ignore_errors=True)
@@ -201,21 +207,47 @@ def map_entry(directory: str, ephemeral: bool):
             shutil.rmtree(directory, ignore_errors=True)
 
 
-def rank_summary_in_worker(path: str, size: int, mtime: float, cache_root: str | None, cache_max_bytes: int) -> dict:
+def stored_record(cache: TraceCache, path: str, size: int, mtime: float) -> RankRecord | None:
+    """A rank's record from the overview kept with its cache entry (`view_file`),
+    without mapping the columns; None when the entry has no usable views."""
+    if not cache.enabled:
+        return None
+    stored = load_views(cache.entry_dir(path, size, mtime), FIRST_VIEWS, only={FIRST_VIEWS.index(OVERVIEW_ONLY[0])})
+    overview = stored["views"][0] if stored else None
+    if overview is None:
+        return None
+    return make_record(path, size, mtime, overview, stored["has_device"], stored["warnings"])
+
+
+def rank_summary_in_worker(path: str, size: int, mtime: float, cache_root: str | None, cache_max_bytes: int,
+                           keep_entry: bool = True) -> RankRecord:
     """Runs in a worker: what the distributed view needs of one rank (its
-    overview), from the cache entry or a parse that writes one. The
-    overview of hundreds of ranks is computed in parallel, outside the server."""
+    record), from the cache entry, or a parse that writes one (`keep_entry`)
+    or only the record (`summarize --summaries-only`: 200 bytes, not 1.5 MB).
+    The record goes into the rank roll-up. Hundreds of ranks are read in
+    parallel, outside the server."""
     cache = TraceCache(CacheConfig(cache_root, cache_max_bytes))
+    record = stored_record(cache, path, size, mtime)
+    if record is not None:
+        append_record(cache_root, path, record)
+        return record
     linked = cache.lookup(path, size, mtime)
-    computed = None
-    if linked is None:
+    computed, written = None, False
+    if linked is None and keep_entry:
         directory, ephemeral, computed = parse_to_entry(path, size, mtime, cache_root, cache_max_bytes, views=OVERVIEW_ONLY)
         linked = map_entry(directory, ephemeral)
+        written = not ephemeral and computed is not None  # parse_to_entry appended the record
+    elif linked is None:
+        linked = link(load_trace(path, opener=open_binary if _is_remote(path) else None))
     tp = TraceProcessor.from_linked(linked, source=path)
     if computed is not None:
         adopt_views(tp, computed)
     try:
-        return {"overview": tp.overview(), "has_device": tp.has_device, "warnings": list(tp.warnings)}
+        record = make_record(path, size, mtime, tp.overview(), tp.has_device, tp.warnings)
+        # Only a version still on disk: a file rewritten meanwhile must not be recorded under the old one.
+        if not written and stat_file(path) == (size, mtime):
+            append_record(cache_root, path, record)
+        return record
     finally:
         del tp, linked
         _release_memory(path, size)

@@ -66,7 +66,7 @@ def build(logdir: Path) -> None:
 def take(logdir: Path, out: Path) -> None:
     from werkzeug.test import Client
 
-    from conftest import PLUGIN_PREFIX, build_tb_app
+    from conftest import PLUGIN_PREFIX, build_tb_app, still_loading
 
     app, plugin = build_tb_app(logdir)
     client = Client(app)
@@ -77,7 +77,7 @@ def take(logdir: Path, out: Path) -> None:
         deadline = time.monotonic() + 300
         while True:
             resp = client.get(PLUGIN_PREFIX + url)
-            if resp.status_code != 409 or time.monotonic() > deadline:
+            if not still_loading(resp) or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
         body = resp.get_json()

@@ -888,6 +888,8 @@ export interface components {
             experimental_ranks: components["schemas"]["RunRanks"] | null;
             rows: components["schemas"]["RankDeltaRow"][];
             unmatched_ranks: number[];
+            by_percentile: components["schemas"]["PercentileDeltaRow"][];
+            complete: boolean;
         };
         /** ErrorResponse */
         ErrorResponse: {
@@ -1232,6 +1234,26 @@ export interface components {
             memory: components["schemas"]["MemorySummary"];
             warnings: string[];
         };
+        /** PercentileDeltaRow */
+        PercentileDeltaRow: {
+            baseline_step_time_us: number;
+            experimental_step_time_us: number;
+            delta_step_time_us: number;
+            delta_step_time_pct: number | null;
+            baseline_computation_us: number;
+            experimental_computation_us: number;
+            delta_computation_us: number;
+            delta_computation_pct: number | null;
+            baseline_communication_us: number;
+            experimental_communication_us: number;
+            delta_communication_us: number;
+            delta_communication_pct: number | null;
+            baseline_idle_us: number;
+            experimental_idle_us: number;
+            delta_idle_us: number;
+            delta_idle_pct: number | null;
+            pct: number;
+        };
         /** PipelineCallback */
         PipelineCallback: {
             name: string;
@@ -1433,11 +1455,38 @@ export interface components {
             span: string;
             profiler: components["schemas"]["RunRef"];
         };
+        /** QuantitySpread */
+        QuantitySpread: {
+            /** @enum {unknown} */
+            quantity: "communication_us" | "computation_us" | "idle_us" | "step_time_us";
+            values: number[];
+            mean: number;
+        };
+        /** RankAtPercentile */
+        RankAtPercentile: {
+            pct: number;
+            rank: number;
+            worker: string;
+            step_time_us: number;
+            computation_us: number;
+            communication_us: number;
+            idle_us: number;
+        };
+        /** RankCoverage */
+        RankCoverage: {
+            total: number;
+            ready: number;
+            loading: number;
+            failed: number;
+            failures: components["schemas"]["RankNote"][];
+            warned: number;
+            warnings: components["schemas"]["RankNote"][];
+            left_out: number;
+            limit: number;
+            limit_variable: string;
+        };
         /** RankDeltaRow */
         RankDeltaRow: {
-            rank: number;
-            baseline_worker: string;
-            experimental_worker: string;
             baseline_step_time_us: number;
             experimental_step_time_us: number;
             delta_step_time_us: number;
@@ -1454,6 +1503,19 @@ export interface components {
             experimental_idle_us: number;
             delta_idle_us: number;
             delta_idle_pct: number | null;
+            rank: number;
+            baseline_worker: string;
+            experimental_worker: string;
+        };
+        /** RankHistogram */
+        RankHistogram: {
+            edges_us: number[];
+            counts: number[];
+        };
+        /** RankNote */
+        RankNote: {
+            worker: string;
+            text: string;
         };
         /** RankRow */
         RankRow: {
@@ -1488,6 +1550,12 @@ export interface components {
             ranks: components["schemas"]["RankRow"][];
             slowest: components["schemas"]["Straggler"] | null;
             median_step_time_us: number | null;
+            slowest_ranks: components["schemas"]["RankRow"][];
+            percentiles: components["schemas"]["RankAtPercentile"][];
+            spread_percentiles: number[];
+            spread: components["schemas"]["QuantitySpread"][];
+            histogram: components["schemas"]["RankHistogram"];
+            coverage: components["schemas"]["RankCoverage"];
         };
         /**
          * RunRef

@@ -5,7 +5,7 @@
  * number (split, median, distance from it, deltas) comes from the
  * `distributed` answer; this only picks, labels and stacks.
  */
-import type { DistributedResponse, RankDeltaRow, RankRow, RunInfo, RunRanks } from "../api";
+import type { DistributedResponse, PercentileDeltaRow, RankDeltaRow, RankRow, RunInfo, RunRanks } from "../api";
 import { CATEGORY_COLORS, labelIndexes, stackParts } from "./charts";
 import { formatInt, formatMsWithUnit, formatPct, formatSignedMsWithUnit } from "./format";
 import { buildColumns, defaultSort, type Column, type SortSpec } from "./tableModel";
@@ -84,13 +84,14 @@ const RANK_SOURCE_WORDS: Record<RankRow["rank_source"], string> = {
   order: "the files' order (the traces' ranks are missing or repeat)",
 };
 
-/** One run's distributedInfo as label / value pairs: ranks loaded, world size, backend, where rank numbers come from. */
+/** One run's distributedInfo as label / value pairs: ranks (read so far), world size, backend, where rank numbers come from. */
 export function runFacts(r: RunRanks): { label: string; value: string }[] {
   const worlds = distinct(r.ranks.map((x) => x.world_size));
   const backends = distinct(r.ranks.map((x) => x.backend));
   const source = r.ranks[0]?.rank_source ?? "trace";
+  const c = r.coverage;
   return [
-    { label: "Ranks (trace files)", value: formatInt(r.ranks.length) },
+    { label: "Ranks (trace files)", value: c.ready === c.total ? formatInt(c.total) : `${formatInt(c.ready)} of ${formatInt(c.total)} read` },
     { label: "World size", value: worlds.length ? worlds.map((w) => formatInt(w)).join(", ") : "not in the traces" },
     { label: "Backend", value: backends.length ? backends.join(", ") : "not in the traces" },
     {
@@ -111,11 +112,10 @@ export function runNotes(r: RunRanks): string[] {
   const backends = distinct(r.ranks.map((x) => x.backend));
   if (worlds.length > 1 || backends.length > 1) notes.push("The trace files disagree on the world size or backend: are they from one job?");
   const world = worlds.length === 1 ? (worlds[0] ?? 0) : 0;
-  if (world > r.ranks.length)
-    notes.push(
-      `The job had ${formatInt(world)} ranks; this run holds ${formatInt(r.ranks.length)} of them` +
-        (r.ranks.length > 1 ? ", so the straggler is the slowest of those." : "."),
-    );
+  // The run's rank files, read or not yet (while they load the view holds fewer).
+  const held = Math.max(r.ranks.length, r.coverage.total);
+  if (world > held)
+    notes.push(`The job had ${formatInt(world)} ranks; this run holds ${formatInt(held)} of them` + (held > 1 ? ", so the straggler is the slowest of those." : "."));
   return notes;
 }
 
@@ -252,4 +252,140 @@ export function unmatchedRanks(d: DistributedResponse): { rank: number; only: Si
   return d.unmatched_ranks.map((rank) =>
     inBaseline.has(rank) ? { rank, only: "baseline", run: d.baseline.run } : { rank, only: "experimental", run: d.experimental?.run ?? "" },
   );
+}
+
+// ---------------------------------------------------------------- thousands of ranks
+
+/** Up to this many ranks a bar per rank reads; beyond, the distribution (percentile bands, histogram) does. */
+export const BAR_RANKS_MAX = 64;
+
+export function rankChartKind(ranks: number): "bars" | "distribution" {
+  return ranks <= BAR_RANKS_MAX ? "bars" : "distribution";
+}
+
+/** The ranks a run's view will hold once all are read (those past the limit aside): the charts are chosen by it, so they do not switch while ranks load. */
+export function ranksToRead(r: RunRanks): number {
+  return Math.max(r.ranks.length, r.coverage.total - r.coverage.left_out);
+}
+
+/** Whether to ask again: a rank of either run is still loading (the answer says so). */
+export function answerComplete(d: DistributedResponse): boolean {
+  return d.complete;
+}
+
+/** "7,412 of 10,000 ranks ready", with the share, while a run's ranks load; null once all are read. */
+export function rankProgress(r: NamedRanks): { text: string; ready: number; total: number } | null {
+  const c = r.coverage;
+  if (c.loading === 0) return null;
+  const asked = c.total - c.left_out;
+  return {
+    text: `${formatInt(c.ready)} of ${formatInt(asked)} ranks of “${r.run}” ready; ${formatInt(c.loading)} still loading. The view fills in as they are read.`,
+    ready: c.ready,
+    total: asked,
+  };
+}
+
+/**
+ * What a run's answer leaves out, in words: ranks past the limit (with the
+ * variable that raises it), ranks whose file could not be read (the first
+ * reasons), ranks read with losses.
+ */
+export function coverageNotes(r: NamedRanks): { kind: "left-out" | "failed" | "warned"; title: string; body: string }[] {
+  const c = r.coverage;
+  const notes: { kind: "left-out" | "failed" | "warned"; title: string; body: string }[] = [];
+  if (c.left_out > 0)
+    notes.push({
+      kind: "left-out",
+      title: `${formatInt(c.left_out)} of ${formatInt(c.total)} ranks of “${r.run}” are not shown`,
+      body:
+        `The first ${formatInt(c.limit)} ranks (in the order of their worker names) are read. ` +
+        `Set ${c.limit_variable}=${c.total} before starting TensorBoard to read them all.`,
+    });
+  if (c.failed > 0)
+    notes.push({
+      kind: "failed",
+      title: `${formatInt(c.failed)} ${c.failed === 1 ? "rank" : "ranks"} of “${r.run}” could not be read`,
+      body: c.failures.map((f) => `${f.worker}: ${f.text}`).join("; ") + (c.failed > c.failures.length ? "; …" : ""),
+    });
+  if (c.warned > 0)
+    notes.push({
+      kind: "warned",
+      title: `${formatInt(c.warned)} ${c.warned === 1 ? "rank" : "ranks"} of “${r.run}” were read with losses`,
+      body: c.warnings.map((f) => `${f.worker}: ${f.text}`).join("; ") + (c.warned > c.warnings.length ? "; …" : ""),
+    });
+  return notes;
+}
+
+/** The slowest ranks of a run in words ("rank 17 (rank17): 212.113 ms, +2.004 ms over the median"). */
+export function slowestRanks(r: RunRanks): { rank: number; worker: string; text: string; vsMedianUs: number }[] {
+  return r.slowest_ranks.map((x) => ({
+    rank: x.rank,
+    worker: x.worker,
+    vsMedianUs: x.vs_median_us,
+    text: `${rankLabel(x.rank)} (${x.worker}): ${formatMsWithUnit(x.step_time_us)} per step, ${formatSignedMsWithUnit(x.vs_median_us)} against the median rank`,
+  }));
+}
+
+/**
+ * Percentile bands: x = percentile 0..100 of step time, each stacked into
+ * the split of the rank there (ms, top of the stack first), the rank named
+ * for the tooltip.
+ */
+export function percentileBands(r: RunRanks): { xs: number[]; stacks: { part: SplitPart; values: number[] }[]; ranks: number[] } {
+  const p = r.percentiles;
+  return {
+    xs: p.map((x) => x.pct),
+    ranks: p.map((x) => x.rank),
+    stacks: stackParts(
+      p.length,
+      SPLIT_PARTS.map((s) => s.part),
+      (part, i) => (p[i]?.[part] ?? 0) / 1000,
+    ),
+  };
+}
+
+/** Both runs' histograms over their shared bins: x = each bin's middle in ms, ranks per bin per side. */
+export function rankHistogram(sides: readonly { side: Side; ranks: RunRanks }[]): { xs: number[]; widthMs: number; series: { side: Side; counts: number[] }[] } {
+  const edges = sides[0]?.ranks.histogram.edges_us ?? [];
+  const xs = edges.slice(1).map((e, i) => ((edges[i] ?? 0) + e) / 2000);
+  return {
+    xs,
+    widthMs: edges.length > 1 ? ((edges[1] ?? 0) - (edges[0] ?? 0)) / 1000 : 0,
+    series: sides.map((s) => ({ side: s.side, counts: s.ranks.histogram.counts })),
+  };
+}
+
+const QUANTITY_LABELS: Record<string, string> = {
+  step_time_us: "Step time",
+  computation_us: "Computation",
+  communication_us: "Communication",
+  idle_us: "Idle (waiting)",
+};
+
+/** The spread table's percentiles, as columns ("min", "p50", ..., "max"). */
+export const SPREAD_SHOWN = [0, 50, 90, 99, 100] as const;
+
+export function percentileLabel(pct: number): string {
+  return pct === 0 ? "min" : pct === 100 ? "max" : `p${pct}`;
+}
+
+/** Each quantity's own distribution over a run's ranks, in ms: one row per quantity, `SPREAD_SHOWN` then the mean. */
+export function spreadRows(r: RunRanks): { quantity: string; label: string; cells: string[] }[] {
+  return r.spread.map((s) => ({
+    quantity: s.quantity,
+    label: QUANTITY_LABELS[s.quantity] ?? s.quantity,
+    cells: [...SPREAD_SHOWN.map((p) => formatMsWithUnit(s.values[r.spread_percentiles.indexOf(p)])), formatMsWithUnit(s.mean)],
+  }));
+}
+
+export type NamedPercentileRow = PercentileDeltaRow & { name: string; rank: number };
+
+/** Rows of the by-percentile table: named "p99", sorted as numbers by their percentile. */
+export function namedPercentileRows(rows: readonly PercentileDeltaRow[]): NamedPercentileRow[] {
+  // `rank` carries the percentile so the name column sorts as numbers (rankOrder).
+  return rows.map((r) => ({ ...r, name: percentileLabel(r.pct), rank: r.pct }));
+}
+
+export function percentileDeltaColumns(): Column[] {
+  return buildColumns(RANK_METRICS, false, RANK_PRIMARY).map((c) => (c.role === "name" ? { ...c, label: "Percentile", title: "Percentile over the ranks" } : c));
 }

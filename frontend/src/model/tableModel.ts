@@ -9,7 +9,7 @@
  * `experimental_m`, `delta_m` and its delta % under `pctKey(m)`, all
  * computed by the server; nothing here derives a delta.
  */
-import type { DiffPipelineCallbackRow, DiffPipelineStageRow, DiffTableRow, RankDeltaRow, RankRow } from "../api";
+import type { DiffPipelineCallbackRow, DiffPipelineStageRow, DiffTableRow, PercentileDeltaRow, RankDeltaRow, RankRow } from "../api";
 import type { Significance } from "./explain";
 import { DELTA_PCT_FIELDS, MAGNITUDE_SORTED } from "../generated/tableRules";
 import { formatDecimal, formatInt, formatMs, formatPct, formatSignedInt, formatSignedMs } from "./format";
@@ -20,7 +20,8 @@ export type TableRow =
   | (DiffPipelineStageRow & { name: string })
   | DiffPipelineCallbackRow
   | (RankDeltaRow & { name: string })
-  | (RankRow & { name: string });
+  | (RankRow & { name: string })
+  | (PercentileDeltaRow & { name: string; rank: number });
 
 export type SortDir = "asc" | "desc";
 export interface SortSpec {

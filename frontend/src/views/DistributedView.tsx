@@ -1,26 +1,36 @@
 /**
  * Distributed: every trace file of a run as one rank. Each run's
- * distributedInfo and straggler in words, the average step of every rank
- * split into computation / communication / idle as stacked bars (both runs
- * side by side, one y range), and the ranks of the two runs matched by rank
- * number with deltas, largest change first (`distributed`). Rendering only:
- * the data comes shaped from model/distributed.ts.
+ * distributedInfo, straggler and slowest ranks in words; up to 64 ranks the
+ * average step of every rank split into computation / communication / idle
+ * as stacked bars (both runs side by side, one y range), beyond that the
+ * distribution: the rank at each percentile of step time with its split, a
+ * histogram of both runs, each part's spread and the two runs percentile by
+ * percentile; then the ranks of the two runs matched by rank number with
+ * deltas, largest change first, in a virtualised table (`distributed`).
+ * While ranks load the answer holds those ready and says how many are
+ * left: shown at once, asked again until complete. Rendering only: the data
+ * comes shaped from model/distributed.ts.
  */
-import { useMemo } from "preact/hooks";
-import type uPlot from "uplot";
-import type { ApiClient, DiffSelection, DistributedResponse, RankRow, RunInfo } from "../api";
+import type { ApiClient, DiffSelection, DistributedResponse, RunInfo } from "../api";
 import { DeltaText } from "../components/Delta";
 import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
 import { SortedTable } from "../components/SortedTable";
-import { Legend, UPlotChart } from "../components/UPlotChart";
-import { sharedYMaxMs } from "../model/charts";
+import { DistributionSection, RankBarsSection, SIDE_TITLE } from "../components/RankCharts";
 import {
+  answerComplete,
   answerSides,
+  BAR_RANKS_MAX,
+  coverageNotes,
   distributedPlan,
+  namedPercentileRows,
+  percentileDeltaColumns,
+  rankChartKind,
+  rankProgress,
+  ranksToRead,
+  slowestRanks,
   namedRankDeltaRows,
   namedRankRows,
-  rankBars,
   rankCoverageNote,
   rankDeltaColumns,
   rankLabel,
@@ -29,16 +39,13 @@ import {
   runFacts,
   runNotes,
   runRankColumns,
-  SPLIT_PARTS,
   stragglerText,
   unmatchedRanks,
   type DistributedPlan,
   type Side,
   type NamedRanks,
 } from "../model/distributed";
-import { formatMsWithUnit } from "../model/format";
-import { useRequest } from "../useRequest";
-import { barsPath, indexAxis, msAxis } from "./chartKit";
+import { usePolledRequest } from "../useRequest";
 
 interface Props {
   client: ApiClient;
@@ -47,12 +54,15 @@ interface Props {
   reloadToken: number;
 }
 
-const SIDE_TITLE: Record<Side, string> = { baseline: "Baseline", experimental: "Experimental" };
-
 export function DistributedView({ client, runs, sel, reloadToken }: Props) {
   const plan = distributedPlan(runs, sel.baseline, sel.experimental);
   const [first, second] = plan.kind === "pair" ? [plan.baseline, plan.experimental] : plan.kind === "single" ? [plan.run, null] : ["", null];
-  const req = useRequest<DistributedResponse>(plan.kind === "none" ? null : (opts) => client.distributed(first, second, opts), [client, plan.kind, first, second, reloadToken]);
+  // Partial while ranks load: shown at once, asked again until complete.
+  const req = usePolledRequest<DistributedResponse>(
+    plan.kind === "none" ? null : (opts) => client.distributed(first, second, opts),
+    answerComplete,
+    [client, plan.kind, first, second, reloadToken],
+  );
   if (plan.kind === "none")
     return (
       <Message kind="info" title={`No trace files in ${plan.picked.map((r) => `“${r}”`).join(" or ")}`}>
@@ -67,18 +77,34 @@ export function DistributedView({ client, runs, sel, reloadToken }: Props) {
 function Loaded({ d, plan }: { d: DistributedResponse; plan: DistributedPlan }) {
   const sides = answerSides(d, plan);
   const paired = d.experimental !== null;
-  // One y range for every chart, so the bars of both runs compare by eye.
-  const yMax = sharedYMaxMs(sides.flatMap((s) => s.ranks.ranks.map((r) => r.step_time_us)));
-  const unmatched = unmatchedRanks(d);
+  const kind = rankChartKind(Math.max(...sides.map((s) => ranksToRead(s.ranks))));
+  const unmatched = d.complete ? unmatchedRanks(d) : [];
   return (
-    <div data-view="distributed">
+    <div data-view="distributed" data-complete={d.complete ? "true" : "false"} data-chart-kind={kind}>
       {plan.kind === "single" && plan.missing && (
         <Message kind="info" title={`Run “${plan.missing}” has no trace files`}>
           Showing the ranks of “{plan.run}” alone. Pick two runs with trace files to compare them rank by rank.
         </Message>
       )}
       {sides.map((s) => {
-        const note = rankCoverageNote(s.ranks);
+        const p = rankProgress(s.ranks);
+        return p ? (
+          <div key={`p-${s.side}`} class="card" data-testid="rank-progress" data-side={s.side} data-ready={p.ready} data-total={p.total} role="status">
+            <progress max={p.total} value={p.ready} aria-label={`Ranks of ${s.ranks.run} read`} /> {p.text}
+          </div>
+        ) : null;
+      })}
+      {sides.flatMap((s) =>
+        coverageNotes(s.ranks).map((n) => (
+          <div key={`c-${s.side}-${n.kind}`} data-testid={`rank-${n.kind}`} data-side={s.side}>
+            <Message kind={n.kind === "failed" ? "error" : "info"} title={`${SIDE_TITLE[s.side]}: ${n.title}`}>
+              {n.body}
+            </Message>
+          </div>
+        )),
+      )}
+      {sides.map((s) => {
+        const note = d.complete ? rankCoverageNote(s.ranks) : null;
         return note ? (
           <div key={`n-${s.side}`} data-testid="rank-coverage" data-side={s.side}>
             <Message kind="info" title={`${SIDE_TITLE[s.side]}: ${note.title}`}>
@@ -92,23 +118,20 @@ function Loaded({ d, plan }: { d: DistributedResponse; plan: DistributedPlan }) 
           <RunCard key={s.side} side={s.side} r={s.ranks} />
         ))}
       </div>
-      <section aria-labelledby="dist-split">
-        <h2 id="dist-split">Where each rank's step goes (average per step)</h2>
-        <Legend items={SPLIT_PARTS.map((p) => ({ label: p.label, color: p.color, kind: "bar" as const }))} />
-        <div class={sides.length > 1 ? "grid2" : undefined}>
-          {sides.map((s) => (
-            <div class="card" key={s.side} data-chart={`ranks-${s.side}`}>
-              <div class="chart-title">
-                <h3>
-                  <span class={`swatch ${s.side}`} /> {SIDE_TITLE[s.side]}: {s.ranks.run}
-                </h3>
-                {s.ranks.median_step_time_us !== null && <span class="chart-note">median rank {formatMsWithUnit(s.ranks.median_step_time_us)}</span>}
-              </div>
-              <RankChart ranks={s.ranks.ranks} slowest={s.ranks.slowest?.rank ?? null} yMax={yMax} title={SIDE_TITLE[s.side]} />
-            </div>
-          ))}
-        </div>
-      </section>
+      {kind === "bars" ? <RankBarsSection sides={sides} /> : <DistributionSection sides={sides} />}
+      {paired && kind === "distribution" && (
+        <SortedTable
+          key="pct"
+          title="Percentile by percentile"
+          label="Each quantity's value at each percentile over the ranks, baseline versus experimental"
+          testId="percentile-table"
+          rows={namedPercentileRows(d.by_percentile)}
+          columns={percentileDeltaColumns()}
+          initialSort={{ key: "name", dir: "asc" }}
+          nameOrder={rankOrder}
+          empty="A run has no ranks read yet."
+        />
+      )}
       {/* Keyed: each table starts from its own default order, not the other's sort column. */}
       {paired ? (
         <SortedTable
@@ -181,63 +204,23 @@ function RunCard({ side, r }: { side: Side; r: NamedRanks }) {
           )}
         </p>
       )}
+      {r.ranks.length > 3 && (
+        <details data-testid="slowest-ranks" open={ranksToRead(r) > BAR_RANKS_MAX}>
+          <summary>The {r.slowest_ranks.length} slowest ranks</summary>
+          <ol>
+            {slowestRanks(r).map((x) => (
+              <li key={x.rank} data-rank={x.rank}>
+                {x.text}
+              </li>
+            ))}
+          </ol>
+        </details>
+      )}
       {runNotes(r).map((n, i) => (
         <p key={i} class="muted">
           {n}
         </p>
       ))}
     </section>
-  );
-}
-
-function RankChart({ ranks, slowest, yMax, title }: { ranks: RankRow[]; slowest: number | null; yMax: number; title: string }) {
-  const { data, options } = useMemo(() => {
-    const bars = rankBars(ranks, slowest);
-    const color = (part: string) => SPLIT_PARTS.find((p) => p.part === part)?.color ?? "#999";
-    const options: Omit<uPlot.Options, "width" | "height"> = {
-      scales: { x: { time: false, range: [0.4, ranks.length + 0.6] }, y: { range: [0, yMax] } },
-      axes: [indexAxis("Rank", (x) => bars.labels[x - 1] ?? "", 0, bars.ticks), msAxis("Step time (ms)")],
-      series: [
-        {},
-        ...bars.stacks.map((s) => ({
-          label: SPLIT_PARTS.find((p) => p.part === s.part)?.label ?? s.part,
-          fill: color(s.part),
-          stroke: color(s.part),
-          width: 0,
-          paths: barsPath({ size: [0.7, 80] }),
-          points: { show: false },
-        })),
-      ],
-      cursor: { drag: { x: false, y: false }, points: { show: false } },
-    };
-    return { data: [bars.xs, ...bars.stacks.map((s) => s.values)] as uPlot.AlignedData, options };
-  }, [ranks, slowest, yMax]);
-  if (ranks.length === 0) return <p class="muted">No ranks in this run.</p>;
-  return (
-    <UPlotChart
-      options={options}
-      data={data}
-      height={240}
-      label={`${title}: average step time of each rank, stacked into computation, communication and idle, in milliseconds`}
-      tooltip={(i) => {
-        const r = ranks[i];
-        if (!r) return null;
-        return (
-          <div>
-            <div class="name">
-              {rankLabel(r.rank)} ({r.worker}): {formatMsWithUnit(r.step_time_us)} per step
-            </div>
-            {SPLIT_PARTS.slice()
-              .reverse()
-              .map((p) => (
-                <div key={p.part}>
-                  <span class="k" style={{ background: p.color }} />
-                  {p.label}: {formatMsWithUnit(r[p.part])}
-                </div>
-              ))}
-          </div>
-        );
-      }}
-    />
   );
 }

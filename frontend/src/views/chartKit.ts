@@ -18,6 +18,23 @@ const LABEL_FONT = '500 11px Roboto, "Helvetica Neue", system-ui, sans-serif';
 /** A y axis in milliseconds with a unit in its label. */
 export function msAxis(label: string, side: 1 | 3 = 3, scale = "y"): uPlot.Axis {
   return {
+    ...yAxis(label, side, scale),
+    // One number of decimals per axis, from the tick increment: never "0.001, 0.001, 0".
+    values: (_u, splits, _axisIdx, _space, incr) => formatTicks(splits, incr),
+  };
+}
+
+/** A y axis of counts (ranks per bin, say): whole numbers only. */
+export function countAxis(label: string): uPlot.Axis {
+  return {
+    ...yAxis(label, 3, "y"),
+    incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000],
+    values: (_u, splits) => splits.map((v) => String(Math.round(v))),
+  };
+}
+
+function yAxis(label: string, side: 1 | 3, scale: string): uPlot.Axis {
+  return {
     scale,
     side,
     label,
@@ -28,8 +45,6 @@ export function msAxis(label: string, side: 1 | 3 = 3, scale = "y"): uPlot.Axis 
     stroke: "#616161",
     grid: side === 3 ? { stroke: "#ebebeb", width: 1 } : { show: false },
     ticks: { stroke: "#e0e0e0", width: 1 },
-    // One number of decimals per axis, from the tick increment: never "0.001, 0.001, 0".
-    values: (_u, splits, _axisIdx, _space, incr) => formatTicks(splits, incr),
   };
 }
 
@@ -76,5 +91,20 @@ export function indexAxis(label: string, labelAt: (i: number) => string, rotate 
     // Rotated labels need room below them, above the axis title.
     size: rotate ? 110 : 40,
     values: (_u, splits) => integerTickLabels(splits, labelAt),
+  };
+}
+
+/** An x axis of milliseconds (a histogram's bins). */
+export function msXAxis(label: string): uPlot.Axis {
+  return {
+    label,
+    labelFont: LABEL_FONT,
+    font: AXIS_FONT,
+    labelSize: 20,
+    size: 40,
+    stroke: "#616161",
+    grid: { show: false },
+    ticks: { stroke: "#e0e0e0", width: 1 },
+    values: (_u, splits, _axisIdx, _space, incr) => formatTicks(splits, incr),
   };
 }
