@@ -37,6 +37,7 @@ from typing import Iterable
 import msgspec
 
 from ..analysis.distributed import rank_record
+from ..analysis.overview import step_range
 from ..trace.persist import PARSER_VERSION
 from .cache import ROLLUPS
 from .view_file import ANALYSIS_VERSION
@@ -50,7 +51,8 @@ COMPACTED = "rollup.json"
 _PART = "part-"
 _MERGING = "merging-"
 _LOCK = "compact.lock"
-_FORMAT = 1
+# 2: a span's label (start_unix_s, first_step, last_step, profiler_steps) for the run picker.
+_FORMAT = 2
 # Records made by other code are stale: the split is the analysis' and the parser's.
 VERSION = f"{_FORMAT}-{PARSER_VERSION}-{ANALYSIS_VERSION}"
 # A rank's warnings kept in its record (the first few: enough to say what was lost).
@@ -75,6 +77,11 @@ class RankRecord(msgspec.Struct, array_like=True, gc=False, frozen=True):
     idle_us: float
     has_device: bool
     warnings: list[str] = []
+    # What the run picker names the span by (sources/spans.py:span_label).
+    start_unix_s: float | None = None
+    first_step: int | None = None
+    last_step: int | None = None
+    profiler_steps: int = 0
 
 
 _ENCODER = msgspec.json.Encoder()
@@ -94,8 +101,12 @@ def make_record(path: str, size: int, mtime: float, overview: dict, has_device: 
                 warnings: Iterable[str]) -> RankRecord:
     """The record of one trace file version from its overview."""
     kept = [str(w)[:_MAX_WARNING_CHARS] for w in list(warnings)[:MAX_WARNINGS]]
+    steps = step_range(overview) or {}
+    start = overview.get("start_unix_s")
     return RankRecord(file=split_path(path)[1], size=size, mtime=mtime, version=VERSION,
-                      warnings=kept, **rank_record(overview, has_device))
+                      warnings=kept, **rank_record(overview, has_device),
+                      start_unix_s=None if start is None else float(start), first_step=steps.get("first"),
+                      last_step=steps.get("last"), profiler_steps=steps.get("count", 0))
 
 
 def rollup_dir(cache_root: str, directory: str) -> str:
