@@ -85,6 +85,28 @@ class RankRecord(msgspec.Struct, array_like=True, gc=False, frozen=True):
 
 
 _ENCODER = msgspec.json.Encoder()
+# A file name JSON cannot hold (undecodable bytes: lone surrogates on POSIX)
+# is kept as this mark and the hex of its bytes.
+_ESCAPED = "\0"
+
+
+def _storable(record: RankRecord) -> RankRecord:
+    try:
+        record.file.encode("utf-8")
+        return record
+    except UnicodeEncodeError:
+        return msgspec.structs.replace(record, file=_ESCAPED + os.fsencode(record.file).hex())
+
+
+def _restored(record: RankRecord) -> RankRecord:
+    if not record.file.startswith(_ESCAPED):
+        return record
+    try:
+        return msgspec.structs.replace(record, file=os.fsdecode(bytes.fromhex(record.file[1:])))
+    except ValueError:  # a damaged record: it names no file, so it matches none
+        return record
+
+
 _LINE_DECODER = msgspec.json.Decoder(RankRecord)
 _FILE_DECODER = msgspec.json.Decoder(list[RankRecord])
 
@@ -137,7 +159,7 @@ def append(cache_root: str | None, path: str, record: RankRecord) -> bool:
     if not cache_root:
         return False
     directory = rollup_dir(cache_root, split_path(path)[0])
-    line = _ENCODER.encode(record) + b"\n"
+    line = _ENCODER.encode(_storable(record)) + b"\n"
     try:
         os.makedirs(directory, exist_ok=True)
         part = os.path.join(directory, _part_name())
@@ -182,13 +204,13 @@ def decode_lines(data: bytes) -> tuple[list[RankRecord], int]:
         except msgspec.DecodeError:
             continue
         if record.version == VERSION:
-            out.append(record)
+            out.append(_restored(record))
     return out, end
 
 
 def decode_compacted(data: bytes) -> list[RankRecord]:
     try:
-        return [r for r in _FILE_DECODER.decode(data) if r.version == VERSION]
+        return [_restored(r) for r in _FILE_DECODER.decode(data) if r.version == VERSION]
     except msgspec.DecodeError:
         return []
 
@@ -243,7 +265,7 @@ def compact(directory: str, current: dict[str, tuple[int, float]]) -> int | None
                 merged[record.file] = record
         tmp = os.path.join(directory, f".{COMPACTED}.{uuid.uuid4().hex[:8]}")
         with open(tmp, "wb") as f:
-            f.write(_ENCODER.encode(sorted(merged.values(), key=lambda r: r.file)))
+            f.write(_ENCODER.encode([_storable(r) for r in sorted(merged.values(), key=lambda r: r.file)]))
         os.replace(tmp, os.path.join(directory, COMPACTED))
         # Every merging-* was read above: taken now, or left by a compaction that died.
         for name in _listdir(directory):
