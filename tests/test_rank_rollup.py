@@ -156,6 +156,41 @@ def test_a_summarised_job_answers_every_rank_at_the_first_ask(logdir, summarised
         assert count == sum(1 for r in job["ranks"] if lo <= r["step_time_us"] < hi or (last and r["step_time_us"] == hi))
 
 
+def test_an_unsummarised_job_completes_though_the_store_keeps_fewer_ranks(logdir, src, monkeypatch):
+    """The same job, not summarised and with the cache off (no roll-up on
+    disk): every rank is parsed in the background while the route answers
+    with the ranks ready. More ranks than the store keeps once loaded
+    (RANK_LOADS_KEPT; before, a store of fixed capacity evicted what it had
+    just loaded and the route said "still loading" for ever): each answer
+    accounts for every rank, the ranks ready never go down, and the last
+    answer is complete with every rank equal to its oracle."""
+    assert N_RANKS > RANK_LOADS_KEPT
+    monkeypatch.setenv("TB_PIPELINE_CACHE_DIR", "off")
+    app, plugin = build_tb_app(logdir)
+    answers = []
+    try:
+        client = Client(app)
+        deadline = time.monotonic() + 300
+        while True:
+            body = _distributed(client, "baseline=job")
+            cov = body["baseline_ranks"]["coverage"]
+            answers.append((cov["ready"], cov["loading"], cov["failed"]))
+            assert cov["total"] == N_RANKS and cov["ready"] + cov["loading"] + cov["failed"] == N_RANKS, cov
+            assert len(body["baseline_ranks"]["ranks"]) == cov["ready"]
+            if body["complete"]:
+                break
+            assert time.monotonic() < deadline, f"still loading after 300 s: {answers[-5:]}"
+            time.sleep(0.05)
+    finally:
+        plugin.close()
+    ready = [a[0] for a in answers]
+    assert ready == sorted(ready), "a rank once ready was lost"
+    assert answers[-1] == (N_RANKS, 0, 0)
+    assert [r["rank"] for r in body["baseline_ranks"]["ranks"]] == list(range(N_RANKS))
+    for row in body["baseline_ranks"]["ranks"]:
+        _check_rank(row, src, row["rank"])
+
+
 def test_a_pair_of_big_jobs_rank_by_rank_and_by_percentile(logdir, summarised, src, monkeypatch, tmp_path):
     """The job against a copy of itself with its odd ranks' clocks stretched 10 % more."""
     cache, _ = summarised
