@@ -259,6 +259,38 @@ def test_ranks_loading_answer_what_is_ready_then_added_and_rewritten_ranks_are_r
     assert again["complete"] and again["baseline_ranks"]["ranks"] == ranks
 
 
+def test_a_rescan_of_the_same_files_reuses_the_ranks_read(src, tmp_path, monkeypatch):
+    """Once complete, a rescan that finds the same rank files answers without
+    looking any rank up again (10,000 lookups after every rescan were most of
+    a warm ask); a rank rewritten since is read again."""
+    from tb_pipeline_plugin.sources.rank_index import RankIndex
+
+    run = tmp_path / "logdir" / "job"
+    write_ranks(src, str(run), range(6), scale)
+    monkeypatch.setenv("TB_PIPELINE_CACHE_DIR", str(tmp_path / "cache"))
+    app, plugin = build_tb_app(tmp_path / "logdir")
+    try:
+        client = Client(app)
+        first = get_when_ready(client, "distributed?baseline=job").get_json()
+        lookups = []
+        real_lookup = RankIndex.lookup
+        monkeypatch.setattr(RankIndex, "lookup", lambda self, files: lookups.append(len(files)) or real_lookup(self, files))
+        plugin.runs.runs(0.0)  # a fresh scan: new TraceFiles, the same files
+        assert _distributed(client, "baseline=job") == first and lookups == []
+        write_rank(trace_bytes(src), str(run / "rank2.pt.trace.json.gz"), 2, 3.0)
+        plugin.runs.runs(0.0)
+        body = get_when_ready(client, "distributed?baseline=job").get_json()
+    finally:
+        plugin.close()
+    assert lookups and lookups[0] == 6
+    ranks = body["baseline_ranks"]["ranks"]
+    assert ranks[2]["step_time_us"] == pytest.approx(oracle(src, 2, 3.0)["step_time_us"], abs=TOL_US)
+    for before, now in zip(first["baseline_ranks"]["ranks"], ranks):
+        if now["rank"] != 2:  # the others' own numbers (vs_median moved with rank 2)
+            assert {k: v for k, v in now.items() if not k.startswith("vs_")} == {
+                k: v for k, v in before.items() if not k.startswith("vs_")}
+
+
 def test_a_limit_names_its_variable(logdir, summarised, monkeypatch):
     cache, _ = summarised
     monkeypatch.setenv("TB_PIPELINE_CACHE_DIR", str(cache))
