@@ -204,6 +204,16 @@ def test_a_pair_of_big_jobs_rank_by_rank_and_by_percentile(logdir, summarised, s
     monkeypatch.setenv("TB_PIPELINE_CACHE_DIR", str(cache))
     _forbid_rank_loads(monkeypatch)
     body = _first_answer(pair, "baseline=job&experimental=slower")
+    # The same pair after each run was asked alone (their summaries remembered
+    # and reused), and each run alone again: unchanged by the pair's shared bins.
+    app, plugin = build_tb_app(pair)
+    try:
+        client = Client(app)
+        alone = [_distributed(client, f"baseline={run}") for run in ("job", "slower")]
+        assert _distributed(client, "baseline=job&experimental=slower") == body
+        assert [_distributed(client, f"baseline={run}") for run in ("job", "slower")] == alone
+    finally:
+        plugin.close()
     assert body["complete"] and body["unmatched_ranks"] == [] and len(body["rows"]) == N_RANKS
     for row in body["rows"]:
         r = row["rank"]
