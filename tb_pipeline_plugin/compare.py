@@ -224,11 +224,13 @@ class Comparison:
         default order (largest |delta| of the primary time first), each with
         the significance mark the route gives it, and `total`."""
         query = tables.TableQuery(limit=limit)
-        return pair_impls.diff_operators_impl(self.baseline, self.experimental, query, self.group_by)
+        return pair_impls.diff_operators_impl(self.baseline, self.experimental, query, self.group_by, "",
+                                              self.statistics, self.given)
 
     def kernel_page(self, limit: int) -> dict:
         """The `diff/kernels` route's first page of `limit` rows, as `operator_page`."""
-        return pair_impls.diff_kernels_impl(self.baseline, self.experimental, tables.TableQuery(limit=limit))
+        return pair_impls.diff_kernels_impl(self.baseline, self.experimental, tables.TableQuery(limit=limit), "",
+                                            "name", self.statistics, self.given)
 
     @property
     def step_times(self) -> tuple[dict, dict]:

@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 import pytest
 
 from conftest import PLUGIN_PREFIX, get_when_ready
-from support.json_oracle import settled_steps
+from support.json_oracle import duration_by_name, load_events, settled_steps
 from tb_pipeline_plugin import cli
 from tb_pipeline_plugin.compare import compare
 from tb_pipeline_plugin.diff import comparability as C
@@ -168,6 +168,37 @@ def test_a_bigger_batch_is_judged_per_sample(runs):
     assert "Time per sample" in rows.loc["avg_step_time_us", "caveat"]
 
 
+def _per_sample_oracle(run_dir: Path, name: str, samples: int) -> float:
+    """An operator's host time per sample, straight from the trace JSON: its
+    events' durations over the profiled steps' samples."""
+    (trace,) = run_dir.glob("*.pt.trace.json*")
+    _, events = load_events(trace)
+    steps = sum(1 for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#"))
+    return duration_by_name(events, ("cpu_op",))[name] / (steps * samples)
+
+
+def test_the_tables_are_per_sample_too(runs, make_tb_client):
+    """The operator and kernel tables state deltas: per sample, as the verdict."""
+    c = compare(runs / "b16", runs / "b32")
+    page = c.operator_page(10000)
+    assert page["per_unit"] == "sample" and "16 vs 32 samples a step" in page["per_unit_note"]
+    row = next(r for r in page["rows"] if r["name"] == "aten::embedding")
+    assert row["baseline_host_total_us"] == pytest.approx(_per_sample_oracle(runs / "b16", "aten::embedding", 16),
+                                                          abs=1e-3)
+    assert row["experimental_host_total_us"] == pytest.approx(
+        _per_sample_oracle(runs / "b32", "aten::embedding", 32), abs=1e-3)
+    assert row["baseline_calls"] == row["experimental_calls"]  # calls stay counts: one embedding a step
+    # Every mark is about the per-sample delta beside it.
+    for r in page["rows"]:
+        sig = r["significance"]
+        if sig is not None and sig["ci_low"] is not None:
+            assert sig["ci_low"] <= sig["delta"] <= sig["ci_high"], r
+    client = make_tb_client(runs)
+    body = get_when_ready(client, "diff/operators?baseline=b16&experimental=b32&limit=3").get_json()
+    assert body["per_unit"] == "sample" and body["rows"][0]["delta_host_self_us"] == page["rows"][0]["delta_host_self_us"]
+    assert get_when_ready(client, "diff/kernels?baseline=b16&experimental=b32").get_json()["per_unit"] == "sample"
+
+
 def test_the_cli_and_tensorboard_say_per_sample(runs, make_tb_client, capsys):
     code = cli.main(["diff", str(runs / "b16"), str(runs / "b32"), "--top", "3"])
     out = capsys.readouterr().out
@@ -194,6 +225,7 @@ def test_an_equal_batch_pair_reads_per_step_and_lists_nothing_false():
         keys = [d["key"] for d in c.overview_answer["comparability"]]
         assert keys == ([] if pair == "amp" else ["compiled"])
         assert "time_per_sample_us" in c.overview.index
+        assert c.operator_page(3)["per_unit"] is None and c.kernel_page(3)["per_unit"] is None  # totals, as before
 
 
 def test_stacks_on_one_side_only_take_the_verdict_away(trace_only, make_tb_client):

@@ -295,3 +295,20 @@ def test_gpu_kernels_in_the_notebook(gpu, shared_traces):
     _, b_events = load_events(shared_traces / "trace_diff" / "control.json.gz")
     first = c.kernels.iloc[0]
     assert first["baseline_total_us"] == pytest.approx(duration_by_name(b_events, ("kernel",)).get(first["name"], 0.0))
+
+
+@pytest.mark.parametrize("pair", ["cpu", "gpu"])
+def test_every_rows_interval_holds_its_delta(pair, request):
+    """A table row's mark is about the delta beside it: its interval holds the
+    row's per-step delta, and a significant mark has that delta's sign (on the
+    recorded CPU pair and HTA's GPU pair, every row of both tables)."""
+    runs = list(request.getfixturevalue(pair).values())
+    c = compare(*runs)
+    for page in (c.operator_page(100000), c.kernel_page(100000)):
+        for row in page["rows"]:
+            sig = row["significance"]
+            if sig is None or sig["ci_low"] is None:
+                continue
+            assert sig["ci_low"] <= sig["delta"] <= sig["ci_high"], row
+            if sig["verdict"] == "significant":
+                assert (sig["ci_low"] > 0) == (sig["delta"] > 0), row

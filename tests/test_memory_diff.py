@@ -244,9 +244,10 @@ def test_a_trace_of_memory_events_alone(client):
     gpu = next(d for d in out["devices"] if d["device"] == "GPU 0")
     assert gpu["experimental"] is None and gpu["baseline"]["peak_bytes"] == 1536
     assert gpu["baseline"]["step"] is None and gpu["baseline"]["frees_before_window"] == 1
-    # Live at the peak: both blocks, allocated outside any operator; the 256 B freed later came from before.
-    assert [(r["key"], r["baseline_bytes"]) for r in gpu["by_module"]] == [("(outside operators)", 1536),
-                                                                          ("before the window", 0)]
+    # Live at the peak: both blocks, allocated outside any operator; the 256 B freed later came from
+    # before, none of it alive at the peak (so no "before the window" row: the peak's field says 0).
+    assert [(r["key"], r["baseline_bytes"]) for r in gpu["by_module"]] == [("(outside operators)", 1536)]
+    assert gpu["baseline"]["before_window_bytes"] == 0
     # No device in common: the sentence is about the experimental run's.
     # Its peak is the 32 MiB scratch buffer plus whatever else the recording had alive then (a few
     # hundred KB, more when the recording ran at another moment of the allocator's life).

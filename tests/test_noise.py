@@ -88,3 +88,16 @@ def test_long_runs_use_the_normal_limit_of_the_bootstrap(monkeypatch):
         width = f["ci_high"] - f["ci_low"]
         assert abs(a["ci_low"] - f["ci_low"]) < 0.03 * width and abs(a["ci_high"] - f["ci_high"]) < 0.03 * width
         assert a["verdict"] == f["verdict"]
+
+
+def test_an_interval_holds_the_delta_shown_beside_it():
+    """Four steps say the experimental is ~300 µs slower; one stalled baseline
+    step makes the plain mean ~300 µs faster. The step pulled in narrows the
+    interval towards the four, but the number shown is the plain mean: the
+    interval holds it, and the verdict cannot be 'significant' the other way."""
+    b = np.array([1000.0, 1010.0, 990.0, 1005.0, 4000.0])
+    e = np.array([1300.0, 1310.0, 1290.0, 1305.0, 1295.0])
+    sig = S.compare_one(b, e)
+    assert sig["delta"] == pytest.approx(e.mean() - b.mean(), abs=1e-3) and sig["delta"] < 0
+    assert sig["ci_low"] <= sig["delta"] <= sig["ci_high"]
+    assert sig["verdict"] == "within_noise"

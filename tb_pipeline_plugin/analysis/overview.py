@@ -140,3 +140,15 @@ def overview(linked: LinkedTrace, whole_window: bool = False) -> dict:
         "memory": memory_summary(linked, windows),
         "warnings": list(linked.table.warnings),
     }
+
+
+def step_range(overview: dict | None) -> dict | None:
+    """First and last ProfilerStep number of a loaded overview and how many
+    steps it holds; None before it is loaded, or when the trace has no step
+    annotations (its one synthetic step "all")."""
+    if not overview:
+        return None
+    numbers = [s["step"] for s in overview.get("steps") or [] if s.get("name") != "all"]
+    if not numbers:
+        return None
+    return {"first": min(numbers), "last": max(numbers), "count": len(numbers)}

@@ -44,7 +44,8 @@ from .statistics.significance import recorded_step, step_us
 from .statistics.compare import compare_pipeline
 from .tables import TableQuery
 from .timeline import DEFAULT_MAX_EVENTS, DEFAULT_WIDTH_PX, timeline_diff
-from .units import STEP, Given, counts_text, divisor, pair_units, per_step_of, rate_per_s, run_counts, scaled
+from .units import (STEP, Given, counts_text, divisor, pair_units, per_step_of, rate_per_s, run_counts, scaled,
+                    table_note, table_scales)
 
 OPERATOR_KEYS = ["name", "input_shape"]
 KERNEL_KEYS = ["name"]
@@ -491,36 +492,76 @@ def _add_backward(row: dict, bv: float | None, ev: float | None, bw: float, ew: 
 
 
 @_remembered
-def diff_operators_impl(b: Run, e: Run, query: TableQuery = TableQuery(),
-                   group_by: str = "name", path: str = "") -> dict:
-    table = operator_table(b, e, group_by, path)
+def diff_operators_impl(b: Run, e: Run, query: TableQuery = TableQuery(), group_by: str = "name", path: str = "",
+                        statistics: tuple = NO_STATISTICS, given: tuple = NOT_GIVEN) -> dict:
+    """Operators joined by name (and input shape); times per sample (token)
+    when the runs' work per step differs (`_per_unit`)."""
+    per = _per_unit(b, e, path, statistics, given)
+    table = operator_table(b, e, group_by, path, per["scales"])
     primary = operator_primary(b, e)
     out = tables.query(table, OPERATOR_KEYS, tables.OPERATOR_COLUMNS, primary, query)
     significance_marks.mark_rows(b, e, out["rows"], OPERATOR_KEYS, len(table), path,
-                                 lambda tp: tp.operator_steps(group_by, primary), primary)
-    return {"table": "operators", "group_by": group_by, "path": path, "device_present": device_present(b, e), **out}
+                                 lambda tp: tp.operator_steps(group_by, primary), primary, per["step_scales"])
+    return {"table": "operators", "group_by": group_by, "path": path, "device_present": device_present(b, e),
+            **out, "per_unit": per["unit"], "per_unit_note": per["note"]}
 
 
 @_remembered
 def diff_kernels_impl(b: Run, e: Run, query: TableQuery = TableQuery(), path: str = "",
-                      group_by: str = "name") -> dict:
+                      group_by: str = "name", statistics: tuple = NO_STATISTICS, given: tuple = NOT_GIVEN) -> dict:
     """Kernels joined by name, or device time joined by what launched it
-    (`group_by` "operator" or "module": diff/launches.py)."""
+    (`group_by` "operator" or "module": diff/launches.py); times per sample
+    (token) when the runs' work per step differs."""
+    per = _per_unit(b, e, path, statistics, given)
     if group_by == "name":
-        table = kernel_table(b, e, path)
+        table = kernel_table(b, e, path, per["scales"])
         keys, columns = KERNEL_KEYS, tables.KERNEL_COLUMNS
         samples = lambda tp: tp.kernel_steps()  # noqa: E731 - the one line each branch differs by
     else:
         compiled = frozenset(_compiled(b, e))
-        table = launch_join(*_piece_launch_tables(b, e, path), group_by, compiled)
+        sides = [_times_scaled(t, LAUNCH_TIMES, f) for t, f in zip(_piece_launch_tables(b, e, path), per["scales"])]
+        table = launch_join(*sides, group_by, compiled)
         keys, columns = launch_keys(group_by), LAUNCH_COLUMNS
         samples = lambda tp: launch_samples(tp, group_by, compiled)  # noqa: E731
     out = tables.query(table, keys, columns, KERNEL_PRIMARY, query)
-    significance_marks.mark_rows(b, e, out["rows"], keys, len(table), path, samples, KERNEL_PRIMARY)
+    significance_marks.mark_rows(b, e, out["rows"], keys, len(table), path, samples, KERNEL_PRIMARY,
+                                 per["step_scales"])
     for row in out["rows"]:
         for field in _KERNEL_ROW_FIELDS:
             row.setdefault(field, None)
-    return {"table": "kernels", "group_by": group_by, "path": path, "device_present": device_present(b, e), **out}
+    return {"table": "kernels", "group_by": group_by, "path": path, "device_present": device_present(b, e), **out,
+            "per_unit": per["unit"], "per_unit_note": per["note"]}
+
+
+# The times a table row sums (scaled per sample when the work per step
+# differs); per-call statistics (a kernel's mean, min, max) and calls are not.
+OPERATOR_TIMES = ("host_self_us", "host_total_us", "device_self_us", "device_total_us")
+KERNEL_TIMES = ("total_us",)
+LAUNCH_TIMES = ("total_us",)
+
+
+def _per_unit(b: Run, e: Run, path: str, statistics: tuple, given: tuple) -> dict:
+    """How a table of the pair is scaled: `unit` (sample, token; None: each
+    run's totals), `scales` (each side's table times x, (1, 1) unscaled),
+    `step_scales` (each side's per-step samples x, for the marks), `note`."""
+    units = pair_context(b, e, statistics, given)["units"]
+    piece = bool(path) and T.resolve(b.pieces(), e.pieces(), path)[-1].any.kind != T.ROOT
+    scales = table_scales(units, None if piece else (b.step_count, e.step_count))
+    if scales is None:
+        return {"unit": None, "scales": (1.0, 1.0), "step_scales": None, "note": None}
+    return {"unit": units["unit"], "scales": scales, "step_scales": table_scales(units, None),
+            "note": table_note(units, piece)}
+
+
+def _times_scaled(table, columns: tuple, factor: float):
+    """`table` with its time `columns` multiplied by `factor` (a copy; itself at 1)."""
+    if factor == 1.0:
+        return table
+    out = table.copy()
+    for c in columns:
+        if c in out:
+            out[c] = out[c].astype(np.float64) * factor
+    return out
 
 
 # What a kernel row has only grouped by name, or only grouped by launch: null in the other grouping.
@@ -573,9 +614,10 @@ def operator_primary(b: Run, e: Run) -> str:
     return primary_column(device_present(b, e))
 
 
-def operator_table(b: Run, e: Run, group_by: str = "name", path: str = ""):
+def operator_table(b: Run, e: Run, group_by: str = "name", path: str = "", scales: tuple = (1.0, 1.0)):
     """Operators of both runs joined by name (and input shape when grouped
-    so), optionally restricted to the `diff/modules` piece at `path`."""
+    so), optionally restricted to the `diff/modules` piece at `path`; each
+    side's times multiplied by its `scales` (`_per_unit`)."""
     if group_by not in GROUP_BY:
         raise BadRequest(f"group_by must be one of {', '.join(GROUP_BY)}, got {group_by!r}")
     if path:
@@ -585,6 +627,7 @@ def operator_table(b: Run, e: Run, group_by: str = "name", path: str = ""):
         e_table = _piece_operators(e, ei, node.e, group_by)
     else:
         b_table, e_table = b.operators(group_by), e.operators(group_by)
+    b_table, e_table = (_times_scaled(t, OPERATOR_TIMES, f) for t, f in zip((b_table, e_table), scales))
     if group_by == "name_and_shape":
         return tables.join(b_table, e_table, OPERATOR_KEYS, tables.OPERATOR_COLUMNS)
     table = tables.join(b_table, e_table, ["name"], tables.OPERATOR_COLUMNS)
@@ -592,16 +635,17 @@ def operator_table(b: Run, e: Run, group_by: str = "name", path: str = ""):
     return table
 
 
-def kernel_table(b: Run, e: Run, path: str = ""):
+def kernel_table(b: Run, e: Run, path: str = "", scales: tuple = (1.0, 1.0)):
     """Kernels of both runs joined by name, optionally restricted to those
     launched from inside the `diff/modules` piece at `path` (the kernels its
-    `device_us` counts)."""
+    `device_us` counts); each side's total time multiplied by its `scales`."""
     if path:
         bi, ei = b.pieces(), e.pieces()
         node = T.resolve(bi, ei, path)[-1]
         b_table, e_table = _piece_kernels(b, bi, node.b), _piece_kernels(e, ei, node.e)
     else:
         b_table, e_table = b.kernels(), e.kernels()
+    b_table, e_table = (_times_scaled(t, KERNEL_TIMES, f) for t, f in zip((b_table, e_table), scales))
     return tables.join(b_table, e_table, KERNEL_KEYS, tables.KERNEL_COLUMNS)
 
 

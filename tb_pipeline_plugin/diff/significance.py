@@ -62,9 +62,11 @@ spread of the step bootstrap above.
 No verdict rests on one step: before judging, the step furthest from its
 recording's median is pulled in to the next furthest on its side (in
 recordings of at least `MIN_ROBUST_STEPS` steps), so one preempted or
-stalled step cannot make a delta significant, nor hide one, while an
-effect that recurs across steps (a thread holding the GIL every few steps)
-still counts. The reported delta stays the plain difference of means.
+stalled step cannot make a delta significant, while an effect that recurs
+across steps (a thread holding the GIL every few steps) still counts. The
+reported delta stays the plain difference of means, and the interval always
+holds it: a delta that one step turned the other way is within noise, never
+significant in the opposite direction of the number shown beside it.
 """
 from __future__ import annotations
 
@@ -219,6 +221,11 @@ def compare(baseline: np.ndarray, experimental: np.ndarray, reference: np.ndarra
         drift = NormalDist().inv_cdf(1.0 - alpha) * np.sqrt(level_variance(bt) + level_variance(et) + run_var)
         low = center - np.hypot(center - low, drift)
         high = center + np.hypot(high - center, drift)
+    # The interval is of the delta every surface shows (the plain means'):
+    # pulling one step in may narrow it towards the other steps, never leave
+    # that delta outside it. A row whose difference is one step's would
+    # otherwise be judged significant the other way round.
+    low, high = np.minimum(low, delta), np.maximum(high, delta)
     material = np.abs(center) >= min_effect_pct / 100.0 * reference
     out = []
     for i in range(k):

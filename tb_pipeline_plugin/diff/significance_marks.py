@@ -123,11 +123,12 @@ def _module_samples(ledger: StepLedger, paths: list[str], phase: str | None) -> 
 
 
 def mark_rows(b: Run, e: Run, rows: list[dict], keys: list[str], family: int, path: str,
-              samples, column: str) -> None:
+              samples, column: str, scales: tuple[float, float] | None = None) -> None:
     """Set `significance` on each row of a table page (in place): `column`'s
     per-step sums, `samples(run)` giving them in long form (keys, step,
     column). `family`: the rows of the whole table; `path`: the piece the
-    table is restricted to ("" for none)."""
+    table is restricted to ("" for none); `scales`: each side's per-step
+    sums multiplied by (per sample when the work per step differs)."""
     if path or not per_step(b, e):
         for r in rows:
             r["significance"] = None
@@ -138,6 +139,8 @@ def mark_rows(b: Run, e: Run, rows: list[dict], keys: list[str], family: int, pa
     page["_i"] = np.arange(len(rows))
     bm = _row_samples(page, keys, samples(b), column, b.step_count)
     em = _row_samples(page, keys, samples(e), column, e.step_count)
+    if scales is not None:
+        bm, em = bm * scales[0], em * scales[1]
     recordings = (b.recording_of_step, e.recording_of_step)
     for row, sig in zip(rows, S.compare(bm, em, family=family, recordings=recordings)):
         row["significance"] = sig

@@ -95,6 +95,35 @@ def scaled(ledger: StepLedger, per_step: float | None) -> StepLedger:
     return StepLedger(steps=steps, parts=parts)
 
 
+def table_scales(units: dict, steps: tuple[int, int] | None) -> tuple[float, float] | None:
+    """What each run's table times are multiplied by to be µs per unit:
+    1 / (profiled steps x count per step) for totals over the profiled
+    window (`steps` each run's profiled steps), 1 / count per step for one
+    step's piece (`steps` None). None when the pair is compared per step:
+    the tables stay each run's totals."""
+    if units["unit"] == STEP:
+        return None
+    out = []
+    for i, side in enumerate(("baseline", "experimental")):
+        per = per_step_of(units, side)
+        n = 1 if steps is None else steps[i]
+        if not per or n <= 0:
+            return None
+        out.append(1.0 / (n * per))
+    return out[0], out[1]
+
+
+def table_note(units: dict, piece: bool = False) -> str | None:
+    """What a per-unit table's times are, in words (None per step); `piece`:
+    the table is one step's piece, not the profiled window."""
+    if units["unit"] == STEP:
+        return None
+    unit = units["unit"]
+    by = f"its {unit}s per step" if piece else f"its profiled steps and its {unit}s per step"
+    return (f"Times are µs per {unit} ({counts_text(units)}): each run's time divided by {by}, so that the deltas "
+            "compare the same work; calls stay counts.")
+
+
 def rate_per_s(us_per_unit: float) -> float | None:
     """Units per second from µs per unit."""
     return round(1e6 / us_per_unit, 3) if us_per_unit > 0 else None

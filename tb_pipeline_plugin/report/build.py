@@ -123,7 +123,7 @@ def _table(answer: dict, measure: str) -> dict:
              "experimental_us": _plain(r[f"experimental_{measure}"]), "delta_us": _plain(r[f"delta_{measure}"]),
              "delta_pct": _plain(r[pct_name(measure)]), "significance": r.get("significance")}
             for r in answer["rows"]]
-    return {"measure": measure, "total": answer["total"], "rows": rows}
+    return {"measure": measure, "per_unit": answer["per_unit"], "total": answer["total"], "rows": rows}
 
 
 def _memory(answer: dict, top: int) -> dict:

@@ -118,7 +118,8 @@ def _delta_table(tid: str, noun: str, t: Table) -> str:
              _num(row.experimental_us, "us"), _num(row.delta_us, "us", delta=True), _pct(row.delta_pct),
              _verdict(row.significance)] for row in t.rows]
     caption = (f"The {len(t.rows)} of {t.total} {noun} whose {t.measure} changed most (largest |Δ| first); "
-               "calls and times of the baseline (B) and the experimental run (E).")
+               "calls and times of the baseline (B) and the experimental run (E)"
+               + (f", times in µs per {t.per_unit}." if t.per_unit else "."))
     columns = [("Name", "text")] + ([("Input shape", "text")] if shapes else []) + [
         ("B calls", "num"), ("E calls", "num"), ("Baseline", "num"), ("Experimental", "num"), ("Δ", "num"),
         ("Δ %", "num"), ("Verdict", "text")]

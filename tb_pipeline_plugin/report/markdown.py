@@ -86,7 +86,8 @@ def _metrics(rows: list[MetricRow], first: str = "Metric") -> list[str]:
 def _table_title(noun: str, t: Table) -> str:
     if not t.total:
         return f"{noun.capitalize()}: none in either run"
-    return f"Top {len(t.rows)} of {t.total} {noun} by Δ {t.measure}"
+    per = f" (µs per {t.per_unit})" if t.per_unit else ""
+    return f"Top {len(t.rows)} of {t.total} {noun} by Δ {t.measure}{per}"
 
 
 def _delta_table(t: Table) -> list[str]:

@@ -146,6 +146,8 @@ class Table(_Shape):
     """The first rows of a delta table in the routes' default order (largest |delta| of `measure` first)."""
 
     measure: str  # the compared column: host_self_us, device_self_us, total_us
+    # "sample" / "token": times are µs per sample (token), the runs' work per step differing; null: totals.
+    per_unit: str | None
     total: int  # rows in the whole table
     rows: list[TableRow]
 

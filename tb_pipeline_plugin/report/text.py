@@ -54,7 +54,8 @@ def render(r: Report) -> str:
     for title, rows_of, shape in (("operators", r.operators, any(row.input_shape for row in r.operators.rows)),
                                   ("kernels", r.kernels, False)):
         m = rows_of.measure
-        out += ["", f"Top {r.top} {title} by |delta {m}| (µs)"]
+        per = f" per {rows_of.per_unit}" if rows_of.per_unit else ""
+        out += ["", f"Top {r.top} {title} by |delta {m}| (µs{per})"]
         if not rows_of.rows:
             out.append(f"(no {title} in either trace)")
             continue

@@ -750,6 +750,11 @@ class _DiffTable(_Shape):
     # The statistics each row compares: baseline_X, experimental_X, delta_X and
     # its delta % (`delta_host_self_pct` for `host_self_us`: diff/delta.py, pct_name).
     columns: list[str]
+    # "sample" / "token": the runs' work per step differs, so every summed time
+    # (not calls, not a kernel's per-call mean/min/max) is µs per sample (token),
+    # the marks too; null: each run's totals over its profiled window (or piece).
+    per_unit: Literal["sample", "token"] | None
+    per_unit_note: str | None
 
 
 class DiffOperatorsResponse(_DiffTable):

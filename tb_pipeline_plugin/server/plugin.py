@@ -202,12 +202,14 @@ class PipelinePlugin(base_plugin.TBPlugin):
         return {**refs, **pair_impls.diff_modules_impl(b, e, p.path, p.offset, p.limit)}
 
     def _diff_operators(self, p: Q.DiffOperatorsParams) -> dict:
-        b, e, refs = self._pair(p)
-        return {**refs, **pair_impls.diff_operators_impl(b, e, p.table_query(), p.group_by, p.path)}
+        b, e, refs, statistics = self._pair_with_statistics(p)
+        return {**refs, **pair_impls.diff_operators_impl(b, e, p.table_query(), p.group_by, p.path, statistics,
+                                                         p.given())}
 
     def _diff_kernels(self, p: Q.DiffKernelsParams) -> dict:
-        b, e, refs = self._pair(p)
-        return {**refs, **pair_impls.diff_kernels_impl(b, e, p.table_query(), p.path, p.group_by)}
+        b, e, refs, statistics = self._pair_with_statistics(p)
+        return {**refs, **pair_impls.diff_kernels_impl(b, e, p.table_query(), p.path, p.group_by, statistics,
+                                                       p.given())}
 
     def _diff_timeline(self, p: Q.DiffTimelineParams) -> dict:
         b, e, refs = self._pair(p)

@@ -24,20 +24,20 @@ from ..sources.tb_profiler import ProfilerNames
 from ..sources.store import LoadState
 
 
-def runs_impl(runs: dict[str, RunInfo], states: dict[str, LoadState], overviews: dict[str, dict] | None = None,
+def runs_impl(runs: dict[str, RunInfo], states: dict[str, LoadState], labels: dict[str, dict] | None = None,
               spans_loading: bool = False) -> dict:
     """`states`: load state of each run's default trace (runs without traces
-    absent); `overviews`: the overview of each trace file (by path) loaded so
-    far, which names its span's steps and start; `spans_loading`: some are
+    absent); `labels`: what names each trace file's span (by path: its steps and
+    start, sources/spans.py) as far as loaded; `spans_loading`: some are
     still being read."""
-    overviews = overviews or {}
+    labels = labels or {}
     out = []
     for name, info in runs.items():
         state = states.get(name)
         status = state.status if state else "ready"
         out.append({
             "name": name,
-            "workers": [{**w, "span_info": span_info(w["spans"], lambda span, w=w: overviews.get(
+            "workers": [{**w, "span_info": span_info(w["spans"], lambda span, w=w: labels.get(
                 info.traces[w["name"]][span].path))} for w in info.workers()],
             "kinds": list(info.kinds),
             "status": status,

@@ -30,7 +30,7 @@ from ..errors import NotFound
 from ..readers import PipelineTables
 from .artifacts import Source
 from .logdir import RunInfo, TraceFile, discover_runs, resolve, resolve_diagnostic, run_info, stat_file
-from .spans import span_overviews
+from .spans import span_labels
 from .rank_index import RankIndex, RunRanks, max_ranks_from_env
 from .store import LoadState, LoadStore, Pending, PendingAll
 
@@ -188,7 +188,7 @@ class RunProvider:
         """Every run and the load state of its default trace (a group's: its
         recordings'), prefetching default traces in the listed order while the
         store has room: the UI opens the first two runs by default; the
-        others stay `unloaded` until a data route asks. Then the overviews
+        others stay `unloaded` until a data route asks. Then the labels
         the picker names spans by (by trace path; spans.py), and whether
         some are still being read."""
         runs = self.runs(0.0)
@@ -197,11 +197,11 @@ class RunProvider:
             if info.traces:
                 tf = resolve(runs, name)
                 states[name] = self._traces.summary(Source("trace", tf.path), tf.size, tf.mtime, prefetch=True)
-        overviews, spans_loading = span_overviews(runs, states, self._ranks)
+        labels, spans_loading = span_labels(runs, states, self._ranks)
         for name, info in runs.items():
             if info.recordings and not info.traces:
                 states[name] = group_state([states.get(m) for m in info.recordings])
-        return runs, states, overviews, spans_loading
+        return runs, states, labels, spans_loading
 
     def _lookup(self, find: Callable[[dict[str, RunInfo]], T]) -> T:
         """`find` over the recent scan; on NotFound once more over a fresh

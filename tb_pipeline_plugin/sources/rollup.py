@@ -37,6 +37,7 @@ from typing import Iterable
 import msgspec
 
 from ..analysis.distributed import rank_record
+from ..analysis.overview import step_range
 from ..trace.persist import PARSER_VERSION
 from .cache import ROLLUPS
 from .view_file import ANALYSIS_VERSION
@@ -50,7 +51,8 @@ COMPACTED = "rollup.json"
 _PART = "part-"
 _MERGING = "merging-"
 _LOCK = "compact.lock"
-_FORMAT = 1
+# 2: a span's label (start_unix_s, first_step, last_step, profiler_steps) for the run picker.
+_FORMAT = 2
 # Records made by other code are stale: the split is the analysis' and the parser's.
 VERSION = f"{_FORMAT}-{PARSER_VERSION}-{ANALYSIS_VERSION}"
 # A rank's warnings kept in its record (the first few: enough to say what was lost).
@@ -75,9 +77,36 @@ class RankRecord(msgspec.Struct, array_like=True, gc=False, frozen=True):
     idle_us: float
     has_device: bool
     warnings: list[str] = []
+    # What the run picker names the span by (sources/spans.py:span_label).
+    start_unix_s: float | None = None
+    first_step: int | None = None
+    last_step: int | None = None
+    profiler_steps: int = 0
 
 
 _ENCODER = msgspec.json.Encoder()
+# A file name JSON cannot hold (undecodable bytes: lone surrogates on POSIX)
+# is kept as this mark and the hex of its bytes.
+_ESCAPED = "\0"
+
+
+def _storable(record: RankRecord) -> RankRecord:
+    try:
+        record.file.encode("utf-8")
+        return record
+    except UnicodeEncodeError:
+        return msgspec.structs.replace(record, file=_ESCAPED + os.fsencode(record.file).hex())
+
+
+def _restored(record: RankRecord) -> RankRecord:
+    if not record.file.startswith(_ESCAPED):
+        return record
+    try:
+        return msgspec.structs.replace(record, file=os.fsdecode(bytes.fromhex(record.file[1:])))
+    except ValueError:  # a damaged record: it names no file, so it matches none
+        return record
+
+
 _LINE_DECODER = msgspec.json.Decoder(RankRecord)
 _FILE_DECODER = msgspec.json.Decoder(list[RankRecord])
 
@@ -94,8 +123,12 @@ def make_record(path: str, size: int, mtime: float, overview: dict, has_device: 
                 warnings: Iterable[str]) -> RankRecord:
     """The record of one trace file version from its overview."""
     kept = [str(w)[:_MAX_WARNING_CHARS] for w in list(warnings)[:MAX_WARNINGS]]
+    steps = step_range(overview) or {}
+    start = overview.get("start_unix_s")
     return RankRecord(file=split_path(path)[1], size=size, mtime=mtime, version=VERSION,
-                      warnings=kept, **rank_record(overview, has_device))
+                      warnings=kept, **rank_record(overview, has_device),
+                      start_unix_s=None if start is None else float(start), first_step=steps.get("first"),
+                      last_step=steps.get("last"), profiler_steps=steps.get("count", 0))
 
 
 def rollup_dir(cache_root: str, directory: str) -> str:
@@ -126,7 +159,7 @@ def append(cache_root: str | None, path: str, record: RankRecord) -> bool:
     if not cache_root:
         return False
     directory = rollup_dir(cache_root, split_path(path)[0])
-    line = _ENCODER.encode(record) + b"\n"
+    line = _ENCODER.encode(_storable(record)) + b"\n"
     try:
         os.makedirs(directory, exist_ok=True)
         part = os.path.join(directory, _part_name())
@@ -171,13 +204,13 @@ def decode_lines(data: bytes) -> tuple[list[RankRecord], int]:
         except msgspec.DecodeError:
             continue
         if record.version == VERSION:
-            out.append(record)
+            out.append(_restored(record))
     return out, end
 
 
 def decode_compacted(data: bytes) -> list[RankRecord]:
     try:
-        return [r for r in _FILE_DECODER.decode(data) if r.version == VERSION]
+        return [_restored(r) for r in _FILE_DECODER.decode(data) if r.version == VERSION]
     except msgspec.DecodeError:
         return []
 
@@ -232,7 +265,7 @@ def compact(directory: str, current: dict[str, tuple[int, float]]) -> int | None
                 merged[record.file] = record
         tmp = os.path.join(directory, f".{COMPACTED}.{uuid.uuid4().hex[:8]}")
         with open(tmp, "wb") as f:
-            f.write(_ENCODER.encode(sorted(merged.values(), key=lambda r: r.file)))
+            f.write(_ENCODER.encode([_storable(r) for r in sorted(merged.values(), key=lambda r: r.file)]))
         os.replace(tmp, os.path.join(directory, COMPACTED))
         # Every merging-* was read above: taken now, or left by a compaction that died.
         for name in _listdir(directory):

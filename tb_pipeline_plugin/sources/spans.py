@@ -8,16 +8,16 @@ names no time.
 
 Steps and start come from the span's overview. A run's default trace is
 loaded for its status anyway (`runs` prefetches it); the other spans of a
-worker that has several are asked for as rank summaries (an overview only:
-read from the parse cache once a trace has been parsed, else parsed in the
-background), so that the picker can tell them apart before one is picked;
+worker that has several are asked for as rank records (sources/rollup.py:
+the span's label with its numbers, read from the parse cache once a trace
+has been parsed, else parsed in the background), so that the picker can tell them apart before one is picked;
 so is the default once evicted from the trace store. A worker's only span
 other than the default (a rank of a distributed run) is named by what is
 already loaded, never parsed for a label.
 """
 from __future__ import annotations
 
-from ..analysis.overview import plausible_unix_s
+from ..analysis.overview import plausible_unix_s, step_range
 from .artifacts import Source
 from .logdir import RunInfo, resolve
 from .store import LoadState, LoadStore
@@ -34,37 +34,37 @@ def written_unix_s(span: str) -> float | None:
     return plausible_unix_s(int(span) * unit)
 
 
-def step_range(overview: dict | None) -> dict | None:
-    """First and last ProfilerStep number of a loaded overview and how many
-    steps it holds; None before it is loaded, or when the trace has no step
-    annotations (its one synthetic step "all")."""
-    if not overview:
-        return None
-    numbers = [s["step"] for s in overview.get("steps") or [] if s.get("name") != "all"]
-    if not numbers:
-        return None
-    return {"first": min(numbers), "last": max(numbers), "count": len(numbers)}
-
-
-def span_info(spans: list[str], overview_of) -> list[dict]:
+def span_info(spans: list[str], label_of) -> list[dict]:
     """The `span_info` of one worker's spans (ascending ids: oldest first);
-    `overview_of(span)`: the span's loaded overview, or None."""
+    `label_of(span)`: the span's label (`overview_label`, `record_label`),
+    or None before it is loaded."""
     out = []
     for order, span in enumerate(spans, start=1):
-        overview = overview_of(span)
+        label = label_of(span) or {}
         out.append({
             "span": span, "order": order, "written_unix_s": written_unix_s(span),
-            "start_unix_s": overview.get("start_unix_s") if overview else None,
-            "steps": step_range(overview),
+            "start_unix_s": label.get("start_unix_s"), "steps": label.get("steps"),
         })
     return out
 
 
-def span_overviews(runs: dict[str, RunInfo], defaults: dict[str, LoadState],
+def overview_label(overview: dict) -> dict:
+    """What the picker names a span by, from its loaded overview."""
+    return {"start_unix_s": overview.get("start_unix_s"), "steps": step_range(overview)}
+
+
+def record_label(record) -> dict:
+    """The same from the span's rank record (sources/rollup.py:RankRecord)."""
+    steps = (None if record.first_step is None else
+             {"first": record.first_step, "last": record.last_step, "count": record.profiler_steps})
+    return {"start_unix_s": record.start_unix_s, "steps": steps}
+
+
+def span_labels(runs: dict[str, RunInfo], defaults: dict[str, LoadState],
                    summaries: LoadStore) -> tuple[dict[str, dict], bool]:
-    """(overview by trace path, whether some are still being read).
+    """(label by trace path, whether some are still being read).
     `defaults`: the load state of each run's default trace (the trace store's);
-    `summaries`: the rank-summary store."""
+    `summaries`: the rank-summary store (its records)."""
     out: dict[str, dict] = {}
     loading = False
     for name, info in runs.items():
@@ -74,7 +74,7 @@ def span_overviews(runs: dict[str, RunInfo], defaults: dict[str, LoadState],
         state = defaults.get(name)
         parsed = state is not None and state.status == "ready"
         if parsed and state.value is not None:
-            out[default.path] = state.value.overview()
+            out[default.path] = overview_label(state.value.overview())
         for spans in info.traces.values():
             several = len(spans) > 1
             for tf in spans.values():
@@ -84,6 +84,6 @@ def span_overviews(runs: dict[str, RunInfo], defaults: dict[str, LoadState],
                 wanted = several or (tf.path == default.path and parsed)
                 got = summaries.summary(Source("rank_summary", tf.path), tf.size, tf.mtime, prefetch=wanted)
                 if got.status == "ready" and got.value is not None:
-                    out[tf.path] = got.value.overview
+                    out[tf.path] = record_label(got.value)
                 loading = loading or (wanted and got.status == "loading")
     return out, loading

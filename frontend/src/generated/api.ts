@@ -616,6 +616,8 @@ export interface components {
             order: "asc" | "desc";
             primary: string;
             columns: string[];
+            per_unit: ("sample" | "token") | null;
+            per_unit_note: string | null;
             /** @enum {unknown} */
             table: "kernels";
             /** @enum {unknown} */
@@ -687,6 +689,8 @@ export interface components {
             order: "asc" | "desc";
             primary: string;
             columns: string[];
+            per_unit: ("sample" | "token") | null;
+            per_unit_note: string | null;
             /** @enum {unknown} */
             table: "operators";
             /** @enum {unknown} */

@@ -183,6 +183,11 @@ export function DiffTableView({ client, sel, table: asked, state, onChange, relo
         {hidden.length > 0 && rows.length > 0 && ` Not shown: ${hidden.map(metricLabel).join(", ")} (zero in both runs).`}
         {note && <span role="status"> {note}</span>}
       </p>
+      {resp.per_unit_note && (
+        <Message kind="info" title={`Times per ${resp.per_unit}`}>
+          <span data-testid="per-unit-note" data-unit={resp.per_unit ?? ""}>{resp.per_unit_note}</span>
+        </Message>
+      )}
       {cutTotal && <PartialNote noun={noun} filter={state.filter.trim()} total={resp.total} held={rows.length} server={server} byShape={byShape} />}
       {rows.length === 0 ? (
         <Message kind="info" title={`No ${noun}`}>

@@ -122,11 +122,17 @@ def _grouped(d: DeviceMemory | None, by: str, table: str, value: str) -> dict[tu
     return out
 
 
+_REST = (BEFORE_WINDOW, HELD_AT_STEP_START)
+
+
 def _rows(b: DeviceMemory | None, e: DeviceMemory | None, by: str, table: str, value: str) -> list[dict]:
     keys, _ = _BY[by]
     gb, ge = _grouped(b, by, table, value), _grouped(e, by, table, value)
     none = {"bytes": 0, "blocks": 0, "detail": "", "call_path": ""}
     joined = [(key, gb.get(key, none), ge.get(key, none)) for key in {**gb, **ge}]
+    # The rest rows (before the window, held at the step's start) at 0 on both
+    # sides are no row: the peak's `before_window_bytes` already says "none".
+    joined = [j for j in joined if j[1]["bytes"] or j[2]["bytes"] or str(j[0][0]) not in _REST]
     joined.sort(key=lambda j: -abs(j[2]["bytes"] - j[1]["bytes"]))
     alive_b, alive_e = _alive(b), _alive(e)
     spans_b, spans_e = (_lifetimes(b, keys), _lifetimes(e, keys)) if table == "attribution" else ({}, {})
