@@ -156,6 +156,41 @@ def test_a_summarised_job_answers_every_rank_at_the_first_ask(logdir, summarised
         assert count == sum(1 for r in job["ranks"] if lo <= r["step_time_us"] < hi or (last and r["step_time_us"] == hi))
 
 
+def test_an_unsummarised_job_completes_though_the_store_keeps_fewer_ranks(logdir, src, monkeypatch):
+    """The same job, not summarised and with the cache off (no roll-up on
+    disk): every rank is parsed in the background while the route answers
+    with the ranks ready. More ranks than the store keeps once loaded
+    (RANK_LOADS_KEPT; before, a store of fixed capacity evicted what it had
+    just loaded and the route said "still loading" for ever): each answer
+    accounts for every rank, the ranks ready never go down, and the last
+    answer is complete with every rank equal to its oracle."""
+    assert N_RANKS > RANK_LOADS_KEPT
+    monkeypatch.setenv("TB_PIPELINE_CACHE_DIR", "off")
+    app, plugin = build_tb_app(logdir)
+    answers = []
+    try:
+        client = Client(app)
+        deadline = time.monotonic() + 300
+        while True:
+            body = _distributed(client, "baseline=job")
+            cov = body["baseline_ranks"]["coverage"]
+            answers.append((cov["ready"], cov["loading"], cov["failed"]))
+            assert cov["total"] == N_RANKS and cov["ready"] + cov["loading"] + cov["failed"] == N_RANKS, cov
+            assert len(body["baseline_ranks"]["ranks"]) == cov["ready"]
+            if body["complete"]:
+                break
+            assert time.monotonic() < deadline, f"still loading after 300 s: {answers[-5:]}"
+            time.sleep(0.05)
+    finally:
+        plugin.close()
+    ready = [a[0] for a in answers]
+    assert ready == sorted(ready), "a rank once ready was lost"
+    assert answers[-1] == (N_RANKS, 0, 0)
+    assert [r["rank"] for r in body["baseline_ranks"]["ranks"]] == list(range(N_RANKS))
+    for row in body["baseline_ranks"]["ranks"]:
+        _check_rank(row, src, row["rank"])
+
+
 def test_a_pair_of_big_jobs_rank_by_rank_and_by_percentile(logdir, summarised, src, monkeypatch, tmp_path):
     """The job against a copy of itself with its odd ranks' clocks stretched 10 % more."""
     cache, _ = summarised
@@ -169,6 +204,16 @@ def test_a_pair_of_big_jobs_rank_by_rank_and_by_percentile(logdir, summarised, s
     monkeypatch.setenv("TB_PIPELINE_CACHE_DIR", str(cache))
     _forbid_rank_loads(monkeypatch)
     body = _first_answer(pair, "baseline=job&experimental=slower")
+    # The same pair after each run was asked alone (their summaries remembered
+    # and reused), and each run alone again: unchanged by the pair's shared bins.
+    app, plugin = build_tb_app(pair)
+    try:
+        client = Client(app)
+        alone = [_distributed(client, f"baseline={run}") for run in ("job", "slower")]
+        assert _distributed(client, "baseline=job&experimental=slower") == body
+        assert [_distributed(client, f"baseline={run}") for run in ("job", "slower")] == alone
+    finally:
+        plugin.close()
     assert body["complete"] and body["unmatched_ranks"] == [] and len(body["rows"]) == N_RANKS
     for row in body["rows"]:
         r = row["rank"]
@@ -222,6 +267,38 @@ def test_ranks_loading_answer_what_is_ready_then_added_and_rewritten_ranks_are_r
     _forbid_rank_loads(monkeypatch)
     again = _first_answer(tmp_path / "logdir", "baseline=job")
     assert again["complete"] and again["baseline_ranks"]["ranks"] == ranks
+
+
+def test_a_rescan_of_the_same_files_reuses_the_ranks_read(src, tmp_path, monkeypatch):
+    """Once complete, a rescan that finds the same rank files answers without
+    looking any rank up again (10,000 lookups after every rescan were most of
+    a warm ask); a rank rewritten since is read again."""
+    from tb_pipeline_plugin.sources.rank_index import RankIndex
+
+    run = tmp_path / "logdir" / "job"
+    write_ranks(src, str(run), range(6), scale)
+    monkeypatch.setenv("TB_PIPELINE_CACHE_DIR", str(tmp_path / "cache"))
+    app, plugin = build_tb_app(tmp_path / "logdir")
+    try:
+        client = Client(app)
+        first = get_when_ready(client, "distributed?baseline=job").get_json()
+        lookups = []
+        real_lookup = RankIndex.lookup
+        monkeypatch.setattr(RankIndex, "lookup", lambda self, files: lookups.append(len(files)) or real_lookup(self, files))
+        plugin.runs.runs(0.0)  # a fresh scan: new TraceFiles, the same files
+        assert _distributed(client, "baseline=job") == first and lookups == []
+        write_rank(trace_bytes(src), str(run / "rank2.pt.trace.json.gz"), 2, 3.0)
+        plugin.runs.runs(0.0)
+        body = get_when_ready(client, "distributed?baseline=job").get_json()
+    finally:
+        plugin.close()
+    assert lookups and lookups[0] == 6
+    ranks = body["baseline_ranks"]["ranks"]
+    assert ranks[2]["step_time_us"] == pytest.approx(oracle(src, 2, 3.0)["step_time_us"], abs=TOL_US)
+    for before, now in zip(first["baseline_ranks"]["ranks"], ranks):
+        if now["rank"] != 2:  # the others' own numbers (vs_median moved with rank 2)
+            assert {k: v for k, v in now.items() if not k.startswith("vs_")} == {
+                k: v for k, v in before.items() if not k.startswith("vs_")}
 
 
 def test_a_limit_names_its_variable(logdir, summarised, monkeypatch):

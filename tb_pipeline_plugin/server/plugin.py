@@ -15,11 +15,12 @@ import msgspec
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
+from ..analysis.distributed import ranks_summary
 from ..diff import pair_impls
 from ..sources.artifacts import make_loader
 from ..bounded_cache import BoundedCache
 from ..sources.provider import RunProvider, trace_ref
-from ..sources.rank_index import max_ranks_from_env
+from ..sources.rank_index import RunRanks, max_ranks_from_env
 from ..sources.tb_profiler import tb_profiler_names
 from . import params as Q
 from . import run_impls
@@ -42,6 +43,8 @@ class PipelinePlugin(base_plugin.TBPlugin):
         # unique): asked again, 10,000 ranks (3 MB of JSON) are neither
         # recomputed nor encoded again.
         self._rank_answers: BoundedCache[tuple, tuple] = BoundedCache(4)
+        # Each run's `ranks_summary`, keyed and held the same way (`_rank_summary`).
+        self._rank_summaries: BoundedCache[tuple, tuple] = BoundedCache(4)
         # Last: every module is imported by now; a full GC pass over them
         # would otherwise land on a request (server/gc_freeze.py).
         freeze_startup_objects()
@@ -153,11 +156,17 @@ class PipelinePlugin(base_plugin.TBPlugin):
         refs = {"baseline": trace_ref(p.baseline), "experimental": trace_ref(p.experimental) if p.experimental else None}
 
         def answer() -> tuple:
-            body = encode_json({**refs, **run_impls.distributed_impl(*sides)})
+            body = encode_json({**refs, **run_impls.distributed_impl(*sides, summarise=self._rank_summary)})
             return [s.ready for s in sides], msgspec.Raw(body)
 
         key = (p.baseline, p.experimental, *(s.key for s in sides))
         return self._rank_answers.get_or_make(key, answer)[1]
+
+    def _rank_summary(self, ranks: RunRanks) -> dict:
+        """A run's `ranks_summary`, remembered by its ranks (`RunRanks.key`):
+        the run asked alone, then against another, or against itself, is
+        summarised once (a third of a 10,000-rank pair's answer)."""
+        return self._rank_summaries.get_or_make(ranks.key, lambda: (ranks.ready, ranks_summary(ranks.ready)))[1]
 
     # ---- pairs -------------------------------------------------------------------
 

@@ -9,6 +9,8 @@ pair routes' impls are `diff.pair_impls`.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from ..analysis.diagnostic.report import report as diagnostic_report
 from ..analysis.distributed import ranks_summary
 from ..analysis.rank_distribution import histogram, histogram_edges
@@ -88,12 +90,15 @@ def profiler_link_impl(names: ProfilerNames) -> dict:
 NOTED_RANKS = 20
 
 
-def distributed_impl(baseline: RunRanks, experimental: RunRanks | None = None) -> dict:
+def distributed_impl(baseline: RunRanks, experimental: RunRanks | None = None,
+                     summarise: Callable[[RunRanks], dict] = lambda s: ranks_summary(s.ready)) -> dict:
     """Each run's ranks ready so far (`provider.ranks`), their distribution
     and, with `experimental`, the two rank by rank and percentile by
-    percentile. `complete` is false while a rank of either is loading."""
+    percentile. `complete` is false while a rank of either is loading.
+    `summarise`: `ranks_summary` of a run's ranks, maybe remembered (left
+    unchanged here: its rows are shared, its top level copied)."""
     sides = [s for s in (baseline, experimental) if s is not None]
-    shaped = [ranks_summary(s.ready) for s in sides]
+    shaped = [dict(summarise(s)) for s in sides]
     edges = histogram_edges([[r["step_time_us"] for r in x["ranks"]] for x in shaped])
     for s, x in zip(sides, shaped):
         x["histogram"] = histogram([r["step_time_us"] for r in x["ranks"]], edges)

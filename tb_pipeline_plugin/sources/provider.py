@@ -98,9 +98,10 @@ class RunProvider:
         # loads those it lacks, in parallel, and hands each to the roll-up.
         self._rank_index = RankIndex(getattr(getattr(self._trace_loader, "cache", None), "root", None) or None)
         self._ranks = LoadStore(self._learning(load), max_workers=parallel, max_ready=RANK_LOADS_KEPT)
-        # Each run's ranks once all were read, with the scan they were read
-        # against: asked again over the same scan, nothing can have changed.
-        self._ranks_read: BoundedCache[str, tuple[object, RunRanks]] = BoundedCache(8)
+        # Each run's ranks once all were read, with the scan and the rank
+        # files they were read against: asked again over the same scan, or
+        # over a rescan that found the same files, nothing can have changed.
+        self._ranks_read: BoundedCache[str, tuple[object, list[TraceFile], RunRanks]] = BoundedCache(8)
         # Pipeline statistics: small tables, kept apart from the traces so
         # they do not count against TB_PIPELINE_MAX_LOADED_TRACES (the
         # explanation of a pair holds two traces and two statistics at once:
@@ -355,8 +356,13 @@ class RunProvider:
         info = runs[first.run]
         done = self._ranks_read.get(first.run)
         if done is not None and done[0] is info.traces:
-            return done[1]
+            return done[2]
         files = [next(reversed(spans.values())) for spans in info.traces.values()]
+        # A rescan (every few seconds) makes new TraceFiles: the same files at
+        # the same versions are the same ranks (a list compare, not 10,000 lookups).
+        if done is not None and done[1] == files:
+            self._ranks_read.put(first.run, (info.traces, files, done[2]))
+            return done[2]
         kept = files[:self.max_ranks]
         out = RunRanks(first.run, [], len(files), 0, left_out=len(files) - len(kept), limit=self.max_ranks)
         records, directories = self._rank_index.lookup(kept)
@@ -375,5 +381,5 @@ class RunProvider:
             out.ready.append((tf.worker, record))
         if out.loading == 0:  # all read: a good time to merge what the loads appended
             self._rank_index.compact_if_due(directories, info.trace_files())
-            self._ranks_read.put(first.run, (info.traces, out))
+            self._ranks_read.put(first.run, (info.traces, files, out))
         return out
