@@ -263,3 +263,55 @@ def test_unique_inverse_equals_np_unique():
         want_uniq, want_inverse = np.unique(values, return_inverse=True)
         assert uniq.dtype == values.dtype and np.array_equal(uniq, want_uniq)
         assert np.array_equal(inverse, want_inverse)
+
+
+def _views_of_parse(path: str, tmp_path, tag: str) -> list:
+    from tb_pipeline_plugin.sources import workers
+
+    st = os.stat(path)
+    directory, ephemeral, views = workers.parse_to_entry(path, st.st_size, st.st_mtime, str(tmp_path / tag), 1 << 30,
+                                                          views=workers.FIRST_VIEWS, decode_processes=2)
+    assert not ephemeral and os.path.isdir(directory)
+    return views
+
+
+def _same_views(a: list, b: list) -> None:
+    import pandas as pd
+
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert type(x) is type(y)
+        if isinstance(x, pd.DataFrame):
+            pd.testing.assert_frame_equal(x, y)
+        else:
+            assert json.dumps(x, sort_keys=True, default=str) == json.dumps(y, sort_keys=True, default=str)
+
+
+@pytest.mark.parametrize("name", [SHARED[3], SHARED[5]])
+def test_first_views_forked_equal_one_process(shared_traces, tmp_path, monkeypatch, name):
+    """A big parse computes some first views in a forked copy of the worker
+    (`workers.FORKED_VIEWS`): the same views as computing all of them in
+    the worker; a child that dies has its views computed in the worker."""
+    from tb_pipeline_plugin.sources import workers
+
+    path = _plain_copy(shared_traces, name, tmp_path)
+    monkeypatch.setattr(workers, "VIEWS_FORK_MIN_EVENTS", 10**12)
+    alone = _views_of_parse(path, tmp_path, "alone")
+    assert all(v is not None for v in alone)
+    monkeypatch.setattr(workers, "VIEWS_FORK_MIN_EVENTS", 0)
+    forked = []
+    real_compute = workers.compute_views
+    monkeypatch.setattr(workers, "compute_views", lambda tp, wanted: forked.append(wanted) or real_compute(tp, wanted))
+    _same_views(alone, _views_of_parse(path, tmp_path, "forked"))
+    # The worker itself asked only for the others (the child's asks are not seen here).
+    assert forked == [tuple(v for v in workers.FIRST_VIEWS if v not in workers.FORKED_VIEWS)]
+
+    parent = os.getpid()
+
+    def dies_in_a_child(tp, wanted):
+        if os.getpid() != parent:
+            os._exit(3)  # as if killed for lack of memory
+        return real_compute(tp, wanted)
+
+    monkeypatch.setattr(workers, "compute_views", dies_in_a_child)
+    _same_views(alone, _views_of_parse(path, tmp_path, "child died"))
