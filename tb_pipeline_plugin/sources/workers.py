@@ -17,7 +17,6 @@ the machine's memory).
 """
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import shutil
 import struct
@@ -29,7 +28,6 @@ import psutil
 
 from ..analysis.processor import TraceProcessor
 from ..trace import load_trace
-from ..trace.fork_map import Forked, fork_available
 from ..trace.link import link
 from ..trace.persist import load_linked, save_linked
 from ..trace.reader import GZIP_MAGIC
@@ -120,14 +118,6 @@ FIRST_VIEWS = (
 
 
 OVERVIEW_ONLY = (FIRST_VIEWS[0],)  # what a rank summary (the distributed view) needs
-# With a core to spare (`decode_processes` > 1), these first views are
-# computed in a forked copy of the worker while the worker computes the
-# others and writes the columns: after the decode, the views ran on one
-# core while the other idled (about half their time; benchmarks/README.md,
-# "TensorBoard's start to every view"). From this many events: below, the
-# fork costs more than it saves.
-FORKED_VIEWS = (FIRST_VIEWS[1], FIRST_VIEWS[2], FIRST_VIEWS[4])  # operators (both groupings), modules
-VIEWS_FORK_MIN_EVENTS = 200_000
 
 
 def compute_views(tp: TraceProcessor, wanted=FIRST_VIEWS) -> list:
@@ -177,27 +167,14 @@ def parse_to_entry(path: str, size: int, mtime: float, cache_root: str | None, c
         # A local file without an opener: the decoding processes read it themselves.
         opener = open_binary if _is_remote(path) else None
         linked = link(load_trace(path, opener=opener, processes=decode_processes))
-        forked_views = tuple(v for v in views if v in FORKED_VIEWS)
-        if not (forked_views and decode_processes > 1 and len(linked.table) >= VIEWS_FORK_MIN_EVENTS
-                and fork_available()):
-            forked_views = ()
-        own_views = tuple(v for v in views if v not in forked_views)
-        # Forked before the writer thread starts (a thread's locks must not
-        # be copied into a child); `forked.result()` is None if it failed.
-        with _fork_views(linked, path, forked_views) as forked, ThreadPoolExecutor(1) as writer:
-            # Writing the columns (file writes and checksums, without the GIL)
-            # overlaps building the views: no analysis modifies `linked`.
+        # Writing the columns (file writes and checksums, without the GIL)
+        # overlaps building the views: no analysis modifies `linked`.
+        with ThreadPoolExecutor(1) as writer:
             saving = writer.submit(save_linked, linked, staged)
             computed = record = None
             if views:
                 tp = TraceProcessor.from_linked(linked, source=path)
-                computed = compute_views(tp, own_views)
-                if forked_views:
-                    theirs = forked.result()
-                    if theirs is None:  # the child failed: computed here
-                        theirs = compute_views(tp, forked_views)
-                    computed = [a if a is not None else b for a, b in zip(computed, theirs, strict=True)]
-                computed = _sendable(computed)
+                computed = _sendable(compute_views(tp, views))
                 if cache.enabled and computed is not None:  # kept with the entry for the next cache hit
                     save_views(staged, FIRST_VIEWS, computed, tp.has_device, tp.warnings)
                 if computed is not None and computed[0] is not None:  # the overview: this rank's record
@@ -217,14 +194,6 @@ def parse_to_entry(path: str, size: int, mtime: float, cache_root: str | None, c
         raise
     finally:
         _release_memory(path, size)
-
-
-def _fork_views(linked, path: str, wanted: tuple):
-    """`compute_views(wanted)` in a forked child (`Forked`), or a stand-in
-    with nothing to wait for when `wanted` is empty."""
-    if not wanted:
-        return contextlib.nullcontext()
-    return Forked(lambda _: compute_views(TraceProcessor.from_linked(linked, source=path), wanted), None)
 
 
 def map_entry(directory: str, ephemeral: bool):

@@ -37,32 +37,6 @@ def fork_map(fn: Callable, inputs: Sequence) -> list:
     return [first] + [_collect(pid, fd) for pid, fd in children]
 
 
-class Forked:
-    """fn(x) in a forked child, started now; `result()` waits for it (None
-    if the child failed), `cancel()` abandons it. For a caller that has
-    work of its own, threads included, to do meanwhile: the fork happens
-    here, before any of them start. Use as a context manager, so the child
-    is reaped whatever happens."""
-
-    def __init__(self, fn: Callable, x) -> None:
-        self._child: tuple[int, int] | None = _spawn(fn, x, [])
-
-    def result(self):
-        child, self._child = self._child, None
-        return None if child is None else _collect(*child)
-
-    def cancel(self) -> None:
-        child, self._child = self._child, None
-        if child is not None:
-            _reap([child])
-
-    def __enter__(self) -> "Forked":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.cancel()
-
-
 def _spawn(fn: Callable, x, inherited: list[int]) -> tuple[int, int]:
     r, w = os.pipe()
     pid = os.fork()
