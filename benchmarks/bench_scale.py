@@ -134,8 +134,8 @@ def measure(mode: str, *args: str, python: str | None = None, env_extra: dict | 
 
 
 def _rss(r: dict) -> float | None:
-    if "error" in r:
-        return None
+    if "error" in r or not ("peak_rss_bytes" in r or "children_peak_rss_bytes" in r):
+        return None  # not measured (the user's rows: TensorBoard's processes)
     return max(r.get("peak_rss_bytes", 0), r.get("children_peak_rss_bytes", 0)) / MIB
 
 
