@@ -134,8 +134,8 @@ def measure(mode: str, *args: str, python: str | None = None, env_extra: dict | 
 
 
 def _rss(r: dict) -> float | None:
-    if "error" in r:
-        return None
+    if "error" in r or not ("peak_rss_bytes" in r or "children_peak_rss_bytes" in r):
+        return None  # not measured (the user's rows: TensorBoard's processes)
     return max(r.get("peak_rss_bytes", 0), r.get("children_peak_rss_bytes", 0)) / MIB
 
 
@@ -244,7 +244,7 @@ def print_timeline(name: str, stages: list[dict]) -> None:
 
 
 def bench_input(kind: str, size_mb: int, ttp_py: str | None, ttp_note: str, repeat: int = 3,
-                stages: bool = False) -> list[dict]:
+                stages: bool = False, only_user: bool = False) -> list[dict]:
     logdir = build_input(kind, size_mb)
     path = os.path.join(logdir, "baseline", "worker0.pt.trace.json")
     file_mb = os.path.getsize(path) / MIB
@@ -265,12 +265,14 @@ def bench_input(kind: str, size_mb: int, ttp_py: str | None, ttp_note: str, repe
         if i < USER_ROUNDS:
             for one_core in (False, True) if taskset else (False,):
                 users[one_core].append(user_round(path, user_dir, one_core))
+        if only_user:
+            continue
         settle(path)
         colds.append(_fastest(1, "cold", path, cold=True))
         settle(path)
         ones.append(_fastest(1, "cold", path, cold=True, env_extra={"TB_PIPELINE_PARSE_WORKERS": "1"},
                              one_core=taskset))
-    lean, cold, one = (min(rs, key=lambda r: r.get("wall_s", float("inf"))) for rs in (leans, colds, ones))
+    lean, cold, one = (min(rs, key=lambda r: r.get("wall_s", float("inf")), default={}) for rs in (leans, colds, ones))
     ref = lean.get("wall_s")
     rounds = f"best of {max(1, repeat)}, alternating; load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}"
     if stages:
@@ -281,6 +283,8 @@ def bench_input(kind: str, size_mb: int, ttp_py: str | None, ttp_note: str, repe
             r, note = user_row(users[one_core], one_core)
             rows.append(row(name, label, r, ref, file_mb, note))
     rows.append(row(name, "lean bare decode (reference)", lean, ref, file_mb, f"{lean.get('events', 0):,} events; {rounds}"))
+    if only_user:
+        return rows
     rows.append(row(name, "ours cold: file -> every view", cold, ref, file_mb,
                     f"ready (mapped) after {cold.get('ready_s', 0):.2f} s; {cold.get('processes')} worker processes, "
                     f"one file decoded by up to that many; worker start {cold.get('pool_start_s', 0):.1f} s, once"))
@@ -453,22 +457,25 @@ def main(argv=None) -> int:
     p.add_argument("--no-ttp", action="store_true", help="skip torch-tb-profiler")
     p.add_argument("--keep", action="store_true", help="keep generated inputs in benchmarks/out/scale (reused next time)")
     p.add_argument("--json", dest="json_out", help="also write the rows to this file")
+    p.add_argument("--only-user", action="store_true",
+                   help="only the user's rows (TensorBoard start -> views, on one core) and the lean decode")
     p.add_argument("--stages", action="store_true",
                    help="per input, one more TensorBoard start with every process's stage times, printed")
     args = p.parse_args(argv)
     os.makedirs(OUT_DIR, exist_ok=True)
-    ttp_py, ttp_note = (None, "skipped (--no-ttp)") if args.no_ttp else ttp_python()
+    ttp_py, ttp_note = (None, "skipped (--no-ttp)") if args.no_ttp or args.only_user else ttp_python()
     if ttp_py is None:
         print(f"torch-tb-profiler {TTP_VERSION} unavailable: {ttp_note}", flush=True)
     rows: list[dict] = []
     try:
         for size in [int(s) for s in args.sizes.split(",") if s]:
             for kind in [k for k in args.inputs.split(",") if k]:
-                new_rows = bench_input(kind, size, ttp_py, ttp_note, args.repeat, args.stages)
+                new_rows = bench_input(kind, size, ttp_py, ttp_note, args.repeat, args.stages,
+                                       args.only_user)
                 rows += new_rows
                 print_rows(new_rows)
                 print(flush=True)
-        if args.ranks:
+        if args.ranks and not args.only_user:
             rows += bench_ranks(args.ranks, ttp_py, ttp_note, args.repeat)
     finally:
         if not args.keep:
