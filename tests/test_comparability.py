@@ -197,6 +197,9 @@ def test_the_tables_are_per_sample_too(runs, make_tb_client):
     body = get_when_ready(client, "diff/operators?baseline=b16&experimental=b32&limit=3").get_json()
     assert body["per_unit"] == "sample" and body["rows"][0]["delta_host_self_us"] == page["rows"][0]["delta_host_self_us"]
     assert get_when_ready(client, "diff/kernels?baseline=b16&experimental=b32").get_json()["per_unit"] == "sample"
+    # The module pieces stay one step's: the view says so rather than judging them per sample.
+    modules = get_when_ready(client, "diff/modules?baseline=b16&experimental=b32").get_json()
+    assert "16 vs 32 samples a step" in modules["per_unit_note"]
 
 
 def test_the_cli_and_tensorboard_say_per_sample(runs, make_tb_client, capsys):

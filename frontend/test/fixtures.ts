@@ -108,6 +108,7 @@ export function modulesResponse(children: DiffPiece[], trend: DiffModulesRespons
     trend,
     device_present: true,
     device_bound: false,
+    per_unit_note: null,
     ...over,
   };
 }

@@ -395,11 +395,14 @@ def _graph_us_per_step(b: Run, e: Run) -> float:
 
 @_remembered
 def diff_modules_impl(b: Run, e: Run, path: str = "", offset: int = 0,
-                 limit: int = MODULES_DEFAULT_LIMIT) -> dict:
+                      limit: int = MODULES_DEFAULT_LIMIT, statistics: tuple = NO_STATISTICS,
+                      given: tuple = NOT_GIVEN) -> dict:
     """The node at `path` and one page of its aligned children (`children_total`
     counts them all). The trend arrays cover the returned children, as running
     sums over the whole level. `offset` and `limit` are bounded by the
-    parameters (server/params.py:DiffModulesParams)."""
+    parameters (server/params.py:DiffModulesParams). The pieces are each
+    run's own steps' pieces, whatever work a step holds: `per_unit_note`
+    says so when the runs' work per step differs."""
     bi, ei = b.pieces(), e.pieces()
     chain = T.resolve(bi, ei, path or "")
     node = chain[-1]
@@ -431,7 +434,16 @@ def diff_modules_impl(b: Run, e: Run, path: str = "", offset: int = 0,
         "trend": trend,
         "device_present": device_present(b, e),
         "device_bound": device_bound(b, e),
+        "per_unit_note": _pieces_per_step_note(pair_context(b, e, statistics, given)["units"]),
     }
+
+
+def _pieces_per_step_note(units: dict) -> str | None:
+    if units["unit"] == STEP:
+        return None
+    unit = units["unit"]
+    return (f"These pieces are one step's ({counts_text(units)}), so a piece of the bigger step does more work: the "
+            f"Overview, the explanation and the Operators and Kernels tables compare per {unit}.")
 
 
 def _with_backward(b: Run, e: Run, node: T.Node, kids: list[T.Node]):

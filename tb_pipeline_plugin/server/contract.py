@@ -664,6 +664,9 @@ class DiffModulesResponse(_Shape):
     device_present: bool
     # A run kept the device busy most of its steps: the view opens on device time.
     device_bound: bool
+    # The runs' work per step differs: the pieces are one step's, not per sample (the Overview, the
+    # explanation and the tables are); null when the runs do the same work a step.
+    per_unit_note: str | None
 
 
 class DiffOperatorRow(_Shape):

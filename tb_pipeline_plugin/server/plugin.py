@@ -198,8 +198,8 @@ class PipelinePlugin(base_plugin.TBPlugin):
         return b, e, refs, tuple(None if a is None else a.value() for a in asked)
 
     def _diff_modules(self, p: Q.DiffModulesParams) -> dict:
-        b, e, refs = self._pair(p)
-        return {**refs, **pair_impls.diff_modules_impl(b, e, p.path, p.offset, p.limit)}
+        b, e, refs, statistics = self._pair_with_statistics(p)
+        return {**refs, **pair_impls.diff_modules_impl(b, e, p.path, p.offset, p.limit, statistics, p.given())}
 
     def _diff_operators(self, p: Q.DiffOperatorsParams) -> dict:
         b, e, refs, statistics = self._pair_with_statistics(p)

@@ -648,6 +648,7 @@ export interface components {
             trend: components["schemas"]["DiffTrend"];
             device_present: boolean;
             device_bound: boolean;
+            per_unit_note: string | null;
         };
         /** DiffOperatorRow */
         DiffOperatorRow: {

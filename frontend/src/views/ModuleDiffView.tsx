@@ -117,6 +117,11 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
       <p class="muted small time-hint" data-testid="time-hint">
         {controls.hint}
       </p>
+      {d.per_unit_note ? (
+        <Message kind="warn" title="Pieces per step, not per sample">
+          <span data-testid="modules-per-unit-note">{d.per_unit_note}</span>
+        </Message>
+      ) : null}
       {d.node.note ? (
         <Message kind="info" title="How this level is compared">
           <NoteText text={d.node.note} />
