@@ -272,11 +272,13 @@ def test_fallback_quality_at_real_sizes(case, ratio):
         b = [rng.randrange(8) for _ in range(5000)]
     else:
         a, b = _mutated(rng, 30000, 30, 0.1)
-    (pairs, approximate), seconds = _cpu_seconds(lambda: align_mod.align_info(a, b), limit_s=1.5)
+    # A bound on the work, not a timing: a quadratic fallback would take minutes
+    # here; the linear one takes 1.0-1.5 s of CPU on the shared 2-core VM.
+    (pairs, approximate), seconds = _cpu_seconds(lambda: align_mod.align_info(a, b), limit_s=3.0)
     check_valid(pairs, a, b)
     assert approximate  # past MAX_DP_CELLS and Myers' budget
     assert len(matched(pairs)) >= ratio * bit_lcs_length(a, b)
-    assert seconds < 1.5
+    assert seconds < 3.0
 
 
 def _cpu_seconds(fn, limit_s=1.0, tries=3):
