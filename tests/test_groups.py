@@ -103,8 +103,9 @@ def test_group_tables_are_the_mean_recording(groups):
 
 
 def test_one_bad_step_does_not_decide_a_verdict():
-    """A preempted step (10x) among steady ones neither makes nor hides a
-    change; the same excess recurring in a third of the steps is one."""
+    """A preempted step (10x) among steady ones does not make a change; the
+    same excess recurring in a third of the steps is one. A bad step that
+    turns the plain delta round is never judged significant beside it."""
     rng = np.random.default_rng(0)
     b = 1000 + rng.normal(0, 5, 12)
     e = 1000 + rng.normal(0, 5, 12)
@@ -114,10 +115,15 @@ def test_one_bad_step_does_not_decide_a_verdict():
     recurring = e.copy()
     recurring[::3] += 1000
     assert S.compare_one(b, recurring)["verdict"] == S.SIGNIFICANT
-    # A real shift with one bad baseline step is still found.
+    # A real shift of +100 with one bad baseline step: the delta every surface shows is the bad step's
+    # (about -1,480, faster). No verdict calls that significant, nor marks it significant the other way
+    # round (the interval holds the delta it sits beside: diff/significance.py).
     shifted, bad_b = e + 100, b.copy()
     bad_b[2] = 20_000
-    assert S.compare_one(bad_b, shifted)["verdict"] == S.SIGNIFICANT
+    sig = S.compare_one(bad_b, shifted)
+    assert sig["delta"] < -1000 and sig["ci_low"] <= sig["delta"] <= sig["ci_high"]
+    assert sig["verdict"] == S.WITHIN_NOISE
+    assert S.compare_one(b, shifted)["verdict"] == S.SIGNIFICANT  # without the bad step the shift is found
 
 
 def test_recordings_interval_is_a_pooled_t_on_recording_means():
