@@ -53,6 +53,9 @@ PARALLEL_SAFE_MODULES = frozenset({
     "test_trace_robustness",
     # Installs into a fresh venv and uses the plugin there: minutes of CPU, no timing asserted.
     "test_wheel_install",
+    # Fixed traces (the H200 pairs, span files) against oracles from their JSON, the browser with generous
+    # waits, and reports whose verdicts are read from the report itself: nothing another worker moves.
+    "test_gpu_device_time", "test_e2e_gpu", "test_span_picker", "test_e2e_span_picker", "test_report",
 })
 
 
