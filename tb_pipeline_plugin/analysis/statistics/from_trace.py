@@ -5,15 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ...readers.tables import STEP_COLUMNS
 from ...trace.link import LinkedTrace
 from ..overview import step_breakdown, unix_offset_s
 
-STEP_COLUMNS = ["step", "loader", "t_s", "wall_start_s", "duration_s", "data_wait_s", "compute_s",
-                "callbacks_s", "other_s", "batch_size", "tokens", "cached"]
 
 
 def steps_from_trace(linked: LinkedTrace) -> pd.DataFrame:
-    """One row per profiled step, in the columns of pipeline.tables.STEP_COLUMNS:
+    """One row per profiled step, in the columns of readers/tables.py:STEP_COLUMNS:
     data wait is the step's DataLoader time, other its idle time, compute the
     rest (operators, kernels, runtime); no callbacks or batch sizes."""
     frame = step_breakdown(linked)
@@ -27,4 +26,6 @@ def steps_from_trace(linked: LinkedTrace) -> pd.DataFrame:
         "wall_start_s": start + (linked.steps.start_us[0] / 1e6 + offset if offset is not None else np.nan),
         "duration_s": duration, "data_wait_s": wait, "compute_s": np.maximum(duration - wait - other, 0.0),
         "callbacks_s": 0.0, "other_s": other, "batch_size": np.nan, "tokens": np.nan, "cached": False,
+        # The profiler's steps: no recorder to say where its start-up or the loop's end fell.
+        "after_profiler_start": False, "open_at_end": False,
     })[STEP_COLUMNS]
