@@ -66,8 +66,8 @@ test-js: $(STAMPS)/npm $(STAMPS)/codegen
 # Timing-sensitive tests alone, then the parallel-safe ones on two workers
 # (tests/conftest.py:PARALLEL_SAFE_MODULES); both halves always run.
 test-py: setup chromium
-	$(PY) -m pytest -q -m "not parallel_safe" tests; serial=$$?; \
-	$(PY) -m pytest -q -m parallel_safe -n 2 --dist loadfile tests; parallel=$$?; \
+	$(PY) -m pytest -q --durations=15 -m "not parallel_safe" tests; serial=$$?; \
+	$(PY) -m pytest -q --durations=15 -m parallel_safe -n 2 --dist loadfile tests; parallel=$$?; \
 	exit $$(( serial || parallel ))
 
 test: setup chromium test-js test-py

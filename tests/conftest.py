@@ -41,8 +41,8 @@ PARALLEL_SAFE_MODULES = frozenset({
     # The demo's effects (an MLP four times wider, examples read from slow storage: 165 % slower per
     # step) are far above another worker's noise.
     "test_e2e_demo",
-    # The demo's reports: numbers compared with the routes' for the same recording, the HTML in chromium.
-    "test_e2e_report",
+    # (test_e2e_report stays serial: its gates and JUnit cases assert the demo's direction, which a
+    # recording beside another worker's pip build once turned round: baseline 25.7 s, experimental 13.5 s.)
     "test_e2e_distributed", "test_e2e_memory", "test_e2e_profiler_link", "test_e2e_timeline_diff", "test_gpu_traces",
     "test_import_hook", "test_install_hints", "test_layout_composer", "test_layout_frameworks", "test_logdir",
     "test_logdir_groups", "test_memory_diff", "test_pipeline_diagnostic_launch", "test_rank_rollup", "test_readme", "test_route_fuzz",
