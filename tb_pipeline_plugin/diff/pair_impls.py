@@ -44,8 +44,8 @@ from .statistics.significance import recorded_step, step_us
 from .statistics.compare import compare_pipeline
 from .tables import TableQuery
 from .timeline import DEFAULT_MAX_EVENTS, DEFAULT_WIDTH_PX, timeline_diff
-from .units import (STEP, Given, counts_text, divisor, pair_units, per_step_of, rate_per_s, run_counts, scaled,
-                    table_note, table_scales)
+from .units import (STEP, Given, counts_text, divisor, pair_units, per_step_of, pieces_note, rate_per_s, run_counts,
+                    scaled, table_note, table_scales)
 
 OPERATOR_KEYS = ["name", "input_shape"]
 KERNEL_KEYS = ["name"]
@@ -434,16 +434,8 @@ def diff_modules_impl(b: Run, e: Run, path: str = "", offset: int = 0,
         "trend": trend,
         "device_present": device_present(b, e),
         "device_bound": device_bound(b, e),
-        "per_unit_note": _pieces_per_step_note(pair_context(b, e, statistics, given)["units"]),
+        "per_unit_note": pieces_note(pair_context(b, e, statistics, given)["units"]),
     }
-
-
-def _pieces_per_step_note(units: dict) -> str | None:
-    if units["unit"] == STEP:
-        return None
-    unit = units["unit"]
-    return (f"These pieces are one step's ({counts_text(units)}), so a piece of the bigger step does more work: the "
-            f"Overview, the explanation and the Operators and Kernels tables compare per {unit}.")
 
 
 def _with_backward(b: Run, e: Run, node: T.Node, kids: list[T.Node]):

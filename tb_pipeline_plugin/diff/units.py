@@ -124,6 +124,16 @@ def table_note(units: dict, piece: bool = False) -> str | None:
             "compare the same work; calls stay counts.")
 
 
+def pieces_note(units: dict) -> str | None:
+    """Why the module pieces are not per unit when the runs' work per step
+    differs (None per step): a piece is one step's, whatever the step holds."""
+    if units["unit"] == STEP:
+        return None
+    unit = units["unit"]
+    return (f"These pieces are one step's ({counts_text(units)}), so a piece of the bigger step does more work: the "
+            f"Overview, the explanation and the Operators and Kernels tables compare per {unit}.")
+
+
 def rate_per_s(us_per_unit: float) -> float | None:
     """Units per second from µs per unit."""
     return round(1e6 / us_per_unit, 3) if us_per_unit > 0 else None
