@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from statistics import median
 from pathlib import Path
 
 import pytest
@@ -23,15 +24,18 @@ from tb_pipeline_plugin.record.profiling import parse_schedule, steps_needed
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "samples" / "train_demo.py"
 
-# A trace step (ProfilerStep#k, between two prof.step() calls) and the
+# A trace step (ProfilerStep#k, between two prof.step() calls) encloses the
 # statistics' step k (between the recorder's clock reads just after and just
-# before those calls) bracket the same interval but for the code between the
-# clock read and the record function inside prof.step(): 40 to 70 µs measured
-# on the 2-core test machine. 1 ms + 2 % of the step leaves room for the
-# scheduler taking the core away between the two on a loaded machine while
-# still failing any off-by-one pairing (steps differ by several ms).
-AGREE_ABS_US = 1000.0
-AGREE_REL = 0.02
+# before those calls): the excess is the code between the clock read and the
+# record function inside prof.step(), 100 to 300 µs on the 2-core test machine
+# with the profiler's Python tracer on. The OS can take the core away inside
+# that window on a loaded machine (3.6 ms once in 24 steps beside two busy
+# processes; 1.1 ms once in CI), so one step's excess proves nothing: every step
+# must be enclosed (two clocks, kineto's and perf_counter: ENCLOSE_US) and the
+# typical step's excess small. A pairing off by one step fails the enclosure or
+# the median, as the scripts' neighbouring steps differ by several ms.
+ENCLOSE_US = 50.0
+TYPICAL_EXCESS_US = 1000.0
 
 SPDL_SCRIPT = textwrap.dedent("""
     import time
@@ -46,8 +50,9 @@ SPDL_SCRIPT = textwrap.dedent("""
     model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1))
     pipeline = PipelineBuilder().add_source(range(12)).pipe(load, concurrency=2, name="load").add_sink(4).build(num_threads=2)
     with pipeline.auto_stop():
-        for x in pipeline:
+        for i, x in enumerate(pipeline):
             model(x).sum().backward()
+            time.sleep(0.012 if i % 2 else 0.002)  # neighbouring steps 10 ms apart: a pairing off by one shows
     print("trained")
 """)
 
@@ -124,9 +129,9 @@ def statistics(run_dir: Path) -> list[dict]:
 
 def assert_steps_agree(trace_steps: dict[int, float], records: list[dict]) -> None:
     by_step = {r["step"]: r for r in records if r["type"] == "step"}
-    for step, trace_us in trace_steps.items():
-        stats_us = by_step[step]["duration_s"] * 1e6
-        assert abs(trace_us - stats_us) <= AGREE_ABS_US + AGREE_REL * stats_us, (step, trace_us, stats_us)
+    excess_us = {step: trace_us - by_step[step]["duration_s"] * 1e6 for step, trace_us in trace_steps.items()}
+    assert all(e >= -ENCLOSE_US for e in excess_us.values()), (excess_us, trace_steps)
+    assert median(excess_us.values()) <= TYPICAL_EXCESS_US, (excess_us, trace_steps)
 
 
 @pytest.fixture(scope="module")
