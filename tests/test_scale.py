@@ -27,7 +27,8 @@ from tb_pipeline_plugin.sources import artifacts
 from tb_pipeline_plugin.sources.artifacts import TraceLoader
 from tb_pipeline_plugin.sources.cache import CacheConfig, TraceCache
 from tb_pipeline_plugin.sources.pool import shared_pool
-from tb_pipeline_plugin.sources.workers import FIRST_VIEWS, MemoryBudget
+from tb_pipeline_plugin.sources.budget import MemoryBudget
+from tb_pipeline_plugin.sources.workers import FIRST_VIEWS
 from tb_pipeline_plugin.sources.view_file import VIEWS
 from tb_pipeline_plugin.trace.persist import COLUMNS, MANIFEST
 

@@ -31,11 +31,13 @@ class PipelinePluginLoader(base_plugin.TBLoader):
         try:
             if context.logdir:
                 # First: a parse worker imports the parser while this process
-                # imports the plugin (both take about a second), so the first
-                # parse does not wait for either (sources/pool.py).
-                from ..sources.pool import warm_shared_pool
+                # imports the plugin (both take about a second), then parses
+                # the first runs' traces, which the plugin adopts once
+                # imported: the first parse waits for neither (sources/pool.py).
+                from ..sources.pool import parse_early, warm_shared_pool
 
                 warm_shared_pool()
+                parse_early(context.logdir)
             from .plugin import PipelinePlugin
 
             return PipelinePlugin(context)

@@ -10,12 +10,14 @@ loading states, errors, warnings and eviction.
 from __future__ import annotations
 
 import os
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, NamedTuple
 
 from ..analysis.processor import TraceProcessor
 from ..readers import PipelineTables, load_pipeline_run
 from ..readers.diagnostic import DiagnosticRun, parse_diagnostic
 from ..trace.persist import entry_bytes
+from .budget import MemoryBudget, shared_budget
 from .cache import CacheConfig, TraceCache
 from .logdir import open_binary, stat_file
 from .rollup import RankRecord, append as append_record, make_record
@@ -24,7 +26,6 @@ from .pool import ParsePool, WorkerConfig, shared_pool
 from .workers import (
     FIRST_VIEWS,
     WORKER_BASE_BYTES,
-    MemoryBudget,
     adopt_views,
     estimate_parse_bytes,
     map_entry,
@@ -52,7 +53,7 @@ class TraceLoader:
     @classmethod
     def from_env(cls, env=os.environ) -> "TraceLoader":
         workers = WorkerConfig.from_env(env)
-        return cls(TraceCache(CacheConfig.from_env(env)), shared_pool(workers.processes), MemoryBudget(workers.budget_bytes))
+        return cls(TraceCache(CacheConfig.from_env(env)), shared_pool(workers.processes), shared_budget(workers.budget_bytes))
 
     @property
     def concurrency(self) -> int:
@@ -63,6 +64,12 @@ class TraceLoader:
 
     def __call__(self, path: str) -> TraceProcessor:
         size, mtime = _stat(path)
+        early = self.pool.take_early(path, size, mtime, self.cache.config.root)
+        if early is not None:
+            try:
+                return self._mapped(path, *early.result())
+            except BrokenProcessPool:
+                pass  # the worker died: parsed again below, where the pool restarts and says why
         linked = self.cache.lookup(path, size, mtime)
         if linked is not None:
             tp = TraceProcessor.from_linked(linked, source=path)
@@ -70,9 +77,13 @@ class TraceLoader:
             if stored is not None:  # else built here, on request
                 adopt_views(tp, stored["views"])
             return tp
-        directory, ephemeral, views = self._in_worker(
+        return self._mapped(path, *self._in_worker(
             parse_to_entry, path, size, mtime, estimate_parse_bytes(path, size), views=FIRST_VIEWS,
-            decode_processes=self.pool.decode_share())
+            decode_processes=self.pool.decode_share()))
+
+    @staticmethod
+    def _mapped(path: str, directory: str, ephemeral: bool, views: list | None) -> TraceProcessor:
+        """The TraceProcessor of what `parse_to_entry` returned."""
         tp = TraceProcessor.from_linked(map_entry(directory, ephemeral), source=path)
         if views is not None:  # None: too deep to send back (workers._sendable); built here, on request
             adopt_views(tp, views)

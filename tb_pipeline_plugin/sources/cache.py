@@ -125,14 +125,18 @@ class TraceCache:
     def entry_dir(self, path: str, size: int, mtime: float) -> str:
         return os.path.join(self.root, PARSER_VERSION, entry_name(path, size, mtime))
 
+    def holds(self, path: str, size: int, mtime: float) -> bool:
+        """Whether an entry of this file version is published (not read)."""
+        return self.enabled and os.path.exists(os.path.join(self.entry_dir(path, size, mtime), MANIFEST))
+
     def lookup(self, path: str, size: int, mtime: float) -> LinkedTrace | None:
         """The persisted parse of this file version, or None. A corrupt entry
         is deleted (the caller parses again), never returned."""
         if not self.enabled:
             return None
-        directory = self.entry_dir(path, size, mtime)
-        if not os.path.exists(os.path.join(directory, MANIFEST)):
+        if not self.holds(path, size, mtime):
             return None
+        directory = self.entry_dir(path, size, mtime)
         try:
             linked = load_linked(directory)
         except CorruptEntry:

@@ -190,6 +190,14 @@ def _apply_group(runs: dict[str, RunInfo], name: str, builder: _RunBuilder) -> N
             logger.warning("tb_pipeline: %s: %s", whose, note)
 
 
+def default_traces(runs: dict[str, RunInfo]):
+    """(run, its default trace) of every run with traces, in the listed order:
+    what the run listing prefetches, first to last."""
+    for name, info in runs.items():
+        if info.traces:
+            yield name, resolve(runs, name)
+
+
 def resolve(
     runs: dict[str, RunInfo], run: str | None, worker: str | None = None, span: str | None = None
 ) -> TraceFile:

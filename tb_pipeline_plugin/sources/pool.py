@@ -11,13 +11,18 @@ calling thread).
 from __future__ import annotations
 
 import importlib
-import multiprocessing
+import logging
 import os
+import sys
 import threading
 import time
+import types
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from multiprocessing.context import SpawnContext, SpawnProcess
+
+logger = logging.getLogger(__name__)
 
 MIB = 1 << 20
 _MAX_WORKERS = 8
@@ -50,10 +55,42 @@ def _import_worker() -> int:
     return os.getpid()
 
 
+def _call(module: str, name: str, *args, **kwargs):
+    """Runs in a worker: `module.name(*args, **kwargs)`, named rather than
+    pickled, so the server submits it without importing `module`."""
+    return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+
 def _started() -> int:
     _import_worker()
     time.sleep(0.2)  # held long enough that each start task lands on another worker
     return os.getpid()
+
+
+_MAIN_LOCK = threading.Lock()
+
+
+class _WorkerProcess(SpawnProcess):
+    """A spawned worker that does not run the parent's main script again.
+
+    spawn imports the parent's `__main__` in each new process, so that
+    functions defined there can be unpickled. A worker runs only functions of
+    this package, and TensorBoard's main script imports all of TensorBoard
+    (0.9 s here, before the worker can import the parser). Its preparation
+    data is taken while `__main__` is a bare module."""
+
+    def start(self) -> None:
+        with _MAIN_LOCK:
+            main = sys.modules["__main__"]
+            sys.modules["__main__"] = types.ModuleType("__main__")
+            try:
+                super().start()
+            finally:
+                sys.modules["__main__"] = main
+
+
+class _WorkerContext(SpawnContext):
+    Process = _WorkerProcess
 
 
 class ParsePool:
@@ -65,6 +102,12 @@ class ParsePool:
         self._lock = threading.Lock()
         self._in_flight = 0
         self._warming: Future | None = None
+        # Parses begun at TensorBoard's start (`parse_early`), by
+        # (path, size, mtime, cache root), until a load adopts them; `_planned`
+        # is set once they are all submitted (or none will be).
+        self._early: dict[tuple, Future] = {}
+        self._planned: threading.Event | None = None
+        self.early_adopted = 0
 
     def decode_share(self) -> int:
         """Processes a parse submitted now may use to decode one file: the
@@ -78,9 +121,7 @@ class ParsePool:
         with self._lock:
             if self._executor is None:
                 # spawn: forking a multi-threaded server process can deadlock.
-                # (It re-imports the main script in each worker: TensorBoard's
-                # entry points guard theirs with `if __name__ == "__main__"`.)
-                self._executor = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"))
+                self._executor = ProcessPoolExecutor(self.processes, mp_context=_WorkerContext())
             return self._executor
 
     def warm(self) -> None:
@@ -134,9 +175,65 @@ class ParsePool:
             with self._lock:
                 self._in_flight -= 1
 
+    def parse_early(self, logdir: str, budget, settings: dict[str, str]) -> None:
+        """TensorBoard's start: a worker finds the traces the run listing
+        will prefetch first (`workers.early_parses`, within `budget`) and
+        parses them now, while this process still imports the plugin; the
+        plugin's loads then adopt them (`take_early`) instead of parsing again.
+        `settings`: the TB_PIPELINE_* environment the worker reads the
+        cache's place from. Runs on a thread; returns at once."""
+        if not self.processes:
+            return
+        with self._lock:
+            if self._planned is not None:
+                return
+            planned = self._planned = threading.Event()
+
+        def plan() -> None:
+            try:
+                executor = self._get()
+                self._wait_warm()
+                plans = executor.submit(_call, WORKER_MODULE, "early_parses", logdir, self.processes,
+                                        budget.budget_bytes, settings).result()
+                for key, need, args, kwargs in plans:
+                    budget.acquire(need)  # reserved as any parse is (the plan fits the budget on its own)
+                    with self._lock:
+                        self._in_flight += 1
+                    future = executor.submit(_call, WORKER_MODULE, "parse_to_entry", *args, **kwargs)
+                    future.add_done_callback(lambda _f, need=need: self._early_done(budget, need))
+                    with self._lock:
+                        self._early[tuple(key)] = future
+            except Exception:  # noqa: BLE001 - the plugin's own loads parse then, and report what fails
+                logger.debug("parsing at TensorBoard's start failed", exc_info=True)
+            finally:
+                planned.set()
+
+        threading.Thread(target=plan, name="tb_pipeline_early_parse", daemon=True).start()
+
+    def _early_done(self, budget, need: int) -> None:
+        budget.release(need)
+        with self._lock:
+            self._in_flight -= 1
+
+    def take_early(self, path: str, size: int, mtime: float, cache_root: str | None) -> Future | None:
+        """The parse `parse_early` began of this file version into this
+        cache, once; None when there is none. Waits until the early parses
+        are submitted (a second or so after TensorBoard's start), so that a
+        load never parses a file one of them is parsing."""
+        planned = self._planned
+        if planned is None:
+            return None
+        planned.wait()
+        with self._lock:
+            future = self._early.pop((path, size, mtime, cache_root), None)
+            if future is not None:
+                self.early_adopted += 1
+            return future
+
     def shutdown(self, wait: bool = False) -> None:
         with self._lock:
             executor, self._executor, self._warming = self._executor, None, None
+            self._early = {}
         if executor is not None:
             executor.shutdown(wait=wait, cancel_futures=True)
 
@@ -169,3 +266,16 @@ def warm_shared_pool(env=os.environ) -> None:
     parse starts the worker then, and waits for it either way."""
     if usable_cores() >= 2:
         shared_pool(WorkerConfig.processes_from_env(env)).warm()
+
+
+def parse_early(logdir: str, env=os.environ) -> None:
+    """TensorBoard's start: the first traces of `logdir` begin parsing now
+    (`ParsePool.parse_early`), with the cache on and two cores or more
+    (on one, the parse would only take the core from TensorBoard's start)."""
+    from .budget import shared_budget
+
+    if usable_cores() < 2 or env.get("TB_PIPELINE_CACHE_DIR", "").strip().lower() == "off":
+        return
+    config = WorkerConfig.from_env(env)
+    settings = {k: v for k, v in env.items() if k.startswith("TB_PIPELINE_")}
+    shared_pool(config.processes).parse_early(logdir, shared_budget(config.budget_bytes), settings)

@@ -29,7 +29,7 @@ from ..bounded_cache import BoundedCache
 from ..errors import NotFound
 from ..readers import PipelineTables
 from .artifacts import Source
-from .logdir import RunInfo, TraceFile, discover_runs, resolve, resolve_diagnostic, run_info, stat_file
+from .logdir import RunInfo, TraceFile, default_traces, discover_runs, resolve, resolve_diagnostic, run_info, stat_file
 from .spans import span_labels
 from .rank_index import RankIndex, RunRanks, max_ranks_from_env
 from .store import LoadState, LoadStore, Pending, PendingAll
@@ -193,10 +193,8 @@ class RunProvider:
         some are still being read."""
         runs = self.runs(0.0)
         states: dict[str, LoadState] = {}
-        for name, info in runs.items():
-            if info.traces:
-                tf = resolve(runs, name)
-                states[name] = self._traces.summary(Source("trace", tf.path), tf.size, tf.mtime, prefetch=True)
+        for name, tf in default_traces(runs):
+            states[name] = self._traces.summary(Source("trace", tf.path), tf.size, tf.mtime, prefetch=True)
         labels, spans_loading = span_labels(runs, states, self._ranks)
         for name, info in runs.items():
             if info.recordings and not info.traces:

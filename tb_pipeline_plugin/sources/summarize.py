@@ -33,13 +33,12 @@ from dataclasses import dataclass
 from ..errors import MissingExtra
 from ..trace.persist import entry_bytes
 from .cache import CacheConfig, TraceCache
+from .budget import MemoryBudget, TraceTooLarge
 from .logdir import TraceFile, discover_runs
 from .pool import WorkerConfig
 from .rollup import compact, read_all, rollup_dir, split_path
 from .workers import (
     FIRST_VIEWS,
-    MemoryBudget,
-    TraceTooLarge,
     decoded_bytes,
     estimate_parse_bytes,
     parse_to_entry,

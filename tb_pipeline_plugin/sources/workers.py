@@ -18,22 +18,19 @@ the machine's memory).
 from __future__ import annotations
 
 import ctypes
+import itertools
 import shutil
 import struct
 import sys
-import threading
 from concurrent.futures import ThreadPoolExecutor
-
-import psutil
 
 from ..analysis.processor import TraceProcessor
 from ..trace import load_trace
 from ..trace.link import link
 from ..trace.persist import load_linked, save_linked
 from ..trace.reader import GZIP_MAGIC
-from ..units import bytes_text
 from .cache import CacheConfig, TraceCache
-from .logdir import _is_remote, open_binary, stat_file
+from .logdir import _is_remote, default_traces, discover_runs, open_binary, stat_file
 from .pool import MIB
 from .rollup import RankRecord, append as append_record, make_record
 from .view_file import load_views, save_views
@@ -47,10 +44,6 @@ WORKER_BASE_BYTES = 200 * MIB
 # A remote gzip's trailer is not read (one more round trip); JSON traces
 # compress about 8-15x, so this is the likely size, not a bound.
 _REMOTE_GZIP_RATIO = 12
-
-
-class TraceTooLarge(Exception):
-    """The trace's estimated parse footprint exceeds the memory budget."""
 
 
 def decoded_bytes(path: str, size: int) -> int:
@@ -74,34 +67,6 @@ def decoded_bytes(path: str, size: int) -> int:
 
 def estimate_parse_bytes(path: str, size: int) -> int:
     return int(decoded_bytes(path, size) * PEAK_BYTES_PER_JSON_BYTE) + WORKER_BASE_BYTES
-
-
-class MemoryBudget:
-    """Reservations of estimated parse memory; blocks while others hold too much."""
-
-    def __init__(self, budget_bytes: int):
-        self.budget_bytes = budget_bytes
-        self._used = 0
-        self._cond = threading.Condition()
-
-    def check(self, path: str, size: int, need: int) -> None:
-        if need > self.budget_bytes:
-            raise TraceTooLarge(
-                f"not loaded: parsing this trace ({bytes_text(size)} on disk) needs about {bytes_text(need)} of memory, "
-                f"over the budget of {bytes_text(self.budget_bytes)}; set TB_PIPELINE_MEMORY_BUDGET_MB to raise it "
-                f"(this machine has {bytes_text(psutil.virtual_memory().total)})"
-            )
-
-    def acquire(self, need: int) -> None:
-        with self._cond:
-            # Alone, any parse that passed `check` may run.
-            self._cond.wait_for(lambda: self._used == 0 or self._used + need <= self.budget_bytes)
-            self._used += need
-
-    def release(self, need: int) -> None:
-        with self._cond:
-            self._used -= need
-            self._cond.notify_all()
 
 
 # The per-run views a run's tabs open with (TraceProcessor method, arguments).
@@ -151,6 +116,32 @@ def _sendable(views: list) -> list | None:
         elif isinstance(value, list):
             stack.extend((v, depth + 1) for v in value)
     return views
+
+
+def early_parses(logdir: str, processes: int, budget_bytes: int, settings: dict[str, str]) -> list[tuple]:
+    """Runs in a worker at TensorBoard's start (`pool.ParsePool.parse_early`):
+    the parses the run listing begins first: the default traces, in the
+    listed order, that the cache does not hold, one per worker process, as
+    far as they fit the memory budget together. Each as (key, bytes to reserve,
+    `parse_to_entry`'s arguments, its keyword arguments): plain values, sent
+    to a server that has not imported this module yet."""
+    config = CacheConfig.from_env(settings)
+    if config.root is None:
+        return []
+    cache = TraceCache(config)
+    chosen: list[tuple] = []
+    reserved = 0
+    listed = (tf for _, tf in default_traces(discover_runs(logdir)))
+    for tf in itertools.islice((tf for tf in listed if not cache.holds(tf.path, tf.size, tf.mtime)), processes):
+        need = estimate_parse_bytes(tf.path, tf.size)
+        if reserved + need > budget_bytes:
+            break
+        reserved += need
+        chosen.append((tf, need))
+    share = max(1, processes // max(1, len(chosen)))
+    return [((tf.path, tf.size, tf.mtime, config.root), need,
+             (tf.path, tf.size, tf.mtime, config.root, config.max_bytes),
+             {"views": FIRST_VIEWS, "decode_processes": share}) for tf, need in chosen]
 
 
 def parse_to_entry(path: str, size: int, mtime: float, cache_root: str | None, cache_max_bytes: int,
