@@ -9,8 +9,10 @@ start-up, torch-tb-profiler's plugin left out, since it would parse the same
 file at the same time) with our plugin; from the process start, `runs` is
 asked until the server answers, then overview, operators, kernels and
 modules of RUN at once, each asked again as the page asks while it answers
-409 (frontend/src/api.ts: after 250 ms, then doubling, at most 500 ms), until
-all four have answered 200: the figure includes the page's own polling. (Asked
+409 (frontend/src/api.ts: at once with `wait_ms=2000`, the server answering
+when the load has finished; after a 409 it did not wait for, a pause of
+250 ms, doubling, at most 500 ms), until all four have answered 200: the
+figure includes the page's own asking. (Asked
 every 20 ms instead, the four askers and the server's 409 answers cost a
 core's worth of CPU that the parse then lacks: 8.4-10.0 s against 6.4-6.9 s
 start -> views on one core, benchmarks/README.md.) `up`: the same TensorBoard until our
@@ -45,7 +47,9 @@ PREFIX = "/data/plugin/tb_pipeline/"
 VIEW_ROUTES = ("overview", "operators", "kernels", "modules")
 # Between two asks while the server does not answer at all (it is starting).
 POLL_S = 0.02
-# The page's backoff on 409 (frontend/src/api.ts: 250 ms, doubling, at most MAX_RETRY_DELAY_MS).
+# The page's asking on 409 (frontend/src/api.ts): again with wait_ms=LOADING_WAIT_MS, and after
+# a 409 the server did not wait for, a pause of 250 ms, doubling, at most MAX_RETRY_DELAY_MS.
+PAGE_WAIT_MS = 2000
 PAGE_FIRST_DELAY_S, PAGE_MAX_DELAY_S = 0.25, 0.5
 
 
@@ -114,22 +118,23 @@ def start(logdir: str, with_ours: bool, run: str = "", stages: str | None = None
             return out
         answered: dict[str, float] = {}
         statuses: dict[str, int] = {}
-        last_409: dict[str, float] = {}
 
         def ask(route: str) -> None:
             url = f"{base}{PREFIX}{route}?run={run}"
-            delay = PAGE_FIRST_DELAY_S
+            delay, wait_ms = PAGE_FIRST_DELAY_S, 0
             while True:
-                status = _get(url)
+                asked = time.perf_counter()
+                status = _get(url + (f"&wait_ms={wait_ms}" if wait_ms else ""))
                 if status != 409:
                     answered[route], statuses[route] = time.perf_counter() - t0, status or 0
                     return
-                last_409[route] = time.perf_counter() - t0
-                if last_409[route] > timeout_s:
+                if time.perf_counter() - t0 > timeout_s:
                     answered[route], statuses[route] = float("nan"), 409
                     return
-                time.sleep(delay)
-                delay = min(delay * 2, PAGE_MAX_DELAY_S)
+                if wait_ms and time.perf_counter() - asked < wait_ms / 2000:
+                    time.sleep(delay)
+                    delay = min(delay * 2, PAGE_MAX_DELAY_S)
+                wait_ms = PAGE_WAIT_MS
 
         threads = [threading.Thread(target=ask, args=(r,)) for r in VIEW_ROUTES]
         for t in threads:
@@ -138,10 +143,7 @@ def start(logdir: str, with_ours: bool, run: str = "", stages: str | None = None
             t.join()
         if any(s != 200 for s in statuses.values()):
             raise SystemExit(f"routes answered {statuses}")
-        # The last view became ready after its route's last 409: the page's
-        # polling added at most `wall_s - ready_after_s`.
-        out.update(wall_s=max(answered.values()), routes_s=answered,
-                   ready_after_s=max((last_409.get(r, up_s) for r in VIEW_ROUTES), default=up_s))
+        out.update(wall_s=max(answered.values()), routes_s=answered)
         return out
     finally:
         proc.terminate()

@@ -31,9 +31,15 @@ class NotFound(PluginError):
 
 
 class Conflict(PluginError):
-    """The run is still loading; the client should retry later."""
+    """The run is still loading; the client should retry later. `ready`,
+    when known: set once the load this request waits for has finished
+    (a route asked with `wait_ms` waits on it: server/http.py)."""
 
     status = 409
+
+    def __init__(self, message: str, ready=None):
+        super().__init__(message)
+        self.ready = ready
 
     def to_json(self) -> dict:
         return {**super().to_json(), "run_status": "loading"}

@@ -186,3 +186,35 @@ def test_frontend_bundle_is_served(client, repo_root):
     assert resp.status_code == 200
     assert resp.headers["Content-Type"].startswith("text/javascript")
     assert b"render" in resp.get_data()
+
+
+def test_a_route_asked_with_wait_ms_answers_when_the_run_has_loaded(recorded_logdir, tmp_path, make_tb_client):
+    """`wait_ms` (docs/http_api.md): the request waits for the load it needs
+    instead of answering 409; past `wait_ms` it answers 409 as before."""
+    import threading
+
+    client = make_tb_client(tmp_path)  # empty: nothing is prefetched
+    gate = threading.Event()
+    load = client.plugin.runs._trace_loader
+    store_loaders = client.plugin.runs._traces._load_fn.loaders
+    store_loaders["trace"] = lambda path: gate.wait(60) and load(path)  # the real parse, once the test opens the gate
+    src = sorted((recorded_logdir / "baseline").glob("*.pt.trace.json*"))[0]
+    (tmp_path / "run").mkdir()
+    shutil.copy(src, tmp_path / "run" / src.name)
+
+    url = f"{PLUGIN_PREFIX}/overview?run=run"
+    deadline = time.monotonic() + 30
+    while (first := client.get(url)).status_code == 404 and time.monotonic() < deadline:
+        time.sleep(0.2)  # until discovery looks again (it rescans for unknown runs at most every few seconds)
+    assert first.status_code == 409, first.get_data(as_text=True)
+    t0 = time.monotonic()
+    held = client.get(url + "&wait_ms=300")
+    assert held.status_code == 409 and held.get_json()["run_status"] == "loading"
+    assert time.monotonic() - t0 >= 0.3
+    threading.Timer(0.2, gate.set).start()
+    t0 = time.monotonic()
+    answered = client.get(url + "&wait_ms=10000")
+    assert answered.status_code == 200, answered.get_data(as_text=True)
+    assert time.monotonic() - t0 < 9
+    assert answered.get_json() == client.get(url).get_json()
+    assert client.get(url + "&wait_ms=10001").status_code == 400

@@ -147,10 +147,15 @@ export interface ClientOptions {
   retryDelayMs?: number;
 }
 
-/** The longest wait between two asks of a run still loading: the page sees a
- * finished load at most this late (at 2 s, a 6 s load was seen at 7.75 s). A
- * 409 costs the server about a millisecond. */
+/** The longest pause between two asks of a run still loading, when the
+ * server answered 409 without waiting (`LOADING_WAIT_MS`): a finished load
+ * is then seen at most this late. A 409 costs the server about a millisecond. */
 export const MAX_RETRY_DELAY_MS = 500;
+
+/** How long an ask repeated for a run still loading lets the server wait for
+ * that load (the routes' `wait_ms`, docs/http_api.md): the answer comes the
+ * moment the load finishes, not at the next poll, with one ask per 2 s. */
+export const LOADING_WAIT_MS = 2000;
 
 /** Per request: cancellation, and a callback told each time the request waits for a run that is still loading (so the UI can say so). */
 export interface RequestOpts {
@@ -231,16 +236,20 @@ export class ApiClient {
 
   /**
    * GET a route and decode its JSON. A 409 means the run is still parsing:
-   * poll with backoff until it is ready (or the timeout passes, then throw
-   * the 409 so the UI says "still loading" instead of spinning forever).
-   * Any other non-2xx throws an ApiError carrying the server's message.
+   * ask again, letting the server wait for the load (`LOADING_WAIT_MS`), and
+   * with a growing pause when it answered without waiting, until it is ready
+   * (or the timeout passes, then throw the 409 so the UI says "still loading"
+   * instead of spinning forever). Any other non-2xx throws an ApiError
+   * carrying the server's message.
    */
   async get<T>(route: string, params: Params = {}, opts: RequestOpts = {}): Promise<T> {
     const { signal, onWait } = opts;
-    const url = buildUrl(route, params);
     const deadline = Date.now() + this.loadingTimeoutMs;
     let delay = this.retryDelayMs;
+    let waitMs = 0; // the first ask answers at once, so the UI can say "loading"
     for (;;) {
+      const url = buildUrl(route, waitMs ? { ...params, wait_ms: waitMs } : params);
+      const asked = Date.now();
       let res: Response;
       try {
         res = await this.fetchFn(url, signal ? { signal } : undefined);
@@ -252,10 +261,15 @@ export class ApiClient {
       }
       if (res.ok) return (await res.json()) as T;
       const err = await toApiError(res);
-      if (!err.isLoading || Date.now() + delay > deadline) throw err;
+      // Answered before the server could have waited (nothing it knew to wait on): pause, as a poll.
+      const unwaited = waitMs > 0 && Date.now() - asked < waitMs / 2;
+      if (!err.isLoading || Date.now() + (unwaited ? delay : 0) > deadline) throw err;
       onWait?.(err.message);
-      await sleep(delay, signal);
-      delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
+      if (unwaited) {
+        await sleep(delay, signal);
+        delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
+      }
+      waitMs = LOADING_WAIT_MS;
     }
   }
 

@@ -34,26 +34,61 @@ describe("ApiClient transport failures", () => {
 });
 
 describe("ApiClient while a run loads", () => {
-  it("asks again with a growing delay, never longer than MAX_RETRY_DELAY_MS", async () => {
-    const { MAX_RETRY_DELAY_MS } = await import("../src/api");
+  const loading = JSON.stringify({ error: "run 'a' is still loading", status: 409 });
+
+  it("asks again at once letting the server wait, then pauses, growing, only while the server answers without waiting", async () => {
+    const { LOADING_WAIT_MS, MAX_RETRY_DELAY_MS } = await import("../src/api");
     const waits: number[] = [];
+    const urls: string[] = [];
     const realSetTimeout = globalThis.setTimeout;
     globalThis.setTimeout = ((fn: () => void, ms?: number) => {
       waits.push(ms ?? 0);
       return realSetTimeout(fn, 0);
     }) as typeof setTimeout;
     try {
-      let asked = 0;
-      const loading = JSON.stringify({ error: "run 'a' is still loading", status: 409 });
       const client = new ApiClient({
-        fetch: () => Promise.resolve(++asked < 8 ? new Response(loading, { status: 409 }) : new Response("{}", { status: 200 })),
+        fetch: (url) => {
+          urls.push(url);
+          return Promise.resolve(urls.length < 8 ? new Response(loading, { status: 409 }) : new Response("{}", { status: 200 }));
+        },
       });
-      await client.runs();
-      expect(asked).toBe(8);
+      await client.overview({ run: "a" });
     } finally {
       globalThis.setTimeout = realSetTimeout;
     }
-    expect(waits).toEqual([250, 500, 500, 500, 500, 500, 500]);
+    expect(urls[0]).toBe("overview?run=a");
+    expect(urls.slice(1).every((u) => u === `overview?run=a&wait_ms=${LOADING_WAIT_MS}`)).toBe(true);
+    // Every 409 here came back at once: after the first repeated ask, a pause before each next one.
+    expect(waits).toEqual([250, 500, 500, 500, 500, 500]);
     expect(Math.max(...waits)).toBe(MAX_RETRY_DELAY_MS);
+  });
+
+  it("asks again without a pause after a 409 the server waited for", async () => {
+    const { LOADING_WAIT_MS } = await import("../src/api");
+    let now = 0;
+    const realNow = Date.now;
+    const realSetTimeout = globalThis.setTimeout;
+    const waits: number[] = [];
+    Date.now = () => now;
+    globalThis.setTimeout = ((fn: () => void, ms?: number) => {
+      waits.push(ms ?? 0);
+      return realSetTimeout(fn, 0);
+    }) as typeof setTimeout;
+    try {
+      let asked = 0;
+      const client = new ApiClient({
+        fetch: (url) => {
+          asked += 1;
+          if (url.includes("wait_ms")) now += LOADING_WAIT_MS; // the server held it until its wait ran out
+          return Promise.resolve(asked < 5 ? new Response(loading, { status: 409 }) : new Response("{}", { status: 200 }));
+        },
+      });
+      await client.runs();
+      expect(asked).toBe(5);
+    } finally {
+      Date.now = realNow;
+      globalThis.setTimeout = realSetTimeout;
+    }
+    expect(waits).toEqual([]);
   });
 });

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 
 import msgspec
 import numpy as np
 from werkzeug import wrappers
 
-from ..errors import PluginError
+from ..errors import Conflict, PluginError
 from .deep_json import encode_deep
 from . import params as Q
 from .routes import ROUTES, Route
@@ -81,7 +82,7 @@ def json_route(route: Route, handler):
     @wrappers.Request.application
     def app(request):
         try:
-            body = encode_json(handler(Q.parse(route.params, request.args)))
+            body = encode_json(_answer(handler, Q.parse(route.params, request.args)))
             if response_decoder is not None:
                 try:
                     response_decoder.decode(body)
@@ -98,3 +99,20 @@ def json_route(route: Route, handler):
             return json_response({"error": message, "status": 422}, 422)
 
     return app
+
+
+def _answer(handler, params):
+    """`handler(params)`; while what it reads is still loading, waits for
+    that load up to `params.wait_ms` and asks again, so a page that passes
+    `wait_ms` hears of a finished load at once instead of at its next ask,
+    and asks a tenth as often (frontend/src/api.ts). A 409 whose load is not
+    known (nothing to wait on) is answered at once."""
+    deadline = time.monotonic() + params.wait_ms / 1000.0
+    while True:
+        try:
+            return handler(params)
+        except Conflict as exc:
+            remaining = deadline - time.monotonic()
+            if exc.ready is None or remaining <= 0:
+                raise
+            exc.ready.wait(remaining)

@@ -26,8 +26,16 @@ NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 PerStep = Annotated[float, msgspec.Meta(gt=0, le=1e12)]
 
 
+# The longest a request waits for a run still loading before it answers 409.
+MAX_WAIT_MS = 10_000
+
+
 class _Params(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    pass
+    # While something the route reads is still loading, wait up to this long
+    # for it before answering 409 (0: answer at once; server/http.py).
+    wait_ms: Annotated[int, msgspec.Meta(
+        ge=0, le=MAX_WAIT_MS, description="While a run this route reads is still loading, wait up to this many "
+        "milliseconds for it before answering 409 (0: at once)")] = 0
 
 
 class NoParams(_Params):

@@ -47,6 +47,8 @@ class LoadState:
     value: Any = None
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # While loading: set when this load has finished (a request may wait on it).
+    done: threading.Event | None = field(default=None, compare=False, repr=False)
 
 
 _UNLOADED = LoadState("unloaded")
@@ -68,7 +70,7 @@ class Pending:
 
     def value(self) -> Any:
         if self.state.status == "loading":
-            raise Conflict(f"{self.subject} {'are' if self.plural else 'is'} still loading")
+            raise Conflict(f"{self.subject} {'are' if self.plural else 'is'} still loading", ready=self.state.done)
         if self.state.status == "failed":
             raise Unprocessable(f"{self.subject} could not be read: {self.state.error}")
         return self.state.value if self.derive is None else self.derive(self.state.value)
@@ -105,7 +107,8 @@ class _Entry:
         self.started = False
 
     def snapshot(self) -> LoadState:
-        return LoadState(self.status, self.value, self.error, list(self.warnings))
+        return LoadState(self.status, self.value, self.error, list(self.warnings),
+                         self.done if self.status == "loading" else None)
 
 
 def describe_exception(exc: BaseException) -> str:

@@ -1799,7 +1799,9 @@ export type $defs = Record<string, never>;
 export interface operations {
     runs: {
         parameters: {
-            query?: never;
+            query?: {
+                wait_ms?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -1859,6 +1861,7 @@ export interface operations {
                 run: string;
                 worker?: string;
                 span?: string;
+                wait_ms?: number;
             };
             header?: never;
             path?: never;
@@ -1920,6 +1923,7 @@ export interface operations {
                 worker?: string;
                 span?: string;
                 group_by?: "name" | "name_and_shape";
+                wait_ms?: number;
             };
             header?: never;
             path?: never;
@@ -1980,6 +1984,7 @@ export interface operations {
                 run: string;
                 worker?: string;
                 span?: string;
+                wait_ms?: number;
             };
             header?: never;
             path?: never;
@@ -2040,6 +2045,7 @@ export interface operations {
                 run: string;
                 worker?: string;
                 span?: string;
+                wait_ms?: number;
             };
             header?: never;
             path?: never;
@@ -2107,6 +2113,7 @@ export interface operations {
                 experimental_samples?: number | null;
                 baseline_tokens?: number | null;
                 experimental_tokens?: number | null;
+                wait_ms?: number;
             };
             header?: never;
             path?: never;
@@ -2174,6 +2181,7 @@ export interface operations {
                 experimental_samples?: number | null;
                 baseline_tokens?: number | null;
                 experimental_tokens?: number | null;
+                wait_ms?: number;
             };
             header?: never;
             path?: never;
@@ -2241,6 +2249,7 @@ export interface operations {
                 experimental_samples?: number | null;
                 baseline_tokens?: number | null;
                 experimental_tokens?: number | null;
+                wait_ms?: number;
             };
             header?: never;
             path?: never;
@@ -2311,6 +2320,7 @@ export interface operations {
                 path?: string;
                 offset?: number;
                 limit?: number;
+                wait_ms?: number;
             };
             header?: never;
             path?: never;
@@ -2385,6 +2395,7 @@ export interface operations {
                 offset?: number;
                 limit?: number;
                 group_by?: "name" | "name_and_shape";
+                wait_ms?: number;
             };
             header?: never;
             path?: never;
@@ -2459,6 +2470,7 @@ export interface operations {
                 offset?: number;
                 limit?: number;
                 group_by?: "module" | "name" | "operator";
+                wait_ms?: number;
             };
             header?: never;
             path?: never;
@@ -2532,6 +2544,7 @@ export interface operations {
                 width_px?: number;
                 max_events?: number;
                 find?: string;
+                wait_ms?: number;
             };
             header?: never;
             path?: never;
@@ -2590,6 +2603,7 @@ export interface operations {
         parameters: {
             query: {
                 run: string;
+                wait_ms?: number;
             };
             header?: never;
             path?: never;
@@ -2649,6 +2663,7 @@ export interface operations {
             query: {
                 baseline: string;
                 experimental: string;
+                wait_ms?: number;
             };
             header?: never;
             path?: never;
@@ -2707,6 +2722,7 @@ export interface operations {
         parameters: {
             query: {
                 run: string;
+                wait_ms?: number;
             };
             header?: never;
             path?: never;
@@ -2766,6 +2782,7 @@ export interface operations {
             query: {
                 baseline: string;
                 experimental: string;
+                wait_ms?: number;
             };
             header?: never;
             path?: never;
@@ -2826,6 +2843,7 @@ export interface operations {
                 run: string;
                 worker?: string;
                 span?: string;
+                wait_ms?: number;
             };
             header?: never;
             path?: never;
@@ -2885,6 +2903,7 @@ export interface operations {
             query: {
                 baseline: string;
                 experimental?: string;
+                wait_ms?: number;
             };
             header?: never;
             path?: never;
