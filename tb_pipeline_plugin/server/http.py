@@ -105,7 +105,7 @@ def _answer(handler, params):
     """`handler(params)`; while what it reads is still loading, waits for
     that load up to `params.wait_ms` and asks again, so a page that passes
     `wait_ms` hears of a finished load at once instead of at its next ask,
-    and asks a tenth as often (frontend/src/api.ts). A 409 whose load is not
+    and asks less often (frontend/src/api.ts). A 409 whose load is not
     known (nothing to wait on) is answered at once."""
     deadline = time.monotonic() + params.wait_ms / 1000.0
     while True:

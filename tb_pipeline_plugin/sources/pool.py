@@ -26,6 +26,8 @@ logger = logging.getLogger(__name__)
 
 MIB = 1 << 20
 _MAX_WORKERS = 8
+# The longest a load waits for the parses begun at TensorBoard's start to be planned.
+_PLAN_WAIT_S = 30.0
 # What a worker runs: imported by it before its first parse.
 WORKER_MODULE = "tb_pipeline_plugin.sources.workers"
 
@@ -219,11 +221,12 @@ class ParsePool:
         """The parse `parse_early` began of this file version into this
         cache, once; None when there is none. Waits until the early parses
         are submitted (a second or so after TensorBoard's start), so that a
-        load never parses a file one of them is parsing."""
+        load does not parse a file one of them is parsing; at most
+        `_PLAN_WAIT_S` (a logdir slow to list, on remote storage), after
+        which the load parses on its own."""
         planned = self._planned
-        if planned is None:
+        if planned is None or not planned.wait(_PLAN_WAIT_S):
             return None
-        planned.wait()
         with self._lock:
             future = self._early.pop((path, size, mtime, cache_root), None)
             if future is not None:
