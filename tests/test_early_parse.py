@@ -25,7 +25,7 @@ from tb_pipeline_plugin.sources import artifacts
 from tb_pipeline_plugin.sources.artifacts import TraceLoader
 from tb_pipeline_plugin.sources.budget import MemoryBudget
 from tb_pipeline_plugin.sources.cache import CacheConfig, TraceCache
-from tb_pipeline_plugin.sources.pool import ParsePool
+from tb_pipeline_plugin.sources.pool import ParsePool, usable_cores
 
 CACHE_MAX_BYTES = 1 << 30
 
@@ -146,7 +146,9 @@ def test_tensorboard_start_parses_the_first_run_before_the_plugin_asks(logdir, t
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert out["status"] == 200 and out["adopted"] >= 1, out
+    assert out["status"] == 200, out
+    # Off on one core, where the parse would only take the core from TensorBoard's start (pool.parse_early).
+    assert (out["adopted"] >= 1) if usable_cores() >= 2 else (out["adopted"] == 0), out
     expected = TraceProcessor.load(_trace(logdir, "a")).overview()["avg_step_time_us"]
     assert out["avg_step_time_us"] == pytest.approx(expected)
 
@@ -155,7 +157,7 @@ UNGUARDED_SCRIPT = textwrap.dedent("""
     # No `if __name__ == "__main__"`: a spawned process that ran this script
     # again would start a pool of its own while bootstrapping, and fail.
     import os
-    from tb_pipeline_plugin.sources.pool import ParsePool
+    from tb_pipeline_plugin.sources.pool import ParsePool, usable_cores
 
     pool = ParsePool(1)
     print(pool.run(os.getpid) != os.getpid())
