@@ -99,6 +99,27 @@ def test_a_file_rewritten_since_is_parsed_again_and_cached_traces_are_not_parsed
     assert pool.early_adopted == 1
 
 
+def test_a_cached_trace_does_not_wait_for_the_plan(logdir, tmp_path):
+    """A restart with everything cached: the plan (a worker's start and a
+    discovery) may still be running when the plugin asks; the cached file
+    is mapped at once, not after the plan."""
+    import threading
+    import time
+
+    config = CacheConfig(str(tmp_path / "cache"), CACHE_MAX_BYTES)
+    budget = MemoryBudget(BIG_BUDGET)
+    TraceLoader(TraceCache(config), ParsePool(0), budget)(_trace(logdir, "a"))  # cached before the start
+    slow = ParsePool(2)
+    slow._planned = threading.Event()  # a plan still running (never ends here)
+    try:
+        t0 = time.monotonic()
+        _assert_same_views(TraceLoader(TraceCache(config), slow, budget)(_trace(logdir, "a")),
+                           TraceProcessor.load(_trace(logdir, "a")))
+        assert time.monotonic() - t0 < 20  # the plan's wait is 30 s
+    finally:
+        slow.shutdown(wait=True)
+
+
 def test_nothing_is_parsed_early_with_the_cache_off_or_beyond_the_budget(logdir, pool, tmp_path):
     pool.parse_early(str(logdir), MemoryBudget(BIG_BUDGET), {"TB_PIPELINE_CACHE_DIR": "off"})
     pool._planned.wait()

@@ -64,7 +64,8 @@ class TraceLoader:
 
     def __call__(self, path: str) -> TraceProcessor:
         size, mtime = _stat(path)
-        early = self.pool.take_early(path, size, mtime, self.cache.config.root)
+        early = self.pool.take_early(path, size, mtime, self.cache.config.root,
+                                     wait=not self.cache.holds(path, size, mtime))
         if early is not None:
             try:
                 return self._mapped(path, *early.result())

@@ -217,15 +217,17 @@ class ParsePool:
         with self._lock:
             self._in_flight -= 1
 
-    def take_early(self, path: str, size: int, mtime: float, cache_root: str | None) -> Future | None:
+    def take_early(self, path: str, size: int, mtime: float, cache_root: str | None,
+                   wait: bool = True) -> Future | None:
         """The parse `parse_early` began of this file version into this
-        cache, once; None when there is none. Waits until the early parses
+        cache, once; None when there is none. `wait`: until the early parses
         are submitted (a second or so after TensorBoard's start), so that a
         load does not parse a file one of them is parsing; at most
         `_PLAN_WAIT_S` (a logdir slow to list, on remote storage), after
-        which the load parses on its own."""
+        which the load parses on its own. A load of a file the cache holds
+        has nothing to wait for (the plan leaves cached files out)."""
         planned = self._planned
-        if planned is None or not planned.wait(_PLAN_WAIT_S):
+        if planned is None or not planned.wait(_PLAN_WAIT_S if wait else 0):
             return None
         with self._lock:
             future = self._early.pop((path, size, mtime, cache_root), None)
