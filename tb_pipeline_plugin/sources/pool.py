@@ -197,14 +197,14 @@ class ParsePool:
                 self._wait_warm()
                 plans = executor.submit(_call, WORKER_MODULE, "early_parses", logdir, self.processes,
                                         budget.budget_bytes, settings).result()
-                for key, need, args, kwargs in plans:
+                for need, args, kwargs in plans:
                     budget.acquire(need)  # reserved as any parse is (the plan fits the budget on its own)
                     with self._lock:
                         self._in_flight += 1
                     future = executor.submit(_call, WORKER_MODULE, "parse_to_entry", *args, **kwargs)
                     future.add_done_callback(lambda _f, need=need: self._early_done(budget, need))
                     with self._lock:
-                        self._early[tuple(key)] = future
+                        self._early[tuple(args[:4])] = future  # path, size, mtime, cache root: take_early's key
             except Exception:  # noqa: BLE001 - the plugin's own loads parse then, and report what fails
                 logger.debug("parsing at TensorBoard's start failed", exc_info=True)
             finally:

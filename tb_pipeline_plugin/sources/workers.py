@@ -122,7 +122,7 @@ def early_parses(logdir: str, processes: int, budget_bytes: int, settings: dict[
     """Runs in a worker at TensorBoard's start (`pool.ParsePool.parse_early`):
     the parses the run listing begins first: the default traces, in the
     listed order, that the cache does not hold, one per worker process, as
-    far as they fit the memory budget together. Each as (key, bytes to reserve,
+    far as they fit the memory budget together. Each as (bytes to reserve,
     `parse_to_entry`'s arguments, its keyword arguments): plain values, sent
     to a server that has not imported this module yet."""
     config = CacheConfig.from_env(settings)
@@ -139,8 +139,7 @@ def early_parses(logdir: str, processes: int, budget_bytes: int, settings: dict[
         reserved += need
         chosen.append((tf, need))
     share = max(1, processes // max(1, len(chosen)))
-    return [((tf.path, tf.size, tf.mtime, config.root), need,
-             (tf.path, tf.size, tf.mtime, config.root, config.max_bytes),
+    return [(need, (tf.path, tf.size, tf.mtime, config.root, config.max_bytes),
              {"views": FIRST_VIEWS, "decode_processes": share}) for tf, need in chosen]
 
 
