@@ -9,7 +9,7 @@ import os
 import shutil
 import subprocess
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 from setuptools.command.build_py import build_py
 from setuptools.command.sdist import sdist
 
@@ -44,6 +44,12 @@ class SdistWithFrontend(sdist):
     def run(self):
         build_frontend()
         super().run()
+
+
+# The decode's compiled fast path (trace/_scan.c). Optional: without a C
+# compiler the package installs without it and decodes with msgspec alone
+# (trace/scan.py says which is in use), same table, slower.
+SCAN = Extension("tb_pipeline_plugin.trace._scan", ["tb_pipeline_plugin/trace/_scan.c"], optional=True)
 
 
 setup(
@@ -85,5 +91,6 @@ setup(
             "tb-pipeline = tb_pipeline_plugin.cli:main",
         ],
     },
+    ext_modules=[SCAN],
     cmdclass={"build_py": BuildPyWithFrontend, "sdist": SdistWithFrontend},
 )

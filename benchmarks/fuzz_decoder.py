@@ -458,8 +458,9 @@ def worker_main(limit_bytes: int, work: Path, seed: int) -> None:
 
 def fast_paths_mismatch(path: Path) -> str | None:
     """Where decoding `path` by the fast paths (the event array guessed from
-    the document's ends, ranges decoded by forked processes) differs from the
-    reference path (the whole structure read, one process); None when the
+    the document's ends, ranges decoded by forked processes, chunks written
+    by the compiled scanner) differs from the reference path (the whole
+    structure read, one process, msgspec alone); None when the
     tables, or the refusals, are the same. Small chunks and ranges, so that
     a case of a few hundred KB splits into several."""
     import numpy as np
@@ -467,7 +468,7 @@ def fast_paths_mismatch(path: Path) -> str | None:
     from tb_pipeline_plugin.trace import decode as decode_module
     from tb_pipeline_plugin.trace.reader import TraceTooLarge, read_trace_bytes
 
-    from tb_pipeline_plugin.trace import range_read
+    from tb_pipeline_plugin.trace import range_read, scan
 
     try:
         data, _ = read_trace_bytes(str(path))
@@ -476,11 +477,15 @@ def fast_paths_mismatch(path: Path) -> str | None:
     decode_module.SPLIT_MIN_BYTES = 4 << 10
     range_read.EDGE_BYTES, range_read.WINDOW_BYTES = 8 << 10, 1 << 10
     outcomes = []
+    scanner_available = scan.AVAILABLE
     for processes, guess in ((1, False), (3, True)):
+        scan.AVAILABLE = scanner_available and guess
         try:
             outcomes.append(decode_module.decode_trace(data, 4 << 10, processes=processes, guess=guess))
         except ValueError as exc:
             outcomes.append(f"ValueError: {exc}")
+        finally:
+            scan.AVAILABLE = scanner_available
     try:
         # The file read by the processes that decode it, each its own range
         # (or, where that path declines, the whole read): the loader's path.

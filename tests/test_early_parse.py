@@ -192,3 +192,13 @@ def test_a_worker_does_not_run_the_main_script_again(tmp_path):
     done = subprocess.run([sys.executable, str(script)], env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)),
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr[-3000:]
+
+
+def test_the_plugin_and_the_decoder_import_without_scipy():
+    """scipy.stats was 0.9 s of TensorBoard's start (and of the parse
+    worker's CPU beside it) for a t quantile only groups and the advice
+    need: it is imported when first used."""
+    code = ("import sys, tb_pipeline_plugin.server.plugin, tb_pipeline_plugin.sources.workers; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout[:500]

@@ -157,6 +157,9 @@ def check_the_install(venv: Venv, work: Path, label: str) -> None:
     absent = checkout_modules() - set(report["names"]) - {f"{PACKAGE}.diagnose.__main__"}
     assert not absent, f"{label}: modules of the checkout missing from the install: {sorted(absent)}"
     assert (venv.site / PACKAGE / "diagnose" / "__main__.py").is_file()
+    # The decode's compiled scanner is built at install (and the sdist carries its source).
+    built = venv.python("-c", "from tb_pipeline_plugin.trace import scan; print(scan.AVAILABLE, scan.__file__)")
+    assert built.stdout.startswith("True"), f"{label}: no compiled scanner: {built.stdout}{built.stderr}"
 
     diff = venv.run(venv.bin("tb-pipeline"), "diff", str(AMP_PAIR / "baseline"), str(AMP_PAIR / "experimental"))
     assert "faster" in diff.stdout and "Experimental" in diff.stdout, diff.stdout[-2000:]

@@ -281,12 +281,17 @@ def _recordings_interval(b: np.ndarray, b_rec: np.ndarray, e: np.ndarray, e_rec:
     pooled = ((rb - 1) * mb.var(axis=1, ddof=1) + (re_ - 1) * me.var(axis=1, ddof=1)) / df
     se = np.sqrt(pooled * (1.0 / rb + 1.0 / re_))
     center = me.mean(axis=1) - mb.mean(axis=1)
-    # Imported here: scipy.stats is half a second of TensorBoard's start, and
-    # only groups of recordings need it.
+    half = t_quantile(1.0 - alpha, df) * se
+    return center - half, center + half
+
+
+def t_quantile(q, df):
+    """Student's t quantile. scipy.stats is imported at the first call: it is
+    most of a second of TensorBoard's start, and only groups of recordings
+    and the "what would decide it" advice need it."""
     from scipy import stats
 
-    half = stats.t.ppf(1.0 - alpha, df) * se
-    return center - half, center + half
+    return stats.t.ppf(q, df)
 
 
 def _recording_spread(samples: np.ndarray, labels: np.ndarray) -> np.ndarray:

@@ -46,7 +46,7 @@ GET_MEMORY = attrgetter("bytes_delta", "total_allocated", "total_reserved", "dev
 
 _MAIN_PHASES = (Phase.COMPLETE, Phase.INSTANT, Phase.COUNTER, _PH_BEGIN, _PH_END)
 # Phase code -> is it one of these (a table lookup: np.isin is 20 times slower on a chunk).
-_IS_MAIN = np.isin(np.arange(256), _MAIN_PHASES)
+MAIN_PHASE = np.isin(np.arange(256), _MAIN_PHASES)
 _IS_FLOW = np.isin(np.arange(256), (_PH_FLOW, _PH_FLOW_START))
 
 
@@ -125,9 +125,11 @@ class ChunkColumns:
     issues: Counter = field(default_factory=Counter)  # what was dropped, and why
     process_names: dict = field(default_factory=dict)
     thread_names: dict = field(default_factory=dict)
+    event_rows: np.ndarray | None = None  # the main rows' places among the chunk's events (scan.py merges by them)
 
 
-def chunk_columns(events: list, interners: Interners) -> ChunkColumns:
+def chunk_columns(events: list, interners: Interners, keep_rows: bool = False) -> ChunkColumns:
+    """`keep_rows`: also say which events the main rows are (`event_rows`)."""
     if not events:
         return _empty_chunk()
     strings = interners.strings
@@ -149,7 +151,7 @@ def chunk_columns(events: list, interners: Interners) -> ChunkColumns:
     # Always floats (the schema's type; absent is NaN): straight into arrays.
     ts_all = np.fromiter(map(_GET_TS, events), dtype=np.float64, count=n)
     dur_all = np.fromiter(map(_GET_DUR, events), dtype=np.float64, count=n)
-    is_main, is_flow = _IS_MAIN[phase], _IS_FLOW[phase]
+    is_main, is_flow = MAIN_PHASE[phase], _IS_FLOW[phase]
     timed = is_main | is_memory | is_flow
     # |ts| beyond ~31 years in µs is no clock reading (and overflows sums).
     no_ts = timed & ~(np.abs(ts_all) <= _MAX_ABS_US)
@@ -206,7 +208,7 @@ def chunk_columns(events: list, interners: Interners) -> ChunkColumns:
     flow["ts_us"] = ts_all[flow_rows]
     flow["thread_key"] = thread_key[flow_rows]
 
-    out = ChunkColumns(main, kernel, memory, flow, issues)
+    out = ChunkColumns(main, kernel, memory, flow, issues, event_rows=rows if keep_rows else None)
     for i in np.flatnonzero(phase == _PH_META).tolist():
         e = events[i]
         label = e.args.name

@@ -15,6 +15,8 @@ from .locate import BOUNDARY, EventRegion, chunk_bounds, chunk_text, guess_event
 from .range_read import RangeFile
 from .reader import TraceTooLarge, check_limits, read_trace_bytes
 from .repair import repair
+from . import scan
+from .scan import ChunkScanner
 from .schema import Event, LenientEvent
 from .coerce import coerce_events
 from .table import EventTable
@@ -173,10 +175,16 @@ def _decode_chunks(data: bytes, bounds: list[int], closed: bool, interners: Inte
     bounds = list(bounds)
     parts: list[ChunkColumns] = []
     warnings: list[str] = []
+    scanner = ChunkScanner(interners) if scan.AVAILABLE else None
     i = 0
     while i < len(bounds) - 1:
         a, b = bounds[i], bounds[i + 1]
         is_last = i == len(bounds) - 2
+        part = scanner.columns(data, a, b) if scanner is not None else None
+        if part is not None:
+            parts.append(part)
+            i += 1
+            continue
         events, consumed_to, warning = _decode_range(data, a, b, is_last=is_last and ends_file, closed=closed)
         if warning:
             warnings.append(warning)
