@@ -474,14 +474,17 @@ def fast_paths_mismatch(path: Path) -> str | None:
         data, _ = read_trace_bytes(str(path))
     except (ValueError, TraceTooLarge):
         return None
-    decode_module.SPLIT_MIN_BYTES = 4 << 10
+    # Chunks of 4 KB, but no more than about 256 of them: a 100 MB degenerate
+    # case in 4 KB chunks took 30 s of CPU here, the fuzz's own time limit.
+    chunk_bytes = max(4 << 10, len(data) // 256)
+    decode_module.SPLIT_MIN_BYTES = chunk_bytes
     range_read.EDGE_BYTES, range_read.WINDOW_BYTES = 8 << 10, 1 << 10
     outcomes = []
     scanner_available = scan.AVAILABLE
     for processes, guess in ((1, False), (3, True)):
         scan.AVAILABLE = scanner_available and guess
         try:
-            outcomes.append(decode_module.decode_trace(data, 4 << 10, processes=processes, guess=guess))
+            outcomes.append(decode_module.decode_trace(data, chunk_bytes, processes=processes, guess=guess))
         except ValueError as exc:
             outcomes.append(f"ValueError: {exc}")
         finally:
@@ -489,7 +492,7 @@ def fast_paths_mismatch(path: Path) -> str | None:
     try:
         # The file read by the processes that decode it, each its own range
         # (or, where that path declines, the whole read): the loader's path.
-        by_ranges = decode_module._load_by_ranges(str(path), 3, chunk_bytes=4 << 10)
+        by_ranges = decode_module._load_by_ranges(str(path), 3, chunk_bytes=chunk_bytes)
     except ValueError as exc:
         return f"range reading raised ValueError: {exc}"  # it must decline, never refuse
     ref, fast = outcomes

@@ -1,4 +1,4 @@
-/* One chunk of a trace's event array -> the columns of its plain events.
+/* One chunk of a trace's event array -> the columns of its events.
  *
  * The msgspec decode builds a Python object per event and per field, and
  * the columns are then read back out of them: about 2.6 us an event, where
@@ -10,18 +10,22 @@
  * table and its warnings are always the msgspec path's
  * (tests/test_decode_scan.py compares them on every shared trace).
  *
- * "Plain" events carry only the head (ph, cat, name, pid, tid), ts, dur,
- * the six linking ids, `Input Dims` and `Call stack`; every other event
- * (kernel launch properties, memory fields, flow ids, metadata names) is
- * "complex": its byte span is handed back for msgspec to decode. Heads and
- * raw texts are interned here across chunks (one Scanner per decode), and
- * each chunk reports the ones it met first, for the caller to decode once.
+ * Every field the schema (trace/schema.py) declares is read here: the
+ * dense ones (head, ts, dur, linking ids, shapes, stacks) into arrays of
+ * one value an event, the sparse ones (memory, kernel launch properties,
+ * flow ids, metadata names) as tuples for the events that carry them.
+ * Heads and raw texts are interned here across chunks (one Scanner per
+ * decode), and each chunk reports the ones it met first, for the caller to
+ * decode once (trace/scan.py).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 #include <math.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define NO_ID (-1)
 #define MAX_DEPTH 64
@@ -184,7 +188,27 @@ typedef struct {
 #define WS(c) ((c) == ' ' || (c) == '\n' || (c) == '\r' || (c) == '\t')
 
 static inline void skip_ws(cur_t *c) {
-    while (c->p < c->end && WS(*c->p)) c->p++;
+    cp p = c->p, end = c->end;
+#ifdef __SSE2__
+    /* Pretty-printed traces indent every line: 16 bytes at a time. */
+    if (p < end && WS(*p)) {
+        const __m128i sp = _mm_set1_epi8(' '), nl = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'),
+                      tab = _mm_set1_epi8('\t');
+        while (end - p >= 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)p);
+            __m128i ws = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, sp), _mm_cmpeq_epi8(v, nl)),
+                                      _mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, tab)));
+            unsigned other = ~(unsigned)_mm_movemask_epi8(ws) & 0xFFFF;
+            if (other) {
+                c->p = p + __builtin_ctz(other);
+                return;
+            }
+            p += 16;
+        }
+    }
+#endif
+    while (p < end && WS(*p)) p++;
+    c->p = p;
 }
 
 static inline int hexval(unsigned char h) {
@@ -219,9 +243,28 @@ static int scan_string(cur_t *c, int *escaped) {
     cp p = c->p + 1, end = c->end;
     *escaped = 0;
     while (p < end) {
-        /* Eight bytes at a time while none is a quote, a backslash, a
-         * control character or non-ASCII (SWAR: a byte's high bit is set in
-         * t where it is one of those; false positives only after a true one). */
+        /* Many bytes at a time while none is a quote, a backslash, a
+         * control character or non-ASCII. */
+#ifdef __SSE2__
+        {
+            /* Signed bytes below 0x20: the control characters and every
+             * byte of 0x80 and above. */
+            const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+            while (end - p >= 16) {
+                __m128i v = _mm_loadu_si128((const __m128i *)p);
+                __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                                               _mm_cmplt_epi8(v, space));
+                unsigned mask = (unsigned)_mm_movemask_epi8(special);
+                if (mask) {
+                    p += __builtin_ctz(mask);
+                    break;
+                }
+                p += 16;
+            }
+        }
+#endif
+        /* SWAR: a byte's high bit is set in t where it is one of those
+         * (false positives only after a true one). */
         while (end - p >= 8) {
             uint64_t w, q, b, t;
             memcpy(&w, p, 8);
@@ -436,16 +479,15 @@ static int int_value(cp p, cp q, int64_t *out) {
 
 #define KEY(s) (sizeof(s) - 1), s
 
-enum {
-    K_OTHER, K_PH, K_CAT, K_NAME, K_PID, K_TID, K_TS, K_DUR, K_ARGS, K_COMPLEX,
-};
+enum { K_OTHER, K_PH, K_CAT, K_NAME, K_PID, K_TID, K_TS, K_DUR, K_ARGS, K_ID, K_BP };
 
 static int top_key(cp k, size_t n) {
     switch (n) {
     case 2:
         if (!memcmp(k, "ph", 2)) return K_PH;
         if (!memcmp(k, "ts", 2)) return K_TS;
-        if (!memcmp(k, "id", 2) || !memcmp(k, "bp", 2)) return K_COMPLEX;
+        if (!memcmp(k, "id", 2)) return K_ID;
+        if (!memcmp(k, "bp", 2)) return K_BP;
         break;
     case 3:
         if (!memcmp(k, "cat", 3)) return K_CAT;
@@ -461,9 +503,15 @@ static int top_key(cp k, size_t n) {
     return K_OTHER;
 }
 
-/* Link columns, in the order the caller's _LINK_FIELDS lists them. */
+/* The fields of the schema's Args, in the orders columns.py reads them:
+ * links as _LINK_FIELDS, memory as GET_MEMORY, kernel numbers as
+ * GET_KERNEL after grid and block. */
 enum { L_EXTERNAL, L_EXTERNAL_2021, L_CORRELATION, L_PYTHON_ID, L_PYTHON_PARENT, L_DEVICE };
-enum { A_OTHER = -1, A_DIMS = 100, A_STACK, A_COMPLEX };
+#define N_MEMORY 6
+enum { M_BYTES, M_TOTAL_ALLOCATED, M_TOTAL_RESERVED, M_DEVICE_TYPE, M_DEVICE_ID, M_ADDR };
+#define N_KERNEL 5
+enum { KN_REGISTERS, KN_SHARED_MEMORY, KN_BLOCKS_PER_SM, KN_WARPS_PER_SM, KN_OCCUPANCY };
+enum { A_OTHER = -1, A_MEMORY = 10, A_KERNEL = 20, A_GRID = 30, A_BLOCK, A_DIMS, A_STACK, A_NAME };
 
 typedef struct {
     size_t n;
@@ -480,21 +528,20 @@ static const arg_key_t ARG_KEYS[] = {
     {KEY("device"), L_DEVICE},
     {KEY("Input Dims"), A_DIMS},
     {KEY("Call stack"), A_STACK},
-    /* Every other field the schema's Args declares: left to msgspec. */
-    {KEY("registers per thread"), A_COMPLEX},
-    {KEY("shared memory"), A_COMPLEX},
-    {KEY("blocks per SM"), A_COMPLEX},
-    {KEY("warps per SM"), A_COMPLEX},
-    {KEY("grid"), A_COMPLEX},
-    {KEY("block"), A_COMPLEX},
-    {KEY("est. achieved occupancy %"), A_COMPLEX},
-    {KEY("Total Reserved"), A_COMPLEX},
-    {KEY("Total Allocated"), A_COMPLEX},
-    {KEY("Bytes"), A_COMPLEX},
-    {KEY("Device Id"), A_COMPLEX},
-    {KEY("Device Type"), A_COMPLEX},
-    {KEY("Addr"), A_COMPLEX},
-    {KEY("name"), A_COMPLEX},
+    {KEY("registers per thread"), A_KERNEL + KN_REGISTERS},
+    {KEY("shared memory"), A_KERNEL + KN_SHARED_MEMORY},
+    {KEY("blocks per SM"), A_KERNEL + KN_BLOCKS_PER_SM},
+    {KEY("warps per SM"), A_KERNEL + KN_WARPS_PER_SM},
+    {KEY("est. achieved occupancy %"), A_KERNEL + KN_OCCUPANCY},
+    {KEY("grid"), A_GRID},
+    {KEY("block"), A_BLOCK},
+    {KEY("Bytes"), A_MEMORY + M_BYTES},
+    {KEY("Total Allocated"), A_MEMORY + M_TOTAL_ALLOCATED},
+    {KEY("Total Reserved"), A_MEMORY + M_TOTAL_RESERVED},
+    {KEY("Device Type"), A_MEMORY + M_DEVICE_TYPE},
+    {KEY("Device Id"), A_MEMORY + M_DEVICE_ID},
+    {KEY("Addr"), A_MEMORY + M_ADDR},
+    {KEY("name"), A_NAME},
 };
 
 static int arg_key(cp k, size_t n) {
@@ -515,23 +562,34 @@ typedef struct {
     cp s, e; /* a value's text, e == NULL: absent */
 } span_t;
 
+enum { ABSENT = 0, NUL, VALUE };
+
 typedef struct {
     span_t head[5]; /* ph, cat, name, pid, tid */
     double ts, dur;
     int64_t link[N_LINKS];
-    span_t dims, stack;
-    int complex;
+    span_t dims, stack, grid, block;
+    span_t name;          /* args.name: a string or null */
+    span_t id, bp;        /* top-level: a flow's id (int, string or null) and binding point (string) */
+    int64_t memory[N_MEMORY];
+    uint8_t memory_state[N_MEMORY];
+    double kernel[N_KERNEL]; /* NaN: absent or null */
+    int has_memory, has_kernel;
 } event_t;
 
 typedef struct {
-    buf_t head, ts, dur, link[N_LINKS], dims, stack, flag, starts, ends;
-    PyObject *new_heads, *new_raws;
+    buf_t head, ts, dur, link[N_LINKS], dims, stack;
+    PyObject *memory, *kernel, *flow, *meta, *new_heads, *new_raws;
 } out_t;
 
 static void out_free(out_t *o) {
-    buf_t *bufs[] = {&o->head, &o->ts, &o->dur, &o->dims, &o->stack, &o->flag, &o->starts, &o->ends};
+    buf_t *bufs[] = {&o->head, &o->ts, &o->dur, &o->dims, &o->stack};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) PyMem_Free(bufs[i]->data);
     for (int i = 0; i < N_LINKS; i++) PyMem_Free(o->link[i].data);
+    Py_XDECREF(o->memory);
+    Py_XDECREF(o->kernel);
+    Py_XDECREF(o->flow);
+    Py_XDECREF(o->meta);
     Py_XDECREF(o->new_heads);
     Py_XDECREF(o->new_raws);
 }
@@ -539,8 +597,37 @@ static void out_free(out_t *o) {
 /* What the typed decode takes as the default of an absent head field. */
 static const char *HEAD_DEFAULTS[5] = {"\"\"", "\"\"", "\"\"", "0", "0"};
 
+/* An integer of at most 18 digits (what `int` fields take here; msgspec's
+ * handling of longer ones, and of fractions, is left to msgspec). */
+static int scan_int(cur_t *c, int64_t *out) {
+    int is_int;
+    cp v = c->p;
+    if (scan_number(c, &is_int) < 0 || !is_int) return -1;
+    return int_value(v, c->p, out);
+}
+
+/* A number as a float field takes it (integers of at most 18 digits, finite). */
+static int scan_float(cur_t *c, double *out) {
+    int is_int;
+    cp v = c->p;
+    if (scan_number(c, &is_int) < 0) return -1;
+    if (is_int && c->p - v - (*v == '-') > 18) return -1;
+    return number_value(v, c->p, out);
+}
+
+static inline int at_null(cur_t *c) {
+    return c->p < c->end && *c->p == 'n' && skip_literal(c, "null", 4) == 0;
+}
+
+/* The first kernel field of an event: the others default to NaN. */
+static inline void kernel_seen(event_t *ev) {
+    if (ev->has_kernel) return;
+    ev->has_kernel = 1;
+    for (int i = 0; i < N_KERNEL; i++) ev->kernel[i] = NAN;
+}
+
 static int parse_args(cur_t *c, event_t *ev) {
-    int escaped, is_int;
+    int escaped;
     if (c->p >= c->end || *c->p != '{') return -1;
     c->p++;
     skip_ws(c);
@@ -561,23 +648,42 @@ static int parse_args(cur_t *c, event_t *ev) {
         int what = arg_key(k, kn);
         cp v = c->p;
         if (what >= 0 && what < N_LINKS) {
-            if (*v == 'n') {
-                if (skip_literal(c, "null", 4) < 0) return -1;
+            if (at_null(c))
                 ev->link[what] = NO_ID;
+            else if (scan_int(c, &ev->link[what]) < 0)
+                return -1;
+        } else if (what >= A_MEMORY && what < A_MEMORY + N_MEMORY) {
+            int m = what - A_MEMORY;
+            ev->has_memory = 1;
+            if (at_null(c)) {
+                ev->memory_state[m] = NUL;
             } else {
-                if (scan_number(c, &is_int) < 0 || !is_int) return -1;
-                if (int_value(v, c->p, &ev->link[what]) < 0) return -1;
+                if (scan_int(c, &ev->memory[m]) < 0) return -1;
+                ev->memory_state[m] = VALUE;
             }
+        } else if (what >= A_KERNEL && what < A_KERNEL + N_KERNEL) {
+            kernel_seen(ev);
+            if (at_null(c))
+                ev->kernel[what - A_KERNEL] = NAN;
+            else if (scan_float(c, &ev->kernel[what - A_KERNEL]) < 0)
+                return -1;
+        } else if (what == A_NAME) {
+            if (!at_null(c) && (*v != '"' || scan_string(c, &escaped) < 0)) return -1;
+            ev->name.s = v;
+            ev->name.e = c->p;
         } else {
             if (skip_value(c, 2) < 0) return -1;
+            span_t sp = {v, c->p};
             if (what == A_DIMS) {
-                ev->dims.s = v;
-                ev->dims.e = c->p;
+                ev->dims = sp;
             } else if (what == A_STACK) {
-                ev->stack.s = v;
-                ev->stack.e = c->p;
-            } else if (what == A_COMPLEX) {
-                ev->complex = 1;
+                ev->stack = sp;
+            } else if (what == A_GRID) {
+                ev->grid = sp;
+                kernel_seen(ev);
+            } else if (what == A_BLOCK) {
+                ev->block = sp;
+                kernel_seen(ev);
             }
         }
         skip_ws(c);
@@ -597,7 +703,13 @@ static int parse_args(cur_t *c, event_t *ev) {
 
 static int parse_event(cur_t *c, event_t *ev) {
     int escaped, is_int;
-    memset(ev, 0, sizeof(*ev));
+    /* Only what is read whatever the event holds (a memset of the whole
+     * struct was an eighth of the scan): memory values are read where their
+     * state says VALUE, kernel numbers where has_kernel is set. */
+    for (int i = 0; i < 5; i++) ev->head[i].e = NULL;
+    ev->dims.e = ev->stack.e = ev->grid.e = ev->block.e = ev->name.e = ev->id.e = ev->bp.e = NULL;
+    memset(ev->memory_state, 0, sizeof(ev->memory_state));
+    ev->has_memory = ev->has_kernel = 0;
     ev->ts = ev->dur = NAN;
     for (int i = 0; i < N_LINKS; i++) ev->link[i] = NO_ID;
     if (c->p >= c->end || *c->p != '{') return -1;
@@ -638,21 +750,30 @@ static int parse_event(cur_t *c, event_t *ev) {
             ev->head[key - K_PH].e = c->p;
             break;
         case K_TS:
-        case K_DUR: {
-            double x;
-            if (scan_number(c, &is_int) < 0 || number_value(v, c->p, &x) < 0) return -1;
-            if (key == K_TS)
-                ev->ts = x;
-            else
-                ev->dur = x;
+            if (scan_float(c, &ev->ts) < 0) return -1;
             break;
-        }
+        case K_DUR:
+            if (scan_float(c, &ev->dur) < 0) return -1;
+            break;
         case K_ARGS:
             if (parse_args(c, ev) < 0) return -1;
             break;
-        case K_COMPLEX:
-            ev->complex = 1;
-            /* fall through */
+        case K_ID:
+            /* An escaped string id is left to msgspec (its text would need unescaping here). */
+            if (*v == '"') {
+                if (scan_string(c, &escaped) < 0 || escaped) return -1;
+            } else if (!at_null(c)) {
+                int64_t ignored;
+                if (scan_int(c, &ignored) < 0) return -1;
+            }
+            ev->id.s = v;
+            ev->id.e = c->p;
+            break;
+        case K_BP:
+            if (*v != '"' || scan_string(c, &escaped) < 0 || escaped) return -1;
+            ev->bp.s = v;
+            ev->bp.e = c->p;
+            break;
         default:
             if (skip_value(c, 1) < 0) return -1;
         }
@@ -723,23 +844,58 @@ static int raw_id(Scanner *self, span_t sp, out_t *o, int32_t *id) {
     return 0;
 }
 
+static int append_new(PyObject *list, PyObject *item) {
+    if (!item) return -1;
+    int r = PyList_Append(list, item);
+    Py_DECREF(item);
+    return r;
+}
+
+/* The memory fields as the schema gives them: None absent or null, but
+ * `Addr` absent is NO_ID (its default). */
+static PyObject *memory_tuple(const event_t *ev, int64_t ordinal) {
+    PyObject *t = PyTuple_New(1 + N_MEMORY);
+    if (!t) return NULL;
+    PyObject *o = PyLong_FromLongLong(ordinal);
+    if (!o) goto fail;
+    PyTuple_SET_ITEM(t, 0, o);
+    for (int m = 0; m < N_MEMORY; m++) {
+        PyObject *v;
+        if (ev->memory_state[m] == VALUE) {
+            v = PyLong_FromLongLong(ev->memory[m]);
+        } else if (m == M_ADDR && ev->memory_state[m] == ABSENT) {
+            v = PyLong_FromLong(NO_ID);
+        } else {
+            v = Py_None;
+            Py_INCREF(v);
+        }
+        if (!v) goto fail;
+        PyTuple_SET_ITEM(t, 1 + m, v);
+    }
+    return t;
+fail:
+    Py_DECREF(t);
+    return NULL;
+}
+
+static PyObject *flow_id(span_t id) {
+    if (!id.e || *id.s == 'n') Py_RETURN_NONE;
+    if (*id.s == '"') return PyUnicode_DecodeUTF8((const char *)id.s + 1, id.e - id.s - 2, "strict");
+    int64_t v = 0;
+    int_value(id.s, id.e, &v); /* validated by parse_event */
+    return PyLong_FromLongLong(v);
+}
+
 enum { OK = 0, REFUSED = 1, FAILED = -1 };
 
-static int emit(Scanner *self, const event_t *ev, int64_t start, int64_t end, out_t *o) {
+static int emit(Scanner *self, const event_t *ev, int64_t ordinal, out_t *o) {
     unsigned char key[4096];
     size_t kn = head_key(ev, key, sizeof(key));
     if (!kn) return REFUSED; /* a head this long is not worth a fast path */
     int is_new;
     int32_t head = intern_id(&self->heads, key, kn, &is_new);
     if (head < 0) return FAILED;
-    if (is_new) {
-        PyObject *t = head_tuple(key);
-        if (!t || PyList_Append(o->new_heads, t) < 0) {
-            Py_XDECREF(t);
-            return FAILED;
-        }
-        Py_DECREF(t);
-    }
+    if (is_new && append_new(o->new_heads, head_tuple(key)) < 0) return FAILED;
     int32_t dims, stack;
     if (raw_id(self, ev->dims, o, &dims) < 0 || raw_id(self, ev->stack, o, &stack) < 0) return FAILED;
     if (buf_put(&o->head, &head, 4) < 0 || buf_put(&o->ts, &ev->ts, 8) < 0 || buf_put(&o->dur, &ev->dur, 8) < 0 ||
@@ -747,9 +903,27 @@ static int emit(Scanner *self, const event_t *ev, int64_t start, int64_t end, ou
         return FAILED;
     for (int i = 0; i < N_LINKS; i++)
         if (buf_put(&o->link[i], &ev->link[i], 8) < 0) return FAILED;
-    uint8_t flag = (uint8_t)ev->complex;
-    if (buf_put(&o->flag, &flag, 1) < 0 || buf_put(&o->starts, &start, 8) < 0 || buf_put(&o->ends, &end, 8) < 0)
-        return FAILED;
+    /* The sparse fields, only for the events that carry them. */
+    if (ev->has_memory && append_new(o->memory, memory_tuple(ev, ordinal)) < 0) return FAILED;
+    if (ev->has_kernel) {
+        int32_t grid, block;
+        if (raw_id(self, ev->grid, o, &grid) < 0 || raw_id(self, ev->block, o, &block) < 0) return FAILED;
+        PyObject *t = Py_BuildValue("(Liiddddd)", (long long)ordinal, grid, block, ev->kernel[0], ev->kernel[1],
+                                    ev->kernel[2], ev->kernel[3], ev->kernel[4]);
+        if (append_new(o->kernel, t) < 0) return FAILED;
+    }
+    if (ev->id.e || ev->bp.e) {
+        PyObject *id = flow_id(ev->id);
+        if (!id) return FAILED; /* invalid UTF-8 was refused by scan_string: only memory can fail here */
+        int binds_enclosing = ev->bp.e && ev->bp.e - ev->bp.s == 3 && ev->bp.s[1] == 'e';
+        PyObject *t = Py_BuildValue("(LNO)", (long long)ordinal, id, binds_enclosing ? Py_True : Py_False);
+        if (append_new(o->flow, t) < 0) return FAILED;
+    }
+    if (ev->name.e) {
+        PyObject *t = Py_BuildValue("(Ly#)", (long long)ordinal, (const char *)ev->name.s,
+                                    (Py_ssize_t)(ev->name.e - ev->name.s));
+        if (append_new(o->meta, t) < 0) return FAILED;
+    }
     return OK;
 }
 
@@ -760,12 +934,16 @@ PyDoc_STRVAR(scan_doc,
 "The events in data[start:end] (events separated by commas, as a chunk of\n"
 "the event array; a trailing comma allowed). None when the chunk holds\n"
 "anything the scanner does not take. Else (count, heads, ts, dur, links,\n"
-"dims, stacks, complex, starts, ends, new_heads, new_raws), as bytes of\n"
-"native arrays: int32 head ids, float64 ts and dur (NaN absent), 6*count\n"
-"int64 link ids (field-major), int32 raw ids of Input Dims and Call stack\n"
-"(-1 absent), uint8 1 for a complex event, int64 [start, end) offsets of\n"
-"each event in data; then the heads (5-tuples of the fields' JSON texts)\n"
-"and raw texts met for the first time, in order.");
+"dims, stacks, memory, kernels, flows, meta, new_heads, new_raws). As bytes\n"
+"of native arrays, one value an event: int32 head ids, float64 ts and dur\n"
+"(NaN absent), 6*count int64 link ids (field-major, NO_ID absent or null),\n"
+"int32 raw ids of Input Dims and Call stack (-1 absent). As lists of\n"
+"tuples, for the events that carry them, each led by the event's ordinal:\n"
+"memory (the six fields, None absent or null), kernels (grid and block raw\n"
+"ids, five numbers, NaN absent or null), flows (id: int, str or None;\n"
+"whether bp is \"e\"), meta (args.name's JSON text). Then the heads\n"
+"(5-tuples of the fields' JSON texts) and raw texts met for the first\n"
+"time, in order.");
 
 static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
     Py_buffer view;
@@ -784,23 +962,26 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
 
     out_t o;
     memset(&o, 0, sizeof(o));
-    o.new_heads = PyList_New(0);
-    o.new_raws = PyList_New(0);
     PyObject *result = NULL;
     int status = OK;
     int64_t count = 0;
-    if (!o.new_heads || !o.new_raws) goto done;
     size_t heads_before = self->heads.count, raws_before = self->raws.count;
+    o.memory = PyList_New(0);
+    o.kernel = PyList_New(0);
+    o.flow = PyList_New(0);
+    o.meta = PyList_New(0);
+    o.new_heads = PyList_New(0);
+    o.new_raws = PyList_New(0);
+    if (!o.memory || !o.kernel || !o.flow || !o.meta || !o.new_heads || !o.new_raws) goto done;
     skip_ws(&c);
     if (c.p < c.end) {
         for (;;) {
             event_t ev;
-            cp at = c.p;
             if (parse_event(&c, &ev) < 0) {
                 status = REFUSED;
                 break;
             }
-            status = emit(self, &ev, (int64_t)(at - base), (int64_t)(c.p - base), &o);
+            status = emit(self, &ev, count, &o);
             if (status != OK) break;
             count++;
             skip_ws(&c);
@@ -824,10 +1005,8 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
     if (status == REFUSED) {
         /* Forget what this chunk interned, so that the next accepted chunk
          * reports those heads and texts as new. */
-        if (intern_truncate(&self->heads, heads_before) < 0 || intern_truncate(&self->raws, raws_before) < 0) {
-            PyErr_NoMemory();
-            goto done;
-        }
+        intern_truncate(&self->heads, heads_before);
+        intern_truncate(&self->raws, raws_before);
         result = Py_None;
         Py_INCREF(result);
         goto done;
@@ -843,9 +1022,9 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
             if (!PyErr_Occurred()) PyErr_NoMemory();
             goto done;
         }
-        result = Py_BuildValue("(LNNNNNNNNNOO)", (long long)count, bytes_of(&o.head), bytes_of(&o.ts),
-                               bytes_of(&o.dur), links, bytes_of(&o.dims), bytes_of(&o.stack), bytes_of(&o.flag),
-                               bytes_of(&o.starts), bytes_of(&o.ends), o.new_heads, o.new_raws);
+        result = Py_BuildValue("(LNNNNNNOOOOOO)", (long long)count, bytes_of(&o.head), bytes_of(&o.ts),
+                               bytes_of(&o.dur), links, bytes_of(&o.dims), bytes_of(&o.stack), o.memory, o.kernel,
+                               o.flow, o.meta, o.new_heads, o.new_raws);
     }
 done:
     out_free(&o);

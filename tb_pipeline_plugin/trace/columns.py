@@ -1,12 +1,15 @@
-"""Decoded events of one chunk -> column arrays; chunks -> EventTable.
+"""A chunk's events -> column arrays; chunks -> EventTable.
 
-Attribute extraction goes through `map(operator.attrgetter(...))` and
-mapping through `map(Memo.__getitem__)` into `np.fromiter`, so the
-per-event work stays in C; only the distinct values (names, categories,
-shapes) go through Python code. The five fields that repeat together are
-one lookup of the event's head (`heads.EventHeads`), their columns taken
-from the head's codes. This module is most of the decode time
-after msgspec itself: keep per-event Python out of it.
+`columns_of` holds the rules (which events are main rows, memory events,
+flows; what is dropped and counted), reading the fields through an
+`EventFields`: msgspec's event objects (`ObjectFields`, here) or the
+compiled scanner's arrays (`scan.ScannedFields`), one table either way.
+For the objects, attribute extraction goes through
+`map(operator.attrgetter(...))` and mapping through
+`map(Memo.__getitem__)` into `np.fromiter`, so the per-event work stays in
+C; only the distinct values (names, categories, shapes) go through Python
+code. The five fields that repeat together are one lookup of the event's
+head (`heads.EventHeads`), their columns taken from the head's codes.
 """
 from __future__ import annotations
 
@@ -19,16 +22,13 @@ import numpy as np
 from .heads import HEAD_FIELDS, PH_BEGIN as _PH_BEGIN, PH_END as _PH_END, PH_FLOW as _PH_FLOW
 from .heads import PH_FLOW_START as _PH_FLOW_START, PH_META as _PH_META
 from .intern import Interner, Interners
-from .memo import Memo
 from .schema import EMPTY_ARGS
 from .unique import unique_inverse
 from .names import ids_mask, is_profiler_annotation
 from .table import (
-    FLOW_KINDS,
     NO_ID,
     EventTable,
     FlowColumns,
-    FlowKind,
     Kind,
     KernelColumns,
     MemoryColumns,
@@ -37,7 +37,7 @@ from .table import (
 
 _LINK_FIELDS = ("external_id", "external_id_2021", "correlation", "python_id", "python_parent_id", "device")
 _GET_HEAD = attrgetter(*HEAD_FIELDS)
-_GET_ARGS, _GET_CAT = attrgetter("args"), attrgetter("cat")
+_GET_ARGS = attrgetter("args")
 _GET_TS, _GET_DUR = attrgetter("ts"), attrgetter("dur")
 GET_KERNEL = attrgetter(
     "grid", "block", "registers_per_thread", "shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "occupancy_pct"
@@ -99,18 +99,15 @@ def _take(seq, rows: np.ndarray) -> list:
     return list(itemgetter(*rows.tolist())(seq))
 
 
-def _flow_kind(cat) -> int:
-    return int(FLOW_KINDS.get(cat.lower(), FlowKind.OTHER)) if isinstance(cat, str) else int(FlowKind.OTHER)
-
-
-def _memory_events(kind, no_cat, phase, named_memory, args: list, issues: Counter) -> np.ndarray:
+def _memory_events(kind, no_cat, phase, named_memory, fields, issues: Counter) -> np.ndarray:
     """`[memory]` instant events: category `cpu_instant_event`, or none at all
     (Kineto from mid-2021 to spring 2022), recognised then by their fields."""
     is_memory = named_memory & (kind == Kind.MEMORY)
     bare = np.flatnonzero(named_memory & no_cat & (phase == Phase.INSTANT))
     if len(bare):
-        fields = [(a.bytes_delta, a.total_allocated, a.device_type) for a in _take(args, bare)]
-        usable = np.array([(b is not None or t is not None) and d is not None for b, t, d in fields], dtype=bool)
+        # GET_MEMORY's order: Bytes, Total Allocated, ..., Device Type fourth.
+        values = fields.memory(bare)
+        usable = np.array([(v[0] is not None or v[1] is not None) and v[3] is not None for v in values], dtype=bool)
         is_memory[bare[usable]] = True
         issues["memory_unusable"] += int((~usable).sum())
     return is_memory
@@ -125,32 +122,97 @@ class ChunkColumns:
     issues: Counter = field(default_factory=Counter)  # what was dropped, and why
     process_names: dict = field(default_factory=dict)
     thread_names: dict = field(default_factory=dict)
-    event_rows: np.ndarray | None = None  # the main rows' places among the chunk's events (scan.py merges by them)
 
 
-def chunk_columns(events: list, interners: Interners, keep_rows: bool = False) -> ChunkColumns:
-    """`keep_rows`: also say which events the main rows are (`event_rows`)."""
+class EventFields:
+    """The fields `columns_of` reads beyond head, ts and dur, for the rows
+    it names (positions among the chunk's events). Two sources: msgspec's
+    event objects (`ObjectFields`) and the compiled scanner's output
+    (`scan.ScannedFields`); the table is the same from either."""
+
+    def links(self, rows: np.ndarray, issues: Counter) -> list[np.ndarray]:
+        """int64 columns of `_LINK_FIELDS`, NO_ID where absent or null."""
+        raise NotImplementedError
+
+    def raw_ids(self, rows: np.ndarray, field: str) -> np.ndarray:
+        """Interned text ids of `input_dims` or `call_stack`, NO_ID where absent."""
+        raise NotImplementedError
+
+    def kernel(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def memory(self, rows: np.ndarray) -> list[tuple]:
+        """The memory fields of each row, in GET_MEMORY's order (None absent or null)."""
+        raise NotImplementedError
+
+    def flows(self, rows: np.ndarray) -> tuple[list, np.ndarray]:
+        """(ids: int, str or None; whether the binding point is "e")."""
+        raise NotImplementedError
+
+    def meta_name(self, row: int):
+        """`args.name` of a metadata event, None when absent."""
+        raise NotImplementedError
+
+
+class ObjectFields(EventFields):
+    def __init__(self, events: list, interners: Interners) -> None:
+        self._events = events
+        self._args = list(map(_GET_ARGS, events))
+        self._interners = interners
+
+    def links(self, rows, issues):
+        kept = _take(self._args, rows)
+        return [_int_column(kept, f, issues) for f in _LINK_FIELDS]
+
+    def raw_ids(self, rows, field):
+        return _raw_ids(self._interners, _take(self._args, rows), field)
+
+    def kernel(self, rows):
+        kargs = _take(self._args, rows)
+        cols = list(zip(*map(GET_KERNEL, kargs))) if kargs else [()] * 7
+        return kernel_columns(self._interners.raw_text_ids(cols[0]), self._interners.raw_text_ids(cols[1]), cols[2:])
+
+    def memory(self, rows):
+        return list(map(GET_MEMORY, _take(self._args, rows)))
+
+    def flows(self, rows):
+        events = _take(self._events, rows)
+        bp = map(attrgetter("bp"), events)
+        return list(map(attrgetter("id"), events)), np.fromiter(map("e".__eq__, bp), dtype=bool, count=len(events))
+
+    def meta_name(self, row):
+        return self._events[row].args.name
+
+
+def chunk_columns(events: list, interners: Interners) -> ChunkColumns:
+    """The columns of msgspec's decoded events."""
     if not events:
         return _empty_chunk()
-    strings = interners.strings
     n = len(events)
     # The fields that repeat together, as one id per event (one dict hit
     # each), then each column by indexing that id's values (`EventHeads`).
     heads = interners.heads
     head = heads.ids.codes_of(map(_GET_HEAD, events), n, np.int32)
-    heads.add_new(strings, interners.keys)
+    heads.add_new(interners.strings, interners.keys)
+    # Always floats (the schema's type; absent is NaN): straight into arrays.
+    ts_all = np.fromiter(map(_GET_TS, events), dtype=np.float64, count=n)
+    dur_all = np.fromiter(map(_GET_DUR, events), dtype=np.float64, count=n)
+    return columns_of(head, ts_all, dur_all, ObjectFields(events, interners), interners)
+
+
+def columns_of(head: np.ndarray, ts_all: np.ndarray, dur_all: np.ndarray, fields: EventFields,
+               interners: Interners) -> ChunkColumns:
+    """A chunk's columns from its events' head ids (in `interners.heads`),
+    timestamps, durations and other fields."""
+    strings, heads = interners.strings, interners.heads
     phase = heads.phase[head]
     kind, no_cat = heads.kind[head], heads.no_cat[head]
     name_id = heads.name_id[head]
     thread_key = heads.thread_key[head]
-    args = list(map(_GET_ARGS, events))
 
     issues: Counter = Counter()
-    is_memory = _memory_events(kind, no_cat, phase, name_id == strings.id_of("[memory]"), args, issues)
+    is_memory = _memory_events(kind, no_cat, phase, name_id == strings.id_of("[memory]"), fields, issues)
     kind[(kind == Kind.MEMORY) & ~is_memory] = Kind.OTHER
-    # Always floats (the schema's type; absent is NaN): straight into arrays.
-    ts_all = np.fromiter(map(_GET_TS, events), dtype=np.float64, count=n)
-    dur_all = np.fromiter(map(_GET_DUR, events), dtype=np.float64, count=n)
     is_main, is_flow = MAIN_PHASE[phase], _IS_FLOW[phase]
     timed = is_main | is_memory | is_flow
     # |ts| beyond ~31 years in µs is no clock reading (and overflows sums).
@@ -163,18 +225,16 @@ def chunk_columns(events: list, interners: Interners, keep_rows: bool = False) -
     dur_all = np.where(complete, dur_all, 0.0)
     keep = is_main & ~is_memory & usable
     rows = np.flatnonzero(keep)
-    kept_args = _take(args, rows)
 
-    links = [_int_column(kept_args, f, issues) for f in _LINK_FIELDS]
+    links = fields.links(rows, issues)
     external, external_2021 = links[0], links[1]
     external = np.where(external == NO_ID, external_2021, external)
     main_kind = kind[rows]
     op_rows = np.flatnonzero(main_kind == Kind.CPU_OP)
     shape_id = np.full(len(rows), NO_ID, dtype=np.int32)
-    op_args = _take(kept_args, op_rows)
-    shape_id[op_rows] = _raw_ids(interners, op_args, "input_dims")
+    shape_id[op_rows] = fields.raw_ids(rows[op_rows], "input_dims")
     stack_id = np.full(len(rows), NO_ID, dtype=np.int32)
-    stack_id[op_rows] = _raw_ids(interners, op_args, "call_stack")
+    stack_id[op_rows] = fields.raw_ids(rows[op_rows], "call_stack")
     main = {
         "phase": phase[rows],
         "kind": main_kind,
@@ -193,31 +253,32 @@ def chunk_columns(events: list, interners: Interners, keep_rows: bool = False) -
     }
 
     kernel_rows = np.flatnonzero(main_kind == Kind.KERNEL)
-    kernel = _kernel_columns(_take(kept_args, kernel_rows), interners)
+    kernel = fields.kernel(rows[kernel_rows])
     kernel["row"] = kernel_rows.astype(np.int64)
 
     mem_rows = np.flatnonzero(is_memory & usable)
-    memory = _memory_columns(_take(args, mem_rows), issues)
+    memory = _memory_columns(fields.memory(mem_rows), issues)
     memory["ts_us"] = ts_all[mem_rows]
     memory["thread_key"] = thread_key[mem_rows]
 
     flow_rows = np.flatnonzero(is_flow & usable)
-    flow_events = _take(events, flow_rows)
-    flow = _flow_columns(flow_events, list(map(_GET_CAT, flow_events)))
+    flow = _flow_columns(heads.flow_kind[head[flow_rows]], *fields.flows(flow_rows))
     flow["is_start"] = phase[flow_rows] == _PH_FLOW_START
     flow["ts_us"] = ts_all[flow_rows]
     flow["thread_key"] = thread_key[flow_rows]
 
-    out = ChunkColumns(main, kernel, memory, flow, issues, event_rows=rows if keep_rows else None)
+    out = ChunkColumns(main, kernel, memory, flow, issues)
+    keys = interners.keys.values
     for i in np.flatnonzero(phase == _PH_META).tolist():
-        e = events[i]
-        label = e.args.name
+        label = fields.meta_name(i)
         if label is None:
             continue
-        if e.name == "process_name":
-            out.process_names[e.pid] = label
-        elif e.name == "thread_name":
-            out.thread_names[(e.pid, e.tid)] = label
+        name = strings.values[name_id[i]]
+        pid = keys[heads.pid_key[head[i]]]
+        if name == "process_name":
+            out.process_names[pid] = label
+        elif name == "thread_name":
+            out.thread_names[(pid, keys[int(thread_key[i]) & 0xFFFFFFFF])] = label
     return out
 
 
@@ -257,23 +318,24 @@ def remap_ids(part: ChunkColumns, string_ids: np.ndarray, key_ids: np.ndarray) -
         part.memory["thread_key"] = threads(part.memory["thread_key"])
 
 
-def _kernel_columns(kargs: list, interners: Interners) -> dict[str, np.ndarray]:
-    cols = list(zip(*map(GET_KERNEL, kargs))) if kargs else [()] * 7
+def kernel_columns(grid_id: np.ndarray, block_id: np.ndarray, numbers) -> dict[str, np.ndarray]:
+    """`numbers`: GET_KERNEL's five numeric fields, each a sequence (None or NaN absent)."""
     return {
-        "grid_id": interners.raw_text_ids(cols[0]),
-        "block_id": interners.raw_text_ids(cols[1]),
-        "registers_per_thread": _floats(cols[2]),
-        "shared_memory_bytes": _floats(cols[3]),
-        "blocks_per_sm": _floats(cols[4]),
-        "warps_per_sm": _floats(cols[5]),
-        "occupancy_pct": _floats(cols[6]),
+        "grid_id": grid_id,
+        "block_id": block_id,
+        "registers_per_thread": _floats(numbers[0]),
+        "shared_memory_bytes": _floats(numbers[1]),
+        "blocks_per_sm": _floats(numbers[2]),
+        "warps_per_sm": _floats(numbers[3]),
+        "occupancy_pct": _floats(numbers[4]),
     }
 
 
-def _memory_columns(margs: list, issues: Counter) -> dict[str, np.ndarray]:
-    cols = list(zip(*map(GET_MEMORY, margs))) if margs else [()] * 6
+def _memory_columns(values: list[tuple], issues: Counter) -> dict[str, np.ndarray]:
+    """`values`: each memory event's fields in GET_MEMORY's order."""
+    cols = list(zip(*values)) if values else [()] * 6
     # -1 is a valid `Bytes` (a 1-byte free): absence is tested on the values.
-    no_delta = np.fromiter((v is None for v in cols[0]), dtype=bool, count=len(margs))
+    no_delta = np.fromiter((v is None for v in cols[0]), dtype=bool, count=len(values))
     delta = _ints([0 if v is None else v for v in cols[0]], issues)
     total = _ints(cols[1], issues)
     device_type = _ints(cols[3], issues)
@@ -290,18 +352,16 @@ def _memory_columns(margs: list, issues: Counter) -> dict[str, np.ndarray]:
     }
 
 
-def _flow_columns(flow_events: list, cat: list) -> dict[str, np.ndarray]:
+def _flow_columns(kind: np.ndarray, ids: list, binds_enclosing: np.ndarray) -> dict[str, np.ndarray]:
     """Kind, id and binding of flow events (is_start and ts_us: the caller's)."""
-    n = len(flow_events)
-    if not n:
+    if not len(ids):
         return {k: np.empty(0, dtype=t) for k, t in _FLOW_DTYPES.items()}
-    bp, ids = (list(map(attrgetter(f), flow_events)) for f in ("bp", "id"))
     return {
-        "kind": Memo(_flow_kind).codes(cat, np.uint8),
+        "kind": kind,
         # Raw ids: made dense across chunks in build_table (one hash pass,
         # not a Python call per flow: nearly every flow id is distinct).
         "flow_id": _flow_ids(ids),
-        "binds_enclosing": np.fromiter(map("e".__eq__, bp), dtype=bool, count=n),
+        "binds_enclosing": binds_enclosing,
     }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .memo import Memo
-from .table import CATEGORY_KINDS, Kind, Phase
+from .table import CATEGORY_KINDS, FLOW_KINDS, FlowKind, Kind, Phase
 
 HEAD_FIELDS = ("ph", "cat", "name", "pid", "tid")
 
@@ -28,6 +28,10 @@ def phase_code(ph) -> int:
     return int(_PHASES.get(ph, PH_DROP))
 
 
+def flow_kind(cat) -> int:
+    return int(FLOW_KINDS.get(cat.lower(), FlowKind.OTHER)) if isinstance(cat, str) else int(FlowKind.OTHER)
+
+
 def category_code(cat) -> int:
     if not cat:
         return _NO_CATEGORY
@@ -36,7 +40,8 @@ def category_code(cat) -> int:
 
 class EventHeads:
     """Distinct heads of one decode and each one's codes, by head id:
-    `phase`, `kind` (Kind), `no_cat` (no category at all), `name_id`
+    `phase`, `kind` (Kind), `no_cat` (no category at all), `flow_kind`
+    (FlowKind: what a flow event of this category links), `name_id`
     (in `strings`), `pid_key`, `thread_key` (pid key << 32 | tid key, in
     `keys`). Names, then pids, then tids are interned by first occurrence
     in each chunk, as a pass per field interns them."""
@@ -47,6 +52,7 @@ class EventHeads:
         self.phase = np.empty(0, np.uint8)
         self.kind = np.empty(0, np.uint8)
         self.no_cat = np.empty(0, bool)
+        self.flow_kind = np.empty(0, np.uint8)
         self.name_id = np.empty(0, np.int32)
         self.pid_key = np.empty(0, np.int32)
         self.thread_key = np.empty(0, np.int64)
@@ -70,6 +76,7 @@ class EventHeads:
         self.phase = np.concatenate([self.phase, np.fromiter(map(phase_code, ph), dtype=np.uint8, count=len(new))])
         self.kind = np.concatenate([self.kind, kind])
         self.no_cat = np.concatenate([self.no_cat, no_cat])
+        self.flow_kind = np.concatenate([self.flow_kind, np.fromiter(map(flow_kind, cat), dtype=np.uint8, count=len(new))])
         self.name_id = np.concatenate([self.name_id, name_id])
         self.pid_key = np.concatenate([self.pid_key, pid_key])
         self.thread_key = np.concatenate([self.thread_key, pid_key.astype(np.int64) << 32 | tid_key.astype(np.int64)])

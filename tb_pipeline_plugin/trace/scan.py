@@ -1,12 +1,12 @@
 """Chunk bytes -> ChunkColumns through the compiled scanner (`_scan.c`).
 
-The scanner writes the columns of a chunk's plain events straight from the
-bytes (no Python object per event) and hands back the byte spans of the
-complex ones (kernels, memory events, flows, metadata), which msgspec
-decodes and `columns.chunk_columns` reads as before; the two are merged in
-file order. Any chunk the scanner refuses, or whose heads or complex events
-do not decode, is the caller's to decode with msgspec alone, so the table is
-always the msgspec path's (tests/test_decode_scan.py).
+The scanner reads every field the schema declares straight from the bytes
+(no Python object per event): the dense ones as arrays, the sparse ones
+(memory, kernel launch properties, flows, metadata names) as tuples for
+the events that carry them. `columns.columns_of` then applies the same
+rules as to msgspec's objects. A chunk the scanner refuses, or whose heads
+do not fit the schema, is the caller's to decode with msgspec, so the
+table is always the msgspec path's (tests/test_decode_scan.py).
 
 Without a C compiler at install time there is no `_scan` module and
 `AVAILABLE` is False: the decode is msgspec's alone, slower. Setting
@@ -19,11 +19,9 @@ import os
 import msgspec
 import numpy as np
 
-from .columns import ChunkColumns, chunk_columns, MAIN_PHASE
-from .heads import category_code, phase_code
+from .columns import ChunkColumns, EventFields, columns_of, kernel_columns
 from .intern import Interners
-from .schema import Event
-from .table import NO_ID, Kind, Phase
+from .table import NO_ID
 
 try:
     from ._scan import Scanner
@@ -33,10 +31,12 @@ except ImportError:  # built without a C compiler (setup.py: optional)
 AVAILABLE = Scanner is not None and os.environ.get("TB_PIPELINE_DECODE", "") != "msgspec"
 
 _HEAD = msgspec.json.Decoder(tuple[str, str, str, int | str, int | str])
-_EVENTS = msgspec.json.Decoder(list[Event])
-_MAX_ABS_US = 1e18
-_NOT_DECODED = -2  # a head whose fields do not fit the schema: its chunks go to msgspec
-_NOT_INTERNED = -2  # a raw text not yet given a string id
+_NAME = msgspec.json.Decoder(str | None)
+_NOT_INTERNED = -2  # a local head or raw text not yet given an id in the decode's interners
+# The schema's defaults of the sparse fields (trace/schema.py).
+_NO_MEMORY = (None, None, None, None, None, NO_ID)
+_NO_KERNEL = (NO_ID, NO_ID) + (float("nan"),) * 5
+_NO_FLOW = (None, False)
 
 
 class ChunkScanner:
@@ -45,9 +45,8 @@ class ChunkScanner:
     def __init__(self, interners: Interners) -> None:
         self._scanner = Scanner()
         self._interners = interners
-        self._heads: list[tuple | None] = []  # local head id -> decoded head (None: does not fit)
-        self._head_ids = np.empty(0, np.int32)  # local -> id in interners.heads, once interned
-        self._head_complex = np.empty(0, bool)  # local -> its events need msgspec whatever their args
+        self._heads: list[tuple | None] = []  # local head id -> decoded head (None: does not fit the schema)
+        self._head_ids = np.empty(0, np.int32)  # local -> id in interners.heads
         self._raws: list[bytes] = []
         self._raw_ids = np.empty(0, np.int32)  # local -> id in interners.strings
 
@@ -56,137 +55,93 @@ class ChunkScanner:
         got = self._scanner.scan(data, a, b)
         if got is None:
             return None
-        n, heads, ts, dur, links, dims, stacks, flags, starts, ends, new_heads, new_raws = got
-        self._learn_heads(new_heads)
-        self._raws.extend(new_raws)
-        self._raw_ids = np.concatenate([self._raw_ids, np.full(len(new_raws), _NOT_INTERNED, np.int32)])
+        n, heads, ts, dur, links, dims, stacks, memory, kernels, flows, meta, new_heads, new_raws = got
+        self._learn(new_heads, new_raws)
         if n == 0:
             return ChunkColumns({}, {}, {}, {})
         local = np.frombuffer(heads, np.int32)
         if any(self._heads[h] is None for h in np.unique(local).tolist()):
             return None
-        complex_rows = np.flatnonzero(np.frombuffer(flags, np.uint8).astype(bool) | self._head_complex[local])
-        complex_events = _decode_spans(data, np.frombuffer(starts, np.int64), np.frombuffer(ends, np.int64),
-                                       complex_rows)
-        if complex_events is None:
-            return None
-        head = self._intern_heads(local)
-        self._interners.strings.id_of("[memory]")  # where chunk_columns interns it: string ids as the msgspec path's
-        heads = self._interners.heads
-        phase, kind = heads.phase[head], heads.kind[head]
-        ts, dur = np.frombuffer(ts, np.float64), np.frombuffer(dur, np.float64)
-        no_ts = ~(np.abs(ts) <= _MAX_ABS_US)
-        bad_dur = (phase == Phase.COMPLETE) & ~no_ts & ~((dur >= 0) & (dur <= _MAX_ABS_US))
-        usable = ~no_ts & ~bad_dur
-        # Shapes, then stacks, of every operator row (complex ones too) in
-        # file order: the order chunk_columns interns them in.
-        ops = np.flatnonzero(MAIN_PHASE[phase] & (kind == Kind.CPU_OP) & usable)
-        shape_id = np.full(n, NO_ID, np.int32)
-        stack_id = np.full(n, NO_ID, np.int32)
-        shape_id[ops] = self._raw_text_ids(np.frombuffer(dims, np.int32)[ops])
-        stack_id[ops] = self._raw_text_ids(np.frombuffer(stacks, np.int32)[ops])
-        plain = np.ones(n, bool)
-        plain[complex_rows] = False
-        rows = np.flatnonzero(plain & usable)
-        columns = _main_columns(heads, head[rows], phase[rows], ts[rows], dur[rows],
-                                np.frombuffer(links, np.int64).reshape(6, n)[:, rows], shape_id[rows], stack_id[rows])
-        part = chunk_columns(complex_events, self._interners, keep_rows=True) if len(complex_rows) else ChunkColumns({}, {}, {}, {})
-        _merge_main(part, columns, rows, complex_rows)
-        part.issues.update(no_ts=int((no_ts & plain).sum()), bad_dur=int((bad_dur & plain).sum()))
-        return part
+        fields = ScannedFields(self, np.frombuffer(links, np.int64).reshape(6, n), np.frombuffer(dims, np.int32),
+                               np.frombuffer(stacks, np.int32), memory, kernels, flows, meta)
+        return columns_of(self._intern_heads(local), np.frombuffer(ts, np.float64), np.frombuffer(dur, np.float64),
+                          fields, self._interners)
 
-    def _learn_heads(self, new_heads: list[tuple]) -> None:
-        complex_ = []
+    def _learn(self, new_heads: list[tuple], new_raws: list[bytes]) -> None:
         for fields in new_heads:
             try:
-                head = _HEAD.decode(b"[" + b",".join(fields) + b"]")
+                self._heads.append(_HEAD.decode(b"[" + b",".join(fields) + b"]"))
             except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
-                head = None
-            self._heads.append(head)
-            complex_.append(head is None or _needs_msgspec(head))
-        self._head_complex = np.concatenate([self._head_complex, np.array(complex_, bool)])
-        self._head_ids = np.concatenate([self._head_ids, np.full(len(new_heads), _NOT_DECODED, np.int32)])
+                self._heads.append(None)  # msgspec's lenient path coerces or drops it
+        self._head_ids = np.concatenate([self._head_ids, np.full(len(new_heads), _NOT_INTERNED, np.int32)])
+        self._raws.extend(new_raws)
+        self._raw_ids = np.concatenate([self._raw_ids, np.full(len(new_raws), _NOT_INTERNED, np.int32)])
 
     def _intern_heads(self, local: np.ndarray) -> np.ndarray:
         """Ids in interners.heads of these local heads; new ones interned in
-        order of first appearance, as the msgspec path interns them."""
-        new = np.flatnonzero(self._head_ids[local] == _NOT_DECODED)
-        if len(new):
-            firsts, at = np.unique(local[new], return_index=True)
-            firsts = firsts[np.argsort(at)]
+        order of first appearance, as chunk_columns interns them."""
+        firsts = _first_appearances(local, self._head_ids)
+        if len(firsts):
             heads = self._interners.heads
             self._head_ids[firsts] = heads.ids.codes_of((self._heads[h] for h in firsts.tolist()), len(firsts), np.int32)
             heads.add_new(self._interners.strings, self._interners.keys)
         return self._head_ids[local]
 
-    def _raw_text_ids(self, local: np.ndarray) -> np.ndarray:
+    def raw_text_ids(self, local: np.ndarray) -> np.ndarray:
         """String ids of raw texts (NO_ID where absent), new ones interned in order of first appearance."""
         out = np.full(len(local), NO_ID, np.int32)
         present = local >= 0
         ids = local[present]
-        new = np.flatnonzero(self._raw_ids[ids] == _NOT_INTERNED)
-        if len(new):
-            firsts, at = np.unique(ids[new], return_index=True)
-            firsts = firsts[np.argsort(at)]
+        firsts = _first_appearances(ids, self._raw_ids)
+        if len(firsts):
             raw_text = self._interners.raw_text
             self._raw_ids[firsts] = [raw_text[self._raws[r]] for r in firsts.tolist()]
         out[present] = self._raw_ids[ids]
         return out
 
 
-def _needs_msgspec(head: tuple) -> bool:
-    """Events of this head go to chunk_columns whatever their args: not a
-    main-table phase, or kernels and memory events (side tables)."""
-    ph, cat, name, _, _ = head
-    return (not MAIN_PHASE[phase_code(ph)] or category_code(cat) in (Kind.KERNEL, Kind.MEMORY)
-            or name == "[memory]")
+def _first_appearances(local: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The local ids in `local` not yet interned, in order of first appearance."""
+    new = local[ids[local] == _NOT_INTERNED]
+    if not len(new):
+        return new
+    firsts, at = np.unique(new, return_index=True)
+    return firsts[np.argsort(at)]
 
 
-def _decode_spans(data, starts: np.ndarray, ends: np.ndarray, rows: np.ndarray) -> list | None:
-    if not len(rows):
-        return []
-    view = memoryview(data)
-    text = b"".join((b"[", b",".join([view[s:e] for s, e in zip(starts[rows].tolist(), ends[rows].tolist())]), b"]"))
-    try:
-        return _EVENTS.decode(text)
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError, OverflowError):
-        return None
+class ScannedFields(EventFields):
+    """The scanner's fields of one chunk, for `columns_of`."""
 
+    def __init__(self, scanner: ChunkScanner, links: np.ndarray, dims: np.ndarray, stacks: np.ndarray,
+                 memory: list, kernels: list, flows: list, meta: list) -> None:
+        self._scanner = scanner
+        self._links = links
+        self._raws = {"input_dims": dims, "call_stack": stacks}
+        # Sparse fields by the event's place in the chunk.
+        self._memory = {t[0]: t[1:] for t in memory}
+        self._kernels = {t[0]: t[1:] for t in kernels}
+        self._flows = {t[0]: t[1:] for t in flows}
+        self._meta = {t[0]: t[1] for t in meta}
 
-def _main_columns(heads, head, phase, ts, dur, links, shape_id, stack_id) -> dict[str, np.ndarray]:
-    """chunk_columns' main columns of kept plain events (each of a main-table
-    phase, none a kernel or memory event)."""
-    external = links[0]
-    return {
-        "phase": phase,
-        "kind": heads.kind[head],
-        "name_id": heads.name_id[head],
-        "pid_key": heads.pid_key[head],
-        "thread_key": heads.thread_key[head],
-        "ts_us": ts,
-        "dur_us": np.where(phase == Phase.COMPLETE, dur, 0.0),
-        "external_id": np.where(external == NO_ID, links[1], external),
-        "correlation": links[2],
-        "python_id": links[3],
-        "python_parent_id": links[4],
-        "device": links[5],
-        "shape_id": shape_id,
-        "stack_id": stack_id,
-    }
+    def links(self, rows, issues):
+        return list(self._links[:, rows])
 
+    def raw_ids(self, rows, field):
+        return self._scanner.raw_text_ids(self._raws[field][rows])
 
-def _merge_main(part: ChunkColumns, plain: dict[str, np.ndarray], plain_rows: np.ndarray,
-                complex_rows: np.ndarray) -> None:
-    """`part` (the complex events' columns) with the plain events' main rows
-    put in, every main row in file order; kernel rows renumbered."""
-    if not part.main:
-        part.main = plain
-        return
-    at = np.concatenate([plain_rows, complex_rows[part.event_rows]])
-    order = np.argsort(at, kind="stable")
-    part.main = {k: np.concatenate([plain[k], v])[order] for k, v in part.main.items()}
-    part.event_rows = None
-    if "row" in part.kernel:
-        new_row = np.empty(len(order), np.int64)
-        new_row[order] = np.arange(len(order))
-        part.kernel["row"] = new_row[len(plain_rows) + part.kernel["row"]]
+    def kernel(self, rows):
+        values = [self._kernels.get(i, _NO_KERNEL) for i in rows.tolist()]
+        cols = list(zip(*values)) if values else [()] * 7
+        grid, block = (np.array(c, dtype=np.int32) for c in cols[:2])
+        return kernel_columns(self._scanner.raw_text_ids(grid), self._scanner.raw_text_ids(block), cols[2:])
+
+    def memory(self, rows):
+        return [self._memory.get(i, _NO_MEMORY) for i in rows.tolist()]
+
+    def flows(self, rows):
+        values = [self._flows.get(i, _NO_FLOW) for i in rows.tolist()]
+        return [v[0] for v in values], np.array([v[1] for v in values], dtype=bool)
+
+    def meta_name(self, row):
+        raw = self._meta.get(row)
+        return None if raw is None else _NAME.decode(raw)
