@@ -163,15 +163,19 @@ typedef struct {
     size_t len, cap; /* bytes */
 } buf_t;
 
-static int buf_put(buf_t *b, const void *v, size_t n) {
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 1 << 14;
-        while (cap < b->len + n) cap *= 2;
-        char *d = PyMem_Realloc(b->data, cap);
-        if (!d) return -1;
-        b->data = d;
-        b->cap = cap;
-    }
+static int buf_grow(buf_t *b, size_t n) {
+    size_t cap = b->cap ? b->cap * 2 : 1 << 14;
+    while (cap < b->len + n) cap *= 2;
+    char *d = PyMem_Realloc(b->data, cap);
+    if (!d) return -1;
+    b->data = d;
+    b->cap = cap;
+    return 0;
+}
+
+/* Inline with a constant n: one compare and one store an event and column. */
+static inline int buf_put(buf_t *b, const void *v, size_t n) {
+    if (b->len + n > b->cap && buf_grow(b, n) < 0) return -1;
     memcpy(b->data + b->len, v, n);
     b->len += n;
     return 0;
@@ -544,9 +548,25 @@ static const arg_key_t ARG_KEYS[] = {
     {KEY("name"), A_NAME},
 };
 
+/* Keys by length, then first byte: an event's args hold a dozen keys,
+ * most of them none of these. */
+static signed char ARG_FIRST[32][128];
+
+/* -1 when two keys share a length and first byte (the index holds one). */
+static int arg_keys_index(void) {
+    memset(ARG_FIRST, -1, sizeof(ARG_FIRST));
+    for (size_t i = 0; i < sizeof(ARG_KEYS) / sizeof(ARG_KEYS[0]); i++) {
+        signed char *slot = &ARG_FIRST[ARG_KEYS[i].n][(unsigned char)ARG_KEYS[i].s[0]];
+        if (*slot >= 0) return -1;
+        *slot = (signed char)i;
+    }
+    return 0;
+}
+
 static int arg_key(cp k, size_t n) {
-    for (size_t i = 0; i < sizeof(ARG_KEYS) / sizeof(ARG_KEYS[0]); i++)
-        if (ARG_KEYS[i].n == n && !memcmp(ARG_KEYS[i].s, k, n)) return ARG_KEYS[i].what;
+    if (n >= 32 || k[0] >= 128) return A_OTHER;
+    int i = ARG_FIRST[n][k[0]];
+    if (i >= 0 && !memcmp(ARG_KEYS[i].s, k, n)) return ARG_KEYS[i].what;
     return A_OTHER;
 }
 
@@ -619,6 +639,51 @@ static inline int at_null(cur_t *c) {
     return c->p < c->end && *c->p == 'n' && skip_literal(c, "null", 4) == 0;
 }
 
+/* Opens an object: 1 when members follow, 0 when it is empty, -1 when
+ * c->p is at no object. */
+static int object_open(cur_t *c) {
+    if (c->p >= c->end || *c->p != '{') return -1;
+    c->p++;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == '}') {
+        c->p++;
+        return 0;
+    }
+    return 1;
+}
+
+/* A member's key and the colon after it, c->p then at the value. A key
+ * with an escape is refused (msgspec would match the unescaped name). */
+static int object_key(cur_t *c, cp *k, size_t *kn) {
+    int escaped;
+    if (c->p >= c->end || *c->p != '"') return -1;
+    *k = c->p + 1;
+    if (scan_string(c, &escaped) < 0 || escaped) return -1;
+    *kn = (size_t)(c->p - 1 - *k);
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != ':') return -1;
+    c->p++;
+    skip_ws(c);
+    return c->p < c->end ? 0 : -1;
+}
+
+/* After a member's value: 1 when another member follows, 0 at the
+ * object's end, -1 for anything else. */
+static int object_next(cur_t *c) {
+    skip_ws(c);
+    if (c->p >= c->end) return -1;
+    if (*c->p == ',') {
+        c->p++;
+        skip_ws(c);
+        return 1;
+    }
+    if (*c->p == '}') {
+        c->p++;
+        return 0;
+    }
+    return -1;
+}
+
 /* The first kernel field of an event: the others default to NaN. */
 static inline void kernel_seen(event_t *ev) {
     if (ev->has_kernel) return;
@@ -628,23 +693,11 @@ static inline void kernel_seen(event_t *ev) {
 
 static int parse_args(cur_t *c, event_t *ev) {
     int escaped;
-    if (c->p >= c->end || *c->p != '{') return -1;
-    c->p++;
-    skip_ws(c);
-    if (c->p < c->end && *c->p == '}') {
-        c->p++;
-        return 0;
-    }
-    for (;;) {
-        if (c->p >= c->end || *c->p != '"') return -1;
-        cp k = c->p + 1;
-        if (scan_string(c, &escaped) < 0 || escaped) return -1;
-        size_t kn = (size_t)(c->p - 1 - k);
-        skip_ws(c);
-        if (c->p >= c->end || *c->p != ':') return -1;
-        c->p++;
-        skip_ws(c);
-        if (c->p >= c->end) return -1;
+    int more = object_open(c);
+    while (more > 0) {
+        cp k;
+        size_t kn;
+        if (object_key(c, &k, &kn) < 0) return -1;
         int what = arg_key(k, kn);
         cp v = c->p;
         if (what >= 0 && what < N_LINKS) {
@@ -686,19 +739,9 @@ static int parse_args(cur_t *c, event_t *ev) {
                 kernel_seen(ev);
             }
         }
-        skip_ws(c);
-        if (c->p >= c->end) return -1;
-        if (*c->p == ',') {
-            c->p++;
-            skip_ws(c);
-            continue;
-        }
-        if (*c->p == '}') {
-            c->p++;
-            return 0;
-        }
-        return -1;
+        more = object_next(c);
     }
+    return more;
 }
 
 static int parse_event(cur_t *c, event_t *ev) {
@@ -712,23 +755,11 @@ static int parse_event(cur_t *c, event_t *ev) {
     ev->has_memory = ev->has_kernel = 0;
     ev->ts = ev->dur = NAN;
     for (int i = 0; i < N_LINKS; i++) ev->link[i] = NO_ID;
-    if (c->p >= c->end || *c->p != '{') return -1;
-    c->p++;
-    skip_ws(c);
-    if (c->p < c->end && *c->p == '}') {
-        c->p++;
-        return 0;
-    }
-    for (;;) {
-        if (c->p >= c->end || *c->p != '"') return -1;
-        cp k = c->p + 1;
-        if (scan_string(c, &escaped) < 0 || escaped) return -1;
-        size_t kn = (size_t)(c->p - 1 - k);
-        skip_ws(c);
-        if (c->p >= c->end || *c->p != ':') return -1;
-        c->p++;
-        skip_ws(c);
-        if (c->p >= c->end) return -1;
+    int more = object_open(c);
+    while (more > 0) {
+        cp k;
+        size_t kn;
+        if (object_key(c, &k, &kn) < 0) return -1;
         int key = top_key(k, kn);
         cp v = c->p;
         switch (key) {
@@ -777,19 +808,9 @@ static int parse_event(cur_t *c, event_t *ev) {
         default:
             if (skip_value(c, 1) < 0) return -1;
         }
-        skip_ws(c);
-        if (c->p >= c->end) return -1;
-        if (*c->p == ',') {
-            c->p++;
-            skip_ws(c);
-            continue;
-        }
-        if (*c->p == '}') {
-            c->p++;
-            return 0;
-        }
-        return -1;
+        more = object_next(c);
     }
+    return more;
 }
 
 /* The key of a head: each field's text (or its default) behind its length. */
@@ -1072,6 +1093,10 @@ static struct PyModuleDef scan_module = {
 };
 
 PyMODINIT_FUNC PyInit__scan(void) {
+    if (arg_keys_index() < 0) {
+        PyErr_SetString(PyExc_ImportError, "_scan: two Args keys share a length and first byte");
+        return NULL;
+    }
     if (PyType_Ready(&ScannerType) < 0) return NULL;
     PyObject *m = PyModule_Create(&scan_module);
     if (!m) return NULL;
