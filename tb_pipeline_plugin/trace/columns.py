@@ -46,7 +46,7 @@ GET_MEMORY = attrgetter("bytes_delta", "total_allocated", "total_reserved", "dev
 
 _MAIN_PHASES = (Phase.COMPLETE, Phase.INSTANT, Phase.COUNTER, _PH_BEGIN, _PH_END)
 # Phase code -> is it one of these (a table lookup: np.isin is 20 times slower on a chunk).
-MAIN_PHASE = np.isin(np.arange(256), _MAIN_PHASES)
+_IS_MAIN = np.isin(np.arange(256), _MAIN_PHASES)
 _IS_FLOW = np.isin(np.arange(256), (_PH_FLOW, _PH_FLOW_START))
 
 
@@ -155,6 +155,8 @@ class EventFields:
 
 
 class ObjectFields(EventFields):
+    """The fields of msgspec's decoded `Event`s."""
+
     def __init__(self, events: list, interners: Interners) -> None:
         self._events = events
         self._args = list(map(_GET_ARGS, events))
@@ -213,7 +215,7 @@ def columns_of(head: np.ndarray, ts_all: np.ndarray, dur_all: np.ndarray, fields
     issues: Counter = Counter()
     is_memory = _memory_events(kind, no_cat, phase, name_id == strings.id_of("[memory]"), fields, issues)
     kind[(kind == Kind.MEMORY) & ~is_memory] = Kind.OTHER
-    is_main, is_flow = MAIN_PHASE[phase], _IS_FLOW[phase]
+    is_main, is_flow = _IS_MAIN[phase], _IS_FLOW[phase]
     timed = is_main | is_memory | is_flow
     # |ts| beyond ~31 years in µs is no clock reading (and overflows sums).
     no_ts = timed & ~(np.abs(ts_all) <= _MAX_ABS_US)

@@ -171,7 +171,9 @@ def _decode_chunks(data: bytes, bounds: list[int], closed: bool, interners: Inte
                    ends_file: bool) -> tuple[list[ChunkColumns], list[str], bool]:
     """The chunks between `bounds` -> (columns, warnings, complete). Not
     complete: the range's last chunk ends inside an event (`ends_file`
-    False: the rest of it lies in the next range)."""
+    False: the rest of it lies in the next range). Each chunk is read by the
+    compiled scanner when there is one, and by msgspec when it refuses
+    (`scan.py`): the same columns either way."""
     bounds = list(bounds)
     parts: list[ChunkColumns] = []
     warnings: list[str] = []
