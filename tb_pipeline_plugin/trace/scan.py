@@ -46,6 +46,7 @@ class ChunkScanner:
         self._scanner = Scanner()
         self._interners = interners
         self._heads: list[tuple | None] = []  # local head id -> decoded head (None: does not fit the schema)
+        self._head_fits = np.empty(0, bool)  # local head id -> it decoded
         self._head_ids = np.empty(0, np.int32)  # local -> id in interners.heads
         self._raws: list[bytes] = []
         self._raw_ids = np.empty(0, np.int32)  # local -> id in interners.strings
@@ -60,7 +61,7 @@ class ChunkScanner:
         if n == 0:
             return ChunkColumns({}, {}, {}, {})
         local = np.frombuffer(heads, np.int32)
-        if any(self._heads[h] is None for h in np.unique(local).tolist()):
+        if not self._head_fits[local].all():
             return None
         fields = ScannedFields(self, np.frombuffer(links, np.int64).reshape(6, n), np.frombuffer(dims, np.int32),
                                np.frombuffer(stacks, np.int32), memory, kernels, flows, meta)
@@ -68,11 +69,14 @@ class ChunkScanner:
                           fields, self._interners)
 
     def _learn(self, new_heads: list[tuple], new_raws: list[bytes]) -> None:
+        decoded = []
         for fields in new_heads:
             try:
-                self._heads.append(_HEAD.decode(b"[" + b",".join(fields) + b"]"))
+                decoded.append(_HEAD.decode(b"[" + b",".join(fields) + b"]"))
             except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
-                self._heads.append(None)  # msgspec's lenient path coerces or drops it
+                decoded.append(None)  # msgspec's lenient path coerces or drops it
+        self._heads.extend(decoded)
+        self._head_fits = np.concatenate([self._head_fits, np.array([h is not None for h in decoded], bool)])
         self._head_ids = np.concatenate([self._head_ids, np.full(len(new_heads), _NOT_INTERNED, np.int32)])
         self._raws.extend(new_raws)
         self._raw_ids = np.concatenate([self._raw_ids, np.full(len(new_raws), _NOT_INTERNED, np.int32)])
