@@ -27,6 +27,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from ..analysis.t_quantile import t_quantile
 from . import significance as S
 from .explain import duration, signed_duration
 
@@ -75,7 +76,7 @@ def advice(step: dict, baseline_us, experimental_us) -> dict | None:
     rb, re_ = sig["baseline_recordings"], sig["experimental_recordings"]
     steps = None
     if min(rb, re_) >= S.MIN_RECORDINGS:
-        spread = half / (S.t_quantile(1.0 - alpha, rb + re_ - 2) * math.sqrt(1.0 / rb + 1.0 / re_))
+        spread = half / (t_quantile(1.0 - alpha, rb + re_ - 2) * math.sqrt(1.0 / rb + 1.0 / re_))
     else:
         z = NormalDist().inv_cdf(1.0 - alpha)
         steps = _steps_needed(half, z, np.asarray(baseline_us, np.float64), np.asarray(experimental_us, np.float64),
@@ -125,7 +126,7 @@ def _recordings_needed(spread: float, target: float, alpha: float) -> int | None
     if target <= 0.0:
         return None
     for r in range(S.MIN_RECORDINGS, MAX_RECORDINGS + 1):
-        if S.t_quantile(1.0 - alpha, 2 * r - 2) * spread * math.sqrt(2.0 / r) < target:
+        if t_quantile(1.0 - alpha, 2 * r - 2) * spread * math.sqrt(2.0 / r) < target:
             return r
     return None
 

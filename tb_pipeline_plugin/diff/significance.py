@@ -76,6 +76,8 @@ from statistics import NormalDist
 
 import numpy as np
 
+from ..analysis.t_quantile import t_quantile
+
 SIGNIFICANT, WITHIN_NOISE, TOO_FEW_STEPS = "significant", "within_noise", "too_few_steps"
 # Given by diff/comparability.py, never by a test here: the runs differ in a
 # way that makes the delta meaningless as it stands.
@@ -283,15 +285,6 @@ def _recordings_interval(b: np.ndarray, b_rec: np.ndarray, e: np.ndarray, e_rec:
     center = me.mean(axis=1) - mb.mean(axis=1)
     half = t_quantile(1.0 - alpha, df) * se
     return center - half, center + half
-
-
-def t_quantile(q, df):
-    """Student's t quantile. scipy.stats is imported at the first call: it is
-    most of a second of TensorBoard's start, and only groups of recordings
-    and the "what would decide it" advice need it."""
-    from scipy import stats
-
-    return stats.t.ppf(q, df)
 
 
 def _recording_spread(samples: np.ndarray, labels: np.ndarray) -> np.ndarray:

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..t_quantile import t_quantile
 from .report import as_dicts
 from .spread import CONFIDENCE, MIN_SLICES, Z
 
@@ -70,9 +71,7 @@ class DiagnosticGroup:
 def _widen(df: int) -> float:
     """t(df) / z at the intervals' confidence: a normal-quantile interval on
     the widened spread is the Student t interval."""
-    from scipy import stats  # here: half a second of TensorBoard's start, for groups only
-
-    return float(stats.t.ppf(_Q, df)) / Z
+    return float(t_quantile(_Q, df)) / Z
 
 
 def _slices_rel_se(point: dict) -> float:
