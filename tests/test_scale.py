@@ -215,6 +215,66 @@ def test_cap_holds_with_several_processes_publishing(shared_traces, tmp_path):
     assert total <= cap * (1 + 2 * RESCAN_SHARE) + one
 
 
+def test_a_published_entry_stays_while_other_parses_of_its_version_publish(shared_traces, tmp_path):
+    """Two parses of one file version (two servers on one logdir, or the
+    start's early parse beside a request's) both publish. The one that
+    finishes second used to delete the first's entry and rename its own into
+    place, and a server mapping the first one in between answered 422
+    ("unreadable manifest", seen in CI). Two processes publish one version
+    40 times each while this one maps it: every mapping must succeed."""
+    from concurrent.futures import ProcessPoolExecutor
+    import multiprocessing
+
+    from support.cache_publisher import publish_copies
+    from tb_pipeline_plugin.trace.persist import load_linked
+
+    trace = str(shared_traces / "multi_rank" / "sampled_rank-0.json.gz")
+    root = tmp_path / "cache"
+    publish_copies(trace, str(root), 1 << 40, ["/job/rank0.pt.trace.json"])
+    cache = TraceCache(CacheConfig(str(root), 1 << 40))
+    [(_, _, entry)] = cache.entries()
+    first_manifest = os.stat(Path(entry) / MANIFEST).st_ino
+    failures, maps = [], 0
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as ex:
+        jobs = [ex.submit(publish_copies, trace, str(root), 1 << 40, ["/job/rank0.pt.trace.json"] * 40) for _ in range(2)]
+        while not all(j.done() for j in jobs):
+            try:
+                load_linked(entry, verify=False)
+            except Exception as exc:  # noqa: BLE001 - each failure is what the test reports
+                failures.append(repr(exc))
+            maps += 1
+        for job in jobs:
+            job.result()
+    assert failures == [], f"{len(failures)} of {maps} mappings failed: {failures[:3]}"
+    assert maps > 10
+    assert os.stat(Path(entry) / MANIFEST).st_ino == first_manifest  # the first entry was never replaced
+    assert [d for _, _, d in cache.entries()] == [entry]
+    assert os.listdir(root / "staging") == []  # the later parses' copies are gone
+
+
+def test_an_entry_gone_before_it_is_mapped_is_parsed_again(trace_copy, tmp_path, monkeypatch):
+    """Between a worker's publishing an entry and the server's mapping it,
+    another process may evict it (its own cap) or publish a newer version of
+    the file: the load parses again instead of answering that the trace could
+    not be read."""
+    cache_root = tmp_path / "cache"
+    real = artifacts.parse_to_entry
+    parses = []
+
+    def parse_then_lose_the_entry(*args, **kwargs):
+        directory, ephemeral, views = real(*args, **kwargs)
+        parses.append(directory)
+        if len(parses) == 1:
+            shutil.rmtree(directory)  # what another process's eviction does
+        return directory, ephemeral, views
+
+    monkeypatch.setattr(artifacts, "parse_to_entry", parse_then_lose_the_entry)
+    loaded = _loader(cache_root, processes=0)(str(trace_copy))
+    assert len(parses) == 2
+    _assert_same_views(loaded, TraceProcessor.load(str(trace_copy)))
+    assert [d for _, _, d in TraceCache(CacheConfig(str(cache_root), 1 << 30)).entries()] == [parses[1]]
+
+
 @pytest.mark.parametrize("damage", ["truncate_columns", "flip_byte", "garble_manifest", "delete_columns"])
 def test_corrupt_entry_is_discarded_and_rebuilt(trace_copy, tmp_path, damage):
     cache_root = tmp_path / "cache"

@@ -16,7 +16,7 @@ from typing import Any, Callable, NamedTuple
 from ..analysis.processor import TraceProcessor
 from ..readers import PipelineTables, load_pipeline_run
 from ..readers.diagnostic import DiagnosticRun, parse_diagnostic
-from ..trace.persist import entry_bytes
+from ..trace.persist import CorruptEntry, entry_bytes
 from .budget import MemoryBudget, shared_budget
 from .cache import CacheConfig, TraceCache
 from .logdir import open_binary, stat_file
@@ -33,6 +33,12 @@ from .workers import (
     rank_summary_in_worker,
     stored_record,
 )
+
+
+# A published entry can go between the worker's publishing it and this
+# process's mapping it: another process's eviction (its cache cap), or its
+# publishing a newer version of the file. The load then looks again, once.
+_VANISHED_RETRIES = 1
 
 
 class Source(NamedTuple):
@@ -71,16 +77,23 @@ class TraceLoader:
                 return self._mapped(path, *early.result())
             except BrokenProcessPool:
                 pass  # the worker died: parsed again below, where the pool restarts and says why
-        linked = self.cache.lookup(path, size, mtime)
-        if linked is not None:
-            tp = TraceProcessor.from_linked(linked, source=path)
-            stored = load_views(self.cache.entry_dir(path, size, mtime), FIRST_VIEWS)
-            if stored is not None:  # else built here, on request
-                adopt_views(tp, stored["views"])
-            return tp
-        return self._mapped(path, *self._in_worker(
-            parse_to_entry, path, size, mtime, estimate_parse_bytes(path, size), views=FIRST_VIEWS,
-            decode_processes=self.pool.decode_share()))
+            except CorruptEntry:
+                pass  # gone before it was mapped (`_VANISHED_RETRIES`): looked up or parsed again below
+        for retry in range(_VANISHED_RETRIES + 1):
+            linked = self.cache.lookup(path, size, mtime)
+            if linked is not None:
+                tp = TraceProcessor.from_linked(linked, source=path)
+                stored = load_views(self.cache.entry_dir(path, size, mtime), FIRST_VIEWS)
+                if stored is not None:  # else built here, on request
+                    adopt_views(tp, stored["views"])
+                return tp
+            try:
+                return self._mapped(path, *self._in_worker(
+                    parse_to_entry, path, size, mtime, estimate_parse_bytes(path, size), views=FIRST_VIEWS,
+                    decode_processes=self.pool.decode_share()))
+            except CorruptEntry:
+                if retry == _VANISHED_RETRIES:
+                    raise
 
     @staticmethod
     def _mapped(path: str, directory: str, ephemeral: bool, views: list | None) -> TraceProcessor:

@@ -4,8 +4,9 @@ An entry is a directory written by `trace.persist` (raw columns in one
 file, mapped back read-only). Its name is `<hash of path>-<hash of size, mtime, parser
 version>`, so a changed file or a new parser simply misses, and publishing an
 entry removes the older versions of the same path. Entries are written into
-`staging/` and renamed into place, so a reader never sees half an entry; one
-that is corrupt anyway (disk full, edited, truncated) is deleted and the file
+`staging/` and renamed into place, so a reader never sees half an entry, and
+a parse of a version already published leaves that entry in place (its
+parser's server may be mapping it); one that is corrupt anyway (disk full, edited, truncated) is deleted and the file
 parsed again. The total size is capped; the least recently used entries
 (hits touch their manifest) go first. Each process scans the whole cache on
 its first publish and then only when its own publishing since the last scan
@@ -109,6 +110,22 @@ def entry_name(path: str, size: int, mtime: float) -> str:
     return f"{path_digest(path)}-{version}"
 
 
+def _move_into_place(staged: str, final: str) -> bool:
+    """Renames `staged` to `final`; False when a complete entry is there
+    already. A directory there without a manifest (left by a crash, or being
+    deleted as corrupt) is replaced."""
+    for _ in range(3):
+        try:
+            os.rename(staged, final)  # atomic; refused onto a non-empty directory
+            return True
+        except OSError:
+            if os.path.exists(os.path.join(final, MANIFEST)):
+                return False
+            shutil.rmtree(final, ignore_errors=True)
+    os.rename(staged, final)
+    return True
+
+
 class TraceCache:
     def __init__(self, config: CacheConfig):
         self.config = config
@@ -154,8 +171,11 @@ class TraceCache:
         final = self.entry_dir(path, size, mtime)
         os.makedirs(os.path.dirname(final), exist_ok=True)
         with self._lock:
-            shutil.rmtree(final, ignore_errors=True)
-            os.rename(staged, final)
+            if not _move_into_place(staged, final):
+                # Another parse of the same file version (another server, the
+                # start's early parse beside a request's) published first, and
+                # its parse may be mapping it now: it stays, ours goes.
+                shutil.rmtree(staged, ignore_errors=True)
             prefix = path_digest(path) + "-"
             for name in os.listdir(os.path.dirname(final)):
                 if name.startswith(prefix) and name != os.path.basename(final):
