@@ -12,7 +12,7 @@ PORT ?= 6006
 
 setup: $(STAMPS)/venv $(BUNDLE)
 
-$(STAMPS)/venv: setup.py requirements-dev.txt tb_pipeline_plugin/trace/_scan.c
+$(STAMPS)/venv: setup.py requirements-dev.txt tb_pipeline_plugin/trace/_scan.c tb_pipeline_plugin/trace/_nest.c
 	@mkdir -p $(STAMPS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip

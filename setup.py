@@ -50,6 +50,8 @@ class SdistWithFrontend(sdist):
 # compiler the package installs without it and decodes with msgspec alone
 # (trace/scan.py says which is in use), same table, slower.
 SCAN = Extension("tb_pipeline_plugin.trace._scan", ["tb_pipeline_plugin/trace/_scan.c"], optional=True)
+# The nesting of host events in one walk (trace/_nest.c); optional the same way (trace/nesting.py).
+NEST = Extension("tb_pipeline_plugin.trace._nest", ["tb_pipeline_plugin/trace/_nest.c"], optional=True)
 
 
 setup(
@@ -91,6 +93,6 @@ setup(
             "tb-pipeline = tb_pipeline_plugin.cli:main",
         ],
     },
-    ext_modules=[SCAN],
+    ext_modules=[SCAN, NEST],
     cmdclass={"build_py": BuildPyWithFrontend, "sdist": SdistWithFrontend},
 )

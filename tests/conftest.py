@@ -37,7 +37,7 @@ PLUGIN_PREFIX = "/data/plugin/tb_pipeline"
 # A module left out of this list is serial: the safe default.
 PARALLEL_SAFE_MODULES = frozenset({
     "test_architecture", "test_concurrent_first_use", "test_contract", "test_cpu_oracle", "test_datapipes",
-    "test_decode_parallel", "test_decode_scan", "test_decoder_fuzz", "test_early_parse", "test_degenerate_traces", "test_diff_gpu_pair", "test_diff_timeline",
+    "test_decode_parallel", "test_decode_scan", "test_nesting", "test_decoder_fuzz", "test_early_parse", "test_degenerate_traces", "test_diff_gpu_pair", "test_diff_timeline",
     # The demo's effects (an MLP four times wider, examples read from slow storage: 165 % slower per
     # step) are far above another worker's noise.
     "test_e2e_demo",

@@ -160,6 +160,8 @@ def check_the_install(venv: Venv, work: Path, label: str) -> None:
     # The decode's compiled scanner is built at install (and the sdist carries its source).
     built = venv.python("-c", "from tb_pipeline_plugin.trace import scan; print(scan.AVAILABLE, scan.__file__)")
     assert built.stdout.startswith("True"), f"{label}: no compiled scanner: {built.stdout}{built.stderr}"
+    walk = venv.python("-c", "from tb_pipeline_plugin.trace import nesting; print(nesting._walk is not None)")
+    assert walk.stdout.startswith("True"), f"{label}: no compiled nesting walk: {walk.stdout}{walk.stderr}"
 
     diff = venv.run(venv.bin("tb-pipeline"), "diff", str(AMP_PAIR / "baseline"), str(AMP_PAIR / "experimental"))
     assert "faster" in diff.stdout and "Experimental" in diff.stdout, diff.stdout[-2000:]

@@ -10,6 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+try:
+    from ._nest import depths_and_parents as _walk
+except ImportError:  # built without a C compiler (setup.py: optional)
+    _walk = None
+
 # Up to this many threads, each thread's ends are sorted on their own
 # (nearly sorted already: timsort's best case); beyond, one pass over all
 # threads at once, so 100,000 threads cost no Python loop.
@@ -61,8 +66,7 @@ def nest(thread_id: np.ndarray, ts_us: np.ndarray, dur_us: np.ndarray, rows: np.
     order = _by_thread_start_longest(thread, start, length)
     s, e, t = start[order], (start + length)[order], thread[order]
 
-    sorted_depth = _depths(s, e, t)
-    sorted_parent = _parents(sorted_depth)
+    sorted_depth, sorted_parent = sorted_links(s, e, t)
 
     # Back from sorted positions to row numbers, in the caller's order.
     row_of_sorted = rows[order]
@@ -72,6 +76,20 @@ def nest(thread_id: np.ndarray, ts_us: np.ndarray, dur_us: np.ndarray, rows: np.
     parent[order] = parent_sorted_rows
     depth[order] = sorted_depth
     return parent, depth
+
+
+def sorted_links(s: np.ndarray, e: np.ndarray, t: np.ndarray, compiled: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(depth, sorted position of the parent or -1) of events sorted by
+    (thread, start, longest first): in one compiled walk (`_nest.c`) when
+    built and every end is above its start, else with the sorts below. The
+    same numbers either way (tests/test_nesting.py)."""
+    if compiled and _walk is not None:
+        got = _walk(np.ascontiguousarray(s, np.float64), np.ascontiguousarray(e, np.float64),
+                    np.ascontiguousarray(t, np.int64))
+        if got is not None:
+            return np.frombuffer(got[0], np.int64), np.frombuffer(got[1], np.int64)
+    depth = _depths(s, e, t)
+    return depth, _parents(depth)
 
 
 def _depths(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:

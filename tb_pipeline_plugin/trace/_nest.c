@@ -1,0 +1,162 @@
+/* The nesting of host events in one pass (trace/nesting.py).
+ *
+ * For events sorted by (thread, start, longest first), nesting.py defines
+ * the depth of event i as the number of earlier events of its thread that
+ * have not ended when i starts, and its parent as the last earlier event one
+ * level up. Its numpy form sorts every thread's ends and searches them, then
+ * searches once more by (depth, position): about 0.2 s of a 650,000-event
+ * trace's 0.45 s link on this project's VM. Here one walk keeps the open
+ * events' ends in a min-heap: O(n log depth), no temporaries of n.
+ *
+ * The two agree exactly when every end is above its start and no time is
+ * NaN: an earlier end at or before a start is then popped exactly when the
+ * numpy form counts it, and no later event's end can be counted. Anything
+ * else (a zero length that rounded away, starts out of order) returns None,
+ * and nesting.py answers with its numpy form.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    double *v;
+    Py_ssize_t n, cap;
+} Heap;
+
+static int reserve(void **items, Py_ssize_t *cap, Py_ssize_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    Py_ssize_t cap2 = *cap ? *cap : 64;
+    while (cap2 < need)
+        cap2 *= 2;
+    void *grown = PyMem_RawRealloc(*items, (size_t)cap2 * size);
+    if (grown == NULL)
+        return -1;
+    *items = grown;
+    *cap = cap2;
+    return 0;
+}
+
+static int heap_push(Heap *h, double x)
+{
+    if (reserve((void **)&h->v, &h->cap, h->n + 1, sizeof(double)) < 0)
+        return -1;
+    Py_ssize_t i = h->n++;
+    while (i > 0) {
+        Py_ssize_t up = (i - 1) / 2;
+        if (h->v[up] <= x)
+            break;
+        h->v[i] = h->v[up];
+        i = up;
+    }
+    h->v[i] = x;
+    return 0;
+}
+
+static void heap_pop(Heap *h)
+{
+    double x = h->v[--h->n];
+    Py_ssize_t i = 0, n = h->n;
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && h->v[c + 1] < h->v[c])
+            c++;
+        if (x <= h->v[c])
+            break;
+        h->v[i] = h->v[c];
+        i = c;
+    }
+    if (n)
+        h->v[i] = x;
+}
+
+enum { NESTED, UNFIT, NO_MEMORY };
+
+static int walk(const double *s, const double *e, const int64_t *t, Py_ssize_t n, int64_t *depth, int64_t *parent)
+{
+    Heap open = {NULL, 0, 0};
+    int64_t *last_at = NULL;  /* the latest position seen at each depth */
+    Py_ssize_t last_cap = 0;
+    int status = NESTED;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!(e[i] > s[i])) {  /* also NaN */
+            status = UNFIT;
+            break;
+        }
+        if (i == 0 || t[i] != t[i - 1]) {
+            open.n = 0;
+        } else if (s[i] < s[i - 1]) {
+            status = UNFIT;
+            break;
+        }
+        while (open.n && open.v[0] <= s[i])
+            heap_pop(&open);
+        Py_ssize_t d = open.n;
+        depth[i] = d;
+        /* Depth rises by at most one from an event to the next of its thread
+           and a thread's first event is at 0: one level up was seen in this
+           thread, after every write of the threads before. */
+        parent[i] = d ? last_at[d - 1] : -1;
+        if (reserve((void **)&last_at, &last_cap, d + 1, sizeof(int64_t)) < 0 || heap_push(&open, e[i]) < 0) {
+            status = NO_MEMORY;
+            break;
+        }
+        last_at[d] = i;
+    }
+    PyMem_RawFree(open.v);
+    PyMem_RawFree(last_at);
+    return status;
+}
+
+static PyObject *depths_and_parents(PyObject *self, PyObject *args)
+{
+    Py_buffer s, e, t;
+    if (!PyArg_ParseTuple(args, "y*y*y*", &s, &e, &t))
+        return NULL;
+    PyObject *result = NULL, *depth = NULL, *parent = NULL;
+    Py_ssize_t n = s.len / (Py_ssize_t)sizeof(double);
+    if (s.len % sizeof(double) || e.len != s.len || t.len != n * (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "depths_and_parents: starts, ends (float64) and threads (int64) of one length");
+        goto done;
+    }
+    depth = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    parent = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    if (depth == NULL || parent == NULL)
+        goto done;
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = walk((const double *)s.buf, (const double *)e.buf, (const int64_t *)t.buf, n,
+                  (int64_t *)PyBytes_AS_STRING(depth), (int64_t *)PyBytes_AS_STRING(parent));
+    Py_END_ALLOW_THREADS
+    if (status == NO_MEMORY)
+        PyErr_NoMemory();
+    else if (status == UNFIT)
+        result = Py_NewRef(Py_None);
+    else
+        result = PyTuple_Pack(2, depth, parent);
+done:
+    Py_XDECREF(depth);
+    Py_XDECREF(parent);
+    PyBuffer_Release(&s);
+    PyBuffer_Release(&e);
+    PyBuffer_Release(&t);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"depths_and_parents", depths_and_parents, METH_VARARGS,
+     "depths_and_parents(starts, ends, threads) -> (depth, parent position) as int64 bytes, or None\n"
+     "for events sorted by (thread, start, longest first); None when an end is not above its start."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_nest", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__nest(void)
+{
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,117 @@
+"""The compiled nesting walk (`trace/_nest.c`) gives exactly the depths and
+parents of nesting.py's sorts, which stay the answer when it is not built
+or declines (an end that is not above its start).
+
+- Every shared trace's host events (HTA's GPU, AMD, NCCL and multi-rank
+  traces, kineto's 2021 samples, the H200 AMP and torch.compile pairs)
+  and a trace recorded here: the walk must take each of them.
+- Random events: many threads, equal starts, equal ends, children that
+  outlast their parent by a rounding error, deep stacks, and lengths that
+  round away to nothing (which the walk must decline).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tb_pipeline_plugin.trace import decode_trace, nesting
+from tb_pipeline_plugin.trace.link import HOST_KINDS
+from tb_pipeline_plugin.trace.reader import read_trace_bytes
+from tb_pipeline_plugin.trace.table import Phase
+
+from test_decode_scan import SHARED, _h200_traces
+
+
+def test_the_walk_is_built():
+    # `make setup` compiles it; without it every link silently takes the slower sorts.
+    assert nesting._walk is not None
+
+
+def _sorted_events(thread, start, length):
+    order = nesting._by_thread_start_longest(thread, start, length)
+    return start[order], (start + length)[order], thread[order]
+
+
+def _assert_walk_equals_sorts(s, e, t, must_walk=True):
+    walked = nesting._walk(s, e, t.astype(np.int64))
+    if must_walk:
+        assert walked is not None, "the walk declined events whose ends are all above their starts"
+    depth, parent = nesting.sorted_links(s, e, t)
+    sort_depth, sort_parent = nesting.sorted_links(s, e, t, compiled=False)
+    np.testing.assert_array_equal(depth, sort_depth)
+    np.testing.assert_array_equal(parent, sort_parent)
+    return walked is not None
+
+
+def _host_events(path):
+    table = decode_trace(read_trace_bytes(str(path))[0])
+    rows = np.flatnonzero((table.phase == Phase.COMPLETE) & np.isin(table.kind, HOST_KINDS))
+    start = table.ts_us[rows] - table.ts_us[rows].min()
+    length = np.maximum(table.dur_us[rows], nesting._ZERO_DUR_US)
+    return table.thread_id[rows], start, length
+
+
+@pytest.mark.parametrize("name", SHARED + ["h200"])
+def test_shared_traces_nest_the_same(shared_traces, name):
+    paths = _h200_traces(shared_traces) if name == "h200" else [shared_traces.parent / name]
+    for path in paths:
+        thread, start, length = _host_events(path)
+        assert len(start) > 50
+        _assert_walk_equals_sorts(*_sorted_events(thread, start, length))
+
+
+def test_a_recorded_trace_nests_the_same(recorded_logdir):
+    [path] = sorted((recorded_logdir / "baseline").glob("*.pt.trace.json*"))
+    thread, start, length = _host_events(path)
+    _assert_walk_equals_sorts(*_sorted_events(thread, start, length))
+
+
+def _random_events(rng, n, threads, grid):
+    """Starts on a coarse grid (many ties), stacks built by nesting each
+    event in a random open one, some children overrunning their parent."""
+    thread = rng.integers(0, threads, n)
+    start = rng.integers(0, grid, n).astype(np.float64) * 0.5
+    length = rng.choice([0.5, 1.0, 3.0, 10.0, 40.0, 1e-4], n) * rng.integers(1, 4, n)
+    overrun = rng.random(n) < 0.05
+    length[overrun] += 1e-9
+    return thread, start, length
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_events_nest_the_same(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 3000))
+    thread, start, length = _random_events(rng, n, threads=int(rng.integers(1, 300)), grid=int(rng.integers(1, 400)))
+    _assert_walk_equals_sorts(*_sorted_events(thread, start, length))
+
+
+def test_deep_stacks_nest_the_same():
+    n = 5000
+    start = np.arange(n, dtype=np.float64)
+    length = 2.0 * (n - np.arange(n))  # each inside the one before: depth n - 1
+    thread = np.zeros(n, np.int64)
+    s, e, t = _sorted_events(thread, start, length)
+    _assert_walk_equals_sorts(s, e, t)
+    assert nesting.sorted_links(s, e, t)[0].max() == n - 1
+
+
+@pytest.mark.parametrize("case", ["end_at_start", "nan_start", "starts_out_of_order"])
+def test_the_walk_declines_what_it_cannot_match(case):
+    s = np.array([0.0, 1.0, 2.0, 3.0])
+    e = np.array([10.0, 5.0, 3.0, 4.0])
+    t = np.zeros(4, np.int64)
+    if case == "end_at_start":
+        s[2] = e[2] = 1e15  # a zero length rounded away at a large start
+        s[3], e[3] = 1e15 + 1, 1e15 + 2
+    elif case == "nan_start":
+        s[1] = np.nan
+    else:
+        s[1], s[2] = s[2], s[1]
+    assert nesting._walk(s, e, t) is None
+    depth, parent = nesting.sorted_links(s, e, t)  # the sorts answer
+    assert len(depth) == len(parent) == 4
+
+
+def test_arrays_of_different_lengths_are_refused():
+    with pytest.raises(ValueError, match="one length"):
+        nesting._walk(np.zeros(3), np.ones(2), np.zeros(3, np.int64))
