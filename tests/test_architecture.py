@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "tb_pipeline_plugin"
-LEAVES = {"errors", "import_hook", "struct_types", "bounded_cache", "units"}
+LEAVES = {"errors", "import_hook", "struct_types", "bounded_cache", "units", "cores"}
 # Layer -> the layers of ours it may import (besides itself and the leaves).
 ALLOWED = {
     "formats": set(),

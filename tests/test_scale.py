@@ -7,6 +7,7 @@ or HTA's sample set) in a real worker process, compared with the in-process
 from __future__ import annotations
 
 import gc
+import json
 import os
 import shutil
 import sys
@@ -299,6 +300,41 @@ def test_corrupt_entry_is_discarded_and_rebuilt(trace_copy, tmp_path, damage):
     rebuilt = _loader(cache_root)(str(trace_copy))
     _assert_same_views(rebuilt, TraceProcessor.load(str(trace_copy)))
     assert len(cache.entries()) == 1
+
+
+def test_every_segment_of_the_columns_is_checked(trace_copy, tmp_path, monkeypatch):
+    """The columns' checksums are per segment (checked on every core at a
+    restart): a byte changed in any one segment, first, middle or last, is
+    found, and so is a manifest whose checksums are gone."""
+    from tb_pipeline_plugin.trace import persist
+    from tb_pipeline_plugin.trace.link import link
+    from tb_pipeline_plugin.trace import load_trace
+
+    monkeypatch.setattr(persist, "SEGMENT_BYTES", 64 << 10)
+    linked = link(load_trace(str(trace_copy)))
+    entry = tmp_path / "entry"
+    entry.mkdir()
+    persist.save_linked(linked, str(entry))
+    column = entry / COLUMNS
+    pristine = column.read_bytes()
+    body = json.loads(json.loads((entry / MANIFEST).read_text())["body"])
+    assert body["segment_bytes"] == 64 << 10
+    assert len(body["segment_crc32"]) == -(-len(pristine) // (64 << 10)) >= 3
+    persist.load_linked(str(entry))  # intact
+    for at in (0, len(pristine) // 2, len(pristine) - 1):
+        damaged = bytearray(pristine)
+        damaged[at] ^= 0x01
+        column.write_bytes(bytes(damaged))
+        with pytest.raises(persist.CorruptEntry, match="checksum mismatch"):
+            persist.load_linked(str(entry))
+    column.write_bytes(pristine)
+    outer = json.loads((entry / MANIFEST).read_text())
+    del body["segment_crc32"]
+    outer["body"] = json.dumps(body)
+    outer["crc32"] = zlib.crc32(outer["body"].encode())
+    (entry / MANIFEST).write_text(json.dumps(outer))
+    with pytest.raises(persist.CorruptEntry, match="no usable checksums"):
+        persist.load_linked(str(entry))
 
 
 def test_cache_off_writes_nothing(trace_copy, tmp_path, monkeypatch):

@@ -23,6 +23,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from multiprocessing.context import SpawnContext, SpawnProcess
 
+from ..cores import usable_cores
+
 logger = logging.getLogger(__name__)
 
 MIB = 1 << 20
@@ -274,14 +276,6 @@ def shared_pool(processes: int) -> ParsePool:
         if pool is None:
             pool = _POOLS[processes] = ParsePool(processes)
         return pool
-
-
-def usable_cores() -> int:
-    """CPUs this process may run on (its affinity: `taskset`, a container's cpuset)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def warm_shared_pool(env=os.environ) -> None:

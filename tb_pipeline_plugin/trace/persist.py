@@ -5,8 +5,10 @@ or before a restart) is kept as those columns and mapped back with
 `np.memmap(mode="r")`: no re-parse, no copy until a page is touched.
 
 The manifest lists every column with its dtype, shape and offset in one
-file, the CRC-32 of that file and the CRC of the manifest itself, so a truncated or altered entry is
-detected (`CorruptEntry`) and never served. Only plain data is written (JSON
+file, the CRC-32 of each 32 MiB segment of that file and the CRC of the
+manifest itself, so a truncated or altered entry is detected (`CorruptEntry`)
+and never served. A restart checks the segments on every core: the check is
+most of a warm load (0.19 s of one CRC over a 1 GB trace's 451 MB of columns). Only plain data is written (JSON
 and raw numbers, no pickles): a cache directory is no place for code.
 """
 from __future__ import annotations
@@ -16,17 +18,20 @@ import hashlib
 import json
 import os
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
+from ..cores import usable_cores
 from .link import LinkedTrace, Steps
 from .table import EventTable, FlowColumns, KernelColumns, MemoryColumns
 
 MANIFEST = "manifest.json"
 COLUMNS = "columns.bin"
 _ALIGN = 64
-_FORMAT = 1
+_FORMAT = 2  # 2: a CRC per segment of the columns file
+SEGMENT_BYTES = 32 << 20
 _CLASSES = {c.__name__: c for c in (LinkedTrace, Steps, EventTable, KernelColumns, MemoryColumns, FlowColumns)}
 
 
@@ -78,9 +83,11 @@ def save_linked(linked: LinkedTrace, directory: str) -> int:
     # and wait to get it back a hundred times.
     with open(path, "wb") as f:
         _write_all(f.fileno(), buffers)
-    crc = zlib.crc32(_map_columns(path, offset))
+    # On the writer's thread alone: the views are being built beside it.
+    crcs = _segment_crcs(_map_columns(path, offset), threads=1)
     body = json.dumps({"format": _FORMAT, "parser": PARSER_VERSION, "tree": tree, "columns": layout,
-                       "columns_bytes": offset, "columns_crc32": crc}, allow_nan=True)
+                       "columns_bytes": offset, "segment_bytes": SEGMENT_BYTES, "segment_crc32": crcs},
+                      allow_nan=True)
     manifest = json.dumps({"crc32": zlib.crc32(body.encode()), "body": body})
     with open(os.path.join(directory, MANIFEST), "w", encoding="utf-8") as f:
         f.write(manifest)
@@ -103,6 +110,17 @@ def _write_all(fd: int, buffers: list) -> None:
         pending = pending[done:]
         if written:  # a partial write ends inside this buffer
             pending[0] = memoryview(pending[0])[written:]
+
+
+def _segment_crcs(blob: np.ndarray, threads: int, segment_bytes: int | None = None) -> list[int]:
+    """The CRC-32 of each `segment_bytes` of `blob`, on up to `threads`
+    threads (zlib gives the GIL up while it sums)."""
+    step = segment_bytes or SEGMENT_BYTES
+    segments = [blob[a : a + step] for a in range(0, len(blob), step)]
+    if threads <= 1 or len(segments) <= 1:
+        return [zlib.crc32(seg) for seg in segments]
+    with ThreadPoolExecutor(min(threads, len(segments))) as pool:
+        return list(pool.map(zlib.crc32, segments))
 
 
 def _map_columns(path: str, size: int) -> np.ndarray:
@@ -140,8 +158,14 @@ def load_linked(directory: str, verify: bool = True) -> LinkedTrace:
         raise
     except (OSError, ValueError) as exc:
         raise CorruptEntry(f"{COLUMNS} unreadable: {exc}") from None
-    if verify and zlib.crc32(blob) != manifest["columns_crc32"]:
-        raise CorruptEntry(f"{COLUMNS} checksum mismatch")
+    if verify:
+        try:
+            crcs = _segment_crcs(blob, usable_cores(), int(manifest["segment_bytes"]))
+            matches = crcs == manifest["segment_crc32"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptEntry(f"manifest has no usable checksums: {exc}") from None
+        if not matches:
+            raise CorruptEntry(f"{COLUMNS} checksum mismatch")
     arrays = {}
     try:
         for name, info in layout.items():
