@@ -6,8 +6,8 @@ version>`, so a changed file or a new parser simply misses, and publishing an
 entry removes the older versions of the same path. Entries are written into
 `staging/` and renamed into place, so a reader never sees half an entry, and
 a parse of a version already published leaves that entry in place (its
-parser's server may be mapping it); one that is corrupt anyway (disk full, edited, truncated) is deleted and the file
-parsed again. The total size is capped; the least recently used entries
+parser's server may be mapping it). One that is corrupt anyway (disk full,
+edited, truncated) is deleted and the file parsed again. The total size is capped; the least recently used entries
 (hits touch their manifest) go first. Each process scans the whole cache on
 its first publish and then only when its own publishing since the last scan
 would pass the cap, or reaches a tenth of it (`RESCAN_SHARE`): publishing is
