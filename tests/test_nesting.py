@@ -37,7 +37,8 @@ def _assert_walk_equals_sorts(s, e, t, must_walk=True):
     if must_walk:
         assert walked is not None, "the walk declined events whose ends are all above their starts"
     depth, parent = nesting.sorted_links(s, e, t)
-    sort_depth, sort_parent = nesting.sorted_links(s, e, t, compiled=False)
+    sort_depth = nesting._depths(s, e, t)
+    sort_parent = nesting._parents(sort_depth)
     np.testing.assert_array_equal(depth, sort_depth)
     np.testing.assert_array_equal(parent, sort_parent)
     return walked is not None

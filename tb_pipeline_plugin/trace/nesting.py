@@ -78,12 +78,12 @@ def nest(thread_id: np.ndarray, ts_us: np.ndarray, dur_us: np.ndarray, rows: np.
     return parent, depth
 
 
-def sorted_links(s: np.ndarray, e: np.ndarray, t: np.ndarray, compiled: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def sorted_links(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(depth, sorted position of the parent or -1) of events sorted by
     (thread, start, longest first): in one compiled walk (`_nest.c`) when
     built and every end is above its start, else with the sorts below. The
     same numbers either way (tests/test_nesting.py)."""
-    if compiled and _walk is not None:
+    if _walk is not None:
         got = _walk(np.ascontiguousarray(s, np.float64), np.ascontiguousarray(e, np.float64),
                     np.ascontiguousarray(t, np.int64))
         if got is not None:

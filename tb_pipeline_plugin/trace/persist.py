@@ -8,8 +8,9 @@ The manifest lists every column with its dtype, shape and offset in one
 file, the CRC-32 of each 32 MiB segment of that file and the CRC of the
 manifest itself, so a truncated or altered entry is detected (`CorruptEntry`)
 and never served. A restart checks the segments on every core: the check is
-most of a warm load (0.19 s of one CRC over a 1 GB trace's 451 MB of columns). Only plain data is written (JSON
-and raw numbers, no pickles): a cache directory is no place for code.
+most of a warm load (0.19 s of one CRC over a 1 GB trace's 451 MB of
+columns). Only plain data is written (JSON and raw numbers, no pickles): a
+cache directory is no place for code.
 """
 from __future__ import annotations
 
@@ -84,7 +85,7 @@ def save_linked(linked: LinkedTrace, directory: str) -> int:
     with open(path, "wb") as f:
         _write_all(f.fileno(), buffers)
     # On the writer's thread alone: the views are being built beside it.
-    crcs = _segment_crcs(_map_columns(path, offset), threads=1)
+    crcs = _segment_crcs(_map_columns(path, offset), SEGMENT_BYTES, threads=1)
     body = json.dumps({"format": _FORMAT, "parser": PARSER_VERSION, "tree": tree, "columns": layout,
                        "columns_bytes": offset, "segment_bytes": SEGMENT_BYTES, "segment_crc32": crcs},
                       allow_nan=True)
@@ -112,11 +113,10 @@ def _write_all(fd: int, buffers: list) -> None:
             pending[0] = memoryview(pending[0])[written:]
 
 
-def _segment_crcs(blob: np.ndarray, threads: int, segment_bytes: int | None = None) -> list[int]:
+def _segment_crcs(blob: np.ndarray, segment_bytes: int, threads: int) -> list[int]:
     """The CRC-32 of each `segment_bytes` of `blob`, on up to `threads`
     threads (zlib gives the GIL up while it sums)."""
-    step = segment_bytes or SEGMENT_BYTES
-    segments = [blob[a : a + step] for a in range(0, len(blob), step)]
+    segments = [blob[a : a + segment_bytes] for a in range(0, len(blob), segment_bytes)]
     if threads <= 1 or len(segments) <= 1:
         return [zlib.crc32(seg) for seg in segments]
     with ThreadPoolExecutor(min(threads, len(segments))) as pool:
@@ -160,7 +160,7 @@ def load_linked(directory: str, verify: bool = True) -> LinkedTrace:
         raise CorruptEntry(f"{COLUMNS} unreadable: {exc}") from None
     if verify:
         try:
-            crcs = _segment_crcs(blob, usable_cores(), int(manifest["segment_bytes"]))
+            crcs = _segment_crcs(blob, int(manifest["segment_bytes"]), usable_cores())
             matches = crcs == manifest["segment_crc32"]
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptEntry(f"manifest has no usable checksums: {exc}") from None
