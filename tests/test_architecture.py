@@ -4,8 +4,9 @@ formats/ and trace/ import nothing of ours; readers/ (statistics readers) only
 formats/ and trace/; analysis/ only those; diff/ only analysis/; the writing
 side (record/, diagnose/) only formats/ (diagnose's summary: analysis/ too);
 report/ (the CLI's reports) only compare.py and diff/;
-werkzeug only in server/; tensorboard only in server/ and in the logdir
-reader (sources/logdir.py, its filesystem layer). The leaves import nothing
+werkzeug only in server/; tensorboard only in server/ and in the filesystem
+layer of discovery and loading (sources/filesystem.py: gfile, for remote
+logdirs). No Python file of the package is over 500 lines. The leaves import nothing
 of ours and any layer may import them: `errors` (typed errors every layer may
 raise), `import_hook` (run a function when a module is first imported: the
 writing side's DataLoader and SPDL patches) and `units` (bytes in one unit
@@ -42,7 +43,7 @@ ALLOWED = {
 }
 THIRD_PARTY_ONLY_IN = {
     "werkzeug": {"server"},
-    "tensorboard": {"server", "sources/logdir.py"},
+    "tensorboard": {"server", "sources/filesystem.py"},
 }
 
 
@@ -107,6 +108,26 @@ def test_framework_imports_stay_in_their_layer(library):
             if ours is None and name.split(".")[0] == library:
                 bad.append(f"{rel}: imports {name}")
     assert not bad, "\n".join(bad)
+
+
+MAX_LINES = 500
+# Issue 43: the two files other engineers are splitting right now, skipped
+# while they exist (as packages, their paths are gone and nothing is
+# skipped). Whoever finishes one removes it here, and the set once empty.
+_BEING_SPLIT = {"server/contract.py", "diff/pair_impls.py"}
+
+
+def test_no_python_file_over_500_lines():
+    """A module is one concern: a file over MAX_LINES lines is split by subject."""
+    over = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG).as_posix()
+        if rel in _BEING_SPLIT:
+            continue
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > MAX_LINES:
+            over.append(f"{rel}: {lines} lines")
+    assert not over, "\n".join(over)
 
 
 def test_the_checker_sees_violations(tmp_path):

@@ -9,7 +9,9 @@ import shutil
 import pytest
 
 from tb_pipeline_plugin.errors import BadRequest, Conflict, NotFound, Unprocessable
-from tb_pipeline_plugin.sources.logdir import discover_runs, looks_like_trace_head, resolve
+from tb_pipeline_plugin.sources.logdir import discover_runs
+from tb_pipeline_plugin.sources.runs import resolve
+from tb_pipeline_plugin.sources.sniff import looks_like_trace_head
 
 
 @pytest.fixture

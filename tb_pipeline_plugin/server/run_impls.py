@@ -17,7 +17,7 @@ from ..analysis.rank_distribution import histogram, histogram_edges
 from ..analysis.statistics.report import report as pipeline_report
 from ..analysis.run import Run
 from ..diff.distributed import diff_percentiles, diff_ranks
-from ..sources.logdir import RunInfo
+from ..sources.runs import RunInfo
 from ..sources.spans import span_info
 from ..sources.rank_index import MAX_RANKS_VARIABLE, RunRanks
 from ..sources.tb_profiler import ProfilerNames

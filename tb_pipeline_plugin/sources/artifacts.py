@@ -19,7 +19,7 @@ from ..readers.diagnostic import DiagnosticRun, parse_diagnostic
 from ..trace.persist import CorruptEntry, entry_bytes
 from .budget import MemoryBudget, shared_budget
 from .cache import CacheConfig, TraceCache
-from .logdir import open_binary, stat_file
+from .filesystem import open_binary, stat_file
 from .rollup import RankRecord, append as append_record, make_record
 from .view_file import load_views
 from .pool import ParsePool, WorkerConfig, shared_pool

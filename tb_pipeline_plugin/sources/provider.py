@@ -29,7 +29,9 @@ from ..bounded_cache import BoundedCache
 from ..errors import NotFound
 from ..readers import PipelineTables
 from .artifacts import Source
-from .logdir import RunInfo, TraceFile, default_traces, discover_runs, resolve, resolve_diagnostic, run_info, stat_file
+from .filesystem import stat_file
+from .logdir import discover_runs
+from .runs import RunInfo, TraceFile, default_traces, resolve, resolve_diagnostic, run_info
 from .spans import span_labels
 from .rank_index import RankIndex, RunRanks, max_ranks_from_env
 from .store import LoadState, LoadStore, Pending, PendingAll

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..bounded_cache import BoundedCache
-from .logdir import TraceFile
+from .runs import TraceFile
 from .rollup import COMPACTED, RankRecord, compact, decode_compacted, decode_lines, is_part, rollup_dir, split_path
 
 # The most ranks the distributed route reads of one run (the first, in the

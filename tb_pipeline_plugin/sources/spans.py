@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..analysis.overview import plausible_unix_s, step_range
 from .artifacts import Source
-from .logdir import RunInfo, resolve
+from .runs import RunInfo, resolve
 from .store import LoadState, LoadStore
 
 # Digits of the id -> its unit in seconds: ns, µs, ms, s.

@@ -34,7 +34,8 @@ from ..errors import MissingExtra
 from ..trace.persist import entry_bytes
 from .cache import CacheConfig, TraceCache
 from .budget import MemoryBudget, TraceTooLarge
-from .logdir import TraceFile, discover_runs
+from .logdir import discover_runs
+from .runs import TraceFile
 from .pool import WorkerConfig
 from .rollup import compact, read_all, rollup_dir, split_path
 from .workers import (

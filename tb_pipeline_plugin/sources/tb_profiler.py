@@ -23,7 +23,9 @@ import posixpath
 from dataclasses import dataclass
 
 from ..errors import NotFound
-from .logdir import KINETO_RE, TraceFile, _is_remote, _isdir, _join, _listdir, display_name
+from .filesystem import display_name, is_remote, isdir, join, listdir
+from .logdir import KINETO_RE
+from .runs import TraceFile
 
 DEFAULT_SPAN = "default"
 
@@ -61,7 +63,7 @@ def _run_name(logdir: str, run_dir: str) -> str:
     training job's folders into one run (sources/layouts.py); the logdir
     itself is named after its directory."""
     root = logdir.rstrip("/")
-    if _is_remote(root):
+    if is_remote(root):
         rest = run_dir[len(root):].strip("/") if run_dir.startswith(root) else ""
         parts = rest.split("/") if rest else []
     else:
@@ -70,20 +72,20 @@ def _run_name(logdir: str, run_dir: str) -> str:
         parts = [] if rel == "." else rel.split(os.sep)
     if parts:
         return "/".join(display_name(p) for p in parts)
-    return posixpath.basename(root) if _is_remote(root) else os.path.basename(root)
+    return posixpath.basename(root) if is_remote(root) else os.path.basename(root)
 
 
 def _timestamps_of(run_dir: str, worker: str) -> list[str]:
     stamps = []
-    for name in _listdir(run_dir):
+    for name in listdir(run_dir):
         m = KINETO_RE.match(name)
-        if m and m.group(1) == worker and m.group(2) is not None and not _isdir(_join(run_dir, name)):
+        if m and m.group(1) == worker and m.group(2) is not None and not isdir(join(run_dir, name)):
             stamps.append(m.group(2)[1:])
     return sorted(stamps)
 
 
 def _split(path: str) -> tuple[str, str]:
-    if _is_remote(path):
+    if is_remote(path):
         head, _, tail = path.rpartition("/")
         return head, tail
     return os.path.dirname(path), os.path.basename(path)

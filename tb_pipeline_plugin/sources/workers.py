@@ -30,7 +30,9 @@ from ..trace.link import link
 from ..trace.persist import load_linked, save_linked
 from ..trace.reader import GZIP_MAGIC
 from .cache import CacheConfig, TraceCache
-from .logdir import _is_remote, default_traces, discover_runs, open_binary, stat_file
+from .filesystem import is_remote, open_binary, stat_file
+from .logdir import discover_runs
+from .runs import default_traces
 from .pool import MIB
 from .rollup import RankRecord, append as append_record, make_record
 from .view_file import load_views, save_views
@@ -54,7 +56,7 @@ def decoded_bytes(path: str, size: int) -> int:
             magic = f.read(2)
             if magic != GZIP_MAGIC:
                 return size
-            if _is_remote(path) or size < 18:
+            if is_remote(path) or size < 18:
                 return size * _REMOTE_GZIP_RATIO
             f.seek(size - 4)
             (isize,) = struct.unpack("<I", f.read(4))
@@ -155,7 +157,7 @@ def parse_to_entry(path: str, size: int, mtime: float, cache_root: str | None, c
     staged = cache.staging_dir()
     try:
         # A local file without an opener: the decoding processes read it themselves.
-        opener = open_binary if _is_remote(path) else None
+        opener = open_binary if is_remote(path) else None
         linked = link(load_trace(path, opener=opener, processes=decode_processes))
         # Writing the columns (file writes and checksums, without the GIL)
         # overlaps building the views: no analysis modifies `linked`.
@@ -228,7 +230,7 @@ def rank_summary_in_worker(path: str, size: int, mtime: float, cache_root: str |
         linked = map_entry(directory, ephemeral)
         written = not ephemeral and computed is not None  # parse_to_entry appended the record
     elif linked is None:
-        linked = link(load_trace(path, opener=open_binary if _is_remote(path) else None))
+        linked = link(load_trace(path, opener=open_binary if is_remote(path) else None))
     tp = TraceProcessor.from_linked(linked, source=path)
     if computed is not None:
         adopt_views(tp, computed)

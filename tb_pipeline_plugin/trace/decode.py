@@ -8,7 +8,8 @@ from collections import Counter
 
 import msgspec
 
-from .columns import ChunkColumns, build_table, chunk_columns, issue_warnings, remap_ids
+from .assemble import build_table, issue_warnings, remap_ids
+from .columns import ChunkColumns
 from .fork_map import fork_available, fork_map
 from .intern import Interners
 from .locate import BOUNDARY, EventRegion, chunk_bounds, chunk_text, guess_events, last_boundaries, locate_events
@@ -19,6 +20,7 @@ from . import scan
 from .scan import ChunkScanner
 from .schema import Event, LenientEvent
 from .coerce import coerce_events
+from .object_fields import chunk_columns
 from .table import EventTable
 
 # Small enough that one chunk's event objects stay in the CPU's cache while
