@@ -7,13 +7,14 @@
  * whatever prefix (--path_prefix) TensorBoard is served under.
  */
 import type { components } from "./generated/api";
+import { BREAKDOWN_CATEGORIES as GENERATED_CATEGORIES } from "./generated/tableRules";
 
 // ---------------------------------------------------------------- types
 
 /*
  * Every response type is the generated one (src/generated/api.ts, from
  * docs/openapi.json, from the server's msgspec Structs in
- * tb_pipeline_plugin/server/contract.py): declared once, in Python. Only
+ * tb_pipeline_plugin/contract/): declared once, in Python. Only
  * aliases live here, under the names the views use.
  */
 type Schemas = components["schemas"];
@@ -31,17 +32,8 @@ export type RunsResponse = Schemas["RunsResponse"];
 
 export type Breakdown = Schemas["Breakdown"];
 export type BreakdownCategory = keyof Breakdown;
-/** Step-time categories, in the order the backend assigns time to them (a test checks it lists every category of the contract). */
-export const BREAKDOWN_CATEGORIES = [
-  "kernel",
-  "memcpy",
-  "memset",
-  "communication",
-  "runtime",
-  "data_loading",
-  "cpu_exec",
-  "other",
-] as const satisfies readonly BreakdownCategory[];
+/** Step-time categories, in the order the backend assigns time to them: generated from analysis/overview.py (a test checks it lists every category of the contract). */
+export const BREAKDOWN_CATEGORIES = GENERATED_CATEGORIES satisfies readonly BreakdownCategory[];
 
 export type StepInfo = Schemas["StepInfo"];
 export type DeviceInfo = Schemas["DeviceInfo"];
@@ -363,5 +355,5 @@ async function toApiError(res: Response): Promise<ApiError> {
   return new ApiError(res.status, message, runStatus);
 }
 
-/** Upper bound the server accepts for `limit`; we fetch whole tables and sort locally. */
-export const MAX_TABLE_ROWS = 10_000;
+/** Upper bound the server accepts for `limit` (generated from diff/tables.py:MAX_LIMIT). */
+export { MAX_TABLE_ROWS } from "./generated/tableRules";

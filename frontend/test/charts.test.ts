@@ -30,6 +30,13 @@ describe("chart shaping", () => {
     expectTypeOf<(typeof BREAKDOWN_CATEGORIES)[number]>().toEqualTypeOf<BreakdownCategory>();
     expect(BREAKDOWN_CATEGORIES.indexOf("kernel")).toBeLessThan(BREAKDOWN_CATEGORIES.indexOf("other"));
   });
+  it("labels every category as the server's overview rows do (generated, no copy)", async () => {
+    const { CATEGORY_LABELS } = await import("../src/model/charts");
+    const { BREAKDOWN_LABELS } = await import("../src/generated/tableRules");
+    expect(CATEGORY_LABELS).toBe(BREAKDOWN_LABELS);
+    expect(BREAKDOWN_CATEGORIES.map((c) => CATEGORY_LABELS[c]).every((l) => l.length > 0 && !l.includes("per step"))).toBe(true);
+    expect(CATEGORY_LABELS.data_loading).toBe("Data loading");
+  });
   it("gives a category's share of its step in %", () => {
     const s = step(1, { kernel: 750, other: 250 });
     expect(categorySharePct(s, "kernel")).toBe(75);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { DiffOverviewRow } from "../src/api";
 import { decimalsForIncrement, deltaLook, formatTicks } from "../src/model/format";
-import { breakdownYMax, comparabilityTitle, type Difference, overviewDeltaText, overviewValueText, rowPolarity, stepLineSeries } from "../src/model/overview";
+import { breakdownRowLabel, breakdownYMax, comparabilityTitle, type Difference, overviewDeltaText, overviewValueText, rowPolarity, stepLineSeries } from "../src/model/overview";
 import { step } from "./fixtures";
 
 const row = (metric: string, unit: DiffOverviewRow["unit"], baseline: number | string | null = 1, experimental: number | string | null = 2): DiffOverviewRow => ({
@@ -122,5 +122,16 @@ describe("overview chart series", () => {
   it("shares one y maximum across both breakdown charts", () => {
     expect(breakdownYMax([step(1, { kernel: 1000 })], [step(1, { other: 5000 })])).toBeCloseTo(5 * 1.08, 9);
     expect(breakdownYMax([], [])).toBeGreaterThan(0);
+  });
+});
+
+describe("breakdown row labels", () => {
+  it("names a category as the server's overview row does, less the group's \"(per step)\"", () => {
+    expect(breakdownRowLabel({ metric: "breakdown_us.data_loading", label: "Data loading (per step)" })).toBe("Data loading");
+    expect(breakdownRowLabel({ metric: "breakdown_us.cpu_exec", label: "CPU exec (per step)" })).toBe("CPU exec");
+  });
+  it("keeps the server's label for other rows and for a category the generated rules do not know", () => {
+    expect(breakdownRowLabel({ metric: "avg_step_time_us", label: "Average step time" })).toBe("Average step time");
+    expect(breakdownRowLabel({ metric: "breakdown_us.new_kind", label: "New kind (per step)" })).toBe("New kind (per step)");
   });
 });

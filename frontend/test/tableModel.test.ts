@@ -1,22 +1,28 @@
 import { describe, expect, it } from "vitest";
 import type { DiffOperatorRow, DiffTableRow } from "../src/api";
+import { ApiClient, type DiffSelection } from "../src/api";
+import { launchColumns } from "../src/model/diffTables";
 import {
+  askedSort,
   buildColumns,
   cellText,
   csvDataUrl,
   defaultSort,
+  diffTableId,
   field,
-  filteredTable,
-  filterRows,
   informativeMetrics,
   inputShape,
-  needsServerFilter,
+  isCut,
   nextSort,
   pctKey,
   sortRows,
+  tableAsk,
+  tableKeys,
   toCsv,
-  viewRows,
+  type TableRow,
 } from "../src/model/tableModel";
+import { TABLE_SORT_KEYS } from "../src/generated/tableRules";
+import { SORT_CASES, SORT_PROBE, SORT_PROBE_KEYS } from "../src/generated/sortCases";
 import { kernelRow, opRow } from "./fixtures";
 
 const METRICS = ["calls", "host_self_us"];
@@ -52,7 +58,7 @@ describe("server deltas", () => {
     const k = kernelRow("gemm", [2, 3], [100, 90]);
     expect(inputShape(k)).toBeNull();
     expect(field(k, "delta_total_pct")).toBeCloseTo(-10, 9);
-    expect(names(filterRows([k], "GEMM"))).toEqual(["gemm"]);
+    expect(tableKeys(diffTableId("kernels", undefined))).toEqual(["name"]); // the kernel route's key: the name alone
   });
   it("names a metric's delta % as the server does", () => {
     expect(pctKey("host_self_us")).toBe("delta_host_self_pct");
@@ -116,6 +122,7 @@ describe("sort", () => {
     expect(nextSort({ key: "delta_calls", dir: "asc" }, "delta_calls")).toEqual({ key: "delta_calls", dir: "desc" });
     expect(nextSort(s, "baseline_calls")).toEqual({ key: "baseline_calls", dir: "desc" });
     expect(nextSort(s, "name")).toEqual({ key: "name", dir: "asc" });
+    expect(nextSort(s, "module", true)).toEqual({ key: "module", dir: "asc" }); // a text column beside the name
   });
   it("sorts 10,000 rows quickly", () => {
     const rows: DiffOperatorRow[] = [];
@@ -129,20 +136,34 @@ describe("sort", () => {
   });
 });
 
-describe("filter", () => {
-  it("is a case-insensitive substring, not a regex", () => {
-    expect(names(filterRows(sample(), "LINEAR"))).toEqual(["aten::linear"]);
-    expect(filterRows(sample(), ".*")).toEqual([]);
-    expect(names(filterRows(sample(), "aten::"))).toHaveLength(5);
+describe("filter: the server's (diff/tables.py:filter_mask), never a copy here", () => {
+  it("asks the route with the filter as typed, less surrounding blanks", () => {
+    expect(tableAsk("  LINEAR ", null, false)).toEqual({ filter: "LINEAR" });
+    expect(tableAsk(".*", null, false)).toEqual({ filter: ".*" }); // the server reads it as text, not a regex
   });
-  it("matches the input shape too and ignores surrounding blanks", () => {
-    expect(names(filterRows(sample(), " [[32 "))).toEqual(["aten::linear"]);
+  it("asks for every row when the filter is blank", () => {
+    expect(tableAsk("", null, false)).toEqual({});
+    expect(tableAsk("   ", null, false)).toEqual({});
   });
-  it("returns everything for an empty filter", () => {
-    expect(filterRows(sample(), "")).toHaveLength(5);
+  it("puts the filter, sort and order in the request's query", async () => {
+    const urls: string[] = [];
+    const client = new ApiClient({
+      fetch: (url) => {
+        urls.push(String(url));
+        return Promise.resolve(new Response(JSON.stringify({ rows: [] }), { status: 200 }));
+      },
+    });
+    const sel: DiffSelection = { baseline: "b", experimental: "e" } as DiffSelection;
+    await client.diffTable("operators", sel, { limit: 10_000, ...tableAsk(" [[32 ", { key: "name", dir: "asc" }, true), groupBy: "name_and_shape" });
+    const q = new URL(urls[0]!, "http://x/").searchParams;
+    expect(urls[0]!.startsWith("diff/operators?")).toBe(true);
+    expect([q.get("filter"), q.get("sort"), q.get("order"), q.get("limit"), q.get("group_by")]).toEqual(["[[32", "name", "asc", "10000", "name_and_shape"]);
   });
-  it("combines with sorting", () => {
-    expect(names(viewRows(sample(), "o", defaultSort("host_self_us")))).toEqual(["aten::gone", "aten::new_op"]);
+  it("combines with the server's sort only when the server sorts", () => {
+    const spec = { key: "delta_calls", dir: "asc" as const };
+    expect(tableAsk("o", spec, true)).toEqual({ filter: "o", sort: "delta_calls", order: "asc" });
+    expect(tableAsk("o", spec, false)).toEqual({ filter: "o" }); // held whole: sorted here
+    expect(tableAsk("o", null, true)).toEqual({ filter: "o" }); // the server's default order
   });
 });
 
@@ -202,7 +223,7 @@ describe("CSV", () => {
   });
   it("exports the rows in the order shown", () => {
     const cols = buildColumns(METRICS, false);
-    const csv = toCsv(viewRows(sample(), "", { key: "name", dir: "desc" }), cols);
+    const csv = toCsv(sortRows(sample(), { key: "name", dir: "desc" }), cols);
     expect(csv.split("\r\n").slice(1, 6).map((l) => l.split(",")[0])).toEqual([
       "aten::relu",
       "aten::new_op",
@@ -239,61 +260,63 @@ describe("informative metrics", () => {
 });
 
 describe("tables cut at the server's row limit", () => {
-  // The server has 7 rows; the client holds the 5 of `sample()` (largest change first).
-  const far = [row("aten::linear_backward", 1, 1, 1, 1), row("aten::relu_", 1, 1, 2, 2)];
-
-  it("sends the filter to the server only when the table is cut and a filter is set", () => {
-    expect(needsServerFilter("relu", 7, 5)).toBe(true);
-    expect(needsServerFilter("relu", 5, 5)).toBe(false); // complete: filter here
-    expect(needsServerFilter("  ", 7, 5)).toBe(false);
-    expect(needsServerFilter("", 7, 5)).toBe(false);
+  it("knows a table is cut when the server has more rows than its answer", () => {
+    expect(isCut({ total: 7, rows: sample() })).toBe(true);
+    expect(isCut({ total: 5, rows: sample() })).toBe(false); // held whole: sorted here
+    expect(isCut({ total: 0, rows: [] })).toBe(false);
   });
 
-  it("filters locally when the table is complete", () => {
-    const t = filteredTable(sample(), 5, "RELU", { state: "none" });
-    expect(names(t.rows)).toEqual(["aten::relu"]);
-    expect(t.partial).toBe(false);
+  it("asks the server to sort a cut table in the order shown", () => {
+    expect(tableAsk("", { key: "baseline_calls", dir: "desc" }, true)).toEqual({ sort: "baseline_calls", order: "desc" });
+    expect(tableAsk("", { key: "baseline_calls", dir: "desc" }, false)).toEqual({});
   });
 
-  it("says an unfiltered cut table is partial", () => {
-    const t = filteredTable(sample(), 7, "", { state: "none" });
-    expect(t.rows).toHaveLength(5);
-    expect(t.partial).toBe(true);
+  it("sends only a sort key the route accepts (a stale one from the URL would be a 400)", () => {
+    expect(askedSort("operators:name", "delta_host_self_us", "asc")).toEqual({ key: "delta_host_self_us", dir: "asc" });
+    expect(askedSort("kernels:name", "input_shape", "asc")).toBeNull();
+    expect(askedSort("kernels:name", "delta_host_self_us", "desc")).toBeNull();
+    expect(askedSort("operators:name", "", "desc")).toBeNull();
   });
 
-  it("shows the local matches, marked partial, until the server answers or if it fails", () => {
-    for (const server of [{ state: "pending" } as const, { state: "error", message: "HTTP 500" } as const]) {
-      const t = filteredTable(sample(), 7, "relu", server);
-      expect(names(t.rows)).toEqual(["aten::relu"]);
-      expect(t.partial).toBe(true);
-    }
+  it("sorts a launch table by its module only where the module is a key", () => {
+    expect(askedSort("kernels:operator", "module", "asc")).toEqual({ key: "module", dir: "asc" });
+    expect(askedSort("kernels:module", "module", "asc")).toBeNull();
+    expect(askedSort("kernels:operator", "baseline_kernel", "asc")).toBeNull(); // made here from the row's lists
   });
 
-  it("merges the server's matches from outside the held rows, each row once", () => {
-    const relu = sample().find((r) => r.name === "aten::relu")!;
-    const server = { state: "ok" as const, rows: [{ ...relu }, far[1]!], total: 2 };
-    const t = filteredTable(sample(), 7, "relu", server);
-    expect(names(sortRows(t.rows, { key: "name", dir: "asc" }))).toEqual(["aten::relu", "aten::relu_"]);
-    expect(t.partial).toBe(false);
+  it("names a diff table by its route and grouping", () => {
+    expect(diffTableId("kernels", undefined)).toBe("kernels:name");
+    expect(diffTableId("kernels", "")).toBe("kernels:name");
+    expect(diffTableId("operators", "name_and_shape")).toBe("operators:name_and_shape");
+    expect(tableKeys("operators:name_and_shape")).toEqual(["name", "input_shape"]);
+    expect(tableKeys("no such table")).toEqual(["name"]);
   });
 
-  it("keeps local input-shape matches the server (names only) does not return", () => {
-    const t = filteredTable(sample(), 7, "[[32", { state: "ok", rows: [], total: 0 });
-    expect(names(t.rows)).toEqual(["aten::linear"]);
-    expect(t.partial).toBe(false);
+  it("offers every column it builds as one of the route's sort keys", () => {
+    const cols = buildColumns(["calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us"], true, "host_self_us");
+    const keys = TABLE_SORT_KEYS["operators:name_and_shape"]!;
+    expect(cols.filter((c) => !keys.includes(c.key))).toEqual([]);
   });
 
-  it("is partial when the server's matches are cut too", () => {
-    const t = filteredTable(sample(), 20_000, "aten", { state: "ok", rows: far, total: 15_000 });
-    expect(t.rows).toHaveLength(7);
-    expect(t.partial).toBe(true);
+  it("does not sort by a column made here from a row's kernel lists", () => {
+    const cols = buildColumns(["calls", "total_us"], launchColumns("operator"), "total_us");
+    expect(cols.filter((c) => c.sortable === false).map((c) => c.key)).toEqual(["baseline_kernel", "experimental_kernel"]);
+    expect(cols.find((c) => c.key === "module")!.sortable).toBeUndefined();
   });
 
-  it("tells rows with the same name but another input shape apart", () => {
-    const a = row("aten::mm", 1, 1, 1, 1, "[[1]]");
-    const b = row("aten::mm", 1, 1, 1, 1, "[[2]]");
-    const t = filteredTable([a], 3, "mm", { state: "ok", rows: [{ ...a }, b], total: 2 });
-    expect(t.rows.map(inputShape)).toEqual(["[[1]]", "[[2]]"]);
+  it("breaks ties of the name by the next key column, as the server does", () => {
+    const a = row("aten::mm", 1, 1, 1, 1, "[[2]]");
+    const b = row("aten::mm", 1, 1, 1, 1, "[[1]]");
+    const sorted = sortRows([a, b], { key: "delta_host_self_us", dir: "desc" }, undefined, tableKeys("operators:name_and_shape"));
+    expect(sorted.map(inputShape)).toEqual(["[[1]]", "[[2]]"]);
+  });
+});
+
+describe("the sort of rows held whole is the server's (sortCases.ts: diff/tables.py:sort_table's own order)", () => {
+  const rows = SORT_PROBE as unknown as TableRow[];
+  it.each(SORT_CASES.map((c) => [`${c.key} ${c.dir}`, c] as const))("%s", (_, c) => {
+    const sorted = sortRows(rows, { key: c.key, dir: c.dir }, undefined, SORT_PROBE_KEYS);
+    expect(sorted.map((r) => rows.indexOf(r))).toEqual([...c.order]);
   });
 });
 

@@ -21,7 +21,7 @@ import {
 import { formatMs, formatSignedMs } from "../model/format";
 import { DeltaText } from "./Delta";
 import { useRequest } from "../useRequest";
-import { BETTER_COLOR, BASELINE_COLOR, WORSE_COLOR, indexAxis, msAxis } from "../views/chartKit";
+import { BETTER_COLOR, BASELINE_COLOR, WORSE_COLOR, indexAxis, msAxis } from "./chartKit";
 import { Loading } from "./Loading";
 import { ErrorMessage } from "./Message";
 import { NoteText } from "./NoteText";

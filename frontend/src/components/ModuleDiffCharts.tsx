@@ -9,7 +9,7 @@ import type uPlot from "uplot";
 import type { DiffModulesResponse, DiffPiece } from "../api";
 import { formatMsWithUnit, formatPct, formatSignedMsWithUnit } from "../model/format";
 import { accumulated, BAND_TEXT, bandOf, CLOCK_HEADING, clockTimes, moduleDiffSeries, passesOf, pieceName, pieceStep, renamedText, type Band, type Clock } from "../model/moduleDiff";
-import { BASELINE_COLOR, barsPath, BETTER_COLOR, EXPERIMENTAL_COLOR, indexAxis, msAxis, WORSE_COLOR } from "../views/chartKit";
+import { BASELINE_COLOR, barsPath, BETTER_COLOR, EXPERIMENTAL_COLOR, indexAxis, msAxis, WORSE_COLOR } from "./chartKit";
 import { ChartCard, type LegendItem } from "./UPlotChart";
 
 const BAND_FILL: Record<Band, string> = {

@@ -22,7 +22,7 @@ import {
   type Side,
 } from "../model/distributed";
 import { formatInt, formatMsWithUnit } from "../model/format";
-import { BASELINE_COLOR, barsPath, countAxis, EXPERIMENTAL_COLOR, indexAxis, msAxis, msXAxis } from "../views/chartKit";
+import { BASELINE_COLOR, barsPath, countAxis, EXPERIMENTAL_COLOR, indexAxis, msAxis, msXAxis } from "./chartKit";
 import { Legend, UPlotChart } from "./UPlotChart";
 
 export const SIDE_TITLE: Record<Side, string> = { baseline: "Baseline", experimental: "Experimental" };

@@ -185,6 +185,12 @@ function HeaderCell({ col, sort, onSort, firstOfGroup }: { col: Column; sort: So
     .filter(Boolean)
     .join(" ");
   const magnitude = col.role === "delta" ? " (by magnitude)" : "";
+  if (col.sortable === false)
+    return (
+      <th class={cls} scope="col" title={col.title} data-key={col.key}>
+        {col.label}
+      </th>
+    );
   return (
     <th
       class={cls}

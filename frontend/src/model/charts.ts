@@ -3,17 +3,10 @@
  * numbers drawn are easy to check): stacking, shares, labels, axis ranges.
  */
 import { BREAKDOWN_CATEGORIES, type BreakdownCategory, type DiffPiece, type StepInfo } from "../api";
+import { BREAKDOWN_LABELS } from "../generated/tableRules";
 
-export const CATEGORY_LABELS: Record<BreakdownCategory, string> = {
-  kernel: "Kernel",
-  memcpy: "Memcpy",
-  memset: "Memset",
-  communication: "Communication",
-  runtime: "Runtime",
-  data_loading: "Data loading",
-  cpu_exec: "CPU exec",
-  other: "Other",
-};
+/** Each category's label, as the overview's rows name it (generated from diff/overview.py). */
+export const CATEGORY_LABELS: Readonly<Record<BreakdownCategory, string>> = BREAKDOWN_LABELS;
 
 export const CATEGORY_COLORS: Record<BreakdownCategory, string> = {
   kernel: "#3f51b5",

@@ -71,10 +71,11 @@ export const KERNEL_GROUPINGS: readonly { value: KernelGrouping; label: string; 
 ];
 
 /** Text columns a kernel table grouped by launch shows beside the name. */
-export function launchColumns(groupBy: string): { key: string; label: string; title: string; wide: boolean }[] {
+export function launchColumns(groupBy: string): { key: string; label: string; title: string; wide: boolean; sortable?: boolean }[] {
+  // Made here from each row's kernel lists: not a field the route sorts by.
   const kernels = [
-    { key: "baseline_kernel", label: "Baseline kernel", title: "The baseline run's largest kernel of the row", wide: true },
-    { key: "experimental_kernel", label: "Experimental kernel", title: "The experimental run's largest kernel of the row", wide: true },
+    { key: "baseline_kernel", label: "Baseline kernel", title: "The baseline run's largest kernel of the row", wide: true, sortable: false },
+    { key: "experimental_kernel", label: "Experimental kernel", title: "The experimental run's largest kernel of the row", wide: true, sortable: false },
   ];
   return groupBy === "operator" ? [{ key: "module", label: "Module", title: "The operator's module path", wide: false }, ...kernels] : kernels;
 }

@@ -1,5 +1,6 @@
 /** Pure rules of the Overview: its comparison table's text and colours, and its charts' series. */
 import type { DiffOverviewResponse, DiffOverviewRow, StepInfo } from "../api";
+import { BREAKDOWN_LABELS } from "../generated/tableRules";
 import { pairedStepLabel, sharedYMaxMs } from "./charts";
 import { EM_DASH, formatBytes, formatDecimal, formatInt, formatMsWithUnit, formatPct, formatSignedInt, formatSignedMsWithUnit, formatSignedPoints, usToMs, type Polarity } from "./format";
 
@@ -46,6 +47,16 @@ export function comparabilityTitle(items: readonly Difference[]): { kind: "warn"
     kind: serious ? "warn" : "info",
     title: `The runs differ in ${n === 1 ? "one way" : `${n} ways`} besides the change${serious ? ": read the numbers with these in mind" : ""}`,
   };
+}
+
+/**
+ * A breakdown row's label under the "average per step" heading: its
+ * category's label as the server names it (generated from diff/overview.py,
+ * less the "(per step)" the heading says); the row's own label otherwise.
+ */
+export function breakdownRowLabel(row: Pick<DiffOverviewRow, "metric" | "label">): string {
+  const cat = row.metric.startsWith("breakdown_us.") ? row.metric.slice("breakdown_us.".length) : null;
+  return (cat !== null && (BREAKDOWN_LABELS as Readonly<Record<string, string>>)[cat]) || row.label;
 }
 
 export function rowPolarity(row: Pick<DiffOverviewRow, "metric" | "unit">): Polarity {

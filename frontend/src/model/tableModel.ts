@@ -1,7 +1,8 @@
 /**
- * Pure model of the operator / kernel delta tables: columns, deltas,
- * filtering, sorting (default: largest absolute delta of the primary
- * duration first) and CSV export. No DOM here, so it is unit-tested and the
+ * Pure model of the delta tables: columns, what a diff table asks its
+ * route (the server filters; it sorts a table larger than one answer), the
+ * sort of rows held whole by the server's generated rule (default: largest
+ * absolute delta of the primary duration first) and CSV export. No DOM here, so it is unit-tested and the
  * table component only renders what this returns.
  *
  * Row fields follow the contract (DiffOperatorRow, DiffKernelRow): for a
@@ -11,7 +12,7 @@
  */
 import type { DiffPipelineCallbackRow, DiffPipelineStageRow, DiffTableRow, PercentileDeltaRow, RankDeltaRow, RankRow } from "../api";
 import type { Significance } from "./explain";
-import { DELTA_PCT_FIELDS, MAGNITUDE_SORTED } from "../generated/tableRules";
+import { DELTA_PCT_FIELDS, MAGNITUDE_SORTED, TABLE_KEYS, TABLE_SORT_KEYS } from "../generated/tableRules";
 import { formatDecimal, formatInt, formatMs, formatPct, formatSignedInt, formatSignedMs } from "./format";
 
 /** A row of any delta table: the paged trace tables, or the pipeline's stage and callback tables (stages named for display). */
@@ -41,6 +42,8 @@ export interface Column {
   label: string;
   /** Full description for tooltips, screen readers and CSV headers. */
   title: string;
+  /** False for a column the table cannot sort by (one made here from a row's lists, not a field the route sorts). */
+  sortable?: boolean;
 }
 
 const METRIC_LABELS: Record<string, string> = {
@@ -123,6 +126,8 @@ export interface TextColumn {
   title?: string;
   /** A long text (kernel names): a wider column. */
   wide?: boolean;
+  /** False: not a field the route sorts by (see Column). */
+  sortable?: boolean;
 }
 
 /**
@@ -133,7 +138,11 @@ export interface TextColumn {
 export function buildColumns(metrics: readonly string[], withShape: boolean | readonly TextColumn[], primary: string | null = null): Column[] {
   const cols: Column[] = [{ key: "name", role: "name", metric: null, label: "Name", title: "Name" }];
   const texts: readonly TextColumn[] = withShape === true ? [{ key: "input_shape", label: "Input shape" }] : withShape || [];
-  for (const t of texts) cols.push({ key: t.key, role: t.wide ? "wide_text" : "shape", metric: null, label: t.label, title: t.title ?? t.label });
+  for (const t of texts) {
+    const col: Column = { key: t.key, role: t.wide ? "wide_text" : "shape", metric: null, label: t.label, title: t.title ?? t.label };
+    if (t.sortable === false) col.sortable = false;
+    cols.push(col);
+  }
   const ordered = primary && metrics.includes(primary) ? [primary, ...metrics.filter((m) => m !== primary)] : metrics;
   for (const m of ordered) {
     const g = metricLabel(m);
@@ -187,76 +196,49 @@ export function informativeMetrics(rows: readonly DiffTableRow[], metrics: reado
   );
 }
 
-// ---------------------------------------------------------------- filter
-// Offline: the rows already fetched are filtered and sorted here, as the
-// server would (diff/tables.py:filter_mask, sort_table), so typing in the
-// filter or clicking a header needs no request. When the table we hold is
-// cut at the server's row limit, the server filters (`needsServerFilter`).
+// ------------------------------------------------- what a diff table asks
+// The server filters the diff tables, and sorts them when it has more rows
+// than one answer holds (diff/tables.py:query): the frontend holds no copy
+// of either rule. A table held whole is sorted here, by the rule generated
+// from the server (tableRules.ts; checked against diff/tables.py:sort_table's
+// own order in sortCases.ts), so a header click needs no request.
 
-/** Offline mirror of diff/tables.py:filter_mask: case-insensitive substring on the name (and input shape); never a regex. */
-export function filterRows(rows: readonly DiffTableRow[], text: string): DiffTableRow[] {
-  const needle = text.trim().toLowerCase();
-  if (!needle) return rows.slice();
-  const second = (r: DiffTableRow) => inputShape(r) ?? ("module" in r ? r.module : null);
-  return rows.filter((r) => r.name.toLowerCase().includes(needle) || (second(r)?.toLowerCase().includes(needle) ?? false));
+/** A diff table as `<route>:<group_by>`, the key of the generated TABLE_KEYS and TABLE_SORT_KEYS. */
+export function diffTableId(table: string, groupBy: string | null | undefined): string {
+  return `${table}:${groupBy || "name"}`;
 }
 
-// ---------------------------------------------------- partial tables
+const NAME_ONLY: readonly string[] = ["name"];
 
-/**
- * Whether a filter has to be sent to the server: the table we hold was cut
- * at the server's row limit (`total` rows exist, fewer were received), so
- * a row matching the filter may be outside it.
- */
-export function needsServerFilter(filter: string, total: number, received: number): boolean {
-  return filter.trim() !== "" && total > received;
-}
-
-/** The server's answer to a filtered request, as far as it got. */
-export type ServerMatches =
-  | { state: "none" }
-  | { state: "pending" }
-  | { state: "ok"; rows: readonly DiffTableRow[]; total: number }
-  | { state: "error"; message: string };
-
-export interface FilteredTable {
-  /** Rows to show, unsorted. */
-  rows: DiffTableRow[];
-  /**
-   * True when the server has rows that belong here but are not in `rows`:
-   * the unfiltered table beyond the row limit, or a filter whose matches
-   * the server has not sent (still searching, failed, or too many).
-   */
-  partial: boolean;
-}
-
-function rowKey(r: DiffTableRow): string {
-  return `${r.name}\u0000${inputShape(r) ?? ""}`;
+/** The key columns of a diff table (its text sort keys, in the order ties fall back to), by the server's rule. */
+export function tableKeys(id: string): readonly string[] {
+  return TABLE_KEYS[id] ?? NAME_ONLY;
 }
 
 /**
- * What the table shows for a filter. `all` is the unfiltered table as
- * fetched (`total` rows on the server). When it is complete, the filter is
- * applied here. When it is not, the server's matches (names, over the whole
- * table) are merged with the local ones (name or input shape, among the
- * rows held), each row once.
+ * The sort the URL asks for, when the table's route sorts by it; null
+ * (the server's default, the largest change of the primary first) for an
+ * empty or stale key, which the route would refuse.
  */
-export function filteredTable(all: readonly DiffTableRow[], total: number, filter: string, server: ServerMatches): FilteredTable {
-  const local = filterRows(all, filter);
-  const cut = total > all.length;
-  if (!filter.trim()) return { rows: local, partial: cut };
-  if (!cut) return { rows: local, partial: false };
-  if (server.state !== "ok") return { rows: local, partial: true };
-  const seen = new Set(local.map(rowKey));
-  const rows = local.slice();
-  for (const r of server.rows) {
-    const k = rowKey(r);
-    if (!seen.has(k)) {
-      seen.add(k);
-      rows.push(r);
-    }
+export function askedSort(id: string, key: string, dir: SortDir): SortSpec | null {
+  return key && (TABLE_SORT_KEYS[id] ?? []).includes(key) ? { key, dir } : null;
+}
+
+/** Whether the server holds more rows of a table than its answer: the server then sorts it (and the answer is a part). */
+export function isCut(answer: { total: number; rows: readonly unknown[] }): boolean {
+  return answer.total > answer.rows.length;
+}
+
+/** The filter, sort and order a diff table's request carries: the filter always; the sort only when the server sorts. */
+export function tableAsk(filter: string, sort: SortSpec | null, serverSorts: boolean): { filter?: string; sort?: string; order?: SortDir } {
+  const out: { filter?: string; sort?: string; order?: SortDir } = {};
+  const text = filter.trim();
+  if (text) out.filter = text;
+  if (serverSorts && sort) {
+    out.sort = sort.key;
+    out.order = sort.dir;
   }
-  return { rows, partial: server.total > server.rows.length };
+  return out;
 }
 
 // ---------------------------------------------------------------- sort
@@ -270,46 +252,62 @@ export function sortsByMagnitude(key: string): boolean {
   return MAGNITUDE_SORTED.has(key);
 }
 
-function isTextKey(key: string): boolean {
-  return key === "name" || key === "input_shape";
-}
-
 /**
  * Header click: the same column flips its direction; a new column starts
  * descending for numbers (largest first is what one looks for) and
- * ascending for text.
+ * ascending for text (`text`: the column holds text, as a table's key
+ * columns do).
  */
-export function nextSort(current: SortSpec, key: string): SortSpec {
+export function nextSort(current: SortSpec, key: string, text = key === "name"): SortSpec {
   if (current.key === key) return { key, dir: current.dir === "asc" ? "desc" : "asc" };
-  return { key, dir: isTextKey(key) ? "asc" : "desc" };
+  return { key, dir: text ? "asc" : "desc" };
 }
 
 /**
- * Returns a new sorted array. Missing values (null percentages) sort last in
- * both directions; ties fall back to the name so the order is deterministic.
- * Keys are extracted once (not per comparison) and text is compared by
- * lower-cased code units rather than Intl.Collator, which is several times
- * slower: 10k rows sort in a few ms.
+ * Returns a new sorted array, by diff/tables.py:sort_table's rule (generated
+ * parts: which deltas sort by magnitude, the key columns): `keys` are the
+ * table's key columns (tableKeys), sorted by lower-cased text; deltas by
+ * magnitude; missing values (null percentages) last in both directions;
+ * ties by the keys, ascending, so the order is deterministic. Keys are
+ * extracted once (not per comparison) and text is compared by code units
+ * rather than Intl.Collator, which is several times slower: 10k rows sort
+ * in a few ms. The tables of routes that send every row and never sort
+ * (pipeline stages, ranks) use the same rule with the name as their key.
  */
-export function sortRows<R extends TableRow>(rows: readonly R[], spec: SortSpec, nameOrder?: (row: R) => string): R[] {
+export function sortRows<R extends TableRow>(rows: readonly R[], spec: SortSpec, nameOrder?: (row: R) => string, keys: readonly string[] = ["name"]): R[] {
   const n = rows.length;
   const idx = new Array<number>(n);
   for (let i = 0; i < n; i++) idx[i] = i;
   const sign = spec.dir === "asc" ? 1 : -1;
   // `nameOrder`: how names sort when their text would sort wrong ("rank 10" before "rank 2").
-  const names = rows.map(nameOrder ?? ((r) => r.name));
+  const ties = keys.map((k) =>
+    k === "name"
+      ? rows.map(nameOrder ?? ((r) => r.name))
+      : rows.map((r) => {
+          const v = field(r, k);
+          return typeof v === "string" ? v : "";
+        }),
+  );
+  const tie = (a: number, b: number): number => {
+    for (const t of ties) {
+      const c = cmpStr(t[a], t[b]);
+      if (c) return c;
+    }
+    return 0;
+  };
 
-  if (isTextKey(spec.key)) {
-    const keys = rows.map((r, i) => {
-      if (spec.key === "name" && nameOrder) return names[i] ?? null;
+  if (keys.includes(spec.key)) {
+    const byName = spec.key === "name" && nameOrder;
+    const values = rows.map((r, i) => {
+      if (byName) return ties[keys.indexOf("name")]?.[i] ?? null;
       const v = field(r, spec.key);
       return typeof v === "string" ? v.toLowerCase() : null;
     });
     idx.sort((a, b) => {
-      const ka = keys[a] ?? null;
-      const kb = keys[b] ?? null;
-      if (ka === null || kb === null) return ka === kb ? cmpStr(names[a], names[b]) : ka === null ? 1 : -1;
-      return sign * cmpStr(ka, kb) || cmpStr(names[a], names[b]);
+      const ka = values[a] ?? null;
+      const kb = values[b] ?? null;
+      if (ka === null || kb === null) return ka === kb ? tie(a, b) : ka === null ? 1 : -1;
+      return sign * cmpStr(ka, kb) || tie(a, b);
     });
   } else {
     const magnitude = sortsByMagnitude(spec.key);
@@ -324,8 +322,8 @@ export function sortRows<R extends TableRow>(rows: readonly R[], spec: SortSpec,
       const kb = keys[b] as number;
       const na = Number.isNaN(ka);
       const nb = Number.isNaN(kb);
-      if (na || nb) return na === nb ? cmpStr(names[a], names[b]) : na ? 1 : -1;
-      return sign * (ka - kb) || cmpStr(names[a], names[b]);
+      if (na || nb) return na === nb ? tie(a, b) : na ? 1 : -1;
+      return sign * (ka - kb) || tie(a, b);
     });
   }
   return idx.map((i) => rows[i] as R);
@@ -335,11 +333,6 @@ function cmpStr(a: string | undefined, b: string | undefined): number {
   const x = a ?? "";
   const y = b ?? "";
   return x < y ? -1 : x > y ? 1 : 0;
-}
-
-/** Filter then sort: what the table shows. */
-export function viewRows(rows: readonly DiffTableRow[], filter: string, sort: SortSpec): DiffTableRow[] {
-  return sortRows(filterRows(rows, filter), sort);
 }
 
 // ---------------------------------------------------------------- cell text

@@ -42,7 +42,7 @@ import {
 import { formatBytes, formatInt } from "../model/format";
 import { confidenceText } from "../model/explain";
 import { useRequest as useRequestState } from "../useRequest";
-import { BASELINE_COLOR, EXPERIMENTAL_COLOR, bytesAxis, msAxis } from "./chartKit";
+import { BASELINE_COLOR, EXPERIMENTAL_COLOR, bytesAxis, msAxis } from "../components/chartKit";
 
 interface Props {
   client: ApiClient;

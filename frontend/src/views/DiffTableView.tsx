@@ -1,15 +1,16 @@
 /**
  * A diff table (operators, kernels, ...). Everything table-specific comes
  * from the answer's `table` id through the registry in model/diffTables.ts;
- * the `table` prop only says which route to ask. Fetches the whole table once (up to the
- * server's 10k limit) and filters/sorts it in the pure table model, so a
- * header click re-sorts in milliseconds without a round trip. When the
- * server has more rows than that, a filter is also sent to the server so
- * rows outside the fetched ones can be found, and the page says whenever
- * it shows a partial set.
+ * the `table` prop only says which route to ask. The server filters and
+ * (for a table larger than one answer) sorts (diff/tables.py): the
+ * frontend holds no copy of either rule. The whole table is fetched once
+ * (up to the server's row limit); a filter asks the route again once typing
+ * stops; a table held whole is re-sorted here by the server's generated
+ * rule, so a header click needs no round trip, and a larger one is asked
+ * again in the new order. The page says whenever it shows a part.
  */
-import { useMemo, useState } from "preact/hooks";
-import { MAX_TABLE_ROWS, type ApiClient, type DiffSelection, type DiffTableKind, type DiffTableResponse, type RequestOpts } from "../api";
+import { useMemo, useRef, useState } from "preact/hooks";
+import { MAX_TABLE_ROWS, type ApiClient, type DiffSelection, type DiffTableKind, type DiffTableResponse, type DiffTableRow, type RequestOpts } from "../api";
 import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
 import { VirtualTable } from "../components/VirtualTable";
@@ -18,22 +19,25 @@ import { ProfilerPair, useProfilerPresent } from "../components/ProfilerLink";
 import { sidesOf } from "../model/profilerLink";
 import { formatInt } from "../model/format";
 import {
+  askedSort,
   buildColumns,
   csvDataUrl,
   defaultSort,
-  filteredTable,
+  diffTableId,
   informativeMetrics,
+  isCut,
   metricLabel,
-  needsServerFilter,
   nextSort,
   sortRows,
+  tableAsk,
+  tableKeys,
   toCsv,
-  type ServerMatches,
+  type Column,
   type SortSpec,
 } from "../model/tableModel";
 import { timelineOf, type UrlState } from "../model/urlState";
 import { useDebounced } from "../useDebounced";
-import { useRequest } from "../useRequest";
+import { useRequest, type RequestState } from "../useRequest";
 
 /** Wait this long after the last key press before asking the server to filter. */
 const FILTER_DEBOUNCE_MS = 300;
@@ -51,61 +55,102 @@ export interface DiffTableViewProps {
   height?: number;
 }
 
+/**
+ * The latest answer of a request for one table (`identity`: the runs,
+ * grouping and piece), kept while the request is asked again (a new filter
+ * or order), so the rows stay on screen instead of a "Loading" flash.
+ */
+function useKept<T>(req: RequestState<T>, identity: string): T | null {
+  const kept = useRef<{ identity: string; data: T } | null>(null);
+  if (req.state === "ok") kept.current = { identity, data: req.data };
+  return kept.current && kept.current.identity === identity ? kept.current.data : null;
+}
+
+/** An answer with the filter and order it was asked with. */
+interface Tagged {
+  filter: string;
+  order: string;
+  resp: DiffTableResponse;
+}
+
+const TEXT_ROLES: ReadonlySet<Column["role"]> = new Set(["name", "shape", "wide_text"]);
+
 export function DiffTableView({ client, sel, table: asked, state, onChange, reloadToken, piece = null, height }: DiffTableViewProps) {
   const groupBy = groupByParam(asked, state.byShape, state.launch);
   const timeline = useProfilerPresent();
-  const fetchTable = (filter: string | undefined, opts: RequestOpts) =>
-    client.diffTable(asked, sel, { limit: MAX_TABLE_ROWS, filter, groupBy, path: piece?.path || undefined }, opts);
+  const id = diffTableId(asked, groupBy);
+  const keys = tableKeys(id);
+  const wanted = askedSort(id, state.sort, state.dir);
+  const fetchTable = (filter: string, serverSorts: boolean, opts: RequestOpts) =>
+    client.diffTable(asked, sel, { limit: MAX_TABLE_ROWS, ...tableAsk(filter, wanted, serverSorts), groupBy, path: piece?.path || undefined }, opts);
   const tableDeps = [client, asked, sel.baseline, sel.bWorker, sel.bSpan, sel.experimental, sel.eWorker, sel.eSpan, groupBy, piece?.path, reloadToken];
-  const req = useRequest<DiffTableResponse>((opts) => fetchTable(undefined, opts), tableDeps);
+  const identity = JSON.stringify(tableDeps.slice(1));
+
+  // The table unfiltered. Held whole, it is sorted here; cut at the row
+  // limit, the server sorts it, and a new order is a new request.
+  const lastAll = useRef<{ identity: string; cut: boolean } | null>(null);
+  const serverSorts = lastAll.current !== null && lastAll.current.identity === identity && lastAll.current.cut;
+  const order = serverSorts && wanted ? `${wanted.key}:${wanted.dir}` : "";
+  const allReq = useRequest<DiffTableResponse>((opts) => fetchTable("", serverSorts, opts), [...tableDeps, order]);
+  const all = useKept(allReq, identity);
+  if (all) lastAll.current = { identity, cut: isCut(all) };
+
+  // The server's matches of the filter, once typing stops, tagged with the filter and order they answer.
+  const filter = state.filter.trim();
+  const settled = useDebounced(filter, FILTER_DEBOUNCE_MS);
+  const asking = settled !== "" && settled === filter;
+  const matchReq = useRequest<Tagged>(
+    asking ? (opts) => fetchTable(settled, serverSorts, opts).then((resp) => ({ filter: settled, order, resp })) : null,
+    [...tableDeps, settled, order],
+  );
+  // Kept across filters: the last matches stay on screen while the server searches for the next.
+  const kept = useKept(matchReq, identity);
+  const matches = kept?.resp ?? null;
+  const fresh = filter !== "" && matchReq.state === "ok" && matchReq.data.filter === filter && matchReq.data.order === order;
+  const sorting = allReq.state === "loading" && all !== null;
 
   const table = useMemo(() => {
-    if (req.state !== "ok") return null;
-    const r = req.data;
+    if (!all) return null;
+    const r = all;
     const byShape = r.group_by === "name_and_shape";
     // Kernels grouped by what launched them: the module and each run's kernels beside the operator.
     const launched = r.table === "kernels" && r.group_by !== "name";
-    const rows = launched ? r.rows.map((row) => ({ ...row, ...kernelCells(row) })) : r.rows;
-    const shownMetrics = informativeMetrics(rows, r.columns, r.primary);
+    const shownMetrics = informativeMetrics(r.rows, r.columns, r.primary);
     const hidden = r.columns.filter((m) => !shownMetrics.includes(m));
     const texts = launched ? launchColumns(r.group_by ?? "") : byShape;
-    return { resp: r, rows, byShape, columns: buildColumns(shownMetrics, texts, r.primary), hidden };
-  }, [req]);
-
-  // The fetched table is cut at the row limit: filter on the server too.
-  const settledFilter = useDebounced(state.filter.trim(), FILTER_DEBOUNCE_MS);
-  const cut = table !== null && needsServerFilter(state.filter, table.resp.total, table.rows.length);
-  const serverFilter = cut && settledFilter === state.filter.trim() ? settledFilter : "";
-  const serverReq = useRequest<DiffTableResponse>(serverFilter ? (opts) => fetchTable(serverFilter, opts) : null, [...tableDeps, serverFilter]);
-  const server: ServerMatches = useMemo(() => {
-    if (!cut) return { state: "none" };
-    if (!serverFilter || serverReq.state === "loading" || serverReq.state === "idle") return { state: "pending" };
-    if (serverReq.state === "error") return { state: "error", message: serverReq.error instanceof Error ? serverReq.error.message : String(serverReq.error) };
-    const r = serverReq.data;
-    return { state: "ok", rows: r.rows, total: r.total };
-  }, [cut, serverFilter, serverReq]);
+    return { resp: r, byShape, columns: buildColumns(shownMetrics, texts, r.primary), hidden };
+  }, [all]);
 
   const sort: SortSpec = useMemo(() => {
     if (!table) return { key: "", dir: "desc" };
-    const valid = state.sort && table.columns.some((c) => c.key === state.sort);
-    return valid ? { key: state.sort, dir: state.dir } : defaultSort(table.resp.primary);
-  }, [table, state.sort, state.dir]);
+    return wanted ?? defaultSort(table.resp.primary);
+  }, [table, wanted?.key, wanted?.dir]);
 
-  const view = useMemo(
-    () => (table ? filteredTable(table.rows, table.resp.total, state.filter, server) : { rows: [], partial: false }),
-    [table, state.filter, server],
-  );
-  const shown = useMemo(() => sortRows(view.rows, sort), [view, sort]);
+  // What the table shows: the matches when a filter is on (the last filter's, marked "Searching…",
+  // while the server searches for the next; none before its first answer, never the unfiltered rows).
+  const source = filter ? matches : all;
+  const shown = useMemo(() => {
+    if (!table || !source) return [];
+    const rows = source.table === "kernels" && source.group_by !== "name" ? source.rows.map((row) => ({ ...row, ...kernelCells(row) })) : source.rows;
+    return serverSorts ? rows : sortRows<DiffTableRow>(rows, sort, undefined, keys);
+  }, [table, source, sort, serverSorts, keys]);
   const [note, setNote] = useState<string | null>(null);
 
   const what = DIFF_TABLES[asked].title;
-  if (req.state === "loading" || req.state === "idle") return <Loading what={what} waitingFor={req.state === "loading" ? req.waitingFor : null} />;
-  if (req.state === "error") return <ErrorMessage error={req.error} what={what} />;
+  if (!all) {
+    if (allReq.state === "error") return <ErrorMessage error={allReq.error} what={what} />;
+    if (allReq.state === "loading") return <Loading what={what} waitingFor={allReq.waitingFor} />;
+    return <Loading what={what} waitingFor={null} />;
+  }
   if (!table) return null;
-  const { resp, rows, columns, hidden, byShape } = table;
+  const { resp, columns, hidden, byShape } = table;
   const look = DIFF_TABLES[resp.table];
   const noun = look.noun;
-  const cutTotal = resp.total > rows.length;
+  const matchError = filter && asking && matchReq.state === "error" ? matchReq.error : null;
+  const allError = allReq.state === "error" ? allReq.error : null;
+  // Where the filter looks: the name and the text key beside it (diff/tables.py:filter_mask), as shown.
+  const textCols = columns.filter((c) => c.role !== "name" && TEXT_ROLES.has(c.role) && keys.includes(c.key));
+  const filterWhere = ["name", ...textCols.map((c) => c.label.toLowerCase())].join(" or ");
 
   const exportCsv = () => {
     const a = document.createElement("a");
@@ -133,8 +178,8 @@ export function DiffTableView({ client, sel, table: asked, state, onChange, relo
           <span class="muted">Filter </span>
           <input
             type="search"
-            placeholder={`Filter ${noun} by name${byShape ? " or shape" : ""}`}
-            aria-label={`Filter ${noun} by name`}
+            placeholder={`Filter ${noun} by ${filterWhere}`}
+            aria-label={`Filter ${noun} by ${filterWhere}`}
             value={state.filter}
             onInput={(e) => onChange({ filter: e.currentTarget.value })}
           />
@@ -156,10 +201,13 @@ export function DiffTableView({ client, sel, table: asked, state, onChange, relo
             </select>
           </label>
         )}
-        <span class="count" aria-live="polite" data-testid="row-count" data-partial={view.partial ? "true" : "false"}>
-          {state.filter
-            ? `${formatInt(shown.length)} of ${formatInt(cutTotal ? resp.total : rows.length)} ${noun}${server.state === "pending" ? " (searching…)" : ""}`
-            : `${formatInt(rows.length)} ${noun}`}
+        <span class="count" aria-live="polite" data-testid="row-count" data-partial={source !== null && isCut(source) ? "true" : "false"}>
+          {!filter
+            ? `${formatInt(resp.rows.length)} ${noun}`
+            : fresh && matches
+              ? `${formatInt(matches.total)} of ${formatInt(resp.total)} ${noun}`
+              : `Searching ${formatInt(resp.total)} ${noun}…`}
+          {sorting && " (sorting…)"}
         </span>
         <span style={{ marginLeft: "auto", display: "flex", gap: "8px" }}>
           {(state.sort || state.filter) && (
@@ -180,7 +228,7 @@ export function DiffTableView({ client, sel, table: asked, state, onChange, relo
           ? `Sorted by the largest absolute change in ${primaryLabel.toLowerCase()} time first. `
           : "Click a column header (or focus it and press Enter) to sort; again to reverse. "}
         Red ▲ = slower or more in the experimental run, green ▼ = faster or less.
-        {hidden.length > 0 && rows.length > 0 && ` Not shown: ${hidden.map(metricLabel).join(", ")} (zero in both runs).`}
+        {hidden.length > 0 && resp.rows.length > 0 && ` Not shown: ${hidden.map(metricLabel).join(", ")} (zero in both runs).`}
         {note && <span role="status"> {note}</span>}
       </p>
       {resp.per_unit_note && (
@@ -188,15 +236,19 @@ export function DiffTableView({ client, sel, table: asked, state, onChange, relo
           <span data-testid="per-unit-note" data-unit={resp.per_unit ?? ""}>{resp.per_unit_note}</span>
         </Message>
       )}
-      {cutTotal && <PartialNote noun={noun} filter={state.filter.trim()} total={resp.total} held={rows.length} server={server} byShape={byShape} />}
-      {rows.length === 0 ? (
+      {allError || matchError ? (
+        <ErrorMessage error={allError ?? matchError} what={allError ? what : `the ${noun} matching “${filter}”`} />
+      ) : (
+        source && isCut(source) && <PartialNote noun={noun} filter={fresh ? filter : ""} total={source.total} held={source.rows.length} />
+      )}
+      {resp.rows.length === 0 ? (
         <Message kind="info" title={`No ${noun}`}>
           {look.emptyText(piece?.name ?? null)}
         </Message>
       ) : shown.length === 0 ? (
-        server.state === "pending" ? null : (
+        !fresh ? null : (
           <Message kind="info" title={`No ${noun} match “${state.filter}”`}>
-            The filter is a case-insensitive part of the name.
+            The filter is a case-insensitive part of the {filterWhere}.
           </Message>
         )
       ) : (
@@ -205,7 +257,7 @@ export function DiffTableView({ client, sel, table: asked, state, onChange, relo
           rows={shown}
           sort={sort}
           onSort={(key) => {
-            const next = nextSort(sort, key);
+            const next = nextSort(sort, key, TEXT_ROLES.has(columns.find((c) => c.key === key)?.role ?? "delta"));
             onChange({ sort: next.key, dir: next.dir });
           }}
           label={look.label}
@@ -231,38 +283,20 @@ export function DiffTableView({ client, sel, table: asked, state, onChange, relo
   );
 }
 
-/** Says what is missing when the table holds fewer rows than the server has. */
-function PartialNote(props: { noun: string; filter: string; total: number; held: number; server: ServerMatches; byShape: boolean }) {
-  const { noun, filter, total, held, server, byShape } = props;
+/** Says what is missing when the answer holds fewer rows than the server has (the server sorted and cut it). */
+function PartialNote(props: { noun: string; filter: string; total: number; held: number }) {
+  const { noun, filter, total, held } = props;
   const limit = formatInt(MAX_TABLE_ROWS);
   if (!filter)
     return (
       <Message kind="warn" title={`Showing ${formatInt(held)} of ${formatInt(total)} ${noun}`}>
-        The server sends at most {limit} rows: the ones with the largest change. A filter searches all {formatInt(total)} on the server.
+        The server sends at most {limit} rows: the first in the table's order (the largest change first, unless a column is
+        sorted). A column sorts, and a filter searches, all {formatInt(total)} on the server.
       </Message>
     );
-  if (server.state === "pending" || server.state === "none")
-    return (
-      <Message kind="info" title={`Searching all ${formatInt(total)} ${noun} for “${filter}”…`}>
-        Meanwhile the table shows the matches among the {formatInt(held)} with the largest change only.
-      </Message>
-    );
-  if (server.state === "error")
-    return (
-      <Message kind="warn" title={`Partial results: the server could not filter (${server.message})`}>
-        The table shows the matches among the {formatInt(held)} {noun} with the largest change only, of {formatInt(total)}.
-      </Message>
-    );
-  if (server.total > server.rows.length)
-    return (
-      <Message kind="warn" title={`Showing the ${formatInt(server.rows.length)} of ${formatInt(server.total)} matches with the largest change`}>
-        The server sends at most {limit} rows. Narrow the filter to see the others.
-      </Message>
-    );
-  // Complete for names; the server does not match input shapes.
-  return byShape ? (
-    <p class="muted small" style={{ margin: "0 0 6px" }}>
-      Names are matched among all {formatInt(total)} {noun}; input shapes only among the {formatInt(held)} with the largest change.
-    </p>
-  ) : null;
+  return (
+    <Message kind="warn" title={`Showing the first ${formatInt(held)} of ${formatInt(total)} matches`}>
+      The server sends at most {limit} rows, the first in the table's order. Narrow the filter to see the others.
+    </Message>
+  );
 }

@@ -15,7 +15,7 @@ import { Legend, UPlotChart } from "../components/UPlotChart";
 import { EM_DASH, formatBytes, formatMsWithUnit, formatPct } from "../model/format";
 import { alignedCurves, lifetimeSpans, rowLabel, shownDevice, type MemoryDeviceDiff, type MemoryRow } from "../model/memory";
 import { useRequest } from "../useRequest";
-import { BASELINE_COLOR, EXPERIMENTAL_COLOR, bytesAxis, indexAxis } from "./chartKit";
+import { BASELINE_COLOR, EXPERIMENTAL_COLOR, bytesAxis, indexAxis } from "../components/chartKit";
 
 interface Props {
   client: ApiClient;

@@ -17,6 +17,7 @@ import { Legend, UPlotChart } from "../components/UPlotChart";
 import { CATEGORY_COLORS, CATEGORY_LABELS, categorySharePct, integerTickLabels, presentCategories, stackedSeries, stepLabel } from "../model/charts";
 import { EM_DASH, formatMsWithUnit, formatPct } from "../model/format";
 import {
+  breakdownRowLabel,
   breakdownYMax,
   comparabilityTitle,
   type Difference,
@@ -28,7 +29,7 @@ import {
   WORK_ROWS,
 } from "../model/overview";
 import { useRequest } from "../useRequest";
-import { BASELINE_COLOR, barsPath, EXPERIMENTAL_COLOR, msAxis } from "./chartKit";
+import { BASELINE_COLOR, barsPath, EXPERIMENTAL_COLOR, msAxis } from "../components/chartKit";
 
 interface Props {
   client: ApiClient;
@@ -154,7 +155,7 @@ function ComparisonTable({ rows, devicePresent }: { rows: DiffOverviewRow[]; dev
             );
           };
           // The group heading says "average per step": no need to repeat it on every row.
-          const label = isBreakdown ? r.label.replace(/\s*\(per step\)$/, "").replace(/^DataLoader$/i, "Data loading") : r.label;
+          const label = isBreakdown ? breakdownRowLabel(r) : r.label;
           return (
             <Fragment key={r.metric}>
               {i === firstBreakdown && (

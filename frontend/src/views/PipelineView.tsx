@@ -47,7 +47,7 @@ import {
 } from "../model/pipeline";
 import { defaultSort } from "../model/tableModel";
 import { useRequest } from "../useRequest";
-import { BASELINE_COLOR, EXPERIMENTAL_COLOR, bytesAxis, msAxis } from "./chartKit";
+import { BASELINE_COLOR, EXPERIMENTAL_COLOR, bytesAxis, msAxis } from "../components/chartKit";
 
 interface Props {
   client: ApiClient;
