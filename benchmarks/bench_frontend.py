@@ -46,7 +46,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tb_pipeline_plugin.server.contract import ErrorResponse  # noqa: E402
+from tb_pipeline_plugin.contract import ErrorResponse  # noqa: E402
 from tb_pipeline_plugin.server.routes import ROUTES  # noqa: E402
 
 # Route name (as requested under the plugin prefix) -> its response Struct.

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-# Every route answer is decoded with its contract type (server/contract.py):
+# Every route answer is decoded with its contract type (tb_pipeline_plugin/contract/):
 # a response drifting from the declared shape fails the test that got it.
 os.environ["TB_PIPELINE_VALIDATE_RESPONSES"] = "1"
 # Parsed-trace cache of this test session only (the plugin's default is the

@@ -9,8 +9,10 @@ layer of discovery and loading (sources/filesystem.py: gfile, for remote
 logdirs). No Python file of the package is over 500 lines. The leaves import nothing
 of ours and any layer may import them: `errors` (typed errors every layer may
 raise), `import_hook` (run a function when a module is first imported: the
-writing side's DataLoader and SPDL patches) and `units` (bytes in one unit
-system for every message).
+writing side's DataLoader and SPDL patches), `units` (bytes in one unit
+system for every message) and `contract` (every answer's Struct: the routes,
+diff/'s impls and the CLI's report carry them). No module imports one that
+imports it back, at import time or inside a function.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "tb_pipeline_plugin"
-LEAVES = {"errors", "import_hook", "struct_types", "bounded_cache", "units", "cores"}
+LEAVES = {"errors", "import_hook", "struct_types", "bounded_cache", "units", "cores", "contract"}
 # Layer -> the layers of ours it may import (besides itself and the leaves).
 ALLOWED = {
     "formats": set(),
@@ -114,7 +116,7 @@ MAX_LINES = 500
 # Issue 43: the two files other engineers are splitting right now, skipped
 # while they exist (as packages, their paths are gone and nothing is
 # skipped). Whoever finishes one removes it here, and the set once empty.
-_BEING_SPLIT = {"server/contract.py", "diff/pair_impls.py"}
+_BEING_SPLIT = {"diff/pair_impls.py"}
 
 
 def test_no_python_file_over_500_lines():
@@ -144,18 +146,21 @@ def _module_name(rel: Path) -> str:
     return ".".join(["tb_pipeline_plugin"] + (parts[:-1] if parts[-1] == "__init__" else parts))
 
 
-def _import_graph() -> dict[str, set[str]]:
+def _import_graph(in_functions: bool = False) -> dict[str, set[str]]:
     """Module -> the modules of ours it imports when it is imported (module
-    level, `if`/`try` blocks included; an import inside a function runs
-    later and closes no circle). Importing a.b.c runs the packages a and a.b
-    first, unless the importer is inside them (they are running already)."""
+    level, `if`/`try` blocks included); with `in_functions`, also those it
+    imports anywhere else (inside a function or method: they run when it is
+    called, so they close no circle at import time, but they are a
+    dependency all the same, usually one hidden to dodge a circle).
+    Importing a.b.c runs the packages a and a.b first, unless the importer
+    is inside them (they are running already)."""
     trees = {_module_name(rel): (rel, tree) for rel, tree in _modules()}
     graph = {}
     for name, (rel, tree) in trees.items():
         package = name.split(".") if rel.name == "__init__.py" else name.split(".")[:-1]
         found = set()
         for top in tree.body:
-            for node in ast.walk(top) if isinstance(top, (ast.If, ast.Try)) else [top]:
+            for node in ast.walk(top) if in_functions or isinstance(top, (ast.If, ast.Try)) else [top]:
                 if isinstance(node, ast.Import):
                     found |= {a.name for a in node.names if a.name.startswith("tb_pipeline_plugin")}
                 elif isinstance(node, ast.ImportFrom):
@@ -202,7 +207,18 @@ def test_no_import_circle():
     assert not _circles(_import_graph())
 
 
+def test_no_import_circle_through_imports_in_functions():
+    """An import moved into a function hides a circle from the check above
+    without removing it: the two modules still need each other (the entry
+    point, server/loader.py, imports the plugin in `load`; the plugin takes
+    its names from server/names.py, not from the loader). None is left."""
+    assert not _circles(_import_graph(in_functions=True))
+
+
 def test_the_circle_finder_finds_one():
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     graph = _import_graph()
     assert "tb_pipeline_plugin.analysis.processor" in graph["tb_pipeline_plugin.analysis.group"]
+    # The loader imports the plugin only inside `load`: seen with in_functions, not at import time.
+    assert "tb_pipeline_plugin.server.plugin" not in graph["tb_pipeline_plugin.server.loader"]
+    assert "tb_pipeline_plugin.server.plugin" in _import_graph(in_functions=True)["tb_pipeline_plugin.server.loader"]

@@ -1,17 +1,17 @@
 """Operator statistics: one row per operator name (or name and input shape)."""
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import get_args
 
 import numpy as np
 import pandas as pd
 
+# How operator rows are grouped: by name, or by name and input shape (declared
+# once in the contract: the routes' `group_by` parameter and answer field).
+from ..contract.tables import GroupBy
 from ..trace.link import LinkedTrace
 from ..trace.table import Kind, Phase
 
-# How operator rows are grouped: by name, or by name and input shape (also
-# the type of the routes' `group_by` parameter and answer field).
-GroupBy = Literal["name", "name_and_shape"]
 GROUP_BY: tuple[str, ...] = get_args(GroupBy)
 OPERATOR_COLUMNS = ["name", "input_shape", "calls", "host_self_us", "host_total_us", "device_self_us", "device_total_us"]
 

@@ -17,19 +17,17 @@ sides' device time compares there.
 """
 from __future__ import annotations
 
-from typing import Literal
-
 import pandas as pd
 
 from ..analysis.compiled import compiled_root
 from ..analysis.labels import MODULE
 from ..analysis.run import Run
+# How diff/kernels joins two runs' device time: by kernel name, or by what launched it (declared once in the contract).
+from ..contract.diff_tables import KernelGroupBy
 from .explain import OWN
 from .tables import join
 
 LAUNCH_COLUMNS = ["calls", "total_us"]
-# How diff/kernels joins two runs' device time: by kernel name, or by what launched it.
-KernelGroupBy = Literal["name", "operator", "module"]
 KERNELS_LISTED = 3
 
 

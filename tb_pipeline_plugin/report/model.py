@@ -18,8 +18,7 @@ from typing import Literal, Union
 
 from msgspec import Struct
 
-from ..diff.pair_shape import Difference, WorkUnit, WorkUnits
-from ..diff.significance_shape import Advice, NoiseSource, Significance, SignificanceVerdict
+from ..contract import Advice, Difference, NoiseSource, Significance, SignificanceVerdict, WorkUnit, WorkUnits
 
 REPORT_VERSION = 1
 

@@ -18,10 +18,9 @@ import traceback
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-logger = logging.getLogger(__name__)
+from .names import PLUGIN_NAME, TAB_NAME
 
-PLUGIN_NAME = "tb_pipeline"
-TAB_NAME = "Pipeline Diff"
+logger = logging.getLogger(__name__)
 
 
 class PipelinePluginLoader(base_plugin.TBLoader):

@@ -30,7 +30,7 @@ from ..diff.delta import pct_name
 from ..diff.launches import LAUNCH_COLUMNS, KernelGroupBy, launch_keys
 from ..diff.overview import OVERVIEW_METRICS
 from ..diff.pair_impls import KERNEL_KEYS, OPERATOR_KEYS
-from .contract import ErrorResponse
+from ..contract import ErrorResponse
 from .routes import ERROR_STATUSES, ROUTES
 
 _REPO = os.path.join(os.path.dirname(__file__), "..", "..")

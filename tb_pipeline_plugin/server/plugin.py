@@ -26,7 +26,7 @@ from . import params as Q
 from . import run_impls
 from .gc_freeze import freeze_startup_objects
 from .http import encode_json, json_response, json_routes, static_response
-from .loader import PLUGIN_NAME, TAB_NAME
+from .names import PLUGIN_NAME, TAB_NAME
 
 _STATIC_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")
 

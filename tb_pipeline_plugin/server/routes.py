@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import contract as C
+from .. import contract as C
 from . import params as Q
 
 

@@ -1,22 +1,17 @@
-"""The shape of what a pair is before its verdicts (diff/units.py,
-diff/comparability.py), declared once: the HTTP contract
-(server/contract.py) and the report (report/model.py) both carry it."""
+"""What a pair is before its verdicts (diff/units.py, diff/comparability.py):
+the unit it is compared in and the differences between the runs. The HTTP
+answers and the report of `tb-pipeline diff` (report/model.py) both carry it."""
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import Literal
 
-from msgspec import Struct
+from .common import Number, _Shape
 
-Number = Union[int, float]
 WorkUnit = Literal["step", "sample", "token"]
 CountSource = Literal["given", "statistics"]
 # per_unit: answers are per sample or token; no_verdict: a number is meaningless as it stands and gets none;
 # caveat: numbers stand, part of a delta may be this; note: worth knowing.
 DifferenceEffect = Literal["per_unit", "no_verdict", "caveat", "note"]
-
-
-class _Shape(Struct, forbid_unknown_fields=True, omit_defaults=False):
-    pass
 
 
 class WorkCounts(_Shape):

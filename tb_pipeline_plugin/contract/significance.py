@@ -1,13 +1,13 @@
-"""The shape of a verdict of diff/significance.py (its `_result` dicts),
-declared once: the HTTP contract (server/contract.py) and the report of
-`tb-pipeline diff` (report/model.py) both carry it, so a dashboard reading
-either gets the same fields. Its own module so that neither needs numpy or
-scipy to know the shape."""
+"""The shape of a verdict of diff/significance.py (its `_result` dicts) and
+of the advice that would settle an inconclusive one: the HTTP answers and the
+report of `tb-pipeline diff` (report/model.py) both carry it, so a dashboard
+reading either gets the same fields. Here, not in diff/, so that neither needs
+numpy or scipy to know the shape."""
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import Literal
 
-from msgspec import Struct
+from .common import Number, _Shape
 
 # "not_comparable": the delta was measured, but a difference between the runs
 # makes it meaningless as it stands (diff/comparability.py); `label` says which.
@@ -15,7 +15,7 @@ SignificanceVerdict = Literal["significant", "within_noise", "too_few_steps", "n
 NoiseSource = Literal["measured", "assumed"]
 
 
-class Significance(Struct, forbid_unknown_fields=True, omit_defaults=False):
+class Significance(_Shape):
     """Is a delta more than the runs' noise (docs/http_api.md,
     "Significance")? `ci_low` / `ci_high`: the interval of the delta (null
     with too few steps), at `confidence` (0.95 for one quantity, higher for
@@ -27,9 +27,9 @@ class Significance(Struct, forbid_unknown_fields=True, omit_defaults=False):
 
     verdict: SignificanceVerdict
     label: str
-    delta: Union[int, float]
-    ci_low: Union[int, float] | None
-    ci_high: Union[int, float] | None
+    delta: Number
+    ci_low: Number | None
+    ci_high: Number | None
     baseline_steps: int
     experimental_steps: int
     baseline_recordings: int
@@ -43,10 +43,19 @@ class Significance(Struct, forbid_unknown_fields=True, omit_defaults=False):
 AdviceReason = Literal["too_few_steps", "more_data", "out_of_reach", "not_comparable"]
 
 
-class Advice(Struct, forbid_unknown_fields=True, omit_defaults=False):
+class Advice(_Shape):
     """What would make an inconclusive step verdict conclusive (diff/conclusive.py)."""
 
     reason: AdviceReason
     steps_per_run: int | None  # steps per run that would do it (null: steps cannot)
     repeat: int | None  # recordings per side, `tb-pipeline record --repeat N` (null: out of reach)
     text: str
+
+
+class ExplainNoise(_Shape):
+    """Where the explanation's noise bands came from, for the sentence's reader."""
+
+    source: NoiseSource
+    baseline_recordings: int
+    experimental_recordings: int
+    note: str

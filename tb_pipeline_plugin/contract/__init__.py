@@ -1,0 +1,62 @@
+"""The HTTP contract: every response shape, declared once, by subject.
+
+`docs/openapi.json` is generated from these Structs (`python -m
+tb_pipeline_plugin.server.openapi`), and the frontend's TypeScript types are
+generated from that document (`npm run gen:api` in frontend/), so Python,
+the schema and TypeScript cannot drift apart: `make test` fails when a
+generated file is stale, and the route tests decode every response body with
+these types (`forbid_unknown_fields`: an undeclared field fails too).
+
+Units are in the field names (`_us`, `_s`, `_bytes`, `_pct`); `None` is JSON
+`null`: a percentage whose baseline is 0, a value the trace does not record.
+A delta % is named as diff/delta.py says (`pct_name`): `delta_<c without its
+unit>_pct`, and `delta_<c without _pct>_rel_pct` for a percentage `c`.
+
+A leaf: it imports nothing of ours (only msgspec and typing), so any layer
+may import it: the server's route table and OpenAPI, diff/'s impls that
+return these Structs, the report of `tb-pipeline diff` (report/model.py).
+One module per subject; this package re-exports every public name, the one
+import surface (`from tb_pipeline_plugin import contract as C`). A name is
+defined once across the package (tests/test_contract.py): annotations are
+resolved by name in the module that declares them.
+"""
+from __future__ import annotations
+
+from .common import ErrorResponse, Number, RunRef
+from .pair import CountSource, Difference, DifferenceEffect, WorkCounts, WorkUnit, WorkUnits
+from .significance import Advice, AdviceReason, ExplainNoise, NoiseSource, Significance, SignificanceVerdict
+from .runs import RunInfo, RunKind, RunStatus, RunsResponse, SpanInfo, StepRange, WorkerInfo
+from .overview import (
+    Breakdown, DeviceInfo, DiffOverviewResponse, DiffOverviewRow, DiffUnit, DistributedInfo, MemoryDevice,
+    MemorySummary, OverviewResponse, StepInfo,
+)
+from .tables import GroupBy, KernelRow, KernelsResponse, ModuleNode, ModulesResponse, OperatorRow, OperatorsResponse
+from .memory import DiffMemoryResponse, MemoryCurve, MemoryDeviceDiff, MemoryPeak, MemoryRow, MemoryStepPeak
+from .modules_diff import CompiledSide, Crumb, DiffModulesResponse, DiffPiece, DiffTrend, PieceKind, PieceStatus
+from .explain import (
+    BusyPair, Contributor, ContributorKind, DiffExplainResponse, ExplainDataWait, ExplainGilLimit,
+    ExplainInputBound, ExplainLoaderLimit, ExplainPipeline, ExplainStageChange, ExplainStep, LaunchRow,
+    ProfiledStep, Spikiness, SpikinessPair, StepFigures, TopOperator, WaterfallBar, WaterfallKind,
+)
+from .diff_tables import (
+    DiffKernelRow, DiffKernelsResponse, DiffOperatorRow, DiffOperatorsResponse, KernelGroupBy, KernelShare,
+)
+from .diagnostic import (
+    DiagnosticCurve, DiagnosticEnvironment, DiagnosticGil, DiagnosticGroup, DiagnosticPoint, DiagnosticReport,
+    DiagnosticResponse, DiagnosticStage, DiagnosticStageDiff, DiffDiagnosticResponse, Executor, GilHolder,
+    LevelChange, SkippedLevel, StageChange, StageVerdict,
+)
+from .pipeline import (
+    Bottleneck, DiffPipelineCallbackRow, DiffPipelineResponse, DiffPipelineStageRow, HostPoint, HostSummary,
+    InputBound, InputBoundVerdict, LoopEpilogue, PipelineCallback, PipelineHost, PipelineMeta, PipelineProfiler,
+    PipelineRecording, PipelineRecordings, PipelineReport, PipelineResponse, PipelineSource, PipelineSplit,
+    PipelineStage, PipelineSummaryRow, PipelineUnit, Throughput, ThroughputPoint,
+)
+from .timeline import (
+    DiffTimelineResponse, ProfilerLinkResponse, TimelineEvents, TimelineKind, TimelineLane, TimelineMerged,
+    TimelineSide,
+)
+from .distributed import (
+    DistributedResponse, PercentileDeltaRow, QuantitySpread, RankAtPercentile, RankCoverage, RankDeltaRow,
+    RankHistogram, RankNote, RankRow, RankSource, RunRanks, SplitDeltas, SplitQuantity, Straggler,
+)
