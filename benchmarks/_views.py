@@ -18,7 +18,10 @@ def view_calls(path: str):
     """(load, per_run, diff): callables; `load()` returns the TraceProcessor
     the other two take. Imports happen here, not in the timed calls."""
     from tb_pipeline_plugin.analysis.processor import TraceProcessor
-    from tb_pipeline_plugin.diff import pair_impls
+    from tb_pipeline_plugin.diff.impls.modules import diff_modules_impl
+    from tb_pipeline_plugin.diff.impls.overview import diff_overview_impl
+    from tb_pipeline_plugin.diff.impls.tables import diff_kernels_impl, diff_operators_impl
+    from tb_pipeline_plugin.diff.pair import pair_of
     from tb_pipeline_plugin.server import params as Q
     from tb_pipeline_plugin.server import run_impls as views
     from tb_pipeline_plugin.server.http import encode_json
@@ -36,11 +39,9 @@ def view_calls(path: str):
             encode_json(v)
 
     def diff(tp) -> None:
-        for v in (pair_impls.diff_overview_impl(tp, tp),
-                  pair_impls.diff_modules_impl(tp, tp, modules_q.path, modules_q.offset, modules_q.limit),
-                  pair_impls.diff_operators_impl(tp, tp, operators_q.table_query(), operators_q.group_by,
-                                                 operators_q.path),
-                  pair_impls.diff_kernels_impl(tp, tp, kernels_q.table_query(), kernels_q.path)):
+        pair = pair_of(tp, tp)
+        for v in (diff_overview_impl(pair), diff_modules_impl(pair, modules_q.query()),
+                  diff_operators_impl(pair, operators_q.query()), diff_kernels_impl(pair, kernels_q.query())):
             encode_json(v)
 
     return load, per_run, diff

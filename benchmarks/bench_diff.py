@@ -94,7 +94,10 @@ def timed(fn):
 
 def measure(name: str, b_path: str, e_path: str, repeat: int) -> dict:
     from tb_pipeline_plugin.analysis.processor import TraceProcessor
-    from tb_pipeline_plugin.diff import pair_impls
+    from tb_pipeline_plugin.diff.impls.modules import ModulesQuery, diff_modules_impl
+    from tb_pipeline_plugin.diff.impls.overview import diff_overview_impl
+    from tb_pipeline_plugin.diff.impls.tables import diff_kernels_impl, diff_operators_impl
+    from tb_pipeline_plugin.diff.pair import pair_of
     from tb_pipeline_plugin.diff.tables import TableQuery
     from tb_pipeline_plugin.server.http import encode_json
 
@@ -116,13 +119,14 @@ def measure(name: str, b_path: str, e_path: str, repeat: int) -> dict:
             # exactly as the store hands over a just-loaded run.
             b, e = TraceProcessor(b.table, b_path), TraceProcessor(e.table, e_path)
         gc.collect()
-        root = timed("modules_root_s", lambda: encode_json(pair_impls.diff_modules_impl(b, e, "")))
-        step = timed("modules_step_s", lambda: encode_json(pair_impls.diff_modules_impl(b, e, "0")))
-        page = timed("operators_cold_s", lambda: encode_json(pair_impls.diff_operators_impl(b, e)))
-        timed("operators_warm_s", lambda: encode_json(pair_impls.diff_operators_impl(b, e, TableQuery(sort="name"))))
-        timed("operators_piece_s", lambda: encode_json(pair_impls.diff_operators_impl(b, e, path="0.0")))
-        timed("kernels_cold_s", lambda: encode_json(pair_impls.diff_kernels_impl(b, e)))
-        timed("overview_cold_s", lambda: encode_json(pair_impls.diff_overview_impl(b, e)))
+        pair = pair_of(b, e)
+        root = timed("modules_root_s", lambda: encode_json(diff_modules_impl(pair, ModulesQuery(path=""))))
+        step = timed("modules_step_s", lambda: encode_json(diff_modules_impl(pair, ModulesQuery(path="0"))))
+        page = timed("operators_cold_s", lambda: encode_json(diff_operators_impl(pair)))
+        timed("operators_warm_s", lambda: encode_json(diff_operators_impl(pair, TableQuery(sort="name"))))
+        timed("operators_piece_s", lambda: encode_json(diff_operators_impl(pair, TableQuery(path="0.0"))))
+        timed("kernels_cold_s", lambda: encode_json(diff_kernels_impl(pair)))
+        timed("overview_cold_s", lambda: encode_json(diff_overview_impl(pair)))
     row["modules_root_bytes"], row["modules_step_bytes"], row["operators_page_bytes"] = len(root), len(step), len(page)
     row["atoms"] = [len(b.pieces().kind), len(e.pieces().kind)]
     for key, values in timings.items():

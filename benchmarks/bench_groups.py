@@ -79,7 +79,11 @@ def build_inputs(size_mb: float, reuse: bool) -> tuple[Path, Path]:
 
 def child(mode: str, logdir: str, profile_out: str | None) -> dict:
     from tb_pipeline_plugin.analysis.group import RecordingGroup
-    from tb_pipeline_plugin.diff import pair_impls as P
+    from tb_pipeline_plugin.diff.impls.explain import diff_explain_impl
+    from tb_pipeline_plugin.diff.impls.modules import ModulesQuery, diff_modules_impl
+    from tb_pipeline_plugin.diff.impls.overview import diff_overview_impl
+    from tb_pipeline_plugin.diff.impls.tables import diff_kernels_impl, diff_operators_impl
+    from tb_pipeline_plugin.diff.pair import pair_of
     from tb_pipeline_plugin.server.http import encode_json
     from tb_pipeline_plugin.sources.artifacts import TraceLoader
 
@@ -111,13 +115,14 @@ def child(mode: str, logdir: str, profile_out: str | None) -> dict:
         b, e = runs["baseline"][0], runs["experimental"][0]
     else:
         b, e = timed("group", lambda: [RecordingGroup(runs[s], [f"r{i}" for i in range(1, N + 1)]) for s in SIDES])
-    impl("overview", lambda: P.diff_overview_impl(b, e))
-    impl("explain", lambda: P.diff_explain_impl(b, e))
-    root = impl("modules_root", lambda: P.diff_modules_impl(b, e, ""))
+    pair = pair_of(b, e)
+    impl("overview", lambda: diff_overview_impl(pair))
+    impl("explain", lambda: diff_explain_impl(pair))
+    root = impl("modules_root", lambda: diff_modules_impl(pair, ModulesQuery(path="")))
     first_step = json.loads(root)["children"][0]["path"]
-    impl("modules_step", lambda: P.diff_modules_impl(b, e, first_step))
-    impl("operators", lambda: P.diff_operators_impl(b, e))
-    impl("kernels", lambda: P.diff_kernels_impl(b, e))
+    impl("modules_step", lambda: diff_modules_impl(pair, ModulesQuery(path=first_step)))
+    impl("operators", lambda: diff_operators_impl(pair))
+    impl("kernels", lambda: diff_kernels_impl(pair))
     total = time.perf_counter() - t_all
     if profile_out:
         prof.disable()

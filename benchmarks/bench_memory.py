@@ -12,7 +12,7 @@ free and operator is a real one (addresses repeat in each copy, as a real
 allocator reuses them from step to step).
 
 Measured in-process with `time.perf_counter` around what the route's
-handler runs (`pair_impls.diff_memory_impl` and the JSON encoder the routes
+handler runs (`diff/impls/memory.py:diff_memory_impl` and the JSON encoder the routes
 use); minimum and maximum over repeats, the target must hold for the maximum.
 
     .venv/bin/python benchmarks/bench_memory.py [--size-mb 200] [--repeat 5] [--keep] [--json out.json]
@@ -38,7 +38,9 @@ from bench_diff import build_pair, timed  # noqa: E402  (records the cpu pair an
 
 def measure(b_path: str, e_path: str, repeat: int) -> dict:
     from tb_pipeline_plugin.analysis.processor import TraceProcessor
-    from tb_pipeline_plugin.diff import pair_impls
+    from tb_pipeline_plugin.diff.impls.memory import diff_memory_impl
+    from tb_pipeline_plugin.diff.impls.overview import diff_overview_impl
+    from tb_pipeline_plugin.diff.pair import pair_of
     from tb_pipeline_plugin.server.http import encode_json
 
     b, load_b = timed(lambda: TraceProcessor.load(b_path))
@@ -55,12 +57,13 @@ def measure(b_path: str, e_path: str, repeat: int) -> dict:
         if k:
             b, e = TraceProcessor(b.table, b_path), TraceProcessor(e.table, e_path)
         gc.collect()
-        answer, first = timed(lambda: encode_json(pair_impls.diff_memory_impl(b, e)))
+        pair = pair_of(b, e)
+        answer, first = timed(lambda: encode_json(diff_memory_impl(pair)))
         timings.setdefault("memory_first_s", []).append(first)
-        _, warm = timed(lambda: encode_json(pair_impls.diff_memory_impl(b, e)))
+        _, warm = timed(lambda: encode_json(diff_memory_impl(pair)))
         timings.setdefault("memory_warm_s", []).append(warm)
-        encode_json(pair_impls.diff_overview_impl(b, e))
-        _, ov = timed(lambda: encode_json(pair_impls.diff_overview_impl(b, e)))
+        encode_json(diff_overview_impl(pair))
+        _, ov = timed(lambda: encode_json(diff_overview_impl(pair)))
         timings.setdefault("overview_warm_s", []).append(ov)
     out = json.loads(answer)
     shown = next(d for d in out["devices"] if d["device"] == out["device"])

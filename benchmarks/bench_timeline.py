@@ -33,7 +33,9 @@ from bench_diff import MIB, run_cli, timed  # noqa: E402
 
 def measure(name: str, b_path: str, e_path: str, repeat: int) -> dict:
     from tb_pipeline_plugin.analysis.processor import TraceProcessor
-    from tb_pipeline_plugin.diff.pair_impls import diff_timeline_impl
+    from tb_pipeline_plugin.diff.impls.timeline import diff_timeline_impl
+    from tb_pipeline_plugin.diff.pair import pair_of
+    from tb_pipeline_plugin.diff.timeline import TimelineQuery
     from tb_pipeline_plugin.server.http import encode_json
 
     b, e = TraceProcessor.load(b_path), TraceProcessor.load(e_path)
@@ -43,7 +45,7 @@ def measure(name: str, b_path: str, e_path: str, repeat: int) -> dict:
     sizes: dict[str, int] = {}
 
     def ask(key, **params):
-        body, seconds = timed(lambda: encode_json(diff_timeline_impl(b, e, **params)))
+        body, seconds = timed(lambda: encode_json(diff_timeline_impl(pair_of(b, e), TimelineQuery(**params))))
         timings.setdefault(key, []).append(seconds)
         sizes[key] = len(body)
         return json.loads(body)

@@ -154,10 +154,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.k < 2 * GROUP:
         parser.error(f"--k must be at least {2 * GROUP}")
-    from tb_pipeline_plugin.diff.significance import between_run_pct
+    from tb_pipeline_plugin.diff.significance import NoisePolicy
 
     conditions = ["quiet"] + (["busy"] if args.busy else [])
-    rows, facts = [], {"k": args.k, "steps_per_recording": STEPS, "between_run_pct": between_run_pct(),
+    rows, facts = [], {"k": args.k, "steps_per_recording": STEPS, "between_run_pct": NoisePolicy.from_environment().between_run_pct,
                        "cpus": os.cpu_count(), "started": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
     try:
         for condition in conditions:

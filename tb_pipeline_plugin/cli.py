@@ -229,32 +229,20 @@ def run_diff(args, out=None) -> int:
     out = out or sys.stdout
     if args.top < 0:
         raise ValueError("--top must be >= 0")
-    if args.between_run_pct is None:
-        return _diff(args, out)
-    from .diff.significance import BETWEEN_RUN_ENV
-
-    # The significance module reads it from the environment on every
-    # comparison, as it does in the TensorBoard process; set for this diff
-    # only (a notebook or test calling `main` twice must not inherit it).
-    before = os.environ.get(BETWEEN_RUN_ENV)
-    os.environ[BETWEEN_RUN_ENV] = repr(args.between_run_pct)
-    try:
-        return _diff(args, out)
-    finally:
-        if before is None:
-            del os.environ[BETWEEN_RUN_ENV]
-        else:
-            os.environ[BETWEEN_RUN_ENV] = before
+    return _diff(args, out)
 
 
 def _diff(args, out) -> int:
     from .compare import compare
+    from .diff.significance import NoisePolicy
     from .report.build import build
 
+    # The flag is this diff's policy; without it, the environment's (as the TensorBoard process reads it).
+    noise = None if args.between_run_pct is None else NoisePolicy(args.between_run_pct)
     c = compare(args.baseline, args.experimental, b_worker=args.b_worker, b_span=args.b_span,
                 e_worker=args.e_worker, e_span=args.e_span, group_by=args.group_by,
                 baseline_samples=args.baseline_samples, experimental_samples=args.experimental_samples,
-                baseline_tokens=args.baseline_tokens, experimental_tokens=args.experimental_tokens)
+                baseline_tokens=args.baseline_tokens, experimental_tokens=args.experimental_tokens, noise=noise)
     for note in c.notes:  # a warning each, on one line: what was left out of a run
         print(f"tb-pipeline: {note}", file=sys.stderr)
     report = build(c, (args.baseline, args.experimental), args.top, args.fail_if, args.require_significance)

@@ -21,7 +21,10 @@
 
 Same numbers as the `diff/*` routes (docs/http_api.md): runs are found and
 loaded by the plugin's provider (`sources/provider.py`, here loading in this
-process and waiting), and both call `tb_pipeline_plugin.diff.pair_impls`.
+process and waiting), and both call `tb_pipeline_plugin.diff.impls` on one
+`Pair` (diff/pair.py). `compare(..., noise=NoisePolicy(5.0))` sets the
+between-run spread a single recording is judged with (default: the
+`TB_PIPELINE_BETWEEN_RUN_PCT` environment variable, else 2 %).
 """
 from __future__ import annotations
 
@@ -35,9 +38,19 @@ import pandas as pd
 
 from .analysis.group import RecordingGroup
 from .analysis.processor import TraceProcessor
-from .diff import pair_impls, tables
-from .diff.units import Given
+from .analysis.operators import GROUP_BY
+from .diff import tables
+from .diff import step_basis
 from .diff import tree as T
+from .diff.impls.explain import diff_explain_impl
+from .diff.impls.memory import diff_memory_impl
+from .diff.impls.modules import ModulesQuery, diff_modules_impl
+from .diff.impls.overview import diff_overview_impl
+from .diff.impls.tables import diff_kernels_impl, diff_operators_impl
+from .diff.pair import NO_STATISTICS, NOT_GIVEN, Pair, pair_of
+from .diff.significance import NoisePolicy
+from .diff.table_view import KERNEL_KEYS, KERNEL_PRIMARY, OPERATOR_KEYS, kernel_table, operator_primary, operator_table
+from .diff.units import Given
 from .sources.artifacts import make_loader
 from .sources.provider import RunProvider
 
@@ -124,16 +137,23 @@ class Comparison:
     experimental: TraceProcessor | RecordingGroup
     group_by: str = "name"
     # Each run's recorded pipeline statistics (PipelineTables) or None.
-    statistics: tuple = pair_impls.NO_STATISTICS
+    statistics: tuple = NO_STATISTICS
     # Each run's samples / tokens per step given by the caller (diff/units.py).
-    given: tuple = pair_impls.NOT_GIVEN
+    given: tuple = NOT_GIVEN
     # What discovery left out of either run ("baseline: recordings.json lists ..."), in words.
     notes: list[str] = field(default_factory=list)
+    # The between-run spread a single recording is judged with (None: the environment's, else the default).
+    noise: NoisePolicy | None = None
+
+    @cached_property
+    def pair(self) -> Pair:
+        """The comparison every answer below is a view of (diff/pair.py)."""
+        return pair_of(self.baseline, self.experimental, self.statistics, self.given, self.noise)
 
     @property
     def pipelines(self) -> tuple | None:
         """Both runs' recorded pipeline statistics, when both have them."""
-        return pair_impls.both(self.statistics)
+        return self.pair.pipelines
 
     @cached_property
     def explanation(self) -> dict:
@@ -142,14 +162,14 @@ class Comparison:
         `contributors`, `waterfall`, `launch`, `note`, and `pipeline` (data
         wait, input-bound verdicts, the stage that changed most) when both
         runs have recorded pipeline statistics."""
-        return pair_impls.diff_explain_impl(self.baseline, self.experimental, self.statistics, self.given)
+        return diff_explain_impl(self.pair)
 
     @cached_property
     def memory(self) -> dict:
         """Where the memory peak went (the `diff/memory` route's answer, without
         the selections): `sentence`, `message` (a run without memory events),
         `device`, `devices`."""
-        return pair_impls.diff_memory_impl(self.baseline, self.experimental)
+        return diff_memory_impl(self.pair)
 
     @property
     def memory_rows(self) -> pd.DataFrame:
@@ -172,7 +192,7 @@ class Comparison:
     def overview_answer(self) -> dict:
         """The `diff/overview` route's answer (without the selections): `rows`
         (each with its `significance`, the step time's the explanation's), `note`."""
-        return pair_impls.diff_overview_impl(self.baseline, self.experimental, self.statistics, self.given)
+        return diff_overview_impl(self.pair)
 
     @cached_property
     def overview(self) -> pd.DataFrame:
@@ -186,10 +206,10 @@ class Comparison:
         """The aligned children of the piece at `path`, with the accumulated
         trend (`acc_*` columns: running sums in execution order, µs)."""
         # Every child, however many: page through at the route's largest limit.
-        limit = pair_impls.MODULES_MAX_LIMIT
+        limit = T.MODULES_MAX_LIMIT
         rows, trend, offset = [], {}, 0
         while True:
-            out = pair_impls.diff_modules_impl(self.baseline, self.experimental, path, offset, limit)
+            out = diff_modules_impl(self.pair, ModulesQuery(path=path, offset=offset, limit=limit))
             rows += out["children"]
             for key, values in out["trend"].items():
                 trend.setdefault(key, []).extend(values)
@@ -207,8 +227,8 @@ class Comparison:
 
     def operators_at(self, path: str) -> pd.DataFrame:
         """Operator deltas inside the piece at `path` ("" = everything)."""
-        table = pair_impls.operator_table(self.baseline, self.experimental, self.group_by, path)
-        return tables.sort_table(table, f"delta_{self.operator_primary}", "desc", pair_impls.OPERATOR_KEYS).reset_index(drop=True)
+        table = operator_table(self.pair, self.group_by, path)
+        return tables.sort_table(table, f"delta_{self.operator_primary}", "desc", OPERATOR_KEYS).reset_index(drop=True)
 
     @cached_property
     def kernels(self) -> pd.DataFrame:
@@ -216,21 +236,18 @@ class Comparison:
 
     def kernels_at(self, path: str) -> pd.DataFrame:
         """Kernel deltas of the kernels launched inside the piece at `path` ("" = everything)."""
-        table = pair_impls.kernel_table(self.baseline, self.experimental, path)
-        return tables.sort_table(table, f"delta_{pair_impls.KERNEL_PRIMARY}", "desc", pair_impls.KERNEL_KEYS).reset_index(drop=True)
+        table = kernel_table(self.pair, path)
+        return tables.sort_table(table, f"delta_{KERNEL_PRIMARY}", "desc", KERNEL_KEYS).reset_index(drop=True)
 
     def operator_page(self, limit: int) -> dict:
         """The `diff/operators` route's first page of `limit` rows in its
         default order (largest |delta| of the primary time first), each with
         the significance mark the route gives it, and `total`."""
-        query = tables.TableQuery(limit=limit)
-        return pair_impls.diff_operators_impl(self.baseline, self.experimental, query, self.group_by, "",
-                                              self.statistics, self.given)
+        return diff_operators_impl(self.pair, tables.TableQuery(group_by=self.group_by, limit=limit))
 
     def kernel_page(self, limit: int) -> dict:
         """The `diff/kernels` route's first page of `limit` rows, as `operator_page`."""
-        return pair_impls.diff_kernels_impl(self.baseline, self.experimental, tables.TableQuery(limit=limit), "",
-                                            "name", self.statistics, self.given)
+        return diff_kernels_impl(self.pair, tables.TableQuery(limit=limit))
 
     @property
     def step_times(self) -> tuple[dict, dict]:
@@ -244,13 +261,13 @@ class Comparison:
     def step_samples_us(self) -> tuple:
         """((baseline µs, recordings), (experimental µs, recordings)): the
         per-step step times the explanation's step verdict is judged on
-        (`pair_impls.step_samples`)."""
-        return pair_impls.step_samples(self.baseline, self.experimental, self.statistics, self.given)
+        (diff/step_basis.py:step_samples)."""
+        return step_basis.step_samples(self.pair)
 
     @property
     def operator_primary(self) -> str:
         """The operators' primary column: device self time when either run has device activity."""
-        return pair_impls.operator_primary(self.baseline, self.experimental)
+        return operator_primary(self.pair)
 
 
 def compare(
@@ -266,12 +283,17 @@ def compare(
     experimental_samples: float | None = None,
     baseline_tokens: float | None = None,
     experimental_tokens: float | None = None,
+    noise: NoisePolicy | None = None,
 ) -> Comparison:
     """Load both sides (paths or TraceProcessors) and compare them; tables
     are computed when first read. Baseline and experimental may be the same
     trace, or two workers of one run. `*_samples` / `*_tokens`: a run's
     work per step where its pipeline statistics do not say (a trace-only
-    run): when the runs' differ, the step verdict is per sample (token)."""
+    run): when the runs' differ, the step verdict is per sample (token).
+    `noise`: the between-run spread assumed for single recordings (None:
+    `NoisePolicy.from_environment()`)."""
+    if group_by not in GROUP_BY:
+        raise ValueError(f"group_by must be one of {', '.join(GROUP_BY)}, got {group_by!r}")
     b, b_stats, b_notes = _side(baseline, b_worker, b_span)
     e, e_stats, e_notes = _side(experimental, e_worker, e_span)
     for name, value in (("baseline_samples", baseline_samples), ("experimental_samples", experimental_samples),
@@ -280,4 +302,4 @@ def compare(
             raise ValueError(f"{name} must be a positive count per step, got {value!r}")
     given = (Given(baseline_samples, baseline_tokens), Given(experimental_samples, experimental_tokens))
     said = [f"{side}: {note}" for side, notes in (("baseline", b_notes), ("experimental", e_notes)) for note in notes]
-    return Comparison(b, e, group_by, (b_stats, e_stats), given, said)
+    return Comparison(b, e, group_by, (b_stats, e_stats), given, said, noise)

@@ -8,6 +8,7 @@ import math
 import pytest
 
 from support.json_oracle import duration_by_name, load_events
+from tb_pipeline_plugin.diff.significance import NoisePolicy
 from tb_pipeline_plugin.compare import compare
 from support import diff_calls as api
 from tb_pipeline_plugin.diff import overview as O
@@ -245,7 +246,7 @@ def test_overview_rows_pure():
          "breakdown_us": {"kernel": 5.0}, "memory": {"avg_bytes": None, "peak_bytes": 10}}
     e = {"device": {"type": "GPU", "name": "A100", "count": 1}, "steps": [{}] * 3, "avg_step_time_us": 7.0,
          "breakdown_us": {"kernel": 2.5}, "memory": {"avg_bytes": 4.0, "peak_bytes": 15}}
-    by = {r["metric"]: r for r in O.overview_rows(b, e)}
+    by = {r["metric"]: r for r in O.overview_rows(b, e, noise=NoisePolicy())}
     assert (by["device"]["baseline"], by["device"]["experimental"]) == ("CPU", "A100")
     assert by["steps"]["delta"] == 1 and by["steps"]["delta_pct"] == 50
     assert by["avg_step_time_us"]["delta"] == 7 and by["avg_step_time_us"]["delta_pct"] is None

@@ -18,7 +18,9 @@ from support.json_oracle import category, launches_by_correlation, load_events, 
 from tb_pipeline_plugin.analysis.labels import DEVICE_IDLE, DEVICE_OVERLAP, PRE_WINDOW
 from tb_pipeline_plugin.analysis.processor import TraceProcessor
 from tb_pipeline_plugin.compare import compare, load
-from tb_pipeline_plugin.diff.pair_impls import diff_kernels_impl, diff_modules_impl
+from support.diff_calls import diff_modules_impl
+from tb_pipeline_plugin.diff.impls.tables import diff_kernels_impl
+from tb_pipeline_plugin.diff.pair import pair_of
 from tb_pipeline_plugin.trace import decode_trace
 
 H200 = Path(__file__).resolve().parent.parent.parent / "shared" / "traces" / "h200"
@@ -189,7 +191,7 @@ def test_compile_aligns_the_compiled_region_with_the_eager_subtree(runs):
     assert lm_piece["compiled"] == "experimental" and lm_piece["status"] == "matched"
     # The compiled LM_0 against the eager LM_0 subtree, device time against device time.
     b, e = runs["compile", "baseline"], runs["compile", "experimental"]
-    by_module = {r["name"]: r for r in diff_kernels_impl(b, e, group_by="module", query=_all())["rows"]}
+    by_module = {r["name"]: r for r in diff_kernels_impl(pair_of(b, e), _all("module"))["rows"]}
     eager = b.launch_table()
     eager_lm = eager[eager["key"].str.startswith("LM_0")]["total_us"].sum()
     assert by_module["LM_0"]["baseline_total_us"] == pytest.approx(eager_lm, rel=REL, abs=ABS_US)
@@ -198,7 +200,7 @@ def test_compile_aligns_the_compiled_region_with_the_eager_subtree(runs):
 def test_the_kernels_of_one_operator_line_up_across_precisions(runs):
     """Kernels tab, by launching operator: the fp32 and bf16 GEMMs of aten::addmm side by side."""
     b, e = runs["amp", "baseline"], runs["amp", "experimental"]
-    rows = diff_kernels_impl(b, e, group_by="operator", query=_all())["rows"]
+    rows = diff_kernels_impl(pair_of(b, e), _all("operator"))["rows"]
     head = next(r for r in rows if r["name"] == "aten::addmm" and r["module"] == "LM_0/Linear_16")
     assert any("f32f32" in k["name"] for k in head["baseline_kernels"])
     assert any(k["name"].startswith("nvjet") for k in head["experimental_kernels"])
@@ -209,10 +211,10 @@ def test_the_kernels_of_one_operator_line_up_across_precisions(runs):
     assert head["baseline_total_us"] == pytest.approx(expected, rel=REL, abs=ABS_US)
 
 
-def _all():
+def _all(group_by: str):
     from tb_pipeline_plugin.diff.tables import MAX_LIMIT, TableQuery
 
-    return TableQuery(limit=MAX_LIMIT)
+    return TableQuery(group_by=group_by, limit=MAX_LIMIT)
 
 
 def _graph_trace(graph: bool) -> TraceProcessor:

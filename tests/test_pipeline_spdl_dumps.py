@@ -10,6 +10,7 @@ import shutil
 
 import pytest
 
+from tb_pipeline_plugin.diff.significance import NoisePolicy
 from tb_pipeline_plugin.analysis.statistics.report import report, stage_table
 from tb_pipeline_plugin.diff.statistics.compare import compare_pipeline
 from tb_pipeline_plugin.readers import load_pipeline_run
@@ -49,7 +50,7 @@ def test_two_dumped_runs_diff_stage_by_stage(tmp_path, spdl_dir):
     run = _run(tmp_path, spdl_dir, "run_stats.jsonl")
     shim = _run(tmp_path, spdl_dir, "shim_stats.jsonl")
     assert shim.warnings == ["shim_stats.jsonl: records of unknown type ignored: 'spdl profile' (4)"]
-    diff = compare_pipeline(run, shim)
+    diff = compare_pipeline(run, shim, noise=NoisePolicy())
     json.dumps(diff, allow_nan=False)  # the route's payload is plain JSON
     rows = diff["stages"]
     assert {r["stage_name"] for r in rows} == set(stage_table(run.stage_tasks, run.stage_queues)["stage_name"])

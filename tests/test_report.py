@@ -173,7 +173,7 @@ def test_the_steps_advised_narrow_the_band_as_advised(spread, monkeypatch):
         return 100.0 + spread * z, 103.0 + spread * z[::-1]
 
     def step(b, e) -> dict:
-        sig = S.step_time(b, e)
+        sig = S.step_time(b, e, noise=S.NoisePolicy.from_environment())
         return {"baseline_us": b.mean(), "experimental_us": e.mean(), "delta_us": e.mean() - b.mean(),
                 "significance": sig}
 
@@ -200,7 +200,7 @@ def test_too_few_steps_and_out_of_reach():
 
 def step_of(b, e) -> dict:
     return {"baseline_us": b.mean(), "experimental_us": e.mean(), "delta_us": e.mean() - b.mean(),
-            "significance": S.step_time(b, e)}
+            "significance": S.step_time(b, e, noise=S.NoisePolicy.from_environment())}
 
 
 def test_the_report_schema_is_up_to_date(repo_root):
@@ -295,7 +295,7 @@ def test_every_format_of_a_group_pair(capsys, groups, repo_root):
     from tb_pipeline_plugin.compare import compare
 
     (b, b_rec), (e, e_rec) = compare(groups / "base", groups / "wide").step_samples_us
-    assert S.step_time(b, e, (b_rec, e_rec)) == msgspec.to_builtins(sig)
+    assert S.step_time(b, e, (b_rec, e_rec), noise=S.NoisePolicy.from_environment()) == msgspec.to_builtins(sig)
 
     # The routes name the groups as runs and answer the same step verdict and contributors.
     with tb_client(groups) as client:

@@ -5,7 +5,7 @@ The backward operators linked to a forward operator (analysis/attribution.py:
 top-level operators holding a `fwdbwd` flow end, as in the ledger) are
 sorted by their forward operator's start, so any forward interval's
 backward time is two binary searches away: the module diff asks it for
-every module piece of a level (diff/pair_impls.py:_with_backward).
+every module piece of a level (diff/backward.py:with_backward).
 """
 from __future__ import annotations
 

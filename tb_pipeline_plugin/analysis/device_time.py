@@ -128,6 +128,12 @@ def device_bound_pct(ledger: StepLedger) -> float | None:
     return 100.0 * (total - idle) / total
 
 
+def graph_us_per_step(launches: pd.DataFrame, n_steps: int) -> float:
+    """Device time per step that CUDA graph launches ran (`launches`: a
+    run's `device_launches`; `n_steps`: its profiled steps, at least one)."""
+    return float(launches.loc[launches["via_graph"], "dur_us"].sum()) / max(n_steps, 1)
+
+
 def _busy_per_step(launches: pd.DataFrame, n_steps: int) -> np.ndarray:
     """Time the device ran any of each step's work (overlapping streams once)."""
     busy = np.zeros(n_steps)

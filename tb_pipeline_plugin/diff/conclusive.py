@@ -46,7 +46,7 @@ def advice(step: dict, baseline_us, experimental_us) -> dict | None:
     `repeat` (recordings per side, None when out of reach) and `text`, in
     words. `step` is the explanation's `step` (with its `significance`);
     `baseline_us` / `experimental_us` the per-step samples it was judged on
-    (pair_impls.step_samples)."""
+    (diff/step_basis.py:step_samples)."""
     sig = step["significance"]
     if sig["verdict"] == S.SIGNIFICANT:
         return None

@@ -23,7 +23,7 @@ eager `LM_0` subtree instead of both sides' modules reading one-sided.
 
 The ledgers may be of host time (analysis/ledger.py) or of device time
 (analysis/device_time.py: the same shape, with `device_idle` for a step's
-time the device waited for the host): `diff/pair_impls.py` picks device
+time the device waited for the host): `diff/step_basis.py` picks device
 time when a run kept the device busy most of its steps.
 
 Shares: each contributor's share of the step-time delta, while that delta is
@@ -78,7 +78,8 @@ OWN = " (own operators)"
 
 def explain(b: StepLedger, e: StepLedger, compiled: dict[str, str] | None = None, clock: str = "host",
             top_operator: Callable[[str], dict | None] | None = None, recorded: dict | None = None,
-            units: dict | None = None, per_step: dict | None = None, void: str | None = None) -> dict:
+            units: dict | None = None, per_step: dict | None = None, void: str | None = None, *,
+            noise: S.NoisePolicy) -> dict:
     """`compiled`: module path -> which run ran it compiled ("baseline",
     "experimental" or "both"); `clock`: what the ledgers measure, "host" or
     "device" (the sentence says which); `top_operator(module key)`: the
@@ -90,7 +91,8 @@ def explain(b: StepLedger, e: StepLedger, compiled: dict[str, str] | None = None
     is compared in (diff/units.py); when it is not the step, the ledgers
     and `recorded` are per unit already, and `per_step` holds the step
     figures shown beside them. `void`: why the profiled steps' deltas of
-    this clock get no verdict (diff/comparability.py), or None."""
+    this clock get no verdict (diff/comparability.py), or None; `noise`:
+    the policy every verdict here is judged under."""
     compiled = compiled or {}
     unit = units["unit"] if units else "step"
     b, e = _rolled_up(b, compiled), _rolled_up(e, compiled)
@@ -99,9 +101,9 @@ def explain(b: StepLedger, e: StepLedger, compiled: dict[str, str] | None = None
     b_mean = float(b_step.mean()) if len(b_step) else 0.0
     e_mean = float(e_step.mean()) if len(e_step) else 0.0
     recordings = (S.ledger_recordings(b), S.ledger_recordings(e))
-    total = S.step_time(b_step, e_step, recordings)
+    total = S.step_time(b_step, e_step, recordings, noise=noise)
     verdict = (recorded["significance"] if recorded else total)["verdict"]
-    contributors = _contributors(b, e, b_mean, recordings, compiled, verdict == S.SIGNIFICANT)
+    contributors = _contributors(b, e, b_mean, recordings, compiled, verdict == S.SIGNIFICANT, noise)
     if void is not None:
         contributors = _voided(contributors, void)
     if top_operator is not None:
@@ -132,10 +134,10 @@ def explain(b: StepLedger, e: StepLedger, compiled: dict[str, str] | None = None
         "spikiness": {"baseline": spikiness(b_step), "experimental": spikiness(e_step)},
         "contributors": contributors,
         "waterfall": waterfall(b_mean, e_mean, contributors),
-        "between_run_pct": S.between_run_pct(),
+        "between_run_pct": noise.between_run_pct,
         "noise": {"source": total["noise"], "baseline_recordings": total["baseline_recordings"],
                   "experimental_recordings": total["experimental_recordings"],
-                  "note": S.noise_note(total["baseline_recordings"], total["experimental_recordings"])},
+                  "note": S.noise_note(total["baseline_recordings"], total["experimental_recordings"], noise)},
     }
 
 
@@ -236,13 +238,13 @@ def _open_modules(b: StepLedger, e: StepLedger, compiled: dict[str, str]) -> dic
 
 
 def _contributors(b: StepLedger, e: StepLedger, reference_us: float, recordings: tuple, compiled: dict[str, str],
-                  step_changed: bool) -> list[dict]:
+                  step_changed: bool, noise: S.NoisePolicy) -> list[dict]:
     depth_of = _open_modules(b, e, compiled)
     bm, em = _matrix(b, depth_of), _matrix(e, depth_of)
     ids = bm.index.union(em.index)
     bm, em = bm.reindex(ids, fill_value=0.0), em.reindex(ids, fill_value=0.0)
     sig = S.compare(bm.to_numpy(), em.to_numpy(), np.full(len(ids), reference_us),
-                    min_effect_pct=S.CONTRIBUTOR_MIN_EFFECT_PCT, recordings=recordings)
+                    min_effect_pct=S.CONTRIBUTOR_MIN_EFFECT_PCT, recordings=recordings, noise=noise)
     phases = {p: (_matrix(b, depth_of, p).reindex(ids, fill_value=0.0),
                   _matrix(e, depth_of, p).reindex(ids, fill_value=0.0)) for p in (FORWARD, BACKWARD_PHASE)}
     b_mean = bm.mean(axis=1) if bm.shape[1] else pd.Series(0.0, index=ids)

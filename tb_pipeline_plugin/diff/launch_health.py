@@ -24,7 +24,8 @@ LAUNCH_METRICS = (
 )
 
 
-def launch_rows(b: pd.DataFrame, e: pd.DataFrame, recordings: tuple = (None, None)) -> list[dict]:
+def launch_rows(b: pd.DataFrame, e: pd.DataFrame, recordings: tuple = (None, None), *,
+                noise: S.NoisePolicy) -> list[dict]:
     """Per-step means, delta and significance of each metric of both runs'
     launch-health frames; empty when neither run launched a kernel.
     `recordings`: each side's recording of every step (None for one)."""
@@ -45,7 +46,7 @@ def launch_rows(b: pd.DataFrame, e: pd.DataFrame, recordings: tuple = (None, Non
     k = len(rows)
     for i, row in enumerate(rows):
         # One call per metric (their step counts differ), each at the family's confidence.
-        sig = S.compare(bs[i][None, :], es[i][None, :], family=k, recordings=labels[i])[0]
+        sig = S.compare(bs[i][None, :], es[i][None, :], family=k, recordings=labels[i], noise=noise)[0]
         both = row["baseline"] is not None and row["experimental"] is not None
         row["delta"] = round(row["experimental"] - row["baseline"], 3) if both else None
         row["delta_pct"] = delta_pct(row["baseline"], row["delta"]) if both else None

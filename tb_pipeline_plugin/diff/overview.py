@@ -73,7 +73,7 @@ def step_samples(overview: dict, metric: str) -> np.ndarray | None:
 STEP_TIME = "avg_step_time_us"
 
 
-def _significance(baseline: dict, experimental: dict, recordings: tuple) -> dict[str, dict]:
+def _significance(baseline: dict, experimental: dict, recordings: tuple, noise: S.NoisePolicy) -> dict[str, dict]:
     """The step time judged on its own (`significance.step_time`, the
     verdict the explanation shows too), the breakdown categories as one
     family against the baseline's mean step time (a category is a part of
@@ -81,7 +81,7 @@ def _significance(baseline: dict, experimental: dict, recordings: tuple) -> dict
     out = {}
     b_step, e_step = step_samples(baseline, STEP_TIME), step_samples(experimental, STEP_TIME)
     if b_step is not None and e_step is not None:
-        out[STEP_TIME] = S.step_time(b_step, e_step, recordings)
+        out[STEP_TIME] = S.step_time(b_step, e_step, recordings, noise=noise)
     metrics = [m for m, _, _ in OVERVIEW_METRICS if m != STEP_TIME
                and step_samples(baseline, m) is not None and step_samples(experimental, m) is not None]
     if not metrics:
@@ -89,15 +89,16 @@ def _significance(baseline: dict, experimental: dict, recordings: tuple) -> dict
     b = np.array([step_samples(baseline, m) for m in metrics]).reshape(len(metrics), -1)
     e = np.array([step_samples(experimental, m) for m in metrics]).reshape(len(metrics), -1)
     ref = float(b_step.mean()) if b_step is not None and len(b_step) else 0.0
-    out.update(zip(metrics, S.compare(b, e, np.full(len(metrics), ref), recordings=recordings)))
+    out.update(zip(metrics, S.compare(b, e, np.full(len(metrics), ref), recordings=recordings, noise=noise)))
     return out
 
 
-def overview_rows(baseline: dict, experimental: dict, recordings: tuple = (None, None)) -> list[dict]:
+def overview_rows(baseline: dict, experimental: dict, recordings: tuple = (None, None), *,
+                  noise: S.NoisePolicy) -> list[dict]:
     """Every overview metric: both values, delta, delta % (None where
     undefined), and the significance of the per-step ones. `recordings`:
     each side's recording of every step of its overview (None for one)."""
-    significance = _significance(baseline, experimental, recordings)
+    significance = _significance(baseline, experimental, recordings, noise)
     rows = []
     for metric, label, unit in OVERVIEW_METRICS:
         b, e = overview_value(baseline, metric), overview_value(experimental, metric)

@@ -43,11 +43,14 @@ interval, in quadrature and at its confidence:
   this variance is not divided by the number of steps;
 * a between-run spread that one pair of runs cannot measure (two steady
   runs on two levels look like a change): each run's mean is taken to
-  land within `between_run_pct()` % of its configuration's, one standard
-  deviation. The default, `BETWEEN_RUN_PCT`, is a dedicated machine's; on
-  a shared or throttling machine set `TB_PIPELINE_BETWEEN_RUN_PCT` (or
-  `tb-pipeline diff --between-run-pct`) to what two recordings of one
-  configuration there differ by.
+  land within `NoisePolicy.between_run_pct` % of its configuration's, one
+  standard deviation. The default, `BETWEEN_RUN_PCT`, is a dedicated
+  machine's; on a shared or throttling machine set
+  `TB_PIPELINE_BETWEEN_RUN_PCT` (read once where a comparison is made:
+  `NoisePolicy.from_environment`) or `tb-pipeline diff --between-run-pct`
+  to what two recordings of one configuration there differ by. The policy
+  is a value every judging function takes (`noise=`), never read from the
+  environment below the comparison's edge.
 
 Groups of recordings (`tb-pipeline record --repeat N`): the spread between
 recordings is measured, not assumed. With two or more recordings on each
@@ -72,6 +75,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
@@ -122,20 +126,30 @@ MEASURED, ASSUMED = "measured", "assumed"
 _log = logging.getLogger(__name__)
 
 
-def between_run_pct() -> float:
-    """The between-run spread in % (module docstring): `BETWEEN_RUN_ENV` when
-    it holds a number from 0 to 100, else the default (a bad value is
-    logged once and ignored, never an error page)."""
-    raw = os.environ.get(BETWEEN_RUN_ENV)
-    if raw is None or raw.strip() == "":
-        return BETWEEN_RUN_PCT
-    pct = percentage(raw)
-    if pct is None:
-        if raw not in _warned:
-            _warned.add(raw)
-            _log.warning("%s=%r is not a percentage from 0 to 100; using %s", BETWEEN_RUN_ENV, raw, BETWEEN_RUN_PCT)
-        return BETWEEN_RUN_PCT
-    return pct
+@dataclass(frozen=True)
+class NoisePolicy:
+    """The noise a comparison assumes where it cannot measure it: the
+    between-run spread in % (module docstring). A value: the server and the
+    notebook API read it from the environment once per comparison
+    (`from_environment`), the CLI from its flag."""
+
+    between_run_pct: float = BETWEEN_RUN_PCT
+
+    @classmethod
+    def from_environment(cls, environ=None) -> "NoisePolicy":
+        """`BETWEEN_RUN_ENV` when it holds a number from 0 to 100, else the
+        default (a bad value is logged once and ignored, never an error page)."""
+        raw = (os.environ if environ is None else environ).get(BETWEEN_RUN_ENV)
+        if raw is None or raw.strip() == "":
+            return cls()
+        pct = percentage(raw)
+        if pct is None:
+            if raw not in _warned:
+                _warned.add(raw)
+                _log.warning("%s=%r is not a percentage from 0 to 100; using %s", BETWEEN_RUN_ENV, raw,
+                             BETWEEN_RUN_PCT)
+            return cls()
+        return cls(pct)
 
 
 _warned: set[str] = set()
@@ -182,7 +196,8 @@ def resample_means(samples: np.ndarray, resamples: int = RESAMPLES, seed: int = 
 
 def compare(baseline: np.ndarray, experimental: np.ndarray, reference: np.ndarray | None = None,
             family: int | None = None, min_effect_pct: float = MIN_EFFECT_PCT,
-            recordings: tuple[np.ndarray | None, np.ndarray | None] = (None, None)) -> list[dict]:
+            recordings: tuple[np.ndarray | None, np.ndarray | None] = (None, None), *,
+            noise: NoisePolicy) -> list[dict]:
     """Significance of each row's delta. `baseline` (k x nb) and
     `experimental` (k x ne) are per-step samples of k quantities;
     `reference` (k), the magnitude a delta is judged against (default: each
@@ -191,7 +206,7 @@ def compare(baseline: np.ndarray, experimental: np.ndarray, reference: np.ndarra
     or rows with different step counts compared one call each);
     `min_effect_pct`, the least |delta| that is a finding, in % of the
     reference; `recordings`, each side's recording of every step (column),
-    None for one recording."""
+    None for one recording; `noise`, the policy for what one pair cannot measure."""
     b = np.atleast_2d(np.asarray(baseline, dtype=np.float64))
     e = np.atleast_2d(np.asarray(experimental, dtype=np.float64))
     k, nb, ne = b.shape[0], b.shape[1], e.shape[1]
@@ -201,11 +216,11 @@ def compare(baseline: np.ndarray, experimental: np.ndarray, reference: np.ndarra
     if reference is None:
         reference = np.abs(b.mean(axis=1)) if nb else np.zeros(k)
     reference = np.asarray(reference, dtype=np.float64)
-    noise = MEASURED if max(counts) >= MIN_RECORDINGS else ASSUMED
+    source = MEASURED if max(counts) >= MIN_RECORDINGS else ASSUMED
     alpha = (1.0 - CONFIDENCE) / max(family or 0, k) / 2.0
     confidence = 1.0 - 2.0 * alpha
     if nb < MIN_STEPS or ne < MIN_STEPS:
-        return [_result(TOO_FEW_STEPS, d, None, None, nb, ne, counts, noise, confidence) for d in delta]
+        return [_result(TOO_FEW_STEPS, d, None, None, nb, ne, counts, source, confidence) for d in delta]
     bt, et = _without_one_step(b, b_rec), _without_one_step(e, e_rec)
     center = et.mean(axis=1) - bt.mean(axis=1)
     if min(counts) >= MIN_RECORDINGS:
@@ -218,7 +233,7 @@ def compare(baseline: np.ndarray, experimental: np.ndarray, reference: np.ndarra
             rec, labels = (bt, b_rec) if counts[0] >= MIN_RECORDINGS else (et, e_rec)
             run_sd = _recording_spread(rec, labels)
         else:
-            run_sd = between_run_pct() / 100.0
+            run_sd = noise.between_run_pct / 100.0
         run_var = (run_sd * bt.mean(axis=1)) ** 2 + (run_sd * et.mean(axis=1)) ** 2
         drift = NormalDist().inv_cdf(1.0 - alpha) * np.sqrt(level_variance(bt) + level_variance(et) + run_var)
         low = center - np.hypot(center - low, drift)
@@ -233,7 +248,7 @@ def compare(baseline: np.ndarray, experimental: np.ndarray, reference: np.ndarra
     for i in range(k):
         excludes_zero = low[i] > 0 or high[i] < 0
         verdict = SIGNIFICANT if excludes_zero and material[i] else WITHIN_NOISE
-        out.append(_result(verdict, delta[i], low[i], high[i], nb, ne, counts, noise, confidence))
+        out.append(_result(verdict, delta[i], low[i], high[i], nb, ne, counts, source, confidence))
     return out
 
 
@@ -340,18 +355,20 @@ def _block_means_var(samples: np.ndarray, blocks: list[np.ndarray]) -> np.ndarra
 
 
 def compare_one(baseline, experimental, reference: float | None = None,
-                recordings: tuple[np.ndarray | None, np.ndarray | None] = (None, None)) -> dict:
+                recordings: tuple[np.ndarray | None, np.ndarray | None] = (None, None), *,
+                noise: NoisePolicy) -> dict:
     ref = None if reference is None else np.array([reference])
     return compare(np.asarray(baseline, np.float64)[None, :], np.asarray(experimental, np.float64)[None, :], ref,
-                   recordings=recordings)[0]
+                   recordings=recordings, noise=noise)[0]
 
 
-def step_time(baseline_us, experimental_us, recordings: tuple = (None, None)) -> dict:
+def step_time(baseline_us, experimental_us, recordings: tuple = (None, None), *, noise: NoisePolicy) -> dict:
     """The verdict on the step-time delta: one quantity, against the
     baseline's mean step. The one definition the explanation's headline, the
     overview's step-time row and the CLI's gate all show."""
     b = np.asarray(baseline_us, np.float64)
-    return compare_one(b, experimental_us, reference=float(b.mean()) if len(b) else 0.0, recordings=recordings)
+    return compare_one(b, experimental_us, reference=float(b.mean()) if len(b) else 0.0, recordings=recordings,
+                       noise=noise)
 
 
 def ledger_recordings(ledger) -> np.ndarray | None:
@@ -380,13 +397,13 @@ def _result(verdict: str, delta: float, low, high, nb: int, ne: int, recordings:
     }
 
 
-def noise_note(b_recordings: int, e_recordings: int) -> str:
+def noise_note(b_recordings: int, e_recordings: int, noise: NoisePolicy) -> str:
     """Where the noise bands of a comparison came from, in words."""
     if max(b_recordings, e_recordings) >= MIN_RECORDINGS:
         return (f"Noise measured across {b_recordings} + {e_recordings} recordings"
                 + (" (a test on the recordings' means)" if min(b_recordings, e_recordings) >= MIN_RECORDINGS
                    else " (one side's spread between recordings taken for both)"))
-    return (f"Noise assumed: recordings of one configuration land within ±{between_run_pct():g} % of each "
+    return (f"Noise assumed: recordings of one configuration land within ±{noise.between_run_pct:g} % of each "
             "other (record groups with `tb-pipeline record --repeat 3` to measure it)")
 
 

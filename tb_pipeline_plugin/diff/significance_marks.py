@@ -15,8 +15,10 @@ steps has no spread to judge by.
   forward, backward; null on other pieces.
 * A table row: the per-step sums of its primary column
   (analysis/per_step.py), against its own baseline mean; a step without the
-  row counts 0. Only the returned page is judged (a table can hold tens of
-  thousands of rows); null inside a piece (one step's part).
+  row counts 0. Only the rows of the pages asked for are judged (a table can
+  hold tens of thousands of rows; each row's mark is its own, so the
+  table's view keeps it for the next page or sort: diff/table_view.py);
+  null inside a piece (one step's part).
 """
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ def per_step(b: Run, e: Run) -> bool:
 # ------------------------------------------------------------ module pieces
 
 
-def mark_pieces(b: Run, e: Run, chain: list[T.Node], pairs, family: int) -> None:
+def mark_pieces(b: Run, e: Run, chain: list[T.Node], pairs, family: int, noise: S.NoisePolicy) -> None:
     """Set `PIECE_FIELDS` on each (row, node) of `pairs` (in place): the
     level's node and children at the end of `chain`. `family`: the module
     pieces of the whole level."""
@@ -63,7 +65,7 @@ def mark_pieces(b: Run, e: Run, chain: list[T.Node], pairs, family: int) -> None
         return above if n is chain[-1] else above + [n]
 
     paths = [(_ledger_path(lineage(n), "b", b_attr), _ledger_path(lineage(n), "e", e_attr)) for _, n in modules]
-    for (r, _), marks in zip(modules, judge_modules(b.ledger(), e.ledger(), paths, family)):
+    for (r, _), marks in zip(modules, judge_modules(b.ledger(), e.ledger(), paths, family, noise)):
         r.update(marks)
 
 
@@ -83,7 +85,8 @@ def _ledger_path(lineage: list[T.Node], side: str, attribution: Attribution) -> 
     return "/".join(names)
 
 
-def judge_modules(b: StepLedger, e: StepLedger, paths: list[tuple[str, str]], family: int | None = None) -> list[dict]:
+def judge_modules(b: StepLedger, e: StepLedger, paths: list[tuple[str, str]], family: int | None,
+                  noise: S.NoisePolicy) -> list[dict]:
     """For each (baseline path, experimental path) of a level's modules:
     {significance, forward_significance, backward_significance}."""
     if not paths:
@@ -95,7 +98,7 @@ def judge_modules(b: StepLedger, e: StepLedger, paths: list[tuple[str, str]], fa
         bm = _module_samples(b, [p for p, _ in paths], phase)
         em = _module_samples(e, [p for _, p in paths], phase)
         recordings = (S.ledger_recordings(b), S.ledger_recordings(e))
-        for i, sig in enumerate(S.compare(bm, em, reference, family=family, recordings=recordings)):
+        for i, sig in enumerate(S.compare(bm, em, reference, family=family, recordings=recordings, noise=noise)):
             out[i][field] = sig
     return out
 
@@ -123,7 +126,7 @@ def _module_samples(ledger: StepLedger, paths: list[str], phase: str | None) -> 
 
 
 def mark_rows(b: Run, e: Run, rows: list[dict], keys: list[str], family: int, path: str,
-              samples, column: str, scales: tuple[float, float] | None = None) -> None:
+              samples, column: str, scales: tuple[float, float] | None, noise: S.NoisePolicy) -> None:
     """Set `significance` on each row of a table page (in place): `column`'s
     per-step sums, `samples(run)` giving them in long form (keys, step,
     column). `family`: the rows of the whole table; `path`: the piece the
@@ -142,7 +145,7 @@ def mark_rows(b: Run, e: Run, rows: list[dict], keys: list[str], family: int, pa
     if scales is not None:
         bm, em = bm * scales[0], em * scales[1]
     recordings = (b.recording_of_step, e.recording_of_step)
-    for row, sig in zip(rows, S.compare(bm, em, family=family, recordings=recordings)):
+    for row, sig in zip(rows, S.compare(bm, em, family=family, recordings=recordings, noise=noise)):
         row["significance"] = sig
 
 

@@ -8,7 +8,7 @@ Column naming follows the HTTP API: for a statistic `X` (`calls`,
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Literal
 
 import msgspec
 import numpy as np
@@ -24,13 +24,17 @@ MAX_LIMIT = 10_000
 
 
 class TableQuery(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """How to filter, sort and page a delta table (typed; parsed once by the server)."""
+    """Which table of a pair and how to filter, sort and page it: typed
+    values (the server's parameters bound them once,
+    server/params.py:_TableParams); hashable, a key of the pair's answers."""
 
+    group_by: str = "name"
+    path: str = ""  # the `diff/modules` piece the table is restricted to ("" = everything)
     sort: str | None = None  # default: the delta of the table's primary column
     order: Literal["desc", "asc"] = "desc"
     filter: str = ""  # case-insensitive substring of the name (or input shape), not a regex
-    offset: Annotated[int, msgspec.Meta(ge=0)] = 0
-    limit: Annotated[int, msgspec.Meta(ge=0, le=MAX_LIMIT)] = DEFAULT_LIMIT
+    offset: int = 0
+    limit: int = DEFAULT_LIMIT
 
 
 def join(baseline: pd.DataFrame, experimental: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.DataFrame:
@@ -62,12 +66,27 @@ def sort_keys(keys: list[str], columns: list[str]) -> list[str]:
 
 def query(table: pd.DataFrame, keys: list[str], columns: list[str], primary: str, q: TableQuery) -> dict:
     """Filter, sort and page a joined table as the `diff/operators` and
-    `diff/kernels` routes describe. Raises BadRequest on an unknown sort key
-    (the only parameter whose valid values depend on the table)."""
+    `diff/kernels` routes describe."""
+    page, out = select(table, keys, columns, primary, q)
+    return {**out, "rows": records(page, keys)}
+
+
+def check_sort(sort: str | None, keys: list[str], columns: list[str], primary: str) -> str:
+    """The sort key a query means (default: the delta of the primary
+    column); BadRequest on an unknown one (the only parameter whose valid
+    values depend on the table)."""
     allowed = sort_keys(keys, columns)
-    sort = q.sort or f"delta_{primary}"
+    sort = sort or f"delta_{primary}"
     if sort not in allowed:
         raise BadRequest(f"unknown sort key {sort!r}; one of: {', '.join(allowed)}")
+    return sort
+
+
+def select(table: pd.DataFrame, keys: list[str], columns: list[str], primary: str,
+           q: TableQuery) -> tuple[pd.DataFrame, dict]:
+    """The page of `table` that `q` asks for (its index: the rows' positions
+    in `table`) and the answer's fields but its rows."""
+    sort = check_sort(q.sort, keys, columns, primary)
     order, offset, limit = q.order, q.offset, q.limit
     text = q.filter.strip()
 
@@ -75,10 +94,8 @@ def query(table: pd.DataFrame, keys: list[str], columns: list[str], primary: str
         table = table[filter_mask(table, text)]
     ordered = sort_table(table, sort, order, keys)
     page = ordered.iloc[offset : offset + limit]
-    return {
-        "total": int(len(ordered)), "offset": offset, "limit": limit, "sort": sort, "order": order,
-        "primary": primary, "columns": list(columns), "rows": records(page, keys),
-    }
+    return page, {"total": int(len(ordered)), "offset": offset, "limit": limit, "sort": sort, "order": order,
+                  "primary": primary, "columns": list(columns)}
 
 
 def filter_mask(table: pd.DataFrame, text: str) -> np.ndarray:
@@ -114,23 +131,40 @@ def sort_table(table: pd.DataFrame, sort: str, order: str, keys: list[str]) -> p
     both orders; ties by the key columns ascending."""
     if len(table) == 0:
         return table
+    return table.iloc[sort_positions(table, sort, order, keys)]
+
+
+def sort_positions(table: pd.DataFrame, sort: str, order: str, keys: list[str],
+                   ties: list[np.ndarray] | None = None) -> np.ndarray:
+    """The row positions of `table` in `sort_table`'s order; `ties`: the
+    table's `key_ranks`, when kept."""
+    if len(table) == 0:
+        return np.zeros(0, dtype=np.int64)
     col = table[sort]
     if sort in keys:
-        value = col.fillna("").astype(str).str.lower().to_numpy()
         null = col.isna().to_numpy()
+        value = _ranks(col.fillna("").astype(str).str.lower().to_numpy(object))
     else:
         value = col.to_numpy(np.float64)
         if sort.startswith("delta_") and not sort.endswith("_pct"):
             value = np.abs(value)
         null = np.isnan(value)
         value = np.where(null, 0.0, value)
-    frame = pd.DataFrame({"_null": null, "_v": value}, index=table.index)
-    for k in keys:
-        frame[f"_k_{k}"] = table[k].fillna("").astype(str)
-    by = ["_null", "_v"] + [f"_k_{k}" for k in keys]
-    asc = [True, order == "asc"] + [True] * len(keys)
-    idx = frame.sort_values(by, ascending=asc, kind="mergesort").index
-    return table.loc[idx]
+    if order != "asc":
+        value = -value
+    ties = key_ranks(table, keys) if ties is None else ties
+    # lexsort is stable and sorts by its last key first: nulls, the value, then each key in turn.
+    return np.lexsort(tuple(reversed(ties)) + (value, null)).astype(np.int64)
+
+
+def key_ranks(table: pd.DataFrame, keys: list[str]) -> list[np.ndarray]:
+    """Each key column's rank per row, as text (what ties are broken by)."""
+    return [_ranks(table[k].fillna("").astype(str).to_numpy(object)) for k in keys]
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """Each text's rank in sorted order (equal texts, equal ranks)."""
+    return np.unique(values, return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
 def _clean(column: str, v):

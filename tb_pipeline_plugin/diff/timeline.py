@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 
 from ..analysis import pieces as P
@@ -33,6 +34,19 @@ MAX_WIDTH_PX = 20_000
 DEFAULT_MAX_EVENTS = 10_000
 MAX_EVENTS = 1_000_000
 _CACHE_PATHS = 16
+
+
+class TimelineQuery(msgspec.Struct, frozen=True, kw_only=True):
+    """Which piece and window of the pair's timelines (`timeline_diff`'s
+    arguments); bounded by the server's parameters
+    (server/params.py:DiffTimelineParams)."""
+
+    path: str = ""
+    from_us: float | None = None
+    to_us: float | None = None
+    width_px: int = DEFAULT_WIDTH_PX
+    max_events: int = DEFAULT_MAX_EVENTS
+    find: str = ""
 
 
 @dataclass(frozen=True)

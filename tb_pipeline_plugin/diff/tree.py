@@ -41,6 +41,10 @@ MAX_PATH_CHARS = 1000
 # Per pair of traces: at most this many memoised levels / child nodes.
 CACHE_MAX_LEVELS = 512
 CACHE_MAX_NODES = 200_000
+# `diff/modules` children paging: the default returns every child of any
+# ordinary level; a level of 60k pieces would be a ~50 MB answer.
+MODULES_DEFAULT_LIMIT = 5000
+MODULES_MAX_LIMIT = CACHE_MAX_NODES
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..compare import Comparison
 from ..diff.delta import pct_name
-from ..diff.pair_impls import KERNEL_PRIMARY
+from ..diff.table_view import KERNEL_PRIMARY
 from .gates import Gate, exit_status, judge
 from .model import REPORT_VERSION, Report
 

@@ -14,10 +14,11 @@ import msgspec
 
 from ..analysis.operators import GroupBy
 from ..diff.launches import KernelGroupBy
+from ..diff.impls.modules import ModulesQuery
 from ..diff.tables import DEFAULT_LIMIT, MAX_LIMIT, TableQuery
-from ..diff.pair_impls import MODULES_DEFAULT_LIMIT, MODULES_MAX_LIMIT
+from ..diff.tree import MODULES_DEFAULT_LIMIT, MODULES_MAX_LIMIT
 from ..diff.units import Given
-from ..diff.timeline import DEFAULT_MAX_EVENTS, DEFAULT_WIDTH_PX, MAX_EVENTS, MAX_WIDTH_PX
+from ..diff.timeline import DEFAULT_MAX_EVENTS, DEFAULT_WIDTH_PX, MAX_EVENTS, MAX_WIDTH_PX, TimelineQuery
 from ..errors import BadRequest
 from ..struct_types import built
 
@@ -93,6 +94,9 @@ class DiffModulesParams(PairParams):
     offset: NonNegative = 0
     limit: Annotated[int, msgspec.Meta(ge=0, le=MODULES_MAX_LIMIT)] = MODULES_DEFAULT_LIMIT
 
+    def query(self) -> ModulesQuery:
+        return ModulesQuery(path=self.path, offset=self.offset, limit=self.limit)
+
 
 class DiffTimelineParams(PairParams):
     # The `diff/modules` piece ("" = all steps).
@@ -111,6 +115,10 @@ class DiffTimelineParams(PairParams):
         if self.from_us is not None and self.to_us is not None and not self.from_us < self.to_us:
             raise ValueError(f"from_us ({self.from_us:g}) must be before to_us ({self.to_us:g})")
 
+    def query(self) -> TimelineQuery:
+        return TimelineQuery(path=self.path, from_us=self.from_us, to_us=self.to_us, width_px=self.width_px,
+                             max_events=self.max_events, find=self.find)
+
 
 class _TableParams(PairParams):
     # Restrict the table to the `diff/modules` piece at this path ("" = everything).
@@ -121,9 +129,9 @@ class _TableParams(PairParams):
     offset: NonNegative = 0
     limit: Annotated[int, msgspec.Meta(ge=0, le=MAX_LIMIT)] = DEFAULT_LIMIT
 
-    def table_query(self) -> TableQuery:
-        return TableQuery(sort=self.sort or None, order=self.order, filter=self.filter,
-                          offset=self.offset, limit=self.limit)
+    def query(self) -> TableQuery:
+        return TableQuery(group_by=self.group_by, path=self.path, sort=self.sort or None, order=self.order,
+                          filter=self.filter, offset=self.offset, limit=self.limit)
 
 
 class DiffOperatorsParams(_TableParams):

@@ -4,7 +4,7 @@ Each route gets its query parameters parsed once (`http.json_routes`, into
 the Struct `routes.ROUTES` declares), asks the provider for every run it
 reads (`sources/provider.py`: each a `Pending`, never waiting for a parse),
 and hands the loaded values and typed parameters to an impl: `run_impls`
-for one run, `diff.pair_impls` for a pair. Everything a route can fail with
+for one run, `diff/impls/` for a pair (a `Pair`, diff/pair.py). Everything a route can fail with
 is a typed error that `http` turns into JSON.
 """
 from __future__ import annotations
@@ -16,7 +16,15 @@ from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
 from ..analysis.distributed import ranks_summary
-from ..diff import pair_impls
+from ..diff.impls.explain import diff_explain_impl
+from ..diff.impls.memory import diff_memory_impl
+from ..diff.impls.modules import diff_modules_impl
+from ..diff.impls.overview import diff_overview_impl
+from ..diff.impls.pipeline import diff_diagnostic_impl, diff_pipeline_impl
+from ..diff.impls.tables import diff_kernels_impl, diff_operators_impl
+from ..diff.impls.timeline import diff_timeline_impl
+from ..diff.pair import NO_STATISTICS, NOT_GIVEN, pair_of
+from ..diff.significance import NoisePolicy
 from ..sources.artifacts import make_loader
 from ..bounded_cache import BoundedCache
 from ..sources.provider import RunProvider, trace_ref
@@ -177,49 +185,48 @@ class PipelinePlugin(base_plugin.TBPlugin):
     def _refs(p: Q.PipelinePairParams | Q.DiffDiagnosticParams) -> dict:
         return {"baseline": trace_ref(p.baseline), "experimental": trace_ref(p.experimental)}
 
+    def _comparison(self, p: Q.PairParams, with_statistics: bool = True):
+        """The pair's `Pair` (diff/pair.py) and both runs' references; each
+        run's recorded statistics, when asked (they give the step verdict;
+        either its work per step and what the run was), all asked for
+        before any is read."""
+        asked = (self.runs.statistics(p.baseline), self.runs.statistics(p.experimental)) if with_statistics else ()
+        b, e, refs = self._pair(p)
+        statistics = tuple(None if a is None else a.value() for a in asked) or NO_STATISTICS
+        return pair_of(b, e, statistics, p.given() if with_statistics else NOT_GIVEN), refs
+
     def _diff_overview(self, p: Q.PairParams) -> dict:
-        b, e, refs, statistics = self._pair_with_statistics(p)
-        return {**refs, **pair_impls.diff_overview_impl(b, e, statistics, p.given())}
+        pair, refs = self._comparison(p)
+        return {**refs, **diff_overview_impl(pair)}
 
     def _diff_memory(self, p: Q.PairParams) -> dict:
-        b, e, refs = self._pair(p)
-        return {**refs, **pair_impls.diff_memory_impl(b, e)}
+        pair, refs = self._comparison(p, with_statistics=False)
+        return {**refs, **diff_memory_impl(pair)}
 
     def _diff_explain(self, p: Q.PairParams) -> dict:
-        b, e, refs, statistics = self._pair_with_statistics(p)
-        return {**refs, **pair_impls.diff_explain_impl(b, e, statistics, p.given())}
-
-    def _pair_with_statistics(self, p: Q.PairParams):
-        """The pair and each run's recorded statistics or None (both give
-        the step verdict; either its work per step and what the run was),
-        all asked for before any is read."""
-        asked = self.runs.statistics(p.baseline), self.runs.statistics(p.experimental)
-        b, e, refs = self._pair(p)
-        return b, e, refs, tuple(None if a is None else a.value() for a in asked)
+        pair, refs = self._comparison(p)
+        return {**refs, **diff_explain_impl(pair)}
 
     def _diff_modules(self, p: Q.DiffModulesParams) -> dict:
-        b, e, refs, statistics = self._pair_with_statistics(p)
-        return {**refs, **pair_impls.diff_modules_impl(b, e, p.path, p.offset, p.limit, statistics, p.given())}
+        pair, refs = self._comparison(p)
+        return {**refs, **diff_modules_impl(pair, p.query())}
 
     def _diff_operators(self, p: Q.DiffOperatorsParams) -> dict:
-        b, e, refs, statistics = self._pair_with_statistics(p)
-        return {**refs, **pair_impls.diff_operators_impl(b, e, p.table_query(), p.group_by, p.path, statistics,
-                                                         p.given())}
+        pair, refs = self._comparison(p)
+        return {**refs, **diff_operators_impl(pair, p.query())}
 
     def _diff_kernels(self, p: Q.DiffKernelsParams) -> dict:
-        b, e, refs, statistics = self._pair_with_statistics(p)
-        return {**refs, **pair_impls.diff_kernels_impl(b, e, p.table_query(), p.path, p.group_by, statistics,
-                                                       p.given())}
+        pair, refs = self._comparison(p)
+        return {**refs, **diff_kernels_impl(pair, p.query())}
 
     def _diff_timeline(self, p: Q.DiffTimelineParams) -> dict:
-        b, e, refs = self._pair(p)
-        return {**refs, **pair_impls.diff_timeline_impl(b, e, p.path, p.from_us, p.to_us, p.width_px,
-                                                         p.max_events, p.find)}
+        pair, refs = self._comparison(p, with_statistics=False)
+        return {**refs, **diff_timeline_impl(pair, p.query())}
 
     def _diff_pipeline(self, p: Q.PipelinePairParams) -> dict:
         b, e = self.runs.pipeline(p.baseline), self.runs.pipeline(p.experimental)
-        return {**self._refs(p), **pair_impls.diff_pipeline_impl(b.value(), e.value())}
+        return {**self._refs(p), **diff_pipeline_impl(b.value(), e.value(), NoisePolicy.from_environment())}
 
     def _diff_diagnostic(self, p: Q.DiffDiagnosticParams) -> dict:
         b, e = self.runs.diagnostic(p.baseline), self.runs.diagnostic(p.experimental)
-        return {**self._refs(p), **pair_impls.diff_diagnostic_impl(b.value(), e.value())}
+        return {**self._refs(p), **diff_diagnostic_impl(b.value(), e.value())}

@@ -3,7 +3,7 @@
 `plugin.py` serves these (its map from path to handler must name each
 exactly once), `openapi.py` documents them, and the route tests check every
 answer against them; adding a route means adding a row here, a handler in
-`plugin.py` and an `*_impl` in `run_impls.py` or `diff/pair_impls.py`.
+`plugin.py` and an `*_impl` in `run_impls.py` or `diff/impls/`.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ but the run's reference (`run`, `worker`, `span`), which the route adds.
 No HTTP and no loading here: `plugin.py` parses the parameters and asks the
 provider for the loaded values; each `*_impl` returns the shape its
 `contract` Struct declares (the route tests decode every body with it). The
-pair routes' impls are `diff.pair_impls`.
+pair routes' impls are `diff/impls/` (each on a `Pair`, diff/pair.py).
 """
 from __future__ import annotations
 

@@ -78,10 +78,11 @@ def callback_rows(b_tables, e_tables) -> pd.DataFrame:
     return _by_abs_delta(join(b, e, CALLBACK_KEYS, CALLBACK_DIFF_COLUMNS), CALLBACK_PRIMARY)
 
 
-def compare_pipeline(b_tables, e_tables) -> dict:
+def compare_pipeline(b_tables, e_tables, noise) -> dict:
     """The `diff/pipeline` payload but the runs' references: per-run reports (split, verdict,
     throughput series, host series, stages, callbacks) plus the delta views,
-    with their significance (diff/statistics/significance.py)."""
+    with their significance (diff/statistics/significance.py) under the `noise`
+    policy (significance.NoisePolicy)."""
     b, e = ap.report(b_tables), ap.report(e_tables)
     return with_significance({
         "baseline_report": b,
@@ -89,4 +90,4 @@ def compare_pipeline(b_tables, e_tables) -> dict:
         "summary": summary_rows(b, e),
         "stages": ap.records(stage_rows(b_tables, e_tables)),
         "callbacks": ap.records(callback_rows(b_tables, e_tables)),
-    }, b_tables, e_tables)
+    }, b_tables, e_tables, noise=noise)

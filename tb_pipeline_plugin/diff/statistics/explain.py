@@ -37,11 +37,11 @@ def _mean(a: np.ndarray) -> float | None:
     return round(float(a.mean()), 3) if len(a) else None
 
 
-def data_wait(b_tables, e_tables) -> dict:
+def data_wait(b_tables, e_tables, noise) -> dict:
     """Mean data wait per step (µs) of both runs, delta and significance."""
     (bw, _), (ew, _) = data_wait_us(b_tables), data_wait_us(e_tables)
     b_step, e_step = step_mean_us(b_tables), step_mean_us(e_tables)
-    sig = data_wait_significance(b_tables, e_tables)
+    sig = data_wait_significance(b_tables, e_tables, noise=noise)
     b, e = _mean(bw), _mean(ew)
     delta = round(e - b, 3) if b is not None and e is not None else None
     return {"baseline_us": b, "experimental_us": e, "delta_us": delta, "delta_pct": delta_pct(b, delta),
@@ -115,11 +115,12 @@ def loader_limit(b_report: dict, e_report: dict) -> dict | None:
     return None
 
 
-def pipeline_part(b_tables, e_tables) -> dict:
+def pipeline_part(b_tables, e_tables, noise) -> dict:
     """The `pipeline` part of the explanation for two runs' recorded
-    statistics (pipeline.PipelineTables)."""
+    statistics (pipeline.PipelineTables), judged under the `noise` policy
+    (significance.NoisePolicy)."""
     b_report, e_report = ap.report(b_tables), ap.report(e_tables)
-    part = {"data_wait": data_wait(b_tables, e_tables), "input_bound": input_bound(b_report, e_report),
+    part = {"data_wait": data_wait(b_tables, e_tables, noise), "input_bound": input_bound(b_report, e_report),
             "stage": stage_change(b_tables, e_tables), "gil": gil_limit(b_report, e_report),
             "loader": loader_limit(b_report, e_report)}
     part["clause"] = clause(part)

@@ -77,7 +77,7 @@ def step_us(tables, per: str | float | None = None) -> tuple[np.ndarray, np.ndar
     return us, step_labels(used[keep])
 
 
-def recorded_step(b_tables, e_tables, per: tuple = (None, None)) -> dict:
+def recorded_step(b_tables, e_tables, per: tuple = (None, None), *, noise: S.NoisePolicy) -> dict:
     """The step-time verdict from every recorded step (the one verdict of a
     pair whose runs both have statistics: `significance.step_time` on them):
     the means (µs), the delta and its significance. `per`: each run's
@@ -86,17 +86,17 @@ def recorded_step(b_tables, e_tables, per: tuple = (None, None)) -> dict:
     bm = float(b.mean()) if len(b) else 0.0
     em = float(e.mean()) if len(e) else 0.0
     return {"baseline_us": round(bm, 3), "experimental_us": round(em, 3), "delta_us": round(em - bm, 3),
-            "significance": S.step_time(b, e, (b_rec, e_rec))}
+            "significance": S.step_time(b, e, (b_rec, e_rec), noise=noise)}
 
 
-def data_wait_significance(b_tables, e_tables) -> dict:
+def data_wait_significance(b_tables, e_tables, *, noise: S.NoisePolicy) -> dict:
     """The one verdict on the data wait per step (diff/pipeline's row and the
     explanation's pipeline part)."""
     (bw, b_rec), (ew, e_rec) = data_wait_us(b_tables), data_wait_us(e_tables)
-    return S.compare_one(bw, ew, reference=step_mean_us(b_tables), recordings=(b_rec, e_rec))
+    return S.compare_one(bw, ew, reference=step_mean_us(b_tables), recordings=(b_rec, e_rec), noise=noise)
 
 
-def summary_significance(b_tables, e_tables) -> dict[str, dict]:
+def summary_significance(b_tables, e_tables, *, noise: S.NoisePolicy) -> dict[str, dict]:
     """metric -> significance of the step-time and split rows of diff/pipeline's summary."""
     bu, eu = ap.main_steps(b_tables.steps)[0], ap.main_steps(e_tables.steps)[0]
 
@@ -107,8 +107,8 @@ def summary_significance(b_tables, e_tables) -> dict[str, dict]:
 
     b, e = samples(bu), samples(eu)
     judged = S.compare(b, e, reference=np.full(len(STEP_PARTS), step_mean_us(b_tables) or 0.0),
-                       recordings=(step_labels(bu), step_labels(eu)))
-    return {**dict(zip(STEP_PARTS, judged)), DATA_WAIT: data_wait_significance(b_tables, e_tables)}
+                       recordings=(step_labels(bu), step_labels(eu)), noise=noise)
+    return {**dict(zip(STEP_PARTS, judged)), DATA_WAIT: data_wait_significance(b_tables, e_tables, noise=noise)}
 
 
 def _stage_samples(tables) -> dict[tuple, np.ndarray]:
@@ -124,7 +124,7 @@ def _stage_samples(tables) -> dict[tuple, np.ndarray]:
     return {key: np.asarray(values) for key, values in per.items()}
 
 
-def stage_significance(b_tables, e_tables) -> dict[tuple, dict]:
+def stage_significance(b_tables, e_tables, *, noise: S.NoisePolicy) -> dict[tuple, dict]:
     """(pipeline_index, stage_name) -> significance of the stage's mean task
     time delta, for stages every recording of both groups timed; empty
     unless both sides pool `MIN_STAGE_RECORDINGS` recordings or more."""
@@ -135,26 +135,26 @@ def stage_significance(b_tables, e_tables) -> dict[tuple, dict]:
     out = {}
     for key in keys:
         out[key] = S.compare(b[key][None, :], e[key][None, :], family=len(keys),
-                             recordings=(np.arange(len(b[key])), np.arange(len(e[key]))))[0]
+                             recordings=(np.arange(len(b[key])), np.arange(len(e[key]))), noise=noise)[0]
     return out
 
 
-def noise(b_tables, e_tables) -> dict:
+def noise_source(b_tables, e_tables, policy: S.NoisePolicy) -> dict:
     """Where the bands came from, as the explanation says it."""
     nb, ne = recordings(b_tables), recordings(e_tables)
     return {"source": S.MEASURED if max(nb, ne) >= S.MIN_RECORDINGS else S.ASSUMED, "baseline_recordings": nb,
-            "experimental_recordings": ne, "note": S.noise_note(nb, ne)}
+            "experimental_recordings": ne, "note": S.noise_note(nb, ne, policy)}
 
 
-def with_significance(payload: dict, b_tables, e_tables) -> dict:
+def with_significance(payload: dict, b_tables, e_tables, *, noise: S.NoisePolicy) -> dict:
     """diff/pipeline's payload with `significance` on its summary rows (None
     where a figure is not a mean of steps) and stage rows (None without
     groups on both sides), and `noise`."""
-    summary = summary_significance(b_tables, e_tables)
+    summary = summary_significance(b_tables, e_tables, noise=noise)
     for row in payload["summary"]:
         row["significance"] = summary.get(row["metric"])
-    stages = stage_significance(b_tables, e_tables)
+    stages = stage_significance(b_tables, e_tables, noise=noise)
     for row in payload["stages"]:
         row["significance"] = stages.get((row["pipeline_index"], row["stage_name"]))
-    payload["noise"] = noise(b_tables, e_tables)
+    payload["noise"] = noise_source(b_tables, e_tables, noise)
     return payload

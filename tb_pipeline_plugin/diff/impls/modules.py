@@ -1,0 +1,72 @@
+"""`diff/modules`: one node of the aligned piece tree and a page of its children."""
+from __future__ import annotations
+
+import msgspec
+
+from ...analysis.labels import MODULE
+from .. import significance_marks
+from .. import tree as T
+from ..backward import add_backward, with_backward
+from ..units import pieces_note
+
+_HOST_WINDOW_NOTE = (
+    "Steps and pieces are compared on the host: a step is its CPU-side ProfilerStep window. The Overview's "
+    "step time also waits for the step's GPU work to finish, so it can be longer; use Device time for the "
+    "GPU side of each piece."
+)
+
+
+class ModulesQuery(msgspec.Struct, frozen=True, kw_only=True):
+    """The node (an opaque path from an earlier answer; "" the root) and the
+    page of its children; bounded by the server's parameters
+    (server/params.py:DiffModulesParams)."""
+
+    path: str = ""
+    offset: int = 0
+    limit: int = T.MODULES_DEFAULT_LIMIT
+
+
+def diff_modules_impl(pair, q: ModulesQuery = ModulesQuery()) -> dict:
+    """The node at `q.path` and one page of its aligned children
+    (`children_total` counts them all). The trend arrays cover the returned
+    children, as running sums over the whole level. The pieces are each
+    run's own steps' pieces, whatever work a step holds: `per_unit_note`
+    says so when the runs' work per step differs."""
+    return pair.view(("diff/modules", q), lambda: _modules(pair, q))
+
+
+def _modules(pair, q: ModulesQuery) -> dict:
+    b, e = pair.runs
+    bi, ei = b.pieces(), e.pieces()
+    chain = T.resolve(bi, ei, q.path or "")
+    node = chain[-1]
+    kids, approximate = T.children_info(bi, ei, node)
+    row = T.row(bi, ei, node)
+    if node.path == "" and pair.device_present:
+        row["note"] = T.join_notes(row.get("note"), _HOST_WINDOW_NOTE)
+    row["approximate"] = approximate
+    page = slice(q.offset, q.offset + q.limit)
+    trend = {k: v[page] for k, v in T.trend(kids).items()}
+    children = [T.row(bi, ei, k) for k in kids[page]]
+    node_fields, kid_fields, backward_trend = with_backward(b, e, node, kids)
+    add_backward(row, *node_fields)
+    for child, fields in zip(children, kid_fields[page]):
+        add_backward(child, *fields)
+    trend.update({k: v[page] for k, v in backward_trend.items()})
+    level = [node] + list(kids)
+    significance_marks.mark_pieces(b, e, chain, [(row, node)] + list(zip(children, kids[page])),
+                                   family=sum(1 for n in level if n.any.kind == MODULE), noise=pair.noise)
+    return {
+        "path": node.path,
+        "breadcrumb": [{"name": n.any.name, "path": n.path} for n in chain],
+        "node": row,
+        "approximate": approximate,
+        "children_total": len(kids),
+        "offset": q.offset,
+        "limit": q.limit,
+        "children": children,
+        "trend": trend,
+        "device_present": pair.device_present,
+        "device_bound": pair.basis.device_bound,
+        "per_unit_note": pieces_note(pair.units),
+    }

@@ -1,0 +1,57 @@
+"""`diff/overview`: every overview metric of the pair side by side."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...analysis.run import Run
+from .. import step_basis as B
+from ..delta import delta_pct
+from ..overview import STEP_TIME, overview_rows
+from ..work_rows import caveat_rows, void_rows, work_rows
+
+
+def diff_overview_impl(pair) -> dict:
+    """Every overview metric side by side. When both runs have recorded
+    statistics, the step time's verdict is the one from every recorded step
+    (as the explanation's). Work per step, when known, adds rows per sample
+    or token (diff/units.py); the pair's differences come with the rows."""
+    return pair.view(("diff/overview",), lambda: _overview(pair))
+
+
+def _overview(pair) -> dict:
+    b, e = pair.runs
+    ctx = pair.context
+    common = {"device_present": pair.device_present, "units": ctx["units"], "comparability": ctx["comparability"]}
+    if pair.basis.whole_window:
+        # Per-step averages of a 3-step trace against one whole-trace "step"
+        # would show a regression that is not there: compare whole windows.
+        without = "baseline" if not b.has_steps else "experimental"
+        note = (f"The {without} trace has no ProfilerStep annotations, so both runs are compared over their "
+                "whole profiled window (all steps taken as one).")
+        # Whole windows: one step per recording.
+        rows = overview_rows(b.overview(whole_window=True), e.overview(whole_window=True),
+                             tuple(_whole_window_recordings(tp) for tp in (b, e)), noise=pair.noise)
+        void_rows(rows, ctx["void"], recorded=False)
+        return {**common, "rows": rows, "note": note}
+    rows = overview_rows(b.overview(), e.overview(), pair.recordings, noise=pair.noise)
+    note = None
+    recorded = B.recorded(pair)
+    if recorded is not None:
+        # The step time the verdict is about, and the one a gate reads: every recorded step's.
+        sig = recorded["significance"]
+        for row in rows:
+            if row["metric"] == STEP_TIME:
+                row.update(baseline=recorded["baseline_us"], experimental=recorded["experimental_us"],
+                           delta=recorded["delta_us"], significance=sig,
+                           delta_pct=delta_pct(recorded["baseline_us"], recorded["delta_us"]))
+        note = (f"Average step time is over every recorded step ({sig['baseline_steps']} vs "
+                f"{sig['experimental_steps']}, the pipeline statistics: warm-up and the loop's epilogue left "
+                "out); the breakdown is of the profiled steps.")
+    rows += work_rows(pair)
+    void_rows(rows, ctx["void"], recorded=recorded is not None)
+    caveat_rows(rows, ctx["units"])
+    return {**common, "rows": rows, "note": note}
+
+
+def _whole_window_recordings(run: Run):
+    return None if run.recordings == 1 else np.arange(run.recordings)
