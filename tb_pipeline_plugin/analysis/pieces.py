@@ -43,14 +43,10 @@ is its call's path (`Attribution.module_path`).
 """
 from __future__ import annotations
 
-import threading
-import weakref
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
-from ..bounded_cache import BoundedCache
 from ..trace.link import LinkedTrace, has_step_annotations
 from ..trace.names import (
     MODULE_PREFIX, OPTIMIZER_RE, data_loading_family, is_data_loading, is_module, is_optimizer, is_step, module_class,
@@ -126,8 +122,6 @@ def _rows_in(ts: np.ndarray, rows: np.ndarray, intervals) -> np.ndarray:
     return np.concatenate(parts) if parts else np.empty(0, np.int64)
 
 
-_PAIR_CACHES_LOCK = threading.Lock()
-
 
 @dataclass(eq=False)  # identity: an index is a cache key (modules.children)
 class PieceIndex:
@@ -149,25 +143,9 @@ class PieceIndex:
     has_steps: bool  # ProfilerStep annotations; else one synthetic `all` step
     # Module call rows, sorted, of modules that ran torch.compile's code (analysis/compiled.py).
     compiled_rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64), repr=False)
-    # What the diff layer keeps per pair of indexes (aligned levels, timeline
-    # matches): the other side's index -> cache name -> cache. Weak: a pair's
-    # caches go with either side's trace.
-    _pair_caches: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary, repr=False)
-
     def is_compiled(self, piece: "Piece") -> bool:
         """The piece is a call of a module that ran compiled."""
         return piece.kind == MODULE and piece.row >= 0 and _sorted_contains(self.compiled_rows, piece.row)
-
-    def pair_cache(self, other: "PieceIndex", name: str, make: Callable[[], BoundedCache]) -> BoundedCache:
-        """The cache `name` of this index against `other`, made on first use."""
-        with _PAIR_CACHES_LOCK:
-            caches = self._pair_caches.get(other)
-            if caches is None:
-                caches = self._pair_caches[other] = {}
-            cache = caches.get(name)
-            if cache is None:
-                cache = caches[name] = make()
-            return cache
 
     def pieces(self, atoms: np.ndarray) -> list[Piece]:
         starts, ends = self.start_us[atoms], self.end_us[atoms]

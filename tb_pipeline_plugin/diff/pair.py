@@ -107,8 +107,25 @@ class Pair:
         return self.view("compiled", make)
 
 
-_PAIRS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_PAIRS_LOCK = threading.Lock()
+_SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_SHARED_LOCK = threading.Lock()
+
+
+def shared(first, second, name: str, make: Callable[[], BoundedCache]) -> BoundedCache:
+    """The diff layer's one keying of what it keeps per pair of objects
+    (two runs, two piece indexes): the cache `name` of `first` against
+    `second`, made on first use, weak on both (it goes with either)."""
+    with _SHARED_LOCK:
+        per_first = _SHARED.get(first)
+        if per_first is None:
+            per_first = _SHARED[first] = weakref.WeakKeyDictionary()
+        caches = per_first.get(second)
+        if caches is None:
+            caches = per_first[second] = {}
+        cache = caches.get(name)
+        if cache is None:
+            cache = caches[name] = make()
+        return cache
 
 
 def pair_of(b: Run, e: Run, statistics: tuple = NO_STATISTICS, given: tuple = NOT_GIVEN,
@@ -117,12 +134,6 @@ def pair_of(b: Run, e: Run, statistics: tuple = NO_STATISTICS, given: tuple = NO
     (None: `NoisePolicy.from_environment()`, the TensorBoard process's
     setting)."""
     noise = NoisePolicy.from_environment() if noise is None else noise
-    with _PAIRS_LOCK:
-        per_b = _PAIRS.get(b)
-        if per_b is None:
-            per_b = _PAIRS[b] = weakref.WeakKeyDictionary()
-        pairs = per_b.get(e)
-        if pairs is None:
-            pairs = per_b[e] = BoundedCache(PAIRS_PER_RUNS)
+    pairs = shared(b, e, "pairs", lambda: BoundedCache(PAIRS_PER_RUNS))
     key = (tuple(map(id, statistics)), tuple(given), noise)
     return pairs.get_or_make(key, lambda: Pair(b, e, tuple(statistics), tuple(given), noise))

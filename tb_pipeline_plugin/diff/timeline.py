@@ -27,6 +27,7 @@ from ..bounded_cache import BoundedCache
 from ..analysis.timeline import KINDS, depths, first_named, lanes, level_of_detail, window_rows
 from . import tree as T
 from .align import align
+from .pair import shared
 
 DEFAULT_WIDTH_PX = 2000
 MAX_WIDTH_PX = 20_000
@@ -77,7 +78,7 @@ def piece_matches(b, e, bi: P.PieceIndex, ei: P.PieceIndex, chain: list[T.Node])
     """The matches inside the last node of `chain` (and the chain's own
     pieces' events: a piece's step and parent modules), memoised for the
     last few pieces of the pair."""
-    cache = bi.pair_cache(ei, "timeline_matches", lambda: BoundedCache(_CACHE_PATHS))
+    cache = shared(bi, ei, "timeline_matches", lambda: BoundedCache(_CACHE_PATHS))
     return cache.get_or_make(chain[-1].path, lambda: _matches(b.linked, e.linked, bi, ei, chain))
 
 

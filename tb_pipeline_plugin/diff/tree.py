@@ -15,9 +15,9 @@ the root ("" root, "2" third step, "2.4.1" ...). It is opaque to clients and
 only valid for the same pair of traces.
 
 Aligned children are memoised per (baseline index, experimental index,
-path), in an LRU owned by the baseline's PieceIndex (weakly keyed by the
-experimental one): zooming deeper, or asking for a piece's operators, does
-not align every level above it again.
+path), in an LRU kept for the pair of indexes (diff/pair.py:shared, weak
+on both): zooming deeper, or asking for a piece's operators, does not
+align every level above it again.
 """
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from ..analysis import pieces as P
 from ..bounded_cache import BoundedCache
 from .align import align_info
 from .delta import delta_fields
+from .pair import shared
 
 MATCHED, BASELINE_ONLY, EXPERIMENTAL_ONLY = "matched", "baseline_only", "experimental_only"
 # A piece one run has inside a module the other run ran compiled: its work is
@@ -134,7 +135,7 @@ def cache_info(bi: P.PieceIndex, ei: P.PieceIndex) -> dict:
 
 def _levels(bi: P.PieceIndex, ei: P.PieceIndex) -> BoundedCache:
     """The pair's aligned levels by path, bounded in levels and in nodes."""
-    return bi.pair_cache(ei, "levels", lambda: BoundedCache(CACHE_MAX_LEVELS, max_weight=CACHE_MAX_NODES, weigh=len))
+    return shared(bi, ei, "levels", lambda: BoundedCache(CACHE_MAX_LEVELS, max_weight=CACHE_MAX_NODES, weigh=len))
 
 
 def _children(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> tuple[tuple[Node, ...], bool]:
