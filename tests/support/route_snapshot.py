@@ -1,39 +1,52 @@
 """Every route's answer on a fixed logdir, for checking that a refactor keeps responses identical.
 
     python tests/support/route_snapshot.py build LOGDIR            # copy the demo runs and shared traces into LOGDIR
-    python tests/support/route_snapshot.py take LOGDIR OUT.json    # ask every route (real TensorBoard app), save
+    python tests/support/route_snapshot.py take LOGDIR OUT.json [--max-paths N] [--expect-package DIR]
     python tests/support/route_snapshot.py compare A.json B.json [--rename OLD=NEW ...] [--ignore-new KEY ...] [--old-refs]
 
-`take` walks the module-diff tree of every pair (every path it answers) and
-asks the operator and kernel tables of each piece, so a change anywhere in
-the diff layers shows. `compare` prints each URL whose answer differs, with the
-first differing keys; `--rename` maps field names of A to those of B (a
-documented contract rename) before comparing; `--ignore-new` drops fields
-B added (a documented addition) wherever they are; `--old-refs` moves A's
-run references to where answers name their runs since issue 30 (a one-run
-answer: `run`, `worker`, `span` at its top; a pair: `baseline` and
-`experimental` references, each side's report under `*_report` or
-`*_ranks`; the profiler link, once `timeline`, now `profiler_link`, its
-`trace` spread at its top).
+`take` asks every route of every run and of every pair (real TensorBoard app,
+through HTTP only) and walks the module-diff tree of every pair, asking the
+operator, kernel and Timeline answers of each piece it visits, so a change
+anywhere in the diff layers shows. The walk visits the root and its children
+(the steps) first, then depth-first, each step's subtree before the next
+(every kind of piece, at every depth, in the first steps), up to
+`--max-paths` paths a pair (default: all). `--expect-package` makes it fail
+unless `tb_pipeline_plugin` is imported from DIR (a snapshot of an older
+checkout must not be taken with the installed one). The script drives the
+app itself, without tests/conftest.py, so it takes the same snapshot of any
+version of the package.
+
+`compare` prints each URL whose answer differs, with the first differing
+keys (`compare()` returns them: tests/test_route_snapshot.py asserts on
+them); `--rename` maps field names of A to those of B (a documented contract
+rename) before comparing; `--ignore-new` drops fields B added (a documented
+addition) wherever they are; `--old-refs` moves A's run references to where
+answers name their runs since issue 30 (a one-run answer: `run`, `worker`,
+`span` at its top; a pair: `baseline` and `experimental` references, each
+side's report under `*_report` or `*_ranks`; the profiler link, once
+`timeline`, now `profiler_link`, its `trace` spread at its top).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
-HERE = Path(__file__).resolve().parent.parent  # tests/, where conftest is
-sys.path.insert(0, str(HERE))
+REPO = Path(__file__).resolve().parents[2]
+PLUGIN_PREFIX = "/data/plugin/tb_pipeline"
 
 PAIRS = [
     ("baseline", "experimental"),  # the demo: trace, pipeline statistics and diagnostic results on both sides
     ("hta_control", "hta_test"),
     ("resnet_w0", "resnet_w4"),
     ("hta_single", "hta_cpu_only"),
+    ("hta_ranks", "hta_ranks"),  # two ranks, against itself
 ]
 _SHARED = {
     "hta_control": "hta/trace_diff/control.json.gz",
@@ -44,13 +57,20 @@ _SHARED = {
     "hta_cpu_only": "hta/cpu_only",
     "hta_ranks": "hta/multi_rank",
 }
+# The one-run routes (each asked of every run) and the pair routes (each asked of every pair).
+RUN_ROUTES = ("/overview", "/operators", "/kernels", "/modules", "/profiler_link", "/pipeline", "/diagnostic",
+              "/distributed")
+PAIR_ROUTES = ("/diff/overview", "/diff/explain", "/diff/memory", "/diff/pipeline", "/diff/diagnostic",
+               "/distributed", "/diff/operators", "/diff/kernels", "/diff/modules", "/diff/timeline")
 
 
-def build(logdir: Path) -> None:
-    repo = HERE.parent
-    shared = repo.parent / "shared" / "traces"
+def build(logdir: Path, samples: Path | None = None, shared: Path | None = None) -> None:
+    """The demo runs (`samples`, default samples/runs) and the shared traces (`shared`, default
+    ../shared/traces) copied into `logdir` under the run names of PAIRS."""
+    samples = samples or REPO / "samples" / "runs"
+    shared = shared or REPO.parent / "shared" / "traces"
     logdir.mkdir(parents=True, exist_ok=True)
-    for run in (repo / "samples" / "runs").iterdir():
+    for run in samples.iterdir():
         if run.is_dir():
             shutil.copytree(run, logdir / run.name, dirs_exist_ok=True)
     for run, rel in _SHARED.items():
@@ -63,40 +83,76 @@ def build(logdir: Path) -> None:
             shutil.copy(src, logdir / run / ("w0.1.pt.trace" + "".join(src.suffixes)))
 
 
-def take(logdir: Path, out: Path) -> None:
+def _app(logdir: Path):
+    """The real TensorBoard WSGI app serving our plugin, with the flags of TensorBoard's own parser (as
+    tests/conftest.py:build_tb_app, repeated here so that any version of the package is driven the same
+    way, whatever the tests of that version look like)."""
+    from tensorboard import program
+    from tensorboard.backend import application
+    from tensorboard.plugins import base_plugin
+    from tensorboard.plugins.core import core_plugin
+
+    from tb_pipeline_plugin.server.plugin import PipelinePlugin
+
+    tb = program.TensorBoard(plugins=[core_plugin.CorePluginLoader()])
+    tb.configure(argv=["tensorboard", "--logdir", str(logdir)])
+    flags = tb.flags
+    instances: dict = {}
+    context = base_plugin.TBContext(flags=flags, logdir=flags.logdir, plugin_name_to_instance=instances,
+                                    sampling_hints=flags.samples_per_plugin, window_title=flags.window_title)
+    plugin = PipelinePlugin(context)
+    instances[plugin.plugin_name] = plugin
+    return application.TensorBoardWSGI([plugin], flags.path_prefix), plugin
+
+
+def _still_loading(resp) -> bool:
+    """409, or an answer that holds what is ready and says it is not complete (as tests/conftest.py)."""
+    if resp.status_code == 409:
+        return True
+    return resp.status_code == 200 and resp.is_json and (resp.get_json() or {}).get("complete") is False
+
+
+def take(logdir: Path, out: Path, max_paths: int | None = None, expect_package: Path | None = None) -> dict:
+    """Every answer (module docstring), saved to `out` as {url: {"status", "body"}}; returns it."""
+    # Every answer decoded with its contract type, as under the tests: an answer off its declared shape fails.
+    os.environ.setdefault("TB_PIPELINE_VALIDATE_RESPONSES", "1")
+    import tb_pipeline_plugin
+
+    package = Path(tb_pipeline_plugin.__file__).resolve().parent
+    print(f"tb_pipeline_plugin from {package}", flush=True)
+    if expect_package is not None and package != expect_package.resolve():
+        raise SystemExit(f"tb_pipeline_plugin imported from {package}, not {expect_package.resolve()}")
     from werkzeug.test import Client
 
-    from conftest import PLUGIN_PREFIX, build_tb_app, still_loading
-
-    app, plugin = build_tb_app(logdir)
+    app, plugin = _app(logdir)
     client = Client(app)
     answers: dict[str, object] = {}
 
-    def get(route: str, **args) -> object:
+    def get(route: str, record: bool = True, **args) -> object:
         url = f"{route}?{urlencode(args)}" if args else route
         deadline = time.monotonic() + 300
         while True:
             resp = client.get(PLUGIN_PREFIX + url)
-            if not still_loading(resp) or time.monotonic() > deadline:
+            if not _still_loading(resp) or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
-        body = resp.get_json()
-        answers[url] = {"status": resp.status_code, "body": body}
+        body = resp.get_json(silent=True)
+        if body is None:
+            body = resp.get_data(as_text=True)[:2000]
+        if record:
+            answers[url] = {"status": resp.status_code, "body": body}
         return body if resp.status_code == 200 else None
 
-    runs = get("/runs")
-    names = sorted(r["name"] for r in runs["runs"])
-    # Loading states of the first listing depend on timing: take it again once all loaded.
+    # The first listing's load states depend on how far the prefetches got: it names the runs, and the
+    # listing is recorded once every run was asked for.
+    names = sorted(r["name"] for r in get("/runs", record=False)["runs"])
     for run in names:
-        for route in ("/overview", "/kernels", "/modules", "/profiler_link"):
+        for route in ("/overview", "/kernels", "/modules", "/profiler_link", "/pipeline", "/diagnostic"):
             get(route, run=run)
         for group_by in ("name", "name_and_shape"):
             get("/operators", run=run, group_by=group_by)
-        get("/pipeline", run=run)
-        get("/diagnostic", run=run)
         get("/distributed", baseline=run)
-    get("/runs")
-    for b, e in PAIRS + [("hta_ranks", "hta_ranks")]:
+    for b, e in PAIRS:
         pair = {"baseline": b, "experimental": e}
         get("/diff/overview", **pair)
         get("/diff/explain", **pair)
@@ -109,24 +165,40 @@ def take(logdir: Path, out: Path) -> None:
             get("/diff/operators", **pair, group_by=group_by, sort="name", order="asc", limit=5)
         get("/diff/kernels", **pair)
         get("/diff/kernels", **pair, filter="gemm")
-        queue, seen = [""], set()
-        while queue and len(seen) < 60:
-            path = queue.pop(0)
-            if path in seen:
-                continue
-            seen.add(path)
+        get("/diff/timeline", **pair)  # no path: the whole window
+        seen: list[str] = []
+
+        def visit(path: str) -> list[str]:
+            """The piece's answers; its children's paths."""
+            seen.append(path)
             node = get("/diff/modules", **pair, path=path, limit=50)
             if path:
                 get("/diff/operators", **pair, path=path)
                 get("/diff/kernels", **pair, path=path)
                 get("/diff/timeline", **pair, path=path)
-            if node:
-                queue += [c["path"] for c in node.get("children", []) if c.get("path")]
+            return [c["path"] for c in (node or {}).get("children", []) if c.get("path")]
+
+        def full() -> bool:
+            return max_paths is not None and len(seen) >= max_paths
+
+        steps = visit("")
+        below = {}
+        for step in steps:
+            if full():
+                break
+            below[step] = visit(step)
+        stack = [path for step in reversed(steps) for path in reversed(below.get(step, []))]
+        while stack and not full():
+            stack += reversed(visit(stack.pop()))
+    # The listing once nothing loads: while a load is under way (the runs' span labels are read in the
+    # background), which states and labels it has depends on how far that got.
+    deadline = time.monotonic() + 120
+    while (get("/runs") or {}).get("loading") and time.monotonic() < deadline:
+        time.sleep(0.1)
     plugin.close()
-    # The first listing's states depend on how far the prefetches got.
-    answers.pop("/runs")
     out.write_text(json.dumps(answers, indent=1, sort_keys=True))
-    print(f"{len(answers)} answers -> {out}")
+    print(f"{len(answers)} answers -> {out}", flush=True)
+    return answers
 
 
 def _ref(run: str) -> dict:
@@ -138,7 +210,6 @@ def _old_refs(url: str, body):
     if not isinstance(body, dict) or "error" in body:
         return body
     route = url.split("?", 1)[0]
-    query = dict(p.split("=", 1) for p in url.split("?", 1)[1].split("&")) if "?" in url else {}
     body = dict(body)
     if route == "/profiler_link" and "trace" in body:
         body = {**body.pop("trace"), **body}
@@ -195,33 +266,48 @@ def _differences(a, b, where: str = "", out=None, new: set[str] = frozenset()) -
     return out
 
 
-def compare(a_path: Path, b_path: Path, renames: dict[str, str], new: set[str] = frozenset(),
-            old_refs: bool = False) -> int:
-    a = _renamed(json.loads(a_path.read_text()), renames)
-    b = json.loads(b_path.read_text())
+@dataclass(frozen=True)
+class Difference:
+    """One URL whose answers differ: `keys` says where (`.body.rows[3].delta_us: 1.0 != 2.0`), or that
+    only one snapshot asked it."""
+
+    url: str
+    keys: tuple[str, ...]
+
+    def __str__(self) -> str:
+        head = f"{self.url}: {len(self.keys)} difference{'s' * (len(self.keys) != 1)}"
+        return head + "".join(f"\n    {k}" for k in self.keys[:8])
+
+
+def load(snapshot) -> dict:
+    """A snapshot: itself, or read from its path."""
+    return json.loads(Path(snapshot).read_text()) if isinstance(snapshot, (str, Path)) else snapshot
+
+
+def compare(a, b, renames: dict[str, str] | None = None, new: set[str] = frozenset(),
+            old_refs: bool = False) -> list[Difference]:
+    """The differences of snapshot `b` from `a` (each a snapshot or the path of one), URL by URL."""
+    a = _renamed(load(a), renames or {})
+    b = dict(load(b))
     if old_refs:
         # The torch-tb-profiler link's route was `timeline`, a name it shared with our Timeline view.
         a = {url.replace("/timeline?", "/profiler_link?", 1) if url.startswith("/timeline?") else url: answer
              for url, answer in a.items()}
         a = {url: {**answer, "body": _old_refs(url, answer["body"])} for url, answer in a.items()}
         # One-run answers that named no run before: B's reference is checked by the route tests.
-        for url, answer in b.items():
+        for url, answer in list(b.items()):
             if url.split("?")[0] in ("/operators", "/kernels", "/modules") and isinstance(answer["body"], dict):
-                answer["body"] = {k: v for k, v in answer["body"].items() if k not in ("run", "worker", "span")}
-    bad = 0
+                body = {k: v for k, v in answer["body"].items() if k not in ("run", "worker", "span")}
+                b[url] = {**answer, "body": body}
+    found = []
     for url in sorted(set(a) | set(b)):
         if url not in a or url not in b:
-            print(f"{url}: only in {'B' if url not in a else 'A'}")
-            bad += 1
+            found.append(Difference(url, (f"only in {'B' if url not in a else 'A'}",)))
             continue
         diffs = _differences(a[url], b[url], new=new)
         if diffs:
-            bad += 1
-            print(f"{url}: {len(diffs)} differences")
-            for d in diffs[:8]:
-                print("   ", d)
-    print(f"{len(a)} vs {len(b)} answers, {bad} differ")
-    return 1 if bad else 0
+            found.append(Difference(url, tuple(diffs)))
+    return found
 
 
 def main() -> int:
@@ -231,6 +317,9 @@ def main() -> int:
     t = sub.add_parser("take")
     t.add_argument("logdir", type=Path)
     t.add_argument("out", type=Path)
+    t.add_argument("--max-paths", type=int, default=None, help="module-tree paths walked per pair (default: all)")
+    t.add_argument("--expect-package", type=Path, default=None, metavar="DIR",
+                   help="fail unless tb_pipeline_plugin is imported from DIR")
     c = sub.add_parser("compare")
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)
@@ -242,9 +331,13 @@ def main() -> int:
         build(args.logdir)
         return 0
     if args.cmd == "take":
-        take(args.logdir, args.out)
+        take(args.logdir, args.out, args.max_paths, args.expect_package)
         return 0
-    return compare(args.a, args.b, dict(r.split("=", 1) for r in args.rename), set(args.ignore_new), args.old_refs)
+    found = compare(args.a, args.b, dict(r.split("=", 1) for r in args.rename), set(args.ignore_new), args.old_refs)
+    for difference in found:
+        print(difference)
+    print(f"{len(load(args.a))} vs {len(load(args.b))} answers, {len(found)} differ")
+    return 1 if found else 0
 
 
 if __name__ == "__main__":
