@@ -63,12 +63,14 @@ test-js: $(STAMPS)/npm $(STAMPS)/codegen
 	cd frontend/codegen && npm run check
 	cd frontend && npm run typecheck && npm test
 
-# Timing-sensitive tests alone, then the parallel-safe ones on two workers
-# (tests/conftest.py:PARALLEL_SAFE_MODULES); both halves always run.
+# Every recording the tests read, made once and alone (tests/support/recordings.py: a cache under
+# .cache/test-recordings keyed by what records them); then the modules marked `timing` alone, and every
+# other module on two workers (tests/conftest.py); all three always run.
 test-py: setup chromium
-	$(PY) -m pytest -q --durations=15 -m "not parallel_safe" tests; serial=$$?; \
-	$(PY) -m pytest -q --durations=15 -m parallel_safe -n 2 --dist loadfile tests; parallel=$$?; \
-	exit $$(( serial || parallel ))
+	$(PY) -m pytest -qq --collect-only --build-recordings tests | grep -v '^tests/.*: [0-9]*$$'; recorded=$${PIPESTATUS[0]}; \
+	$(PY) -m pytest -q --durations=15 -m timing tests; serial=$$?; \
+	$(PY) -m pytest -q --durations=15 -m "not timing" -n 2 --dist loadfile tests; parallel=$$?; \
+	exit $$(( recorded || serial || parallel ))
 
 test: setup chromium test-js test-py
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 from urllib.parse import quote
 from pathlib import Path
 
 import pytest
+
+from support.recorded import RecordedProfile, diagnostic_runs, recorded_runs
+from support.recorded import _on_samples_path  # noqa: F401 - tests import it from here
 
 # Every route answer is decoded with its contract type (tb_pipeline_plugin/contract/):
 # a response drifting from the declared shape fails the test that got it.
@@ -28,35 +30,13 @@ if "TB_PIPELINE_CACHE_DIR" not in os.environ:
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PLUGIN_PREFIX = "/data/plugin/tb_pipeline"
 
-# `make test` runs every other module alone, one test at a time: they record
-# and measure (step times, QPS, CPU shares, the GIL, latencies), and their
-# verdicts are the product's. These modules assert nothing that another
-# process's load moves (shapes, counts against the JSON, oracles from the
-# same recording, CPU-time bounds, generous waits in the browser), so they
-# run afterwards on two workers (pytest-xdist, whole files per worker).
-# A module left out of this list is serial: the safe default.
-PARALLEL_SAFE_MODULES = frozenset({
-    "test_architecture", "test_concurrent_first_use", "test_contract", "test_cpu_oracle", "test_datapipes",
-    "test_decode_parallel", "test_decode_scan", "test_nesting", "test_decoder_fuzz", "test_early_parse", "test_degenerate_traces", "test_diff_gpu_pair", "test_diff_timeline",
-    # The demo's effects (an MLP four times wider, examples read from slow storage: 165 % slower per
-    # step) are far above another worker's noise.
-    "test_e2e_demo",
-    # (test_e2e_report stays serial: its gates and JUnit cases assert the demo's direction, which a
-    # recording beside another worker's pip build once turned round: baseline 25.7 s, experimental 13.5 s.)
-    "test_e2e_distributed", "test_e2e_memory", "test_e2e_profiler_link", "test_e2e_timeline_diff", "test_gpu_traces",
-    "test_import_hook", "test_install_hints", "test_layout_composer", "test_layout_frameworks", "test_logdir",
-    "test_logdir_groups", "test_memory_diff", "test_pipeline_diagnostic_launch", "test_rank_rollup", "test_readme", "test_route_fuzz",
-    "test_routes", "test_development_map",
-    # Verdicts checked against oracles computed from the same recordings; the host-load check is an
-    # iff against the recorded load, so another worker's load moves both sides of it.
-    "test_comparability", "test_summarize", "test_tb_profiler_beside", "test_torch_agreement", "test_trace_processor",
-    "test_trace_robustness",
-    # Installs into a fresh venv and uses the plugin there: minutes of CPU, no timing asserted.
-    "test_wheel_install",
-    # Fixed traces (the H200 pairs, span files) against oracles from their JSON, the browser with generous
-    # waits, and reports whose verdicts are read from the report itself: nothing another worker moves.
-    "test_gpu_device_time", "test_e2e_gpu", "test_span_picker", "test_e2e_span_picker", "test_report",
-})
+# Parallel by default: `make test-py` runs the modules marked `timing` alone, one test at a time (they
+# measure wall-clock time or CPU shares while the test runs, and another process's load moves what they
+# assert), then every other module on two workers (pytest-xdist, whole files per worker). A timing module
+# says why in its marker: `pytestmark = pytest.mark.timing("what it measures")`. Recordings that tests
+# only read are made once, alone, before both halves (tests/support/recordings.py), so reading one is
+# not timing-sensitive.
+TIMING_MARKER = "timing"
 
 
 def as_in_a_terminal() -> None:
@@ -67,34 +47,34 @@ def as_in_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def pytest_addoption(parser):
+    parser.addoption("--build-recordings", action="store_true",
+                     help="build every recording of tests/support/recordings.py's cache after collection "
+                          "(alone, one after another; with --collect-only, nothing else runs)")
+
+
 def pytest_configure(config):
-    config.addinivalue_line("markers", "parallel_safe: asserts nothing another process's load moves (conftest.py)")
+    config.addinivalue_line("markers", f"{TIMING_MARKER}(why): measures wall-clock time or CPU shares while it runs; "
+                                       "`make test-py` runs it alone (tests/conftest.py)")
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in PARALLEL_SAFE_MODULES:
-            item.add_marker(pytest.mark.parallel_safe)
-
-# Run name -> record_run kwargs of the session logdir.
-RECORDED_RUNS = {
-    "baseline": dict(layers=4),
-    "experimental": dict(layers=5),
-    "slow_loader": dict(layers=4, loader_delay_s=0.02),
-}
+        for mark in item.iter_markers(TIMING_MARKER):
+            why = mark.args[0] if mark.args else mark.kwargs.get("why")
+            if not isinstance(why, str) or len(why.split()) < 3:
+                raise pytest.UsageError(f"{item.nodeid}: a `timing` marker says why, "
+                                        "pytest.mark.timing(\"what it measures\")")
 
 
-def _on_samples_path() -> None:
-    samples = str(REPO_ROOT / "samples")
-    if samples not in sys.path:
-        sys.path.insert(0, samples)
+def pytest_collection_finish(session):
+    if session.config.getoption("build_recordings"):
+        from support import recordings
 
-
-def _record_samples():
-    _on_samples_path()
-    import record_samples
-
-    return record_samples
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        failed = recordings.build_all(lambda line: reporter.write_line(line, flush=True))
+        if failed:
+            raise pytest.UsageError(f"recordings failed: {', '.join(failed)}")
 
 
 @pytest.fixture(scope="session")
@@ -113,32 +93,24 @@ def shared_traces(repo_root) -> Path:
 
 @pytest.fixture(scope="session")
 def _recorded(tmp_path_factory):
-    record_samples = _record_samples()
-    logdir = tmp_path_factory.mktemp("recorded_logdir")
-    profiles = {
-        name: record_samples.record_run(str(logdir / name), **kwargs)
-        for name, kwargs in RECORDED_RUNS.items()
-    }
-    return logdir, profiles
+    got = recorded_runs.copy_to(tmp_path_factory.mktemp("recorded_logdir"))
+    return got["logdir"], {name: RecordedProfile(rows) for name, rows in got["key_averages"].items()}
 
 
 @pytest.fixture(scope="session")
 def recorded_logdir(_recorded) -> Path:
     """A logdir with runs `baseline`, `experimental` (one more block) and
-    `slow_loader` (DataLoader 20 ms slower per batch: far above timing noise), each one Kineto trace. Session-wide:
+    `slow_loader` (DataLoader 20 ms slower per batch: far above timing noise), each one Kineto trace;
+    this process's copy of the one recording (tests/support/recordings.py). Session-wide:
     treat it as read-only (copy it to modify)."""
     return _recorded[0]
 
 
 @pytest.fixture(scope="session")
 def recorded_profiles(_recorded) -> dict:
-    """Run name -> the `torch.profiler.profile` that wrote it, as an oracle
-    (`prof.key_averages()`) independent of our trace parsing."""
+    """Run name -> what the `torch.profiler.profile` that wrote it said (`prof.key_averages()`, kept
+    when it recorded), as an oracle independent of our trace parsing."""
     return _recorded[1]
-
-
-# Diagnostic-mode runs of the session's diagnostic logdir -> variant of samples/diagnostic_sample.py.
-DIAGNOSTIC_RUNS = {"diag_baseline": "baseline", "diag_experimental": "experimental"}
 
 
 @pytest.fixture(scope="session")
@@ -146,15 +118,9 @@ def diagnostic_logdir(tmp_path_factory) -> Path:
     """A logdir with runs `diag_baseline` and `diag_experimental`, each only
     `diagnostic/diagnostic.jsonl`, swept by the real diagnose engine (levels
     1, 2, 4; threads and processes; py-spy GIL sampling) over the tiny
-    3-stage pipeline of samples/diagnostic_sample.py. Read-only."""
-    _on_samples_path()
-    import diagnostic_sample
-
-    logdir = tmp_path_factory.mktemp("diagnostic_logdir")
-    for run, variant in DIAGNOSTIC_RUNS.items():
-        result = diagnostic_sample.record_diagnostic(str(logdir), run, variant)
-        assert not result.cut_short, result.reason
-    return logdir
+    3-stage pipeline of samples/diagnostic_sample.py; this process's copy of the one recording.
+    Read-only."""
+    return diagnostic_runs.copy_to(tmp_path_factory.mktemp("diagnostic_logdir"))
 
 
 def build_tb_app(logdir, extra_plugins=()):

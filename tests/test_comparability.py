@@ -22,6 +22,7 @@ import pytest
 
 from conftest import PLUGIN_PREFIX, get_when_ready
 from support.json_oracle import duration_by_name, load_events, settled_steps
+from support.recordings import recording
 from tb_pipeline_plugin import cli
 from tb_pipeline_plugin.compare import compare
 from tb_pipeline_plugin.diff import comparability as C
@@ -95,9 +96,9 @@ def _record(logdir: Path, run: str, script: Path, *args: str) -> None:
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("comparability")
+@recording()
+def recorded_runs(root: Path) -> Path:
+    """Batches 16 and 32, and 16 beside a busy core, made once (support/recordings.py)."""
     script = root / "train.py"
     script.write_text(TRAIN)
     logdir = root / "runs"
@@ -113,15 +114,24 @@ def runs(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def trace_only(tmp_path_factory):
-    """Trace-only runs: stacks on, stacks off, and a bigger batch."""
-    root = tmp_path_factory.mktemp("trace_only")
+def runs(tmp_path_factory):
+    return recorded_runs.copy_to(tmp_path_factory.mktemp("comparability"))
+
+
+@recording()
+def recorded_trace_only(root: Path) -> Path:
+    """Trace-only runs: stacks on, stacks off, and a bigger batch; made once (support/recordings.py)."""
     script = root / "profiled.py"
     script.write_text(PROFILED)
     for run, stack, batch in (("stacks", "1", "32"), ("plain", "0", "32"), ("plain64", "0", "64")):
         subprocess.run([sys.executable, str(script), str(root / run), stack, batch], check=True, timeout=600,
                        capture_output=True)
     return root
+
+
+@pytest.fixture(scope="module")
+def trace_only(tmp_path_factory):
+    return recorded_trace_only.copy_to(tmp_path_factory.mktemp("trace_only"))
 
 
 def _records(run_dir: Path) -> list[dict]:

@@ -23,6 +23,10 @@ from support.diagnose_helpers import REPO_ROOT, SCRIPTS
 sys.path.insert(0, str(SCRIPTS))
 import flaky  # noqa: E402
 
+pytestmark = pytest.mark.timing(
+    "its sweeps' QPS, the time limit and Ctrl-C cuts are wall-clock measured while the test runs"
+)
+
 
 def test_stage_raising_on_some_inputs_is_counted_not_fatal(tmp_path):
     result = diagnose([("every_third_fails", flaky.every_third_fails), ("slow", flaky.slow)], range(30),

@@ -20,6 +20,10 @@ from support.diagnose_helpers import SCRIPTS, diagnostic_env, run_script
 sys.path.insert(0, str(SCRIPTS))
 import three_stages  # noqa: E402
 
+pytestmark = pytest.mark.timing(
+    "diagnostic mode sweeps real scripts in the test; the verdicts it checks are QPS per level"
+)
+
 FAST = dict(levels="1,2,4", duration_s=0.8, warmup_s=0.2, gil_duration_s=1)
 
 

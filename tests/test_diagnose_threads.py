@@ -33,6 +33,8 @@ from tb_pipeline_plugin.readers.diagnostic import read_diagnostic
 from conftest import as_in_a_terminal, get_when_ready
 from support.diagnose_helpers import REPO_ROOT, SCRIPTS
 
+pytestmark = pytest.mark.timing("measures each stage's QPS per thread and process level while the test runs")
+
 BUDGET_S = 60
 HEAVY = dict(duration_s=0.6, warmup_s=0.1, num_inputs=128, gil_duration_s=1, time_limit_s=BUDGET_S)
 

@@ -16,6 +16,11 @@ from tb_pipeline_plugin.readers.diagnostic import read_diagnostic
 _on_samples_path()
 import diagnostic_sample  # noqa: E402
 
+pytestmark = pytest.mark.timing(
+    "records diagnostic sweeps in the test (one pair beside a core it keeps busy) and checks no QPS reads"
+    " changed"
+)
+
 BUSY_LOOP = "while True: pass"
 
 

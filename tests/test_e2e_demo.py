@@ -10,12 +10,12 @@ quote of the explanation to the sentence the overview's picture shows."""
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 from support import readme_quote
+from support.recorded import demo_pair
 from test_e2e_browser import (  # noqa: F401 - browser and page are fixtures
     ARTIFACTS, BUNDLE, CHROMIUM, _get, _open_tab, _shot, browser, page, runs_ready, serve_tensorboard,
 )
@@ -32,11 +32,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    sys.path.insert(0, str(REPO / "samples"))
-    import record_demo
-
-    logdir = tmp_path_factory.mktemp("demo_runs")
-    record_demo.record_demo(str(logdir), quiet=True)
+    logdir = demo_pair.copy_to(tmp_path_factory.mktemp("demo_runs"))  # recorded once (conftest.py)
     with serve_tensorboard(logdir, tmp_path_factory.mktemp("tb_log") / "tensorboard.log",
                            runs_ready("baseline", "experimental")) as port:
         yield port, logdir

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from support.recordings import recording
+
 from test_e2e_browser import (  # noqa: F401 - browser and page are fixtures
     BUNDLE, CHROMIUM, _get, runs_ready, serve_tensorboard, _open_tab, _pick, _plugin_frame, _shot, browser, page,
 )
@@ -40,16 +42,21 @@ def _record_third(logdir: Path) -> None:
             time.sleep(0.006)
 
 
-@pytest.fixture(scope="module")
-def tensorboard(recorded_logdir, tmp_path_factory):
-    logdir = tmp_path_factory.mktemp("e2e_pipeline_logdir")
+@recording(sources=["samples/record_pipeline_samples.py"])
+def recorded_pipelines(logdir: Path) -> None:
+    """samples/record_pipeline_samples.py's SPDL pair and the third run, made once (support/recordings.py)."""
     sys.path.insert(0, str(REPO / "samples"))
     import record_pipeline_samples
 
     record_pipeline_samples.main(["--out", str(logdir)])
+    _record_third(logdir)
+
+
+@pytest.fixture(scope="module")
+def tensorboard(recorded_logdir, tmp_path_factory):
+    logdir = recorded_pipelines.copy_to(tmp_path_factory.mktemp("e2e_pipeline_logdir"))
     for run in ("baseline", "experimental"):  # a trace pair beside them
         shutil.copytree(recorded_logdir / run, logdir / run)
-    _record_third(logdir)
     with serve_tensorboard(logdir, tmp_path_factory.mktemp("tb_log") / "tensorboard.log",
                            runs_ready(BASELINE, EXPERIMENTAL, THIRD)) as port:
         yield port, logdir

@@ -8,13 +8,13 @@ docs/screenshots/report.png (the README's picture)."""
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import msgspec
 import pytest
 
 from conftest import build_tb_app
+from support.recorded import demo_pair
 from support.group_runs import get_ready
 from support.report_parsing import html_tables, junit_cases, markdown_tables
 from test_e2e_browser import ARTIFACTS, CHROMIUM, browser, page  # noqa: F401 - browser and page are fixtures
@@ -35,11 +35,7 @@ HTML_BUDGET_BYTES = 300_000
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     """The demo logdir and every format of its report, written with --output."""
-    sys.path.insert(0, str(REPO / "samples"))
-    import record_demo
-
-    logdir = tmp_path_factory.mktemp("demo_runs")
-    record_demo.record_demo(str(logdir), quiet=True)
+    logdir = demo_pair.copy_to(tmp_path_factory.mktemp("demo_runs"))  # recorded once (conftest.py)
     ARTIFACTS.mkdir(exist_ok=True)
     files, codes = {}, set()
     for fmt, suffix in SUFFIX.items():

@@ -3,10 +3,13 @@ cause each (tests/support/explain_runs.py), and its numbers against oracles comp
 straight from the trace JSON."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from support import explain_runs as R
+from support.recordings import recording
 from support.json_oracle import category, load_events
 from support.null_verdicts import assert_null
 from tb_pipeline_plugin.analysis.processor import TraceProcessor
@@ -41,11 +44,18 @@ def shared_box_noise(monkeypatch):
 STEPS = 20
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, tuple[str, str]]:
+@recording(sources=["tests/support/explain_runs.py"])
+def recorded_pairs(root: Path) -> dict[str, tuple[str, str]]:
+    """PAIRS, made once (support/recordings.py)."""
     # 20 steps a run: on a loaded box a few preempted steps among 10 widen
     # the band past the wide block's effect.
-    return R.record_pairs(PAIRS, str(tmp_path_factory.mktemp("explain")), steps=STEPS)
+    return R.record_pairs(PAIRS, str(root), steps=STEPS)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, tuple[str, str]]:
+    return {name: (str(b), str(e)) for name, (b, e) in
+            recorded_pairs.copy_to(tmp_path_factory.mktemp("explain")).items()}
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,8 @@ gilknocker while threads hold the GIL, absent from files written without it
 package, recording goes on and says which extra installs it."""
 from __future__ import annotations
 
+import pytest
+
 import json
 import sys
 import threading
@@ -15,6 +17,8 @@ from tb_pipeline_plugin.readers import load_pipeline_run
 from tb_pipeline_plugin.record import Recorder, once
 
 INTERVAL_S = 0.1
+pytestmark = pytest.mark.timing("samples the GIL contention of threads holding it while the test runs")
+
 
 
 def record(logdir, run: str, work, **kwargs) -> None:

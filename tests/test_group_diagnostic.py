@@ -21,7 +21,8 @@ from scipy import stats
 
 from conftest import REPO_ROOT
 from support.group_runs import get_ready, groups_in_the_browser, tb_client
-from test_e2e_browser import browser, page  # noqa: F401 - fixtures
+from support.recordings import recording
+from support.browser import browser, page  # noqa: F401 - fixtures
 from tb_pipeline_plugin.analysis.diagnostic.spread import CONFIDENCE, Z
 from tb_pipeline_plugin.formats.group import GROUP_VERSION, MANIFEST_FILE, GroupManifest, encode_manifest
 
@@ -40,16 +41,20 @@ def _record(logdir: Path, run: str, variant: str) -> None:
                    check=True, capture_output=True, timeout=300)
 
 
-@pytest.fixture(scope="module")
-def logdir(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("group_diagnostic")
+@recording(sources=["samples/diagnostic_sample.py"])
+def recorded_groups(root: Path) -> None:
+    """N diagnostic recordings of each of GROUPS, made once (support/recordings.py)."""
     for i in range(1, N + 1):  # interleaved, so that a drifting machine drifts over every group alike
         for group, variant in GROUPS.items():
             _record(root, f"{group}/r{i}", variant)
     for group in GROUPS:
         manifest = GroupManifest(version=GROUP_VERSION, recordings=[f"r{i}" for i in range(1, N + 1)])
         (root / group / MANIFEST_FILE).write_bytes(encode_manifest(manifest))
-    return root
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory) -> Path:
+    return recorded_groups.copy_to(tmp_path_factory.mktemp("group_diagnostic"))
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +148,7 @@ def test_a_stage_made_gil_bound_reads_changed_between_groups(client):
 
 def test_diagnostic_tab_on_groups_in_the_browser(logdir, tmp_path, page):
     """Picked by name, two groups fill the Diagnostic tab, each saying what it pooled."""
-    from test_e2e_browser import _shot
+    from support.browser import _shot
     from support.tb_cli import get as tb_get
 
     with groups_in_the_browser(page, logdir, tmp_path / "tensorboard.log", "base", "same", "diagnostic") as (frame, port):

@@ -23,9 +23,10 @@ import numpy as np
 import pytest
 
 from support.group_runs import get_ready, groups_in_the_browser, tb_client
+from support.recordings import recording
 from support.json_oracle import settled_steps
 from support.null_verdicts import assert_null
-from test_e2e_browser import browser, page  # noqa: F401 - fixtures
+from support.browser import browser, page  # noqa: F401 - fixtures
 from tb_pipeline_plugin.cli import main as cli_main
 from tb_pipeline_plugin.compare import compare
 from tb_pipeline_plugin.diff import significance as S
@@ -90,13 +91,18 @@ def _record_group(cwd: Path, run: str, delay_s: float) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
 
 
-@pytest.fixture(scope="module")
-def logdir(tmp_path_factory) -> Path:
-    cwd = tmp_path_factory.mktemp("group_pipeline")
+@recording()
+def recorded_groups(cwd: Path) -> Path:
+    """`tb-pipeline record --repeat N` of SCRIPT for each of DELAYS, made once (support/recordings.py)."""
     (cwd / "train.py").write_text(SCRIPT)
     for run, delay in DELAYS.items():
         _record_group(cwd, run, delay)
     return cwd / "logs"
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory) -> Path:
+    return recorded_groups.copy_to(tmp_path_factory.mktemp("group_pipeline"))
 
 
 def _records(run_dir: Path) -> list[dict]:
@@ -237,7 +243,7 @@ def test_a_group_and_a_single_recording_compare_with_one_side_measured(client):
 def test_pipeline_tab_on_groups_in_the_browser(logdir, tmp_path, page):
     """Picked by name, two groups fill the Pipeline tab: pooled verdicts, the
     recordings behind them, and significance measured across them."""
-    from test_e2e_browser import _shot
+    from support.browser import _shot
     from support.tb_cli import get as tb_get
 
     with groups_in_the_browser(page, logdir, tmp_path / "tensorboard.log", "base", "slow", "pipeline") as (frame, port):

@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 
 from support.group_runs import busy_core, get_ready, load_group, record_interleaved
-from test_e2e_browser import browser, page  # noqa: F401 - fixtures
+from support.browser import browser, page  # noqa: F401 - fixtures
 from support.json_oracle import load_events
 from support.null_verdicts import assert_null
+from support.recordings import recording
 from conftest import PLUGIN_PREFIX, wait_ready
 from tb_pipeline_plugin.cli import main as cli_main
 from tb_pipeline_plugin.compare import compare
@@ -28,9 +29,9 @@ N = 3
 WIDE = {"wide_block": 1}
 
 
-@pytest.fixture(scope="module")
-def groups(tmp_path_factory):
-    root = tmp_path_factory.mktemp("groups")
+@recording(sources=["tests/support/group_runs.py", "tests/support/explain_runs.py"])
+def recorded_groups(root: Path) -> dict:
+    """5 groups of N recordings (3 configurations, then 2 beside a busy core), made once (support/recordings.py)."""
     quiet = record_interleaved({"base": (root / "base", {}), "same": (root / "same", {}),
                                 "wide": (root / "wide", WIDE)}, N)
     with busy_core():
@@ -41,6 +42,11 @@ def groups(tmp_path_factory):
         (root / name / MANIFEST_FILE).write_bytes(encode_manifest(manifest))
     out["_logdir"] = root
     return out
+
+
+@pytest.fixture(scope="module")
+def groups(tmp_path_factory):
+    return recorded_groups.copy_to(tmp_path_factory.mktemp("groups"))
 
 
 @pytest.mark.parametrize("pair", [("base", "same"), ("base_busy", "same_busy")], ids=["quiet", "busy_core"])
@@ -200,7 +206,7 @@ def test_routes_and_cli_compare_groups_with_one_step_verdict(groups, make_tb_cli
 def test_groups_in_the_browser(groups, tmp_path, page):
     """The picker offers each group beside its recordings; picked, the
     explanation says its noise was measured across the recordings."""
-    from test_e2e_browser import BUNDLE, CHROMIUM, _open_tab, _pick, _shot
+    from support.browser import BUNDLE, CHROMIUM, _open_tab, _pick, _shot
     from support.tb_cli import get as tb_get, serve_tensorboard
 
     if not Path(CHROMIUM).exists() or not BUNDLE.exists():

@@ -12,6 +12,10 @@ from test_pipeline_launcher import launch
 from tb_pipeline_plugin.analysis.statistics.report import report
 from tb_pipeline_plugin.readers import load_pipeline_run
 
+pytestmark = pytest.mark.timing(
+    "a DataLoader's CPU and wall time, measured while the script runs, against the script's own clocks"
+)
+
 SCRIPT = textwrap.dedent("""
     import json, time, torch
     from torch.utils.data import DataLoader, Dataset

@@ -4,11 +4,14 @@ down), through the real TensorBoard app; the backward of Block_1 against
 the JSON oracle of tests/test_explain.py (fwdbwd flows read by hand)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import time
 
 import pytest
 
 from support import explain_runs as R
+from support.recordings import recording
 from conftest import PLUGIN_PREFIX
 from test_explain import _oracle
 
@@ -17,13 +20,19 @@ from test_explain import _oracle
 STEPS = 16
 
 
-@pytest.fixture(scope="module")
-def logdir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("module_backward")
+@recording(sources=["tests/support/explain_runs.py"])
+def recorded_pair(root: Path) -> tuple:
+    """The pair (Block_1 4x wider on one side), made once (support/recordings.py)."""
     R.record(str(root / "_warmup"), steps=3)
     paths = {"baseline": R.record(str(root / "baseline"), steps=STEPS),
              "experimental": R.record(str(root / "experimental"), steps=STEPS, wide_block=1)}
     return root, paths
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory):
+    root, paths = recorded_pair.copy_to(tmp_path_factory.mktemp("module_backward"))
+    return root, {side: str(p) for side, p in paths.items()}
 
 
 def _modules(client, path: str) -> dict:

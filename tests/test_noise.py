@@ -3,12 +3,15 @@ configuration, against the same number computed straight from the trace
 JSON, and consistent with the significance it feeds."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from itertools import combinations
 
 import numpy as np
 import pytest
 
 from support import explain_runs as R
+from support.recordings import recording
 from support.json_oracle import load_events
 from tb_pipeline_plugin import cli
 from tb_pipeline_plugin.analysis.processor import TraceProcessor
@@ -17,11 +20,16 @@ from tb_pipeline_plugin.diff.explain import explain
 from tb_pipeline_plugin.diff.noise import STEP, between_run_spread, recommended_pct
 
 
-@pytest.fixture(scope="module")
-def replicas(tmp_path_factory) -> list[str]:
-    root = tmp_path_factory.mktemp("noise")
+@recording(sources=["tests/support/explain_runs.py"])
+def recorded_replicas(root: Path) -> list[str]:
+    """Three recordings of one configuration after a warm-up, made once (support/recordings.py)."""
     R.record(str(root / "warmup"), steps=10)
     return [R.record(str(root / f"r{i}"), steps=10) for i in range(3)]
+
+
+@pytest.fixture(scope="module")
+def replicas(tmp_path_factory) -> list[str]:
+    return [str(p) for p in recorded_replicas.copy_to(tmp_path_factory.mktemp("noise"))]
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,10 @@ from tb_pipeline_plugin.readers import load_pipeline_run
 from tb_pipeline_plugin.record.task_cpu import TaskClock, timed
 
 # argv: first stage (pure_python | numpy_heavy), loop iterations, sleep seconds.
+pytestmark = pytest.mark.timing(
+    "worker threads' CPU time per task, measured while the pipeline runs, names the limiting stage"
+)
+
 MIX_SCRIPT = textwrap.dedent("""
     import sys, time
     from spdl.pipeline import PipelineBuilder

@@ -15,6 +15,10 @@ import pytest
 from tb_pipeline_plugin.analysis.statistics.report import report, stage_table
 from tb_pipeline_plugin.readers import load_pipeline_run
 
+pytestmark = pytest.mark.timing(
+    "records scripts in the test; data wait, --headspace's upper bound and stage QPS are timings"
+)
+
 REPO = Path(__file__).resolve().parent.parent
 DELAY_S = 0.03
 BATCHES = 20

@@ -16,6 +16,11 @@ from tb_pipeline_plugin.readers import load_pipeline_run
 from tb_pipeline_plugin.record import Recorder
 
 DELAY_S = 0.03
+pytestmark = pytest.mark.timing(
+    "the data-wait delta of a loop recorded in the test is its injected delay; step parts against "
+    "perf_counter"
+)
+
 BATCHES = 24
 BATCH = 64
 

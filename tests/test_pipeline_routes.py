@@ -6,12 +6,14 @@ from __future__ import annotations
 import glob
 import json
 import shutil
+from pathlib import Path
 import time
-from urllib.parse import quote
 
 import pytest
 
 from conftest import PLUGIN_PREFIX, wait_ready
+from support.recordings import recording
+from support.route_answers import answer as _get, answer_when_ready as _get_ready
 from tb_pipeline_plugin.record import Recorder
 
 STEPS = 12
@@ -35,11 +37,16 @@ def _record(logdir, run: str, wait_s: float, every_other_checkpoint: bool) -> No
                     time.sleep(0.003)
 
 
-@pytest.fixture(scope="module")
-def logdir(tmp_path_factory, recorded_logdir):
-    root = tmp_path_factory.mktemp("pipeline_routes")
+@recording()
+def recorded_runs(root: Path) -> None:
+    """The slow and fast Recorder runs, made once (support/recordings.py)."""
     _record(root, "slow", WAIT_S["slow"], every_other_checkpoint=True)
     _record(root, "fast", WAIT_S["fast"], every_other_checkpoint=False)
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory, recorded_logdir):
+    root = recorded_runs.copy_to(tmp_path_factory.mktemp("pipeline_routes"))
     # A trace-only run (DataLoader annotations, 20 ms per batch).
     shutil.copytree(recorded_logdir / "slow_loader", root / "trace_only")
     return root
@@ -70,22 +77,6 @@ def _oracle(run_dir) -> dict:
         "callback_per_step_s": {k: sum(v) / len(steps) for k, v in cb.items()},
         "callback_calls": {k: len(v) for k, v in cb.items()},
     }
-
-
-def _get(client, route: str, **params):
-    query = "&".join(f"{k}={quote(v)}" for k, v in params.items())
-    resp = client.get(f"{PLUGIN_PREFIX}/{route}?{query}")
-    return resp.status_code, resp.get_json()
-
-
-def _get_ready(client, route: str, timeout_s: float = 60, **params):
-    """The answer once the store has loaded what the route needs (409 until then)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        status, body = _get(client, route, **params)
-        if status != 409 or time.monotonic() > deadline:
-            return status, body
-        time.sleep(0.05)
 
 
 def test_runs_list_pipeline_kind(logdir, make_tb_client):

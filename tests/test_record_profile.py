@@ -17,9 +17,14 @@ import pytest
 
 from conftest import wait_ready
 from support.json_oracle import load_events
-from test_pipeline_routes import _get_ready
+from support.route_answers import answer_when_ready as _get_ready
 from tb_pipeline_plugin.formats.group import decode_manifest
 from tb_pipeline_plugin.record.profiling import parse_schedule, steps_needed
+
+pytestmark = pytest.mark.timing(
+    "records in the test; each traced step's time against the recorder's own step time, microseconds "
+    "apart"
+)
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "samples" / "train_demo.py"

@@ -33,6 +33,11 @@ from tb_pipeline_plugin.sources.workers import FIRST_VIEWS
 from tb_pipeline_plugin.sources.view_file import VIEWS
 from tb_pipeline_plugin.trace.persist import COLUMNS, MANIFEST
 
+pytestmark = pytest.mark.timing(
+    "latencies: a cache hit after a restart, routes answering while a big trace parses, parse-worker "
+    "timeouts"
+)
+
 BIG_BUDGET = 1 << 40
 
 

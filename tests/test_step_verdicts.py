@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from support.null_verdicts import assert_null
+from support.recordings import recording
 from tb_pipeline_plugin.analysis.statistics.report import report
 from tb_pipeline_plugin.compare import compare
 from tb_pipeline_plugin.diff import significance as S
@@ -89,9 +90,9 @@ def _record(logdir: Path, run: str, script: Path, *args: str, repeat: int | None
     return proc
 
 
-@pytest.fixture(scope="module")
-def groups(tmp_path_factory):
-    root = tmp_path_factory.mktemp("step_verdicts")
+@recording()
+def recorded_groups(root: Path) -> Path:
+    """The three groups of SCRIPT, made once (support/recordings.py)."""
     script = root / "train.py"
     script.write_text(SCRIPT)
     logdir = root / "runs"
@@ -99,6 +100,11 @@ def groups(tmp_path_factory):
     for run, delay in (("base", "0.001"), ("slow", "0.004"), ("same", "0.001")):
         _record(logdir, run, script, delay)
     return logdir
+
+
+@pytest.fixture(scope="module")
+def groups(tmp_path_factory):
+    return recorded_groups.copy_to(tmp_path_factory.mktemp("step_verdicts"))
 
 
 def test_a_slower_loader_is_slower_and_significant_from_the_recorded_steps(groups):

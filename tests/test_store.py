@@ -13,6 +13,11 @@ from werkzeug.test import Client
 from conftest import PLUGIN_PREFIX, build_tb_app
 from tb_pipeline_plugin.sources.store import LoadStore
 
+pytestmark = pytest.mark.timing(
+    "latencies of background loading: a request never blocks, waits time out, prefetch order under "
+    "threads"
+)
+
 WAIT_S = 10
 
 

@@ -193,7 +193,7 @@ def _tab_text_in_chromium(port: int) -> str:
     """What our tab shows in TensorBoard's page, as a user sees it."""
     from playwright.sync_api import sync_playwright
 
-    from test_e2e_browser import CHROMIUM_ARGS, _plugin_frame
+    from support.browser import CHROMIUM_ARGS, _plugin_frame
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -87,7 +87,7 @@ def groups_in_the_browser(page, logdir: Path, log_path: Path, baseline: str, exp
     picked and `tab` clicked: yields (the plugin's frame, the port). Skips
     without Debian's chromium or the frontend bundle."""
     import pytest
-    from test_e2e_browser import BUNDLE, CHROMIUM, _open_tab, _pick
+    from support.browser import BUNDLE, CHROMIUM, _open_tab, _pick
     from .tb_cli import serve_tensorboard
 
     if not Path(CHROMIUM).exists() or not BUNDLE.exists():

@@ -1,0 +1,239 @@
+"""Record once: the recordings the tests read, each made once and shared by
+every pytest process (the serial run and each xdist worker) and every later
+`make test` while nothing it records with changed.
+
+A recording is a function that records into an empty folder, registered with
+`@recording(...)`:
+
+    @recording(sources=["samples/record_demo.py", "samples/train_demo.py"])
+    def demo_pair(out: Path) -> None:
+        record_demo.record_demo(str(out), quiet=True)
+
+    @pytest.fixture(scope="module")
+    def demo(tmp_path_factory):
+        logdir = demo_pair.copy_to(tmp_path_factory.mktemp("demo"))
+
+Its entry is `<root>/<name>-<key>/`, where `root` is $TB_PIPELINE_TEST_RECORDINGS if set, else
+`.cache/test-recordings/` of the repository (git-ignored), and `key` is a hash of
+the file that defines the recording, the `sources` it names (the recording scripts and helpers), the
+package code it records with (RECORDS_WITH), setup.py, and the Python and torch versions. The first
+process that needs an entry builds it under an exclusive `fcntl.flock`, into a temporary folder renamed
+into place when complete; the others wait on the lock and read it. A failed build leaves no entry.
+
+`copy_to(dest)` copies the entry to a folder of the test's (so no test writes into another's recording)
+and returns what the recording function returned, its paths moved under `dest` (None: `dest` itself).
+
+`make test-py` first builds every recording alone (`pytest --build-recordings --collect-only`, which
+registers them by importing every test module), so that none is recorded beside another test's load:
+their verdicts are timings. Run one module alone and it builds what it needs, once.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import inspect
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ENV = "TB_PIPELINE_TEST_RECORDINGS"
+META = "_recording.json"
+# Entries of an older key are removed this long after they were last built (another process may still read one
+# while the code changes under it).
+STALE_S = 24 * 3600
+
+REGISTRY: dict[str, "Recording"] = {}
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get(ENV) or REPO_ROOT / ".cache" / "test-recordings")
+
+
+# What a recording records with: the recorder and launcher, diagnostic mode, the record schemas they write
+# and the package's top-level modules (`tb-pipeline`'s entry point, the import hook, the leaves). Reading
+# code (trace/, analysis/, diff/, sources/, server/, report/) changes no recording.
+RECORDS_WITH = ("record", "diagnose", "formats")
+READS_ONLY = ("compare.py",)  # the notebook API
+_code_digest: str | None = None
+
+
+def _code_hash() -> str:
+    """The source files of RECORDS_WITH and tb_pipeline_plugin/*.py (but READS_ONLY), setup.py, Python's and torch's
+    versions."""
+    global _code_digest
+    if _code_digest is None:
+        h = hashlib.sha256()
+        pkg = REPO_ROOT / "tb_pipeline_plugin"
+        files = sorted(p for p in pkg.glob("*.py") if p.name not in READS_ONLY) + \
+            sorted(p for sub in RECORDS_WITH for p in (pkg / sub).rglob("*.py"))
+        for p in files + [REPO_ROOT / "setup.py"]:
+            h.update(str(p.relative_to(REPO_ROOT)).encode() + b"\0" + p.read_bytes() + b"\0")
+        h.update(sys.version.encode())
+        try:
+            from importlib.metadata import version
+
+            h.update(version("torch").encode())
+        except Exception:  # torch is not installed: nothing records with it
+            pass
+        _code_digest = h.hexdigest()
+    return _code_digest
+
+
+def _to_json(value: Any, base: str) -> Any:
+    if isinstance(value, Path):
+        value = str(value)
+    if isinstance(value, str) and (value == base or value.startswith(base + os.sep)):
+        return {"__path__": os.path.relpath(value, base)}
+    if isinstance(value, dict):
+        return {"__dict__": [[_to_json(k, base), _to_json(v, base)] for k, v in value.items()]}
+    if isinstance(value, (list, tuple)):
+        return {"__tuple__" if isinstance(value, tuple) else "__list__": [_to_json(v, base) for v in value]}
+    return value
+
+
+def _from_json(value: Any, base: Path) -> Any:
+    if isinstance(value, dict):
+        if "__path__" in value:
+            return base / value["__path__"] if value["__path__"] != "." else base
+        if "__dict__" in value:
+            return {_hashable(_from_json(k, base)): _from_json(v, base) for k, v in value["__dict__"]}
+        if "__tuple__" in value:
+            return tuple(_from_json(v, base) for v in value["__tuple__"])
+        if "__list__" in value:
+            return [_from_json(v, base) for v in value["__list__"]]
+    return value
+
+
+def _hashable(v):
+    return tuple(v) if isinstance(v, list) else v
+
+
+@contextlib.contextmanager
+def _output_to(log: Path):
+    """The build's output (the profiler's and the recorded scripts' as well: file descriptors 1 and 2) into `log`;
+    its last lines are added to the error of a build that fails."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with open(log, "w") as f:
+        os.dup2(f.fileno(), 1)
+        os.dup2(f.fileno(), 2)
+    try:
+        yield
+    except Exception as e:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        tail = log.read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"{type(e).__name__}: {e}\n--- last output of the recording ({log}):\n{tail}") from e
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
+
+
+@dataclass
+class Recording:
+    name: str
+    build: Callable[[Path], Any]
+    sources: tuple[Path, ...]
+    _key: str | None = field(default=None, repr=False)
+
+    def key(self) -> str:
+        if self._key is None:
+            h = hashlib.sha256(_code_hash().encode() + self.name.encode())
+            for p in self.sources:
+                h.update(p.name.encode() + b"\0" + p.read_bytes())  # by name: moving a test module keeps its entry
+            self._key = h.hexdigest()[:16]
+        return self._key
+
+    def path(self) -> Path:
+        """The entry's folder, built if it is not there yet (read it, never write into it)."""
+        root = cache_root()
+        entry = root / f"{self.name}-{self.key()}"
+        if (entry / META).is_file():
+            return entry
+        root.mkdir(parents=True, exist_ok=True)
+        with open(root / f"{self.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if (entry / META).is_file():  # another process built it while this one waited
+                return entry
+            tmp = root / f".{entry.name}.tmp-{os.getpid()}"
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir()
+            t0 = time.perf_counter()
+            try:
+                with _output_to(root / f"{self.name}.log"):
+                    value = self.build(tmp)
+                took = time.perf_counter() - t0
+                (tmp / META).write_text(json.dumps({"name": self.name, "key": self.key(), "built_s": round(took, 1),
+                                                    "value": _to_json(value, str(tmp))}))
+                os.rename(tmp, entry)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+            self._prune(root, entry)
+        return entry
+
+    def _prune(self, root: Path, keep: Path) -> None:
+        for old in root.glob(f"{self.name}-*"):
+            if old != keep and old.name[len(self.name) + 1:].isalnum() and \
+                    time.time() - old.stat().st_mtime > STALE_S:
+                shutil.rmtree(old, ignore_errors=True)
+
+    def meta(self) -> dict:
+        return json.loads((self.path() / META).read_text())
+
+    def copy_to(self, dest: Path) -> Any:
+        """The entry copied into `dest` (created or empty); returns what the recording function returned, its
+        paths under `dest` (`dest` itself when it returned None)."""
+        src = self.path()
+        dest = Path(dest)
+        shutil.copytree(src, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns(META))
+        value = _from_json(json.loads((src / META).read_text())["value"], dest)
+        return dest if value is None else value
+
+
+def recording(name: str | None = None, sources: tuple | list = ()) -> Callable[[Callable[[Path], Any]], Recording]:
+    """Registers `fn(out)`, which records into the empty folder `out` and may return paths under it (and other
+    JSON values). `sources`: repository-relative files it records from, besides the file defining it."""
+
+    def register(fn: Callable[[Path], Any]) -> Recording:
+        module = Path(inspect.getsourcefile(fn)).resolve()
+        rec_name = name or f"{module.stem}.{fn.__name__}"
+        files = (module, *(REPO_ROOT / s for s in sources))
+        rec = Recording(rec_name, fn, tuple(sorted(set(files))))
+        if rec_name in REGISTRY and REGISTRY[rec_name].sources != rec.sources:
+            raise ValueError(f"two recordings named {rec_name!r}")
+        REGISTRY.setdefault(rec_name, rec)
+        return REGISTRY[rec_name]
+
+    return register
+
+
+def build_all(say: Callable[[str], None] = print) -> list[str]:
+    """Every registered recording, one after another (a failed one said and skipped: its tests build it again
+    and fail with its error); returns the names of those that failed."""
+    t0 = time.perf_counter()
+    failed = []
+    for rec in list(REGISTRY.values()):
+        t = time.perf_counter()
+        was_there = (cache_root() / f"{rec.name}-{rec.key()}" / META).is_file()
+        try:
+            rec.path()
+        except Exception as e:  # noqa: BLE001 - said, and raised again where a test reads it
+            failed.append(rec.name)
+            say(f"recording {rec.name}: FAILED after {time.perf_counter() - t:.1f} s: {type(e).__name__}: {e}"[:2000])
+            continue
+        say(f"recording {rec.name}: {'cached' if was_there else f'recorded in {time.perf_counter() - t:.1f} s'}")
+    say(f"{len(REGISTRY) - len(failed)} of {len(REGISTRY)} recordings ready in {time.perf_counter() - t0:.1f} s "
+        f"({cache_root()})")
+    return failed
