@@ -3,7 +3,7 @@
 `pip wheel .` / `pip install .` / `python -m build` build the TypeScript
 frontend into tb_pipeline_plugin/static/ when it is missing, so the bundle is
 a build output and never committed. Every package has its `__init__.py`
-(tests/test_wheel_install.py installs the wheel and imports every module).
+(tests/package/test_wheel_install.py installs the wheel and imports every module).
 """
 import os
 import shutil

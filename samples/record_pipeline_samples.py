@@ -1,5 +1,5 @@
 """Record a pipeline-statistics pair for the Pipeline tab's browser test
-(tests/test_e2e_pipeline.py): the same training loop fed by an SPDL pipeline
+(tests/e2e/test_e2e_pipeline.py): the same training loop fed by an SPDL pipeline
 whose loading stage is too slow (baseline, input-bound) and by the same
 pipeline with that stage's concurrency raised (experimental).
 

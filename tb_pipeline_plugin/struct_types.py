@@ -3,7 +3,7 @@
 msgspec builds a Struct type's decoding information the first time the type
 is decoded or converted, and two threads doing that at once for the same
 type crash the process: one reads the entry the other is still filling
-(msgspec 0.22.0, a segmentation fault; `tests/test_concurrent_first_use.py`).
+(msgspec 0.22.0, a segmentation fault; `tests/trace/test_concurrent_first_use.py`).
 TensorBoard serves requests on threads and the plugin loads on threads, so
 the first two requests to a route arriving together took TensorBoard down.
 

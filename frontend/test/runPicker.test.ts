@@ -72,7 +72,7 @@ describe("picking a group", () => {
 });
 
 describe("span labels", () => {
-  // The two spans of Kineto's resnet50 sample (tests/test_span_picker.py checks the server's figures against the JSON).
+  // The two spans of Kineto's resnet50 sample (tests/sources/test_span_picker.py checks the server's figures against the JSON).
   const first = { span: "1623143089861", order: 1, written_unix_s: 1623143089.861, start_unix_s: 1623142623.460072, steps: { first: 5, last: 10, count: 6 } };
   const second = { span: "1623143566756", order: 2, written_unix_s: 1623143566.756, start_unix_s: null, steps: null };
 

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import pandas as pd
+
 from ..trace import EventTable, load_trace
 from ..trace.link import LinkedTrace, has_step_annotations, link
 from .attribution import Attribution, attribute
 from .backward_index import BackwardIndex, backward_index
 from .compiled import compiled_modules
+from .device_steps import device_steps
 from .device_time import device_launches, device_ledger, launch_steps, launch_table
 from .kernels import kernels
 from .memory.peak import RunMemory, run_memory
@@ -150,6 +153,11 @@ class TraceProcessor(Views):
     def compiled_modules(self) -> frozenset[str]:
         """Module paths inside which torch.compile's code ran (analysis/compiled.py)."""
         return compiled_modules(self.linked, self.attribution())
+
+    @view
+    def device_steps(self) -> pd.DataFrame:
+        """Each profiled step on the device's clock: the interval of the work it launched (analysis/device_steps.py)."""
+        return device_steps(self.linked)
 
     @view
     def device_ledger(self) -> StepLedger:

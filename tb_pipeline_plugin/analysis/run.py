@@ -3,7 +3,7 @@
 A run is one loaded trace (`TraceProcessor`) or a group of recordings of one
 configuration seen as one (`RecordingGroup`): both answer these, so the diff
 layer, the impls and the CLI are written against `Run` and never ask which
-they have. tests/test_trace_processor.py checks both satisfy it.
+they have. tests/analysis/test_trace_processor.py checks both satisfy it.
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ may import it: the server's route table and OpenAPI, diff/'s impls that
 return these Structs, the report of `tb-pipeline diff` (report/model.py).
 One module per subject; this package re-exports every public name, the one
 import surface (`from tb_pipeline_plugin import contract as C`). A name is
-defined once across the package (tests/test_contract.py): annotations are
+defined once across the package (tests/routes/test_contract.py): annotations are
 resolved by name in the module that declares them.
 """
 from __future__ import annotations

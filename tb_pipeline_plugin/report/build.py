@@ -4,7 +4,7 @@ the routes), cut to the first `top` rows, and each gate's outcome.
 
 Nothing here computes a number of its own: every value is the answer's, so
 each format shows what TensorBoard shows for the same pair
-(tests/test_report.py checks it against the real app).
+(tests/report/test_report.py checks it against the real app).
 """
 from __future__ import annotations
 

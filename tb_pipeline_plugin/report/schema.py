@@ -5,7 +5,7 @@ server/openapi.py generates docs/openapi.json from the contract.
     python -m tb_pipeline_plugin.report.schema            # rewrite it
     python -m tb_pipeline_plugin.report.schema --check    # exit 1 when it is stale
 
-`make api` runs it; tests/test_report.py fails when it is stale.
+`make api` runs it; tests/report/test_report.py fails when it is stale.
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ take its names, not ours:
 It reads only Kineto-named files (`*.pt.trace.json[.gz]`), so a generic
 Chrome trace we list (`name.json`) has no counterpart there.
 
-Copied behaviour, not imported code: tests/test_tb_profiler_beside.py checks
+Copied behaviour, not imported code: tests/routes/test_tb_profiler_beside.py checks
 these names against its own routes on the same logdir.
 """
 from __future__ import annotations

@@ -8,7 +8,7 @@
  * integer beyond 18 digits, invalid UTF-8, deep nesting, a truncated event)
  * is refused whole, and the caller decodes that chunk with msgspec, so the
  * table and its warnings are always the msgspec path's
- * (tests/test_decode_scan.py compares them on every shared trace).
+ * (tests/trace/test_decode_scan.py compares them on every shared trace).
  *
  * Every field the schema (trace/schema.py) declares is read here: the
  * dense ones (head, ts, dur, linking ids, shapes, stacks) into arrays of

@@ -51,7 +51,7 @@ def _load_by_ranges(path: str, processes: int, chunk_bytes: int = CHUNK_BYTES) -
     """The table of a big, intact, local plain-JSON trace, decoded in
     `processes` forked processes that each read their own byte range; None
     for anything else (the caller reads the whole file): the same table
-    either way (tests/test_decode_parallel.py)."""
+    either way (tests/trace/test_decode_parallel.py)."""
     if not fork_available():
         return None
     try:

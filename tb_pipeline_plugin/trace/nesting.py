@@ -82,7 +82,7 @@ def sorted_links(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> tuple[np.ndarra
     """(depth, sorted position of the parent or -1) of events sorted by
     (thread, start, longest first): in one compiled walk (`_nest.c`) when
     built and every end is above its start, else with the sorts below. The
-    same numbers either way (tests/test_nesting.py)."""
+    same numbers either way (tests/trace/test_nesting.py)."""
     if _walk is not None:
         got = _walk(np.ascontiguousarray(s, np.float64), np.ascontiguousarray(e, np.float64),
                     np.ascontiguousarray(t, np.int64))

@@ -6,7 +6,7 @@ The scanner reads every field the schema declares straight from the bytes
 the events that carry them. `columns.columns_of` then applies the same
 rules as to msgspec's objects. A chunk the scanner refuses, or whose heads
 do not fit the schema, is the caller's to decode with msgspec, so the
-table is always the msgspec path's (tests/test_decode_scan.py).
+table is always the msgspec path's (tests/trace/test_decode_scan.py).
 
 Without a C compiler at install time there is no `_scan` module and
 `AVAILABLE` is False: the decode is msgspec's alone, slower. Setting

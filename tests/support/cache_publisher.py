@@ -1,4 +1,4 @@
-"""Run in separate processes by tests/test_scale.py: publish cache entries
+"""Run in separate processes by tests/sources/test_scale.py: publish cache entries
 into one cache root, as parse workers of several servers would."""
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The README quotes the demo's explanation sentence, the one
-docs/screenshots/overview.png shows: tests/test_e2e_demo.py writes both from
+docs/screenshots/overview.png shows: tests/e2e/test_e2e_demo.py writes both from
 the same demo run (the sentence also to docs/screenshots/overview_sentence.txt),
-and tests/test_readme.py checks that the README quotes what that file says,
+and tests/package/test_readme.py checks that the README quotes what that file says,
 so the quote and the picture cannot drift apart between two demo runs."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 SENTENCE_FILE = REPO / "docs" / "screenshots" / "overview_sentence.txt"
 # Invisible on GitHub; they delimit the quote the demo test rewrites.
-START = "<!-- the demo's sentence, as in docs/screenshots/overview.png (tests/test_e2e_demo.py) -->"
+START = "<!-- the demo's sentence, as in docs/screenshots/overview.png (tests/e2e/test_e2e_demo.py) -->"
 END = "<!-- end of the demo's sentence -->"
 _QUOTE = re.compile(re.escape(START) + r'\s*"(.*?)"\s*' + re.escape(END), re.S)
 

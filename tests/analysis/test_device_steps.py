@@ -1,0 +1,107 @@
+"""Each profiled step on the device's clock (analysis/device_steps.py),
+against an oracle computed straight from the trace JSON: a step's device
+work is every kernel, memcpy and memset whose launching runtime or driver
+call (by `correlation`) lies inside the step's ProfilerStep annotation.
+
+The H200 pairs run ahead of the device (no synchronization in the loop):
+their first profiled step also runs work launched before the window, which
+belongs to no step. The steady state of each run, from its pipeline
+statistics (the last 8 recorded steps before the loop's end,
+`../shared/traces/h200/`), is what a device-bound run's device step times
+must match: amp fp32 152.3 ms, compile eager 152.4 ms, compiled 146.7 ms.
+"""
+from __future__ import annotations
+
+import glob
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from support.json_oracle import category, launches_by_correlation, load_events
+from tb_pipeline_plugin.analysis.processor import TraceProcessor
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
+H200 = SHARED / "h200"
+DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset")
+TRACES = {
+    f"{pair}/{side}": glob.glob(str(H200 / pair / side / "*.pt.trace.json.gz"))[0]
+    for pair in ("amp", "compile") for side in ("baseline", "experimental")
+} | {
+    "kineto/resnet50_num_workers_0": sorted(glob.glob(str(SHARED / "kineto" / "resnet50_num_workers_0" / "*.gz")))[0],
+    "hta/single_rank": glob.glob(str(SHARED / "hta" / "single_rank" / "*.gz"))[0],
+}
+
+
+def oracle(path: str) -> list[dict]:
+    """Per ProfilerStep annotation, in start order: its device work's count,
+    first start, last end, summed duration, and the device step time (from
+    the later of its first start and the previous steps' last end, to its
+    last end)."""
+    _, events = load_events(path)
+    steps = sorted((e for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")
+                    and category(e) in ("user_annotation", "cpu_op", "operator")), key=lambda e: e["ts"])
+    launches = launches_by_correlation(events)
+    out = [{"name": s["name"], "count": 0, "first": np.inf, "last": -np.inf, "work": 0.0} for s in steps]
+    for e in events:
+        if e.get("ph") != "X" or category(e) not in DEVICE_CATS:
+            continue
+        launch = launches.get((e.get("args") or {}).get("correlation"))
+        if launch is None:
+            continue  # launched before the profiled window: no step's
+        for s, o in zip(steps, out):
+            if s["ts"] <= launch["ts"] < s["ts"] + s["dur"]:
+                o["count"] += 1
+                o["first"] = min(o["first"], e["ts"])
+                o["last"] = max(o["last"], e["ts"] + e["dur"])
+                o["work"] += e["dur"]
+    before = -np.inf
+    for o in out:
+        o["step_us"] = o["last"] - max(o["first"], before) if o["count"] else None
+        before = max(before, o["last"]) if o["count"] else before
+    return out
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    return {name: TraceProcessor.load(path) for name, path in TRACES.items()}
+
+
+@pytest.mark.parametrize("name", list(TRACES))
+def test_device_steps_are_the_traces(loaded, name):
+    got = loaded[name].device_steps()
+    want = oracle(TRACES[name])
+    assert list(got["name"]) == [o["name"] for o in want]
+    assert got["activities"].tolist() == [o["count"] for o in want]
+    for row, o in zip(got.itertuples(), want):
+        if not o["count"]:
+            assert np.isnan(row.device_step_us)
+            continue
+        assert row.device_start_us == pytest.approx(o["first"], abs=0.01)
+        assert row.device_end_us == pytest.approx(o["last"], abs=0.01)
+        assert row.work_us == pytest.approx(o["work"], rel=1e-9, abs=0.01)
+        assert row.device_step_us == pytest.approx(o["step_us"], abs=0.02)
+
+
+# (run, steady-state step time from the run's pipeline statistics, ms)
+DEVICE_BOUND = [("amp/baseline", 152.3), ("compile/baseline", 152.4), ("compile/experimental", 146.7)]
+
+
+@pytest.mark.parametrize("name,steady_ms", DEVICE_BOUND)
+def test_a_device_bound_runs_steps_are_its_steady_state(loaded, name, steady_ms):
+    tp = loaded[name]
+    device_ms = tp.device_steps()["device_step_us"].to_numpy() / 1000.0
+    assert device_ms == pytest.approx(np.full(len(device_ms), steady_ms), rel=0.02)
+    # The first profiled step also ran work launched before the window: on
+    # the host's clock it is several steps long, on the device's it is one.
+    host_ms = np.array([s["duration_us"] for s in tp.overview()["steps"]]) / 1000.0
+    if name == "amp/baseline":
+        assert host_ms[0] > 2 * steady_ms
+        assert device_ms[0] == pytest.approx(steady_ms, rel=0.02)
+
+
+def test_a_trace_without_device_work_has_no_device_steps():
+    tp = TraceProcessor.load(glob.glob(str(SHARED / "hta" / "cpu_only" / "*.gz"))[0])
+    steps = tp.device_steps()
+    assert len(steps) == len(tp.overview()["steps"])
+    assert (steps["activities"] == 0).all() and steps["device_step_us"].isna().all()
