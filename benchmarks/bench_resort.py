@@ -4,7 +4,7 @@ Target (issue 43): on the H200 amp pair (`../shared/traces/h200/amp`), once
 the operator table has answered, asking it again in another order (or with
 a filter, or another page) takes at most 10 ms through the real TensorBoard
 WSGI app, and runs no table join (`diff/tables.py:join`) and no bootstrap
-(`diff/significance.py:resample_means`).
+(`diff/significance/method.py:resample_means`).
 
 Method: one process; the TensorBoard app built as the tests build it
 (tests/conftest.py:build_tb_app) over a logdir holding the amp pair; the
@@ -46,7 +46,8 @@ def main(argv=None) -> int:
     from werkzeug.test import Client
 
     from conftest import PLUGIN_PREFIX, build_tb_app
-    from tb_pipeline_plugin.diff import significance, tables
+    from tb_pipeline_plugin.diff import tables
+    from tb_pipeline_plugin.diff.significance import method as significance
 
     counts = {"join": 0, "resample_means": 0}
 

@@ -77,7 +77,7 @@ def judge(b: Path, e: Path, rule: str) -> tuple[str, float]:
 
 
 def rates(runs: dict[str, list[Path]]) -> list[dict]:
-    from tb_pipeline_plugin.diff.significance import SIGNIFICANT
+    from tb_pipeline_plugin.diff.significance.method import SIGNIFICANT
 
     k = len(runs["null"])
     null_pairs = [(runs["null"][i], runs["null"][j]) for i in range(k) for j in range(k) if i != j]

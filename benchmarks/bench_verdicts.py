@@ -71,7 +71,7 @@ def record_set(root: Path, k: int, busy: bool, reuse: bool) -> tuple[dict[str, l
 
 def judge(baseline, experimental) -> dict:
     from tb_pipeline_plugin.compare import compare
-    from tb_pipeline_plugin.diff.significance import SIGNIFICANT
+    from tb_pipeline_plugin.diff.significance.method import SIGNIFICANT
 
     ex = compare(baseline, experimental).explanation
     significant = [c["name"] for c in ex["contributors"] if c["significance"]["verdict"] == SIGNIFICANT]
@@ -154,7 +154,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.k < 2 * GROUP:
         parser.error(f"--k must be at least {2 * GROUP}")
-    from tb_pipeline_plugin.diff.significance import NoisePolicy
+    from tb_pipeline_plugin.diff.significance.method import NoisePolicy
 
     conditions = ["quiet"] + (["busy"] if args.busy else [])
     rows, facts = [], {"k": args.k, "steps_per_recording": STEPS, "between_run_pct": NoisePolicy.from_environment().between_run_pct,

@@ -64,7 +64,7 @@ from .report.gates import (  # noqa: F401 - re-exported
 
 
 def _percentage(text: str) -> float:
-    from .diff.significance import percentage
+    from .diff.significance.method import percentage
 
     pct = percentage(text)
     if pct is None:
@@ -192,7 +192,7 @@ def run_summarize(args, out=None) -> int:
 
 def run_noise(args, out=None) -> int:
     from .compare import load
-    from .diff.noise import between_run_spread, recommended_pct
+    from .diff.significance.between_runs import between_run_spread, recommended_pct
     from .report.text import table
 
     out = out or sys.stdout
@@ -234,7 +234,7 @@ def run_diff(args, out=None) -> int:
 
 def _diff(args, out) -> int:
     from .compare import compare
-    from .diff.significance import NoisePolicy
+    from .diff.significance.method import NoisePolicy
     from .report.build import build
 
     # The flag is this diff's policy; without it, the environment's (as the TensorBoard process reads it).

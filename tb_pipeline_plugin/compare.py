@@ -48,7 +48,7 @@ from .diff.impls.modules import ModulesQuery, diff_modules_impl
 from .diff.impls.overview import diff_overview_impl
 from .diff.impls.tables import diff_kernels_impl, diff_operators_impl
 from .diff.pair import NO_STATISTICS, NOT_GIVEN, Pair, pair_of
-from .diff.significance import NoisePolicy
+from .diff.significance.method import NoisePolicy
 from .diff.table_view import KERNEL_KEYS, KERNEL_PRIMARY, OPERATOR_KEYS, kernel_table, operator_primary, operator_table
 from .diff.units import Given
 from .sources.artifacts import make_loader

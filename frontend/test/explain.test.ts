@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { inputBoundText, perUnitText, shortLabel, significanceMark, stageText, waterfallData, waterfallRange, type Significance, type WaterfallBar } from "../src/model/explain";
 
-// The server's words (diff/significance.py:VERDICT_WORDS): the frontend shows `label`, never its own.
+// The server's words (diff/significance/method.py:VERDICT_WORDS): the frontend shows `label`, never its own.
 const WORDS = {
   significant: "significant",
   within_noise: "within noise",

@@ -3,7 +3,7 @@
 `tb-pipeline record --repeat N` records one command N times, each its own
 process; comparing two such groups (`RecordingGroup`) instead of two single
 recordings lets the noise between recordings be measured rather than
-assumed (diff/significance.py). A group answers what the diff layer asks of
+assumed (diff/significance/method.py). A group answers what the diff layer asks of
 a run (`TraceProcessor`'s methods), pooled over its recordings:
 
 * per-step samples (the overview's steps, the step ledger, launch health,

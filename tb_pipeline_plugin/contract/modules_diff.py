@@ -54,7 +54,7 @@ class DiffPiece(_Shape, kw_only=True):
     delta_with_backward_us: float
     delta_with_backward_pct: float | None
     # Module pieces: the module across steps (its per-step time in every
-    # step of each run, diff/significance_marks.py), judged as one family per
+    # step of each run, diff/significance/marks.py), judged as one family per
     # level; forward + backward, forward, backward. Null on other pieces.
     significance: Significance | None = None
     forward_significance: Significance | None = None

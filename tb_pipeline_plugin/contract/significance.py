@@ -1,4 +1,4 @@
-"""The shape of a verdict of diff/significance.py (its `_result` dicts) and
+"""The shape of a verdict of diff/significance/method.py (its `_result` dicts) and
 of the advice that would settle an inconclusive one: the HTTP answers and the
 report of `tb-pipeline diff` (report/model.py) both carry it, so a dashboard
 reading either gets the same fields. Here, not in diff/, so that neither needs
@@ -39,7 +39,7 @@ class Significance(_Shape):
     min_steps: int
 
 
-# Why a step verdict is inconclusive, and so what would settle it (diff/conclusive.py).
+# Why a step verdict is inconclusive, and so what would settle it (diff/significance/conclusive.py).
 AdviceReason = Literal["too_few_steps", "more_data", "out_of_reach", "not_comparable"]
 
 

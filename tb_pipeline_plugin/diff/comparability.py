@@ -7,7 +7,7 @@ listed before any verdict, each with what it does to the numbers.
 * `per_unit`: the runs' work per step differs (diff/units.py); the
   step-level answers are per sample or token, and say so;
 * `no_verdict`: a number is meaningless as it stands, and gets no verdict
-  (its significance reads `not_comparable`): the profiler's options
+  (its significance reads `not_comparable`: diff/significance/withheld.py): the profiler's options
   (`with_stack`, `record_shapes`, `profile_memory`, `with_modules`) on one
   side only inflate that side's host time in its profiled steps, so the
   host-time deltas of the profiled steps are the profiler's, not the
@@ -22,7 +22,6 @@ guess, and pairs that differ only in the change under test list nothing.
 """
 from __future__ import annotations
 
-from . import significance as S
 from .units import STEP
 
 PER_UNIT, NO_VERDICT, CAVEAT, NOTE = "per_unit", "no_verdict", "caveat", "note"
@@ -82,13 +81,6 @@ def differences(b: dict, e: dict, units: dict) -> list[dict]:
 def host_time_void(items: list[dict]) -> str | None:
     """Why host-time deltas of the profiled steps get no verdict, or None."""
     return next((d["text"] for d in items if d["effect"] == NO_VERDICT), None)
-
-
-def voided(sig: dict | None, reason: str) -> dict | None:
-    """`sig` with no verdict: its numbers stay, its verdict says why it has none."""
-    if sig is None:
-        return None
-    return {**sig, "verdict": S.NOT_COMPARABLE, "label": f"{S.VERDICT_WORDS[S.NOT_COMPARABLE]}: {reason}"}
 
 
 def _options(b: dict, e: dict) -> dict | None:

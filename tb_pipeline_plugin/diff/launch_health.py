@@ -2,14 +2,14 @@
 (analysis/launch.py) of both runs, side by side with delta and significance.
 
 Each metric is judged against its own baseline mean, the metrics of the
-table as one family (diff/significance.py).
+table as one family (diff/significance/method.py).
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from . import significance as S
+from .significance import method as S
 from .delta import delta_pct
 
 # (metric: a column of analysis/launch.py's frame, label, unit)

@@ -24,7 +24,7 @@ from ..analysis.labels import MODULE
 from ..analysis.run import Run
 # How diff/kernels joins two runs' device time: by kernel name, or by what launched it (declared once in the contract).
 from ..contract.diff_tables import KernelGroupBy
-from .explain import OWN
+from .explain.contributors import OWN
 from .tables import join
 
 LAUNCH_COLUMNS = ["calls", "total_us"]
@@ -43,7 +43,7 @@ def _module_rows(run: Run, compiled: frozenset[str]) -> pd.DataFrame:
 
 
 def top_operator(b: Run, e: Run, key: str, compiled: frozenset[str]) -> dict | None:
-    """Inside the module contributor `key` (diff/explain.py: a path, or a
+    """Inside the module contributor `key` (diff/explain/contributors.py: a path, or a
     path's own operators), the launching operator whose device time per step
     changed most, with each run's kernels for it, largest first."""
     own = key.endswith(OWN)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis.ledger import spikiness
-from . import significance as S
+from .significance import method as S
 from .delta import PCT_DECIMALS, US_DECIMALS, delta_pct, is_number
 
 # (metric, label, unit); `metric` is the dotted path into the overview dict,

@@ -24,7 +24,7 @@ from ..analysis.run import Run
 from ..analysis.run_facts import run_facts
 from ..bounded_cache import BoundedCache
 from .comparability import differences, host_time_void
-from .significance import NoisePolicy
+from .significance.method import NoisePolicy
 from .step_basis import StepBasis, step_basis
 from .units import Given, pair_units, run_counts
 

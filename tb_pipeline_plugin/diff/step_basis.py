@@ -26,8 +26,8 @@ import numpy as np
 from ..analysis.device_time import device_bound_pct
 from ..analysis.ledger import merged
 from ..analysis.run import Run
-from . import significance as S
-from .statistics.significance import recorded_step, step_us
+from .significance import method as S
+from .significance.pipeline import recorded_step, step_us
 from .units import divisor, per_step_of, scaled
 
 # A run whose device was busy this share of its steps' time is device-bound:

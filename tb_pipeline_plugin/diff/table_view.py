@@ -23,9 +23,10 @@ from ..analysis.kernels import kernels
 from ..analysis.operators import operators, primary_column
 from ..analysis.pieces import Piece, PieceIndex, device_rows, op_rows
 from ..analysis.run import Run
-from . import significance_marks, tables
+from . import tables
 from . import tree as T
 from .launches import LAUNCH_COLUMNS, launch_join, launch_keys, launch_samples
+from .significance import marks as significance_marks
 from .tables import TableQuery
 from .units import table_note, table_scales
 

@@ -3,11 +3,11 @@
 withhold, and the step time's caveat when the runs' steps differ in work."""
 from __future__ import annotations
 
-from . import significance as S
+from .significance import method as S
 from . import step_basis as B
-from .comparability import voided
 from .delta import delta_pct
 from .overview import STEP_TIME
+from .significance.withheld import voided
 from .units import STEP, counts_text, rate_per_s
 
 # The overview rows measured on the host in the profiled steps: what the

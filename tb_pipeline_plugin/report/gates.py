@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 
 from ..diff.overview import OVERVIEW_METRICS
-from ..diff.significance import SIGNIFICANT, TOO_FEW_STEPS
+from ..diff.significance.method import SIGNIFICANT, TOO_FEW_STEPS
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
 EXIT_CANNOT_EVALUATE = EXIT_USAGE

@@ -4,16 +4,16 @@ headline, the significance marks, a value in its unit, a signed delta.
 
 Signs: a delta is experimental − baseline; + is shown with "slower" (or
 larger), − (a true minus, as the sentence writes it) with "faster".
-Durations and sizes are the explanation's own formats (diff/explain.py,
-diff/memory/explain.py).
+Durations and sizes are the explanation's own formats (diff/explain/words.py,
+byte_units.py); the verdicts' words are VERDICT_WORDS (diff/significance/method.py).
 """
 from __future__ import annotations
 
 import math
 
-from ..diff.explain import duration, signed_duration
-from ..diff.memory.explain import size
-from ..diff.significance import NOT_COMPARABLE, SIGNIFICANT, TOO_FEW_STEPS, VERDICT_WORDS, WITHIN_NOISE
+from ..byte_units import bytes_text as size
+from ..diff.explain.words import duration, signed_duration
+from ..diff.significance.method import NOT_COMPARABLE, SIGNIFICANT, TOO_FEW_STEPS, VERDICT_WORDS, WITHIN_NOISE
 from .gates import confidence_pct
 from .model import Report
 

@@ -24,7 +24,7 @@ from ..diff.impls.pipeline import diff_diagnostic_impl, diff_pipeline_impl
 from ..diff.impls.tables import diff_kernels_impl, diff_operators_impl
 from ..diff.impls.timeline import diff_timeline_impl
 from ..diff.pair import NO_STATISTICS, NOT_GIVEN, pair_of
-from ..diff.significance import NoisePolicy
+from ..diff.significance.method import NoisePolicy
 from ..sources.artifacts import make_loader
 from ..bounded_cache import BoundedCache
 from ..sources.provider import RunProvider, trace_ref

@@ -11,7 +11,7 @@ import threading
 
 import psutil
 
-from ..units import bytes_text
+from ..byte_units import bytes_text
 
 
 class TraceTooLarge(Exception):

@@ -26,7 +26,7 @@ import zlib
 
 import psutil
 
-from ..units import bytes_text
+from ..byte_units import bytes_text
 
 GZIP_MAGIC = b"\x1f\x8b"
 MAX_TRACE_MB_ENV = "TB_PIPELINE_MAX_TRACE_MB"

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from tb_pipeline_plugin.diff.significance import NoisePolicy
+from tb_pipeline_plugin.diff.significance.method import NoisePolicy
 from tb_pipeline_plugin.analysis.statistics.report import report, stage_table
 from tb_pipeline_plugin.diff.statistics.compare import compare_pipeline
 from tb_pipeline_plugin.readers import load_pipeline_run

@@ -26,7 +26,7 @@ from support.recordings import recording
 from tb_pipeline_plugin import cli
 from tb_pipeline_plugin.compare import compare
 from tb_pipeline_plugin.diff import comparability as C
-from tb_pipeline_plugin.diff import significance as S
+from tb_pipeline_plugin.diff.significance import method as S
 
 H200 = Path(__file__).resolve().parents[3] / "shared" / "traces" / "h200"
 STEPS = 16

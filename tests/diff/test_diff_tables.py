@@ -8,7 +8,7 @@ import math
 import pytest
 
 from support.json_oracle import duration_by_name, load_events
-from tb_pipeline_plugin.diff.significance import NoisePolicy
+from tb_pipeline_plugin.diff.significance.method import NoisePolicy
 from tb_pipeline_plugin.compare import compare
 from support import diff_calls as api
 from tb_pipeline_plugin.diff import overview as O

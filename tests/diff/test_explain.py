@@ -13,8 +13,9 @@ from support.recordings import recording
 from support.json_oracle import category, load_events
 from support.null_verdicts import assert_null
 from tb_pipeline_plugin.analysis.processor import TraceProcessor
-from tb_pipeline_plugin.diff import significance as S
-from tb_pipeline_plugin.diff.explain import explain, sentence
+from tb_pipeline_plugin.diff.significance import method as S
+from tb_pipeline_plugin.diff.explain.contributors import explain
+from tb_pipeline_plugin.diff.explain.sentence import sentence
 
 PAIRS = {
     "wide": ({}, dict(wide_block=1)),  # Block_1's hidden width x4
@@ -30,7 +31,7 @@ PAIRS = {
 
 
 # Parts of one configuration's step moved by up to 17 % between two
-# back-to-back recordings on this shared 2-core box (diff/significance.py):
+# back-to-back recordings on this shared 2-core box (diff/significance/method.py):
 # the tests judge every pair, the null pair and the known causes alike, with
 # that machine's between-run spread, as a user of a shared machine would.
 SHARED_BOX_BETWEEN_RUN_PCT = "10"

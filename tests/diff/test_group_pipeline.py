@@ -29,7 +29,7 @@ from support.null_verdicts import assert_null
 from support.browser import browser, page  # noqa: F401 - fixtures
 from tb_pipeline_plugin.cli import main as cli_main
 from tb_pipeline_plugin.compare import compare
-from tb_pipeline_plugin.diff import significance as S
+from tb_pipeline_plugin.diff.significance import method as S
 
 REPO = Path(__file__).resolve().parents[2]
 N = 3

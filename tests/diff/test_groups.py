@@ -23,7 +23,7 @@ from conftest import PLUGIN_PREFIX, wait_ready
 from tb_pipeline_plugin.cli import main as cli_main
 from tb_pipeline_plugin.compare import compare
 from tb_pipeline_plugin.formats.group import GROUP_VERSION, MANIFEST_FILE, GroupManifest, encode_manifest
-from tb_pipeline_plugin.diff import significance as S
+from tb_pipeline_plugin.diff.significance import method as S
 
 N = 3
 WIDE = {"wide_block": 1}
@@ -123,7 +123,7 @@ def test_one_bad_step_does_not_decide_a_verdict():
     assert S.compare_one(b, recurring)["verdict"] == S.SIGNIFICANT
     # A real shift of +100 with one bad baseline step: the delta every surface shows is the bad step's
     # (about -1,480, faster). No verdict calls that significant, nor marks it significant the other way
-    # round (the interval holds the delta it sits beside: diff/significance.py).
+    # round (the interval holds the delta it sits beside: diff/significance/method.py).
     shifted, bad_b = e + 100, b.copy()
     bad_b[2] = 20_000
     sig = S.compare_one(bad_b, shifted)

@@ -15,9 +15,9 @@ from support.recordings import recording
 from support.json_oracle import load_events
 from tb_pipeline_plugin import cli
 from tb_pipeline_plugin.analysis.processor import TraceProcessor
-from tb_pipeline_plugin.diff import significance as S
-from tb_pipeline_plugin.diff.explain import explain
-from tb_pipeline_plugin.diff.noise import STEP, between_run_spread, recommended_pct
+from tb_pipeline_plugin.diff.significance import method as S
+from tb_pipeline_plugin.diff.explain.contributors import explain
+from tb_pipeline_plugin.diff.significance.between_runs import STEP, between_run_spread, recommended_pct
 
 
 @recording(sources=["tests/support/explain_runs.py"])

@@ -26,7 +26,7 @@ from support.null_verdicts import assert_null
 from support.recordings import recording
 from tb_pipeline_plugin.analysis.statistics.report import report
 from tb_pipeline_plugin.compare import compare
-from tb_pipeline_plugin.diff import significance as S
+from tb_pipeline_plugin.diff.significance import method as S
 from tb_pipeline_plugin.readers import load_pipeline_run
 
 STEPS = 30

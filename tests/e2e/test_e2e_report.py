@@ -120,7 +120,7 @@ def test_numbers_in_every_format_are_the_routes(demo, routes):
 
     # The advice's samples are the verdict's own (every recorded step here): judged again, the same verdict.
     from tb_pipeline_plugin.compare import compare
-    from tb_pipeline_plugin.diff import significance as S
+    from tb_pipeline_plugin.diff.significance import method as S
 
     (b, b_rec), (e, e_rec) = compare(demo[0] / "baseline", demo[0] / "experimental").step_samples_us
     assert S.step_time(b, e, (b_rec, e_rec)) == ex["step"]["significance"]

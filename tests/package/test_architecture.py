@@ -9,7 +9,7 @@ layer of discovery and loading (sources/filesystem.py: gfile, for remote
 logdirs). No Python file of the package is over 500 lines. The leaves import nothing
 of ours and any layer may import them: `errors` (typed errors every layer may
 raise), `import_hook` (run a function when a module is first imported: the
-writing side's DataLoader and SPDL patches), `units` (bytes in one unit
+writing side's DataLoader and SPDL patches), `byte_units` (bytes in one unit
 system for every message) and `contract` (every answer's Struct: the routes,
 diff/'s impls and the CLI's report carry them). No module imports one that
 imports it back, at import time or inside a function.
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[2] / "tb_pipeline_plugin"
-LEAVES = {"errors", "import_hook", "struct_types", "bounded_cache", "units", "cores", "contract"}
+LEAVES = {"errors", "import_hook", "struct_types", "bounded_cache", "byte_units", "cores", "contract"}
 # Layer -> the layers of ours it may import (besides itself and the leaves).
 ALLOWED = {
     "formats": set(),

@@ -17,7 +17,7 @@ from test_pipeline_launcher import launch
 from tb_pipeline_plugin.analysis.statistics.report import report
 from tb_pipeline_plugin.analysis.statistics.gil import CPU_BOUND_SHARE, GIL_CONTENDED_PCT, GIL_MAX_CORES, gil_limit
 from tb_pipeline_plugin.report.build import pipeline
-from tb_pipeline_plugin.diff.statistics.explain import pipeline_part
+from tb_pipeline_plugin.diff.explain.pipeline import pipeline_part
 from tb_pipeline_plugin.diff.statistics.compare import compare_pipeline
 from tb_pipeline_plugin.readers import load_pipeline_run
 from tb_pipeline_plugin.record.task_cpu import TaskClock, timed

@@ -148,7 +148,7 @@ def test_diff_prints_the_explanation_and_gates_on_significance(capsys, recorded_
 
 
 def test_between_run_pct_widens_the_band_for_one_diff(capsys, recorded_logdir, monkeypatch):
-    from tb_pipeline_plugin.diff import significance as S
+    from tb_pipeline_plugin.diff.significance import method as S
 
     monkeypatch.delenv(S.BETWEEN_RUN_ENV, raising=False)
     base, slow = str(recorded_logdir / "baseline"), str(recorded_logdir / "slow_loader")

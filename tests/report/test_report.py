@@ -20,8 +20,8 @@ import pytest
 from support.group_runs import record_interleaved, tb_client, get_ready
 from support.report_parsing import html_tables, junit_cases, markdown_headings, markdown_tables
 from tb_pipeline_plugin import cli
-from tb_pipeline_plugin.diff import conclusive
-from tb_pipeline_plugin.diff import significance as S
+from tb_pipeline_plugin.diff.significance import conclusive
+from tb_pipeline_plugin.diff.significance import method as S
 from tb_pipeline_plugin.formats.group import GROUP_VERSION, MANIFEST_FILE, GroupManifest, encode_manifest
 from tb_pipeline_plugin.report import FORMATS, render
 from tb_pipeline_plugin.report.json_format import decode

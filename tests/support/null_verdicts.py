@@ -1,7 +1,7 @@
 """What a null pair (one configuration on both sides) may show.
 
 A 95 % interval misses 0 on about 1 pair in 20 of unchanged runs: that is
-its definition (diff/significance.py), so a test that demands no
+its definition (diff/significance/method.py), so a test that demands no
 `significant` mark on one null pair fails 1 run in 20 however right the
 method is (CI saw it: +723 µs ± 693 µs on 3 + 3 null recordings). What a
 sound method never does is miss 0 by much, or miss it on several numbers
@@ -12,7 +12,7 @@ recording, a variance too small) misses by more, on pair after pair.
 """
 from __future__ import annotations
 
-from tb_pipeline_plugin.diff import significance as S
+from tb_pipeline_plugin.diff.significance import method as S
 
 
 def miss_in_half_widths(sig: dict) -> float:

@@ -81,7 +81,7 @@ export function formatPct(pct: number | null | undefined, signed = true): string
 /**
  * IEC binary units (KiB = 1024 B, MiB = 2^20 B): what PyTorch's memory summaries and nvidia-smi
  * print, so a 32 MiB tensor reads "32 MiB". Every byte figure of the UI and the server's sentences
- * (tb_pipeline_plugin/units.py) uses them.
+ * (tb_pipeline_plugin/byte_units.py) uses them.
  */
 const BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB"] as const;
 

@@ -21,7 +21,7 @@ Pooled as if the recordings were one long run, one after the other:
 
 Each row keeps its recording in a `recording` column (an index into
 `recording_names`): the spread between recordings is measured from it
-(diff/statistics/compare.py, diff/statistics/explain.py).
+(diff/statistics/compare.py, diff/explain/pipeline.py).
 """
 from __future__ import annotations
 

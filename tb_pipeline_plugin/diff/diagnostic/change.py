@@ -36,7 +36,7 @@ import pandas as pd
 
 from ...analysis.diagnostic.report import VERDICT_LABELS, scale_level
 from ...analysis.diagnostic.spread import CROWDED_OTHERS_PCT, Z, gil_share_sd, ratio_interval
-from ..significance import WITHIN_NOISE
+from ..significance.method import WITHIN_NOISE
 
 # "within noise" is the significance policy's verdict, the one word for it everywhere.
 SAME, CHANGED, MACHINE_BUSY, NO_INTERVAL, ONE_SIDE = "same", "changed", "machine_busy", "no_interval", "one_side"

@@ -4,12 +4,13 @@ from __future__ import annotations
 from ...analysis.device_time import graph_us_per_step
 from .. import step_basis as B
 from .. import tree as T
-from ..conclusive import advice
 from ..delta import delta_pct
-from ..explain import duration, explain
+from ..explain.contributors import explain
+from ..explain.pipeline import pipeline_part, with_clause
+from ..explain.words import duration
 from ..launch_health import launch_rows
 from ..launches import top_operator
-from ..statistics.explain import pipeline_part, with_clause
+from ..significance.conclusive import advice
 from ..units import STEP, per_step_of, scaled
 
 

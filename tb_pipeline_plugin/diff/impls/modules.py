@@ -4,7 +4,7 @@ from __future__ import annotations
 import msgspec
 
 from ...analysis.labels import MODULE
-from .. import significance_marks
+from ..significance import marks as significance_marks
 from .. import tree as T
 from ..backward import add_backward, with_backward
 from ..units import pieces_note

@@ -4,7 +4,7 @@ statistics (results), not a `Pair` of loaded runs."""
 from __future__ import annotations
 
 from ..diagnostic.compare import compare_diagnostic
-from ..significance import NoisePolicy
+from ..significance.method import NoisePolicy
 from ..statistics.compare import compare_pipeline
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ...analysis.memory.peak import BEFORE_WINDOW, HELD_AT_STEP_START, DeviceMemory, RunMemory
 from ..delta import delta_pct
-from .explain import memory_sentence
+from .sentence import memory_sentence
 
 # torch.profiler records allocations only when asked; `record --profile` does
 # not by default, for what it costs (benchmarks/README.md, bench_record_profile.py).

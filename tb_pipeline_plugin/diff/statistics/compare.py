@@ -7,7 +7,7 @@ import pandas as pd
 
 from ...analysis.statistics import report as ap
 from ..delta import delta_pct
-from .significance import with_significance
+from ..significance.pipeline import with_significance
 from ..tables import join
 
 # (metric, label, unit): dotted path into analysis.pipeline.report().
@@ -81,7 +81,7 @@ def callback_rows(b_tables, e_tables) -> pd.DataFrame:
 def compare_pipeline(b_tables, e_tables, noise) -> dict:
     """The `diff/pipeline` payload but the runs' references: per-run reports (split, verdict,
     throughput series, host series, stages, callbacks) plus the delta views,
-    with their significance (diff/statistics/significance.py) under the `noise`
+    with their significance (diff/significance/pipeline.py) under the `noise`
     policy (significance.NoisePolicy)."""
     b, e = ap.report(b_tables), ap.report(e_tables)
     return with_significance({

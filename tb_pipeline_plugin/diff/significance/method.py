@@ -1,6 +1,6 @@
 """Is a delta more than noise? One method and one policy for every per-step
 quantity: the overview's per-step rows, the explanation's contributors and
-launch health, the module pieces and table rows (diff/significance_marks.py),
+launch health, the module pieces and table rows (diff/significance/marks.py),
 the pipeline's data wait.
 
 Method (docs/http_api.md, "Significance"): a percentile bootstrap of the
@@ -80,10 +80,10 @@ from statistics import NormalDist
 
 import numpy as np
 
-from ..analysis.t_quantile import t_quantile
+from ...analysis.t_quantile import t_quantile
 
 SIGNIFICANT, WITHIN_NOISE, TOO_FEW_STEPS = "significant", "within_noise", "too_few_steps"
-# Given by diff/comparability.py, never by a test here: the runs differ in a
+# Given by diff/significance/withheld.py (why: diff/comparability.py), never by a test here: the runs differ in a
 # way that makes the delta meaningless as it stands.
 NOT_COMPARABLE = "not_comparable"
 VERDICTS = (SIGNIFICANT, WITHIN_NOISE, TOO_FEW_STEPS, NOT_COMPARABLE)

@@ -4,7 +4,7 @@ say about the step-time delta, when both runs have them.
 * data wait per step: each run's recorded steps (analysis/statistics/report.py's
   `main_steps`: the main loader, replayed steps of a headspace run) are the
   per-step samples; the delta is judged as every other per-step delta
-  (diff/significance.py), against the baseline's mean step time, like a part
+  (diff/significance/method.py), against the baseline's mean step time, like a part
   of the step;
 * the input-bound verdict of each run and whether it changed;
 * the stage whose throughput changed most (relative), with its queue waits;
@@ -21,14 +21,11 @@ import math
 import numpy as np
 
 from ...analysis.statistics import report as ap
-from .. import significance as S
 from ..delta import delta_pct
-from ..explain import duration
-from .compare import STAGE_KEYS
-from .significance import data_wait_significance, data_wait_us, step_mean_us
+from ..significance.pipeline import data_wait_significance, data_wait_us, step_mean_us
+from ..statistics.compare import STAGE_KEYS
+from .words import INPUT_BOUND_WORDS, duration
 
-VERDICT_WORDS = {"yes": "input-bound", "partly": "partly input-bound", "no": "not input-bound",
-                 "unknown": "of unknown input-boundness"}
 # A stage whose throughput moved less than this is not worth a clause.
 STAGE_NOTABLE_PCT = 10.0
 
@@ -148,11 +145,11 @@ def clause(part: dict) -> str:
         if e == "yes":
             text += " and the run became input-bound"
         elif b == "yes":
-            text += f" and the run is no longer input-bound (now {VERDICT_WORDS[e]})"
+            text += f" and the run is no longer input-bound (now {INPUT_BOUND_WORDS[e]})"
         else:
-            text += f" and the run went from {VERDICT_WORDS[b]} to {VERDICT_WORDS[e]}"
+            text += f" and the run went from {INPUT_BOUND_WORDS[b]} to {INPUT_BOUND_WORDS[e]}"
     elif b in ("yes", "partly"):
-        text += f"; both runs are {VERDICT_WORDS[b]}"
+        text += f"; both runs are {INPUT_BOUND_WORDS[b]}"
     if st is not None:
         moved = []
         task = st["delta_task_mean_pct"]

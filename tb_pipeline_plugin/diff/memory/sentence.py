@@ -1,4 +1,4 @@
-"""The memory diff in one sentence, in the explanation's style (diff/explain.py):
+"""The memory diff in one sentence, in the explanation's style (diff/explain/sentence.py):
 the growth of the peak, then the share of it that its largest mover holds.
 
 "Experimental's peak is 32 MiB higher (+366 %); 100 % of it is Net_0/Head_0
@@ -7,8 +7,8 @@ the growth of the peak, then the share of it that its largest mover holds.
 from __future__ import annotations
 
 from ...analysis.memory.peak import BEFORE_WINDOW, HELD_AT_STEP_START
-from ...units import bytes_text as size
-from ..explain import duration
+from ...byte_units import bytes_text as size
+from ..explain.words import duration
 
 
 def memory_sentence(d: dict) -> str:

@@ -1,5 +1,5 @@
 """Which of two runs' pipeline figures moved beyond noise, judged as the trace
-side judges its per-step deltas (diff/significance.py):
+side judges its per-step deltas (diff/significance/method.py):
 
 * the step time and each part of the split per step (compute, callbacks,
   other): the recorded steps are the samples (the main loader's, as the
@@ -8,7 +8,7 @@ side judges its per-step deltas (diff/significance.py):
   analysis/statistics/group.py) the spread between recordings is measured
   from them; with one it is assumed, as everywhere;
 * the data wait per step: judged on its own, the one verdict the
-  explanation's pipeline part shows too (diff/statistics/explain.py);
+  explanation's pipeline part shows too (diff/explain/pipeline.py);
 * each stage's mean task time, where both sides are groups of at least
   `MIN_STAGE_RECORDINGS` recordings: every recording's own stage table is
   one sample (a recording-level test, as benchstat compares benchmark
@@ -25,7 +25,7 @@ import pandas as pd
 
 from ...analysis.statistics import report as ap
 from ...analysis.statistics.group import RECORDING
-from .. import significance as S
+from . import method as S
 
 # Summary metric -> the step column whose per-step values it is the mean of (judged as one family).
 STEP_PARTS = {"split.mean_step_s": "duration_s", "split.compute_s": "compute_s", "split.callbacks_s": "callbacks_s",

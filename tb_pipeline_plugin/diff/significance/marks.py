@@ -2,7 +2,7 @@
 `diff/modules` and the rows of `diff/operators` and `diff/kernels`.
 
 Both judge what a row stands for across the steps of each run
-(diff/significance.py), and both judge one page as a family with every row
+(diff/significance/method.py), and both judge one page as a family with every row
 of its level or table, so a row's mark does not depend on the page asked
 for. No marks (null) when exactly one run has steps: a whole trace against
 steps has no spread to judge by.
@@ -25,12 +25,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..analysis.attribution import Attribution
-from ..analysis.labels import BACKWARD_PHASE, FORWARD, MODULE
-from ..analysis.ledger import StepLedger
-from ..analysis.run import Run
-from . import significance as S
-from . import tree as T
+from ...analysis.attribution import Attribution
+from ...analysis.labels import BACKWARD_PHASE, FORWARD, MODULE
+from ...analysis.ledger import StepLedger
+from ...analysis.run import Run
+from . import method as S
+from .. import tree as T
 
 PIECE_PHASES = {"significance": None, "forward_significance": FORWARD, "backward_significance": BACKWARD_PHASE}
 PIECE_FIELDS = tuple(PIECE_PHASES)

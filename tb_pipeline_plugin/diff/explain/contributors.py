@@ -8,10 +8,10 @@ outside operators, GPU work after the host step. Operators' stalls (calls
 far above their usual time, analysis/ledger.py) leave their part and make
 one `stall` contributor: waiting for the GIL inside backward is waiting,
 not backward getting slower. A part's per-step samples give its delta and
-significance (diff/significance.py); the parts of a step add up to the
+significance (diff/significance/method.py); the parts of a step add up to the
 step time, so the deltas add up to the step-time delta. A contributor is
 a finding only from `CONTRIBUTOR_MIN_EFFECT_PCT` % of the step (the
-policy and its reason: diff/significance.py).
+policy and its reason: diff/significance/method.py).
 
 Modules start at the top level (`Net_0`) and are opened while one child
 holds most of the change (`CHILD_SHARE`): a slower
@@ -37,28 +37,25 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ..analysis.compiled import compiled_root
-from ..analysis.labels import (
+from ...analysis.compiled import compiled_root
+from ...analysis.labels import (
     BACKWARD, BACKWARD_PHASE, COMMUNICATION, DATA_LOADING, DATA_LOADING_NAME, DEVICE, DEVICE_IDLE, DEVICE_OVERLAP,
     FORWARD, HOST, OPTIMIZER, PRE_WINDOW, PRE_WINDOW_NAME, UNATTRIBUTED_BACKWARD_NAME, UNKNOWN,
 )
-from ..analysis.ledger import StepLedger, spikiness
-from . import significance as S
-from .delta import delta_pct
-from .comparability import voided
-from .units import counts_text, rate_per_s
+from ...analysis.ledger import StepLedger, spikiness
+from ..delta import delta_pct
+from ..significance import method as S
+from ..significance.withheld import voided
+from ..units import rate_per_s
+from .sentence import sentence
+from .waterfall import waterfall
 
 # Open a module when one child holds this share of its delta: a block whose
 # two layers both slowed down (about half each) stays the block.
 CHILD_SHARE = 0.7
 MAX_DEPTH = 16
-WATERFALL_BARS = 8
-SENTENCE_CONTRIBUTORS = 3
 # Module contributors named down to their operator and kernels (device time).
 TOP_OPERATOR_CONTRIBUTORS = 8
-# A part within noise is still named when it holds this much of a
-# significant step delta.
-MOST_PCT = 50.0
 LABELS = {
     DATA_LOADING: DATA_LOADING_NAME,
     BACKWARD: UNATTRIBUTED_BACKWARD_NAME,
@@ -85,7 +82,7 @@ def explain(b: StepLedger, e: StepLedger, compiled: dict[str, str] | None = None
     "device" (the sentence says which); `top_operator(module key)`: the
     operator whose device time changed most inside a module contributor,
     with each run's kernels (device time only); `recorded`: the step verdict
-    from every recorded step (diff/statistics/significance.py:recorded_step),
+    from every recorded step (diff/significance/pipeline.py:recorded_step),
     when both runs have pipeline statistics: it is the step's, and the
     profiled steps split the delta into parts. `units`: the unit the pair
     is compared in (diff/units.py); when it is not the step, the ledgers
@@ -294,207 +291,3 @@ def _name(kind: str, key: str) -> str:
     if kind == "annotation":
         return key
     return LABELS.get(kind, key)
-
-
-# ------------------------------------------------------------ waterfall
-
-
-def waterfall(b_mean: float, e_mean: float, contributors: list[dict]) -> list[dict]:
-    """Bars from the baseline's step time to the experimental's: the
-    largest contributors one by one, the rest as one bar."""
-    bars = [{"label": "baseline step", "kind": "total", "start_us": 0.0, "end_us": round(b_mean, 3),
-             "verdict": None, "verdict_label": None}]
-    level = b_mean
-    ranked = sorted(contributors, key=lambda r: -abs(r["delta_us"]))
-    for r in ranked[:WATERFALL_BARS]:
-        bars.append({"label": r["name"], "kind": r["kind"], "start_us": round(level, 3),
-                     "end_us": round(level + r["delta_us"], 3), "verdict": r["significance"]["verdict"],
-                     "verdict_label": r["significance"]["label"]})
-        level += r["delta_us"]
-    rest = ranked[WATERFALL_BARS:]
-    if rest:
-        d = sum(r["delta_us"] for r in rest)
-        bars.append({"label": f"{len(rest)} others", "kind": "other", "start_us": round(level, 3),
-                     "end_us": round(level + d, 3), "verdict": None, "verdict_label": None})
-    bars.append({"label": "experimental step", "kind": "total", "start_us": 0.0, "end_us": round(e_mean, 3),
-                 "verdict": None, "verdict_label": None})
-    return bars
-
-
-# ------------------------------------------------------------ sentence
-
-
-def duration(us: float) -> str:
-    """`412 µs`, `41 ms`, `1.2 ms`, `3.4 s`: two significant digits or more."""
-    a = abs(us)
-    if a >= 1e6:
-        return f"{us / 1e6:.3g} s"
-    if a >= 1e3:
-        return f"{us / 1e3:.3g} ms"
-    return f"{us:.3g} µs"
-
-
-def signed_duration(us: float) -> str:
-    """`+1.2 ms`, `−412 µs`: a delta with its sign (a true minus), as every sentence shows one."""
-    return ("+" if us >= 0 else "−") + duration(abs(us))
-
-
-def sentence(step: dict, contributors: list[dict], clock: str = "host") -> str:
-    sig = step["significance"]
-    delta, pct = step["delta_us"], step["delta_pct"]
-    nb, ne = sig["baseline_steps"], sig["experimental_steps"]
-    profiled = step.get("profiled")
-    per = f"per {step.get('unit') or 'step'}"
-    units = _units_clause(step)
-    if sig["verdict"] == S.TOO_FEW_STEPS:
-        return (f"Experimental is {_direction(delta, pct)} {per} ({signed_duration(delta)}{units}), but with {nb} baseline and "
-                f"{ne} experimental step{'s' if ne != 1 else ''} the noise cannot be measured "
-                f"(at least {sig['min_steps']} per run are needed); profile more steps to tell change from noise.")
-    if sig["verdict"] == S.NOT_COMPARABLE:
-        largest = ", ".join(f"{c['name']} {signed_duration(c['delta_us'])}" for c in contributors[:SENTENCE_CONTRIBUTORS])
-        return (f"No verdict: {sig['label'].split(': ', 1)[-1]} Measured, experimental is {_direction(delta, pct)} "
-                f"{per} ({signed_duration(delta)}, {nb} vs {ne} steps{units})"
-                + (f"; largest parts: {largest}." if largest else "."))
-    pm = S.half_width(sig)
-    rb, re_ = sig["baseline_recordings"], sig["experimental_recordings"]
-    recordings = f" in {rb} + {re_} recordings" if max(rb, re_) > 1 else ""
-    parts_from = (f"; parts from {profiled['baseline_steps']} vs {profiled['experimental_steps']} profiled steps"
-                  if profiled else "")
-    kind = "recorded " if profiled else ""
-    band = f"{signed_duration(delta)} ± {duration(pm)}, {nb} vs {ne} {kind}steps{recordings}{parts_from}{units}"
-    significant = [c for c in contributors if c["significance"]["verdict"] == S.SIGNIFICANT]
-    parts_void = next((c["significance"]["label"].split(": ", 1)[-1] for c in contributors
-                       if c["significance"]["verdict"] == S.NOT_COMPARABLE), None)
-    if parts_void is not None:
-        head = (f"Experimental is {_direction(delta, pct)} {per} ({band})" if sig["verdict"] == S.SIGNIFICANT else
-                f"Experimental and baseline take the same time {per} within noise ({band})")
-        return f"{head}; its parts get no verdict: {parts_void}"
-    if sig["verdict"] != S.SIGNIFICANT:
-        head = f"Experimental and baseline take the same time {per} within noise ({band})"
-        if not significant:
-            return head + "; no contributor changed significantly."
-        moved = "; ".join(f"{_subject(c)} {'slower' if c['delta_us'] > 0 else 'faster'} by {duration(abs(c['delta_us']))}"
-                          for c in significant[:SENTENCE_CONTRIBUTORS])
-        return f"{head}, although {moved}."
-    same_way = [c for c in significant if c["delta_us"] * delta > 0]
-    parts = [f"Experimental is {_direction(delta, pct)} {per} ({band})"]
-    if not same_way and profiled and profiled["significance"]["verdict"] != S.SIGNIFICANT:
-        # The whole moved beyond noise on the recorded steps, the parts cannot
-        # say so on the few profiled ones: say why, and what settles it.
-        parts.append(f"the {profiled['baseline_steps']} vs {profiled['experimental_steps']} profiled steps are too "
-                     "few or too noisy to split it into parts: profile more steps (`tb-pipeline record --profile "
-                     "wait=5,warmup=2,active=10`) or record groups (`--repeat 3`)")
-        return "; ".join(parts) + "."
-    if not same_way:
-        largest = max((c for c in contributors if c["delta_us"] * delta > 0), key=lambda c: abs(c["delta_us"]),
-                      default=None)
-        if largest is not None and largest["share_pct"] is not None and abs(largest["share_pct"]) >= MOST_PCT:
-            # One part holds most of the delta, but its own noise (a part
-            # swings more between recordings than the whole step) is wider:
-            # name it, and say it is not established on its own.
-            lead = "by device time, " if clock == "device" else ""
-            parts.append(f"{lead}{_share(largest['share_pct'])} of it is {_phrase(largest)}, though no part is "
-                         f"significantly {'slower' if delta > 0 else 'faster'} on its own")
-        else:
-            # Every part moved a little, none beyond its own noise: as when
-            # the whole machine is slower or busier, not one part of the step.
-            parts.append(f"no single part is significantly {'slower' if delta > 0 else 'faster'}: the change is "
-                         "spread over the whole step, as when the machine itself is slower or busier")
-    shown = same_way[:SENTENCE_CONTRIBUTORS]
-    for i, c in enumerate(shown):
-        share = _share(c["share_pct"])
-        lead = "by device time, " if i == 0 and clock == "device" else ""
-        parts.append(f"{lead}{share}{' of it' if i == 0 else ''} is {_phrase(c)}")
-    against = [c for c in significant if c["delta_us"] * delta < 0][:1]
-    for c in against:
-        parts.append(f"{_subject(c)} went the other way ({signed_duration(c['delta_us'])})")
-    if not same_way:
-        return "; ".join(parts) + "."
-    parts.append("the rest is within noise" if len(shown) == len(same_way) else
-                 f"{_count(len(same_way) - len(shown), 'smaller significant contributor')} and noise make up the rest")
-    return "; ".join(parts) + "."
-
-
-def _units_clause(step: dict) -> str:
-    """`; 16 vs 32 samples a step: 236 → 256 samples/s, +57.3 ms per step`
-    when the pair is compared per sample or token, else nothing."""
-    units = step.get("units")
-    if not units or step.get("unit") in (None, "step"):
-        return ""
-    unit = step["unit"]
-    text = f"; {counts_text(units)}"
-    b, e = step.get("baseline_per_s"), step.get("experimental_per_s")
-    if b is not None and e is not None:
-        text += f": {_rate(b)} → {_rate(e)} {unit}s/s"
-    per_step = step.get("per_step")
-    if per_step is not None:
-        text += f", {signed_duration(per_step['delta_us'])} per step"
-    return text
-
-
-def _rate(value: float) -> str:
-    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
-
-
-def _share(pct: float | None) -> str:
-    if pct is None:
-        return "part"
-    # A significant contributor moves the step by at least
-    # S.CONTRIBUTOR_MIN_EFFECT_PCT %, but may be a sliver of a large delta:
-    # never "0 %".
-    return "under 1 %" if abs(pct) < 0.5 else f"{abs(pct):.0f} %"
-
-
-def _direction(delta: float, pct: float | None) -> str:
-    word = "slower" if delta > 0 else "faster"
-    return f"{abs(pct):.0f} % {word}" if pct is not None else word
-
-
-def _phrase(c: dict) -> str:
-    name = c["name"]
-    if c["kind"] == "module":
-        if c["backward_delta_us"] and c["forward_delta_us"] and abs(c["backward_delta_us"]) > 0.1 * abs(c["delta_us"]):
-            name += " (forward and backward)"
-        if c.get("compiled"):
-            name += (", compiled in both runs" if c["compiled"] == "both" else
-                     f", compiled in the {c['compiled']} run against the other's eager modules")
-        elif c["status"] == "experimental_only":
-            name += ", which only the experimental run has"
-        elif c["status"] == "baseline_only":
-            name += ", which only the baseline run has"
-        op = c.get("top_operator")
-        if op:
-            name += f": mostly {op['name']}{_kernel_change(op)}"
-    return name
-
-
-def _kernel_change(op: dict) -> str:
-    """` (kernel before → kernel after)`, or ` (kernel)` when both runs ran the same one."""
-    b, e = op.get("baseline_kernels") or [], op.get("experimental_kernels") or []
-    if not b and not e:
-        return ""
-    if b[:1] == e[:1]:
-        return f" ({short_kernel(b[0])})"
-    return f" ({short_kernel(b[0]) if b else 'none'} → {short_kernel(e[0]) if e else 'none'})"
-
-
-def short_kernel(name: str, max_chars: int = 32) -> str:
-    """A kernel's name as a sentence can hold it: no `void `, no arguments,
-    no template parameters, cut with `…`."""
-    text = name.removeprefix("void ").split("(", 1)[0]
-    if "<" in text and not text.startswith("<"):
-        inner = text[text.index("<") + 1:].rstrip(">")
-        text = inner if inner.startswith(("cutlass", "sm", "ampere", "nvjet")) else text.split("<", 1)[0]
-    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
-
-
-def _subject(c: dict) -> str:
-    """`_phrase` as the subject of a verb: a relative clause ("which only the
-    baseline run has") is closed with a comma before the verb."""
-    phrase = _phrase(c)
-    clause = c["status"] != "matched" or c.get("compiled") or c.get("top_operator")
-    return phrase + "," if c["kind"] == "module" and clause else phrase
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'s' if n != 1 else ''}"

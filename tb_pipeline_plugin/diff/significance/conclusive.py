@@ -1,7 +1,7 @@
 """What would make an inconclusive step verdict conclusive: how many
 profiled steps per run, or recordings per side (`tb-pipeline record
 --repeat N`), would bring the step time's noise band under the change at
-stake. Computed from the band this pair measured (diff/significance.py),
+stake. Computed from the band this pair measured (diff/significance/method.py),
 never from a rule of thumb.
 
 The change at stake: the delta itself when it is at least the least effect
@@ -27,9 +27,9 @@ from statistics import NormalDist
 
 import numpy as np
 
-from ..analysis.t_quantile import t_quantile
-from . import significance as S
-from .explain import duration, signed_duration
+from ...analysis.t_quantile import t_quantile
+from . import method as S
+from ..explain.words import duration, signed_duration
 
 # Beyond these the advice is "out of reach": the change is too small for
 # this noise, whatever one records.
@@ -122,7 +122,7 @@ def _steps_needed(half: float, z: float, b: np.ndarray, e: np.ndarray, target: f
 
 def _recordings_needed(spread: float, target: float, alpha: float) -> int | None:
     """The fewest recordings a side whose t interval (pooled over both
-    sides, as diff/significance.py judges groups) is narrower than `target`."""
+    sides, as diff/significance/method.py judges groups) is narrower than `target`."""
     if target <= 0.0:
         return None
     for r in range(S.MIN_RECORDINGS, MAX_RECORDINGS + 1):

@@ -1,5 +1,5 @@
 """How far recordings of one configuration land apart on a machine: the
-between-run spread that diff/significance.py takes as `NoisePolicy.between_run_pct`,
+between-run spread that diff/significance/method.py takes as `NoisePolicy.between_run_pct`,
 measured on replicas (`tb-pipeline noise A B [C ...]`).
 
 Model (docs/http_api.md, "Significance"): each run's mean of a quantity is
@@ -22,7 +22,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from ..analysis.ledger import StepLedger
+from ...analysis.ledger import StepLedger
 
 MIN_PART_SHARE = 0.05
 MIN_REPLICAS = 2
