@@ -179,7 +179,7 @@ class ExplainLoaderLimit(_Shape):
 
 
 class ExplainPipeline(_Shape):
-    """What both runs' recorded pipeline statistics add (diff/statistics/explain.py);
+    """What both runs' recorded pipeline statistics add (diff/explain/pipeline.py);
     `clause` is the sentence's last clause."""
 
     data_wait: ExplainDataWait

@@ -44,7 +44,7 @@ AdviceReason = Literal["too_few_steps", "more_data", "out_of_reach", "not_compar
 
 
 class Advice(_Shape):
-    """What would make an inconclusive step verdict conclusive (diff/conclusive.py)."""
+    """What would make an inconclusive step verdict conclusive (diff/significance/conclusive.py)."""
 
     reason: AdviceReason
     steps_per_run: int | None  # steps per run that would do it (null: steps cannot)

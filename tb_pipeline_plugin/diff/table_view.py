@@ -5,7 +5,7 @@ A `TableView` is what `diff/operators` and `diff/kernels` answer from: the
 joined table (diff/tables.py) of both runs, optionally inside one
 `diff/modules` piece, with each side's times per sample (token) when the
 runs' work per step differs. A re-sort, a filter or another page is a
-slice of it; a row's significance mark (diff/significance_marks.py) is its
+slice of it; a row's significance mark (diff/significance/marks.py) is its
 own (judged against the whole table as its family), so it is kept for the
 next page that shows the row.
 """

@@ -1,10 +1,11 @@
 """A refactor leaves every route's answer as it was (issue 43): the route
 snapshot (tests/support/route_snapshot.py) taken with the code of BEFORE, the
 commit the refactor starts from, and with the current tree, on the same
-logdir (the demo pair of samples/runs and the shared traces' pairs), must be
+logdir (the demo pair, recorded once per `make test` as `make demo` records it,
+and the shared traces' pairs), must be
 identical except for the changes listed in INTENDED.
 
-The demo pair is recorded on each machine (`make samples`), so its numbers
+The demo pair is recorded on each machine (support/recorded.py), so its numbers
 differ between machines and no stored snapshot could be its golden: both
 sides are taken here, now, from the same copy of the runs. BEFORE's package
 is `git archive`d into a temporary folder (its C extensions copied from the
@@ -34,6 +35,7 @@ import pytest
 
 from conftest import REPO_ROOT
 from support import route_snapshot
+from support.recorded import demo_pair
 
 # The commit the refactor of issue 43 starts from (the first-parent ancestor of its first commit).
 BEFORE = "d8d9a3cf585754f5382118930b9f02e4f7bf118c"
@@ -184,9 +186,8 @@ def test_intended_changes_are_well_formed():
 def test_every_answer_as_before(shared_traces, tmp_path):
     _before_exists()
     renames, new = _intended()
-    samples = REPO_ROOT / "samples" / "runs"
-    assert (samples / ".recorded").exists(), (
-        f"the demo pair is not recorded ({samples}/.recorded missing): run `make samples`")
+    # The demo pair as `make demo` records it, recorded once per `make test` (support/recorded.py).
+    samples = demo_pair.path()
     logdir = tmp_path / "logdir"
     route_snapshot.build(logdir, samples=samples, shared=shared_traces.parent)
     old = _before_package(tmp_path / "before")

@@ -316,7 +316,7 @@ export interface components {
     schemas: {
         /**
          * Advice
-         * @description What would make an inconclusive step verdict conclusive (diff/conclusive.py).
+         * @description What would make an inconclusive step verdict conclusive (diff/significance/conclusive.py).
          */
         Advice: {
             /** @enum {unknown} */
@@ -952,7 +952,7 @@ export interface components {
         };
         /**
          * ExplainPipeline
-         * @description What both runs' recorded pipeline statistics add (diff/statistics/explain.py);
+         * @description What both runs' recorded pipeline statistics add (diff/explain/pipeline.py);
          *         `clause` is the sentence's last clause.
          */
         ExplainPipeline: {

@@ -15,10 +15,10 @@ from ..units import STEP, per_step_of, scaled
 
 
 def diff_explain_impl(pair) -> dict:
-    """The step-time delta split into ranked contributors (diff/explain.py),
+    """The step-time delta split into ranked contributors (diff/explain/contributors.py),
     on the clock and steps of the pair's basis (diff/step_basis.py). When
     both runs have recorded statistics, their part
-    (diff/statistics/explain.py) joins the answer and its clause the
+    (diff/explain/pipeline.py) joins the answer and its clause the
     sentence. When the runs' work per step differs, the step, its verdict
     and the contributors are per sample or token (diff/units.py), the
     per-step figures beside them; host-time verdicts of the profiled steps
