@@ -35,6 +35,7 @@ PAIRS = {
 # the tests judge every pair, the null pair and the known causes alike, with
 # that machine's between-run spread, as a user of a shared machine would.
 SHARED_BOX_BETWEEN_RUN_PCT = "10"
+NOISE = S.NoisePolicy(float(SHARED_BOX_BETWEEN_RUN_PCT))
 
 
 @pytest.fixture(autouse=True)
@@ -66,7 +67,7 @@ def tps(runs) -> dict[str, tuple[TraceProcessor, TraceProcessor]]:
 
 def _explain(tps, pair: str) -> dict:
     b, e = tps[pair]
-    return explain(b.ledger(), e.ledger())
+    return explain(b.ledger(), e.ledger(), noise=NOISE)
 
 
 def _significant(out: dict) -> list[dict]:
@@ -266,17 +267,17 @@ def test_spikiness_matches_numpy(tps):
 def test_significance_method():
     rng = np.random.default_rng(0)
     b = 100 + rng.normal(0, 5, size=10)
-    assert S.compare_one(b, b + 50)["verdict"] == S.SIGNIFICANT
-    assert S.compare_one(b, b)["verdict"] == S.WITHIN_NOISE
+    assert S.compare_one(b, b + 50, noise=NOISE)["verdict"] == S.SIGNIFICANT
+    assert S.compare_one(b, b, noise=NOISE)["verdict"] == S.WITHIN_NOISE
     # Resolved by the bootstrap but below 1 % of the reference: not a finding.
-    assert S.compare_one(b, b + 0.5)["verdict"] == S.WITHIN_NOISE
-    few = S.compare_one(b[:2], b[:5] + 50)
+    assert S.compare_one(b, b + 0.5, noise=NOISE)["verdict"] == S.WITHIN_NOISE
+    few = S.compare_one(b[:2], b[:5] + 50, noise=NOISE)
     assert few["verdict"] == S.TOO_FEW_STEPS and few["ci_low"] is None and few["baseline_steps"] == 2
     # Fixed seed: the same answer every time.
-    assert S.compare_one(b, b + 3) == S.compare_one(b, b + 3)
+    assert S.compare_one(b, b + 3, noise=NOISE) == S.compare_one(b, b + 3, noise=NOISE)
     # A family: the interval of each of k quantities is wider than alone.
-    one = S.compare_one(b, b + 3)
-    fam = S.compare(np.vstack([b] * 20), np.vstack([b + 3] * 20))[0]
+    one = S.compare_one(b, b + 3, noise=NOISE)
+    fam = S.compare(np.vstack([b] * 20), np.vstack([b + 3] * 20), noise=NOISE)[0]
     assert fam["ci_high"] - fam["ci_low"] > one["ci_high"] - one["ci_low"]
 
 
@@ -296,25 +297,26 @@ def test_level_drift_is_counted_only_when_the_blocks_differ():
     assert S.level_variance(np.array([SPIKY]))[0] == 0.0
     assert S.level_variance(np.array([DRIFTING[:5]]))[0] == 0.0  # too short to cut into blocks
     # A drifting run's band is wider than its steps' spread alone gives.
-    drifting = S.compare_one(STEADY, DRIFTING)
-    shuffled = S.compare_one(STEADY, sorted(DRIFTING, key=lambda v: (v * 7919) % 1))
+    drifting = S.compare_one(STEADY, DRIFTING, noise=NOISE)
+    shuffled = S.compare_one(STEADY, sorted(DRIFTING, key=lambda v: (v * 7919) % 1), noise=NOISE)
     assert S.half_width(drifting) > S.half_width(shuffled)
 
 
 def test_between_run_spread_setting(monkeypatch, caplog):
     b, e = np.array(STEADY), np.array(STEADY) * 1.05
+    # The setting the TensorBoard process reads (diff/pair.py:pair_of reads it once per comparison).
     monkeypatch.setenv(S.BETWEEN_RUN_ENV, "0")
-    assert S.compare_one(b, e)["verdict"] == S.SIGNIFICANT
+    assert S.compare_one(b, e, noise=S.NoisePolicy.from_environment())["verdict"] == S.SIGNIFICANT
     monkeypatch.setenv(S.BETWEEN_RUN_ENV, "10")
-    assert S.compare_one(b, e)["verdict"] == S.WITHIN_NOISE
+    assert S.compare_one(b, e, noise=S.NoisePolicy.from_environment())["verdict"] == S.WITHIN_NOISE
     monkeypatch.setenv(S.BETWEEN_RUN_ENV, "lots")
-    assert S.between_run_pct() == S.BETWEEN_RUN_PCT
+    assert S.NoisePolicy.from_environment() == S.NoisePolicy(S.BETWEEN_RUN_PCT)
     assert "not a percentage" in caplog.text
 
 
 def test_sentence_when_no_single_part_moved():
     steady_us = np.array(STEADY) * 1000
-    step = {"delta_us": 5000.0, "delta_pct": 50.0, "significance": S.compare_one(steady_us, steady_us + 5000)}
+    step = {"delta_us": 5000.0, "delta_pct": 50.0, "significance": S.compare_one(steady_us, steady_us + 5000, noise=NOISE)}
     quiet = {"kind": "module", "name": "Block_0", "status": "matched", "delta_us": 400.0, "share_pct": 20.0,
              "forward_delta_us": 400.0, "backward_delta_us": 0.0,
              "significance": {**step["significance"], "verdict": S.WITHIN_NOISE}}
@@ -344,16 +346,16 @@ def test_module_diff_carries_each_call_backward(tps, runs):
     """diff/modules: a module call's backward time is that of the backward
     operators its forward created; summed over the steps it is the JSON
     oracle's backward of that module."""
-    from tb_pipeline_plugin.diff import pair_impls
+    from support.diff_calls import diff_modules_impl
 
     b, e = tps["wide"]
     got = [0.0, 0.0]
     for step in range(STEPS):
         path = str(step)
         for name in ("Net_0", "Sequential_0", "Block_1"):
-            kids = pair_impls.diff_modules_impl(b, e, path)["children"]
+            kids = diff_modules_impl(b, e, path)["children"]
             path = next(k["path"] for k in kids if k["name"] == name)
-        node = pair_impls.diff_modules_impl(b, e, path)["node"]
+        node = diff_modules_impl(b, e, path)["node"]
         assert node["kind"] == "module"
         got[0] += node["baseline_backward_us"]
         got[1] += node["experimental_backward_us"]
@@ -361,5 +363,5 @@ def test_module_diff_carries_each_call_backward(tps, runs):
     for side in (0, 1):
         assert got[side] == pytest.approx(_oracle(runs["wide"][side], "Block_1")["backward"], rel=1e-5)
     # Other pieces have no backward of their own to show.
-    first = pair_impls.diff_modules_impl(b, e, "0")["children"][0]
+    first = diff_modules_impl(b, e, "0")["children"][0]
     assert first["kind"] == "data_loading" and first["baseline_backward_us"] is None

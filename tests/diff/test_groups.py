@@ -56,7 +56,7 @@ def test_null_groups_show_no_significant_change(groups, pair):
     # One near miss of the step or of one contributor is the 1 in 20 of a 95 % interval (null_verdicts.py).
     assert_null([ex["step"]["significance"]] + [c["significance"] for c in ex["contributors"]], ex["sentence"])
     assert ex["noise"] == {"source": "measured", "baseline_recordings": N, "experimental_recordings": N,
-                           "note": S.noise_note(N, N)}
+                           "note": S.noise_note(N, N, S.NoisePolicy())}
     assert "measured across 3 + 3 recordings" in ex["noise"]["note"]
 
 
@@ -81,9 +81,10 @@ def test_the_step_verdict_is_one_number(groups, pair, as_groups):
         c = compare(load_group(groups[pair[0]]), load_group(groups[pair[1]]))
     else:
         c = compare(TraceProcessor.load(str(groups[pair[0]][0])), TraceProcessor.load(str(groups[pair[1]][0])))
-    from tb_pipeline_plugin.diff.pair_impls import diff_overview_impl
+    from tb_pipeline_plugin.diff.impls.overview import diff_overview_impl
+    from tb_pipeline_plugin.diff.pair import pair_of
 
-    rows = diff_overview_impl(c.baseline, c.experimental)["rows"]
+    rows = diff_overview_impl(pair_of(c.baseline, c.experimental))["rows"]
     row = next(r for r in rows if r["metric"] == "avg_step_time_us")
     assert row["significance"] == c.explanation["step"]["significance"]
 
@@ -117,19 +118,19 @@ def test_one_bad_step_does_not_decide_a_verdict():
     e = 1000 + rng.normal(0, 5, 12)
     spiked = e.copy()
     spiked[5] = 10_000
-    assert S.compare_one(b, spiked)["verdict"] == S.WITHIN_NOISE
+    assert S.compare_one(b, spiked, noise=S.NoisePolicy())["verdict"] == S.WITHIN_NOISE
     recurring = e.copy()
     recurring[::3] += 1000
-    assert S.compare_one(b, recurring)["verdict"] == S.SIGNIFICANT
+    assert S.compare_one(b, recurring, noise=S.NoisePolicy())["verdict"] == S.SIGNIFICANT
     # A real shift of +100 with one bad baseline step: the delta every surface shows is the bad step's
     # (about -1,480, faster). No verdict calls that significant, nor marks it significant the other way
     # round (the interval holds the delta it sits beside: diff/significance/method.py).
     shifted, bad_b = e + 100, b.copy()
     bad_b[2] = 20_000
-    sig = S.compare_one(bad_b, shifted)
+    sig = S.compare_one(bad_b, shifted, noise=S.NoisePolicy())
     assert sig["delta"] < -1000 and sig["ci_low"] <= sig["delta"] <= sig["ci_high"]
     assert sig["verdict"] == S.WITHIN_NOISE
-    assert S.compare_one(b, shifted)["verdict"] == S.SIGNIFICANT  # without the bad step the shift is found
+    assert S.compare_one(b, shifted, noise=S.NoisePolicy())["verdict"] == S.SIGNIFICANT  # without the bad step the shift is found
 
 
 def test_recordings_interval_is_a_pooled_t_on_recording_means():
@@ -142,7 +143,7 @@ def test_recordings_interval_is_a_pooled_t_on_recording_means():
     b = np.concatenate([m + rng.normal(0, 0.01, 6) for m in b_means])
     e = np.concatenate([m + rng.normal(0, 0.01, 6) for m in e_means])
     labels = np.repeat(np.arange(3), 6)
-    sig = S.compare_one(b, e, recordings=(labels, labels))
+    sig = S.compare_one(b, e, recordings=(labels, labels), noise=S.NoisePolicy())
     pooled = (2 * b_means.var(ddof=1) + 2 * e_means.var(ddof=1)) / 4
     half = stats.t.ppf(0.975, 4) * np.sqrt(pooled * (1 / 3 + 1 / 3))
     assert sig["ci_high"] - sig["ci_low"] == pytest.approx(2 * half, rel=1e-3)

@@ -66,7 +66,7 @@ def test_the_recommended_setting_covers_the_replicas(ledgers, monkeypatch):
     pct = recommended_pct(between_run_spread(ledgers))
     monkeypatch.setenv(S.BETWEEN_RUN_ENV, repr(pct))
     for a, b in combinations(ledgers, 2):
-        out = explain(a, b)
+        out = explain(a, b, noise=S.NoisePolicy.from_environment())
         significant = [c["name"] for c in out["contributors"] if c["significance"]["verdict"] == S.SIGNIFICANT]
         assert significant == [], (pct, out["sentence"])
 
@@ -89,9 +89,9 @@ def test_long_runs_use_the_normal_limit_of_the_bootstrap(monkeypatch):
     n = S.BOOTSTRAP_MAX_STEPS * 3
     b = rng.gamma(2.0, 10.0, size=(3, n))
     e = b[:, rng.permutation(n)] * 1.01 + rng.normal(0.0, 1.0, size=(3, n))
-    limit = S.compare(b, e)
+    limit = S.compare(b, e, noise=S.NoisePolicy.from_environment())
     monkeypatch.setattr(S, "BOOTSTRAP_MAX_STEPS", 10 * n)
-    full = S.compare(b, e)
+    full = S.compare(b, e, noise=S.NoisePolicy.from_environment())
     for a, f in zip(limit, full):
         width = f["ci_high"] - f["ci_low"]
         assert abs(a["ci_low"] - f["ci_low"]) < 0.03 * width and abs(a["ci_high"] - f["ci_high"]) < 0.03 * width
@@ -105,7 +105,7 @@ def test_an_interval_holds_the_delta_shown_beside_it():
     interval holds it, and the verdict cannot be 'significant' the other way."""
     b = np.array([1000.0, 1010.0, 990.0, 1005.0, 4000.0])
     e = np.array([1300.0, 1310.0, 1290.0, 1305.0, 1295.0])
-    sig = S.compare_one(b, e)
+    sig = S.compare_one(b, e, noise=S.NoisePolicy.from_environment())
     assert sig["delta"] == pytest.approx(e.mean() - b.mean(), abs=1e-3) and sig["delta"] < 0
     assert sig["ci_low"] <= sig["delta"] <= sig["ci_high"]
     assert sig["verdict"] == "within_noise"

@@ -123,7 +123,7 @@ def test_numbers_in_every_format_are_the_routes(demo, routes):
     from tb_pipeline_plugin.diff.significance import method as S
 
     (b, b_rec), (e, e_rec) = compare(demo[0] / "baseline", demo[0] / "experimental").step_samples_us
-    assert S.step_time(b, e, (b_rec, e_rec)) == ex["step"]["significance"]
+    assert S.step_time(b, e, (b_rec, e_rec), noise=S.NoisePolicy()) == ex["step"]["significance"]
 
     # ---- JUnit: each gate's numbers as properties, exactly.
     _, cases = junit_cases(text["junit"])

@@ -11,14 +11,15 @@ import sys
 import threading
 import time
 
+from tb_pipeline_plugin.diff.significance.method import NoisePolicy
 from tb_pipeline_plugin.analysis.statistics.report import report
 from tb_pipeline_plugin.diff.statistics.compare import compare_pipeline
 from tb_pipeline_plugin.readers import load_pipeline_run
 from tb_pipeline_plugin.record import Recorder, once
 
-INTERVAL_S = 0.1
 pytestmark = pytest.mark.timing("samples the GIL contention of threads holding it while the test runs")
 
+INTERVAL_S = 0.1
 
 
 def record(logdir, run: str, work, **kwargs) -> None:
@@ -62,7 +63,7 @@ def test_contention_sampled_while_threads_hold_the_gil_and_compared(tmp_path):
     assert old["host"]["summary"]["gil_contention_pct_mean"] is None
     assert all(p["gil_contention_pct"] is None for p in old["host"]["series"])
     rows = {r["metric"]: r for r in compare_pipeline(load_pipeline_run(str(tmp_path / "old")),
-                                                     load_pipeline_run(str(tmp_path / "spin")))["summary"]}
+                                                     load_pipeline_run(str(tmp_path / "spin")), noise=NoisePolicy())["summary"]}
     peak = rows["host.summary.gil_contention_pct_max"]
     assert peak["baseline"] is None and peak["delta"] is None
     assert peak["experimental"] == spin["host"]["summary"]["gil_contention_pct_max"]

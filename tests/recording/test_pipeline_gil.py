@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from test_pipeline_launcher import launch
 
+from tb_pipeline_plugin.diff.significance.method import NoisePolicy
 from tb_pipeline_plugin.analysis.statistics.report import report
 from tb_pipeline_plugin.analysis.statistics.gil import CPU_BOUND_SHARE, GIL_CONTENDED_PCT, GIL_MAX_CORES, gil_limit
 from tb_pipeline_plugin.report.build import pipeline
@@ -22,11 +23,11 @@ from tb_pipeline_plugin.diff.statistics.compare import compare_pipeline
 from tb_pipeline_plugin.readers import load_pipeline_run
 from tb_pipeline_plugin.record.task_cpu import TaskClock, timed
 
-# argv: first stage (pure_python | numpy_heavy), loop iterations, sleep seconds.
 pytestmark = pytest.mark.timing(
     "worker threads' CPU time per task, measured while the pipeline runs, names the limiting stage"
 )
 
+# argv: first stage (pure_python | numpy_heavy), loop iterations, sleep seconds.
 MIX_SCRIPT = textwrap.dedent("""
     import sys, time
     from spdl.pipeline import PipelineBuilder
@@ -182,14 +183,14 @@ def test_gil_releasing_stage_gets_no_gil_advice(mixes):
 
 
 def test_explanation_and_diff_carry_the_gil_verdict(mixes):
-    part = pipeline_part(mixes["io"], mixes["gil"])
+    part = pipeline_part(mixes["io"], mixes["gil"], noise=NoisePolicy())
     assert part["gil"] == {"run": "experimental", "stage": stage(report(mixes["gil"]), "pure_python")["stage"],
                            "cpu_cores": report(mixes["gil"])["bottleneck"]["gil_cpu_cores"]}
     assert "take turns at the GIL" in part["clause"] and "processes, not threads" in part["clause"]
     notes = pipeline(part)["notes"]  # what `tb-pipeline diff` says under the pipeline's figures, in every format
     assert any(n.startswith(f"GIL-bound (experimental): stage {part['gil']['stage']} limits the pipeline") for n in notes)
-    assert pipeline_part(mixes["io"], mixes["numpy"])["gil"] is None
-    rows = {r["stage_name"]: r for r in compare_pipeline(mixes["io"], mixes["gil"])["stages"]}
+    assert pipeline_part(mixes["io"], mixes["numpy"], noise=NoisePolicy())["gil"] is None
+    rows = {r["stage_name"]: r for r in compare_pipeline(mixes["io"], mixes["gil"], noise=NoisePolicy())["stages"]}
     py = rows["pure_python"]
     # ~0.25 ms of CPU a task against ~3 ms: the CPU column moves with the loop count.
     assert py["experimental_task_cpu_mean_s"] > 4 * py["baseline_task_cpu_mean_s"] > 0, py
@@ -296,8 +297,8 @@ def test_loader_numpy_getitem_gets_no_gil_advice(loader_mixes, workers):
 
 
 def test_explanation_and_cli_name_the_loader_part(loader_mixes):
-    part = pipeline_part(loader_mixes["io", 0], loader_mixes["gil", 0])
+    part = pipeline_part(loader_mixes["io", 0], loader_mixes["gil", 0], noise=NoisePolicy())
     assert part["loader"] == {"run": "experimental", "part": "__getitem__", "stage": "DataLoader:fetch"}, part
     assert "in the experimental run the DataLoader's __getitem__ limits loading" in part["clause"]
     assert "DataLoader (experimental): __getitem__ limits loading (DataLoader:fetch)" in pipeline(part)["notes"]
-    assert pipeline_part(loader_mixes["gil", 0], loader_mixes["io", 0])["loader"]["part"] == "collate_fn"
+    assert pipeline_part(loader_mixes["gil", 0], loader_mixes["io", 0], noise=NoisePolicy())["loader"]["part"] == "collate_fn"

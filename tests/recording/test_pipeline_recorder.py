@@ -10,17 +10,18 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
+from tb_pipeline_plugin.diff.significance.method import NoisePolicy
 from tb_pipeline_plugin.analysis.statistics.report import report
 from tb_pipeline_plugin.diff.statistics.compare import compare_pipeline
 from tb_pipeline_plugin.readers import load_pipeline_run
 from tb_pipeline_plugin.record import Recorder
 
-DELAY_S = 0.03
 pytestmark = pytest.mark.timing(
     "the data-wait delta of a loop recorded in the test is its injected delay; step parts against "
     "perf_counter"
 )
 
+DELAY_S = 0.03
 BATCHES = 24
 BATCH = 64
 
@@ -85,7 +86,7 @@ def test_slow_loader_is_input_bound_and_cached_is_not(two_runs):
 
 def test_data_wait_delta_matches_injected_delay(two_runs):
     slow, cached, slept_s = two_runs
-    diff = compare_pipeline(slow, cached)  # baseline slow, experimental cached
+    diff = compare_pipeline(slow, cached, noise=NoisePolicy())  # baseline slow, experimental cached
     row = next(r for r in diff["summary"] if r["metric"] == "split.data_wait_s")
     # The oracle is the delay as injected, timed inside the Dataset (sleeping
     # DELAY_S takes longer on an oversubscribed machine).
@@ -223,7 +224,7 @@ def test_slow_callbacks_are_named_and_diffed(tmp_path):
     assert ra["callbacks"][0]["calls"] == 8 and ra["callbacks"][0]["mean_s"] >= 0.006
     # Callbacks are most of these steps: the advice names the slowest one.
     assert ra["split"]["callbacks_pct"] > 90 and "metrics" in ra["input_bound"]["next_step"]
-    rows = compare_pipeline(a, b)["callbacks"]
+    rows = compare_pipeline(a, b, noise=NoisePolicy())["callbacks"]
     # |delta per step|: logger +8 ms before metrics -5 ms.
     assert [r["name"] for r in rows] == ["logger", "metrics"]
     assert rows[0]["delta_per_step_s"] > 0.006 and rows[1]["delta_per_step_s"] < -0.004
