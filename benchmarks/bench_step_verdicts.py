@@ -4,7 +4,7 @@ same recordings, in one run.
 
     python benchmarks/bench_step_verdicts.py [--k 6] [--busy] [--keep] [--json out.json]
 
-Recordings: an unmodified DataLoader script (tests/test_step_verdicts.py's:
+Recordings: an unmodified DataLoader script (tests/diff/test_step_verdicts.py's:
 4 items a step, each sleeping DELAY, a small model), recorded as the README
 says, `tb-pipeline record --profile wait=5,warmup=2,active=3`: ~30 steps of
 statistics and 3 profiled steps each. K with the null delay and K with the
