@@ -17,7 +17,7 @@ app itself, without tests/conftest.py, so it takes the same snapshot of any
 version of the package.
 
 `compare` prints each URL whose answer differs, with the first differing
-keys (`compare()` returns them: tests/test_route_snapshot.py asserts on
+keys (`compare()` returns them: tests/routes/test_route_snapshot.py asserts on
 them); `--rename` maps field names of A to those of B (a documented contract
 rename) before comparing; `--ignore-new` drops fields B added (a documented
 addition) wherever they are; `--old-refs` moves A's run references to where
