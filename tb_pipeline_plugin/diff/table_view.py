@@ -59,20 +59,13 @@ class TableView:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def page(self, pair, q: TableQuery) -> dict:
-        """The answer's table fields for `q`: total, paging, sort, columns and
-        the page's rows, each with its significance (tables.select's
-        answer, from the view's kept order, rows and marks)."""
-        sort = tables.check_sort(q.sort, self.keys, self.columns, self.primary)
-        ordered = self._ordered(sort, q.order)
-        text = q.filter.strip()
-        if text:
-            ordered = ordered[tables.filter_mask(self.table, text)[ordered]]
-        positions = ordered[q.offset:q.offset + q.limit]
+        """The answer's table fields for `q` (tables.page_positions, on the
+        view's kept orders), the page's rows each with its significance."""
+        positions, out = tables.page_positions(self.table, self.keys, self.columns, self.primary, q, self._ordered)
         rows = [dict(r) for r in self._records(positions)]
         for row, mark in zip(rows, self.marks(pair, positions, rows)):
             row["significance"] = mark
-        return {"total": int(len(ordered)), "offset": q.offset, "limit": q.limit, "sort": sort, "order": q.order,
-                "primary": self.primary, "columns": list(self.columns), "rows": rows}
+        return {**out, "rows": rows}
 
     def _ordered(self, sort: str, order: str) -> np.ndarray:
         """Every row's position in `tables.sort_table`'s order, kept per sort and order."""

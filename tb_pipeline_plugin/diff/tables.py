@@ -8,7 +8,7 @@ Column naming follows the HTTP API: for a statistic `X` (`calls`,
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Callable, Literal
 
 import msgspec
 import numpy as np
@@ -67,8 +67,8 @@ def sort_keys(keys: list[str], columns: list[str]) -> list[str]:
 def query(table: pd.DataFrame, keys: list[str], columns: list[str], primary: str, q: TableQuery) -> dict:
     """Filter, sort and page a joined table as the `diff/operators` and
     `diff/kernels` routes describe."""
-    page, out = select(table, keys, columns, primary, q)
-    return {**out, "rows": records(page, keys)}
+    positions, out = page_positions(table, keys, columns, primary, q)
+    return {**out, "rows": records(table.iloc[positions], keys)}
 
 
 def check_sort(sort: str | None, keys: list[str], columns: list[str], primary: str) -> str:
@@ -82,20 +82,20 @@ def check_sort(sort: str | None, keys: list[str], columns: list[str], primary: s
     return sort
 
 
-def select(table: pd.DataFrame, keys: list[str], columns: list[str], primary: str,
-           q: TableQuery) -> tuple[pd.DataFrame, dict]:
-    """The page of `table` that `q` asks for (its index: the rows' positions
-    in `table`) and the answer's fields but its rows."""
+def page_positions(table: pd.DataFrame, keys: list[str], columns: list[str], primary: str, q: TableQuery,
+                   ordered: Callable[[str, str], np.ndarray] | None = None) -> tuple[np.ndarray, dict]:
+    """The positions in `table` of the page `q` asks for, in its order, and
+    the answer's fields but its rows. `ordered(sort, order)`: every row's
+    position in `sort_positions`' order, when the caller keeps them
+    (diff/table_view.py); the filter keeps that order."""
     sort = check_sort(q.sort, keys, columns, primary)
-    order, offset, limit = q.order, q.offset, q.limit
+    positions = ordered(sort, q.order) if ordered else sort_positions(table, sort, q.order, keys)
     text = q.filter.strip()
-
     if text:
-        table = table[filter_mask(table, text)]
-    ordered = sort_table(table, sort, order, keys)
-    page = ordered.iloc[offset : offset + limit]
-    return page, {"total": int(len(ordered)), "offset": offset, "limit": limit, "sort": sort, "order": order,
-                  "primary": primary, "columns": list(columns)}
+        positions = positions[filter_mask(table, text)[positions]]
+    return positions[q.offset:q.offset + q.limit], {
+        "total": int(len(positions)), "offset": q.offset, "limit": q.limit, "sort": sort, "order": q.order,
+        "primary": primary, "columns": list(columns)}
 
 
 def filter_mask(table: pd.DataFrame, text: str) -> np.ndarray:
