@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from support import memory_oracle as O
+from tb_pipeline_plugin.byte_units import bytes_text
 from conftest import PLUGIN_PREFIX, REPO_ROOT, wait_ready
 from support.memory_runs import SCRATCH_BYTES, record_pair
 
@@ -138,7 +139,9 @@ def test_names_the_module_holding_the_scratch_buffer(client):
     assert 0 <= start < end <= cpu["experimental_curve"]["duration_us"]
     assert "memory_runs.py" in top["call_path"]
     sentence = out["sentence"]
-    assert sentence.startswith("Experimental's CPU peak is 32 MiB higher"), sentence
+    # The sentence states the measured growth (≈ the 32 MiB buffer, above), in the unit every surface prints:
+    # a few KiB of other allocations at either peak make it read "31.99 MiB" on some recordings.
+    assert sentence.startswith(f"Experimental's CPU peak is {bytes_text(cpu['growth_bytes'])} higher"), sentence
     assert "of it is Net_0/Head_0 (aten::empty, alive for" in sentence and "of each forward" in sentence, sentence
     # Every step's peak carries the buffer.
     for s in cpu["steps"]:
