@@ -20,7 +20,6 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from support.tb_cli import runs_ready, serve_tensorboard
 from test_e2e_browser import ARTIFACTS, BUNDLE, CHROMIUM, _get, _open_tab, _pick, browser  # noqa: F401 - browser: the shared fixture
@@ -98,22 +97,27 @@ def test_timeline_link_opens_their_trace_view(tb_both, context):
     assert q["run"] == ["baseline"] and q["worker"] == [worker] and q["span"] == [span]
     theirs = _get(port, "profiler_link", run="baseline", worker=worker, span=span)["profiler"]
 
+    # Listened to on the context before the click: when their run is already listed the new page
+    # fetches the trace within milliseconds, before a listener on the page itself could be attached
+    # (a clean clone's CI run saw only the iframe's response that way).
+    responses = []
+    context.on("response", lambda r: responses.append(r))
     with context.expect_page() as new_page:
         link.click()
     tl = new_page.value
-    seen = []
-    tl.on("response", lambda r: seen.append((r.url, r.status)))
     # Their parse runs in background processes: the first TensorBoard start
     # on a busy box can take a while before their `runs` lists the run.
-    try:
-        trace_resp = tl.wait_for_event(
-            "response", lambda r: "/data/plugin/pytorch_profiler/trace?" in r.url, timeout=240_000
-        )
-    except PlaywrightTimeout:
-        # Once (a CI parallel half) their runs were listed 4 s after the start and still no `trace`
-        # request came: say where the page stopped, so the next such failure names its step.
-        status = tl.evaluate("() => document.getElementById('profiler-status')?.textContent ?? '(no status)'")
-        pytest.fail(f"no trace request in 240 s; the page says {status!r}; it got {seen[-10:]}")
+    deadline = time.monotonic() + 240
+    trace_resp = None
+    while trace_resp is None:
+        trace_resp = next((r for r in responses if "/data/plugin/pytorch_profiler/trace?" in r.url), None)
+        if trace_resp is None and time.monotonic() > deadline:
+            status = tl.evaluate("() => document.getElementById('profiler-status')?.textContent ?? '(no status)'")
+            seen = [(r.url, r.status) for r in responses]
+            pytest.fail(f"no trace request in 240 s; the page says {status!r}; it got {seen[-10:]}")
+        if trace_resp is None:
+            tl.wait_for_timeout(200)
+    seen = [(r.url, r.status) for r in responses]
     assert urllib.parse.urlparse(tl.url).path == "/data/plugin/tb_pipeline/profiler.html"
     assert trace_resp.status == 200
     asked = urllib.parse.parse_qs(urllib.parse.urlparse(trace_resp.url).query)
@@ -129,6 +133,7 @@ def test_timeline_link_opens_their_trace_view(tb_both, context):
     while not any(f.url.endswith("/data/plugin/pytorch_profiler/trace_embedding.html") for f in tl.frames):
         assert time.monotonic() < deadline, [f.url for f in tl.frames]
         tl.wait_for_timeout(200)
+    seen = [(r.url, r.status) for r in responses]
     assert any(u.endswith("/pytorch_profiler/trace_embedding.html") and s == 200 for u, s in seen), seen
 
     # The page says what happened: the viewer got the trace, or (offline)
