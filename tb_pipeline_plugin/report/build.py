@@ -4,7 +4,9 @@ the routes), cut to the first `top` rows, and each gate's outcome.
 
 Nothing here computes a number of its own: every value is the answer's, so
 each format shows what TensorBoard shows for the same pair
-(tests/report/test_report.py checks it against the real app).
+(tests/report/test_report.py checks it against the real app); a
+contributor's Δ %, which the explanation does not give, is diff/delta.py's
+of its own figures.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import msgspec
 import numpy as np
 
 from ..compare import Comparison
-from ..diff.delta import pct_name
+from ..diff.delta import delta_pct, pct_name
 from ..diff.table_view import KERNEL_PRIMARY
 from .gates import Gate, exit_status, judge
 from .model import REPORT_VERSION, Report
@@ -41,8 +43,9 @@ def build(c: Comparison, sources: tuple[str, str], top: int, gates: list[Gate] =
         "noise": {**ex["noise"], "between_run_pct": ex["between_run_pct"]},
         "conclusive": ex["conclusive"],
         "note": ex["note"],
-        "contributors": [{k: c_[k] for k in ("kind", "key", "name", "status", "baseline_us", "experimental_us",
-                                             "delta_us", "share_pct", "significance")}
+        "contributors": [{**{k: c_[k] for k in ("kind", "key", "name", "status", "baseline_us", "experimental_us",
+                                                "delta_us", "share_pct", "significance")},
+                          "delta_pct": delta_pct(c_["baseline_us"], c_["delta_us"])}
                          for c_ in ex["contributors"][:top]],
         "contributors_total": len(ex["contributors"]),
         "waterfall": [{k: b[k] for k in ("label", "kind", "start_us", "end_us", "verdict", "verdict_label")}

@@ -19,7 +19,7 @@ from .gates import OUTCOME_WORDS
 from .html_assets import SCRIPT, STYLE
 from .model import MetricRow, Report, Table
 from .svg import trend, waterfall
-from .words import NONE, difference_lines, headline, legend, signed, signed_pct, value, verdict_cell
+from .words import NONE, SHARE_NOTE, difference_lines, headline, legend, share, signed, signed_pct, value, verdict_cell
 
 # Nothing may be fetched: no connection, no image but data:, only the inline style and script.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
@@ -91,14 +91,15 @@ def _contributors(r: Report) -> str:
     step = r.step
     rows = [[_text("Step time"), _num(step.baseline_us, "us"), _num(step.experimental_us, "us"),
              _num(step.delta_us, "us", delta=True), _pct(step.delta_pct, "Δ % of the step"),
-             _verdict(step.significance)]]
+             f'<td class="num">{NONE}</td>', _verdict(step.significance)]]
     rows += [[_text(c.name), _num(c.baseline_us, "us"), _num(c.experimental_us, "us"),
-              _num(c.delta_us, "us", delta=True), _pct(c.share_pct, "share of the step's Δ"),
-              _verdict(c.significance)] for c in r.contributors]
+              _num(c.delta_us, "us", delta=True), _pct(c.delta_pct, "the part's own change"),
+              _share(c.share_pct), _verdict(c.significance)] for c in r.contributors]
     caption = (f"The step time, then {len(r.contributors)} of {r.contributors_total} contributors "
-               "(significant first, then by |Δ|); Δ % is the step's change, then each contributor's share of it.")
+               f"(significant first, then by |Δ|). {SHARE_NOTE}")
     return _table("contributors-table", caption, [("Part", "text"), ("Baseline", "num"), ("Experimental", "num"),
-                                                  ("Δ", "num"), ("Δ % / share", "num"), ("Verdict", "text")], rows)
+                                                  ("Δ", "num"), ("Δ %", "num"), ("Share of Δ", "num"),
+                                                  ("Verdict", "text")], rows)
 
 
 def _metrics(tid: str, rows: list[MetricRow], note: str | None, first: str = "Metric") -> str:
@@ -149,6 +150,12 @@ def _num(v, unit: str | None, delta: bool = False) -> str:
     shown = signed(v, unit) if delta else value(v, unit)
     direction = (' up' if v > 0 else ' down' if v < 0 else '') if delta else ''
     return f'<td class="num{direction}" data-value="{v!r}">{escape(shown)}</td>'
+
+
+def _share(pct) -> str:
+    if pct is None:
+        return f'<td class="num">{NONE}</td>'
+    return f'<td class="num" data-value="{pct!r}" title="share of the step\'s Δ">{escape(share(pct))}</td>'
 
 
 def _pct(pct, title: str | None = None) -> str:

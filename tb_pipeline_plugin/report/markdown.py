@@ -15,7 +15,8 @@ import re
 
 from .gates import FAILED, OUTCOME_WORDS
 from .model import MetricRow, Report, Table
-from .words import MARKS, NONE, difference_lines, headline, legend, mark, signed, signed_pct, value
+from .words import (MARKS, NONE, SHARE_NOTE, difference_lines, headline, legend, mark, share, signed, signed_pct,
+                    value)
 
 # Characters GitHub's markdown would read as syntax inside a table cell.
 _SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]|~#"})
@@ -63,16 +64,17 @@ def render(r: Report) -> str:
 
 def _contributors(r: Report) -> list[str]:
     step = r.step
-    out = ["| | Baseline | Experimental | Δ | Δ % / share of Δ | |", "|---|--:|--:|--:|--:|---|",
+    out = ["| | Baseline | Experimental | Δ | Δ % | Share of Δ | |", "|---|--:|--:|--:|--:|--:|---|",
            _row(["**Step time**", value(step.baseline_us, "us"), value(step.experimental_us, "us"),
-                 f"**{signed(step.delta_us, 'us')}**", signed_pct(step.delta_pct), mark(step.significance)])]
+                 f"**{signed(step.delta_us, 'us')}**", signed_pct(step.delta_pct), NONE, mark(step.significance)])]
     for c in r.contributors:
         out.append(_row([_text(c.name), value(c.baseline_us, "us"), value(c.experimental_us, "us"),
-                         signed(c.delta_us, "us"), signed_pct(c.share_pct), mark(c.significance)]))
+                         signed(c.delta_us, "us"), signed_pct(c.delta_pct), share(c.share_pct),
+                         mark(c.significance)]))
+    notes = [SHARE_NOTE]
     if r.contributors_total > len(r.contributors):
-        out.append(f"\n<sub>{r.contributors_total - len(r.contributors)} smaller contributors not shown "
-                   "(`--top N`).</sub>")
-    return out + [""]
+        notes.append(f"{r.contributors_total - len(r.contributors)} smaller contributors not shown (`--top N`).")
+    return out + ["", f"<sub>{' '.join(_prose(n) for n in notes)}</sub>", ""]
 
 
 def _metrics(rows: list[MetricRow], first: str = "Metric") -> list[str]:

@@ -90,8 +90,12 @@ class Contributor(_Shape):
     baseline_us: Number
     experimental_us: Number
     delta_us: Number
+    # Of the step-time delta, signed: + the part moved the way the step did (slower with a slower step,
+    # faster with a faster one), − against it; null when the step's delta is 0.
     share_pct: float | None
     significance: Significance
+    # The part's own change, 100 * delta_us / baseline_us (diff/delta.py): + slower, − faster, as every Δ %.
+    delta_pct: float | None = None
 
 
 class WaterfallBar(_Shape):

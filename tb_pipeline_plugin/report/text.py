@@ -43,11 +43,14 @@ def render(r: Report) -> str:
     if r.contributors:
         out += ["", f"Top {r.top} contributors to the step-time delta (µs)",
                 table([{"name": c.name, "baseline_us": c.baseline_us, "experimental_us": c.experimental_us,
-                         "delta_us": c.delta_us, "share_pct": c.share_pct, "verdict": c.significance.verdict,
-                         "ci_low_us": c.significance.ci_low, "ci_high_us": c.significance.ci_high}
+                         "delta_us": c.delta_us, "delta_pct": c.delta_pct, "share_pct": c.share_pct,
+                         "verdict": c.significance.verdict, "ci_low_us": c.significance.ci_low,
+                         "ci_high_us": c.significance.ci_high}
                         for c in r.contributors],
-                       ["name", "baseline_us", "experimental_us", "delta_us", "share_pct", "verdict", "ci_low_us",
-                        "ci_high_us"])]
+                       ["name", "baseline_us", "experimental_us", "delta_us", "delta_pct", "share_pct", "verdict",
+                        "ci_low_us", "ci_high_us"]),
+                "(delta_pct: each part's own change, + slower; share_pct: its part of the step's delta, negative "
+                "when it went the other way)"]
     out += ["", "Overview (delta = experimental - baseline)", _metric_table(r.overview, unit=True)]
     if r.overview_note:
         out.append(f"({r.overview_note})")

@@ -101,6 +101,19 @@ def signed_pct(pct) -> str:
     return ("+" if pct >= 0 else MINUS) + f"{abs(pct):.2f} %"
 
 
+def share(pct) -> str:
+    """A part's share of the step's Δ, never signed (a + reads as slower, a −
+    as faster, whichever way the step moved): "55.90 %", and for a part that
+    went against the step's change, as the sentence says it, "3.40 % the other way"."""
+    if pct is None:
+        return NONE
+    return f"{abs(pct):.2f} %" + (" the other way" if pct < 0 else "")
+
+
+SHARE_NOTE = ("Δ %: each part's own change (+ slower, − faster); share of Δ: its part of the step's change, "
+              "\"the other way\" when it moved against it.")
+
+
 def verdict_cell(sig) -> str:
     """"● significant": the mark and the policy's words."""
     return NONE if sig is None else f"{MARKS[sig.verdict]} {sig.label}"

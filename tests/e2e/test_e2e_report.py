@@ -8,6 +8,8 @@ docs/screenshots/report.png (the README's picture)."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import msgspec
@@ -22,7 +24,7 @@ from tb_pipeline_plugin import cli
 from tb_pipeline_plugin.diff.delta import pct_name
 from tb_pipeline_plugin.report.json_format import decode
 from tb_pipeline_plugin.report.text import _cell
-from tb_pipeline_plugin.report.words import signed, signed_pct, value
+from tb_pipeline_plugin.report.words import headline, share, signed, signed_pct, value
 
 REPO = Path(__file__).resolve().parents[2]
 PAIR = dict(baseline="baseline", experimental="experimental")
@@ -84,7 +86,11 @@ def test_numbers_in_every_format_are_the_routes(demo, routes):
     assert j["noise"] == {**ex["noise"], "between_run_pct": ex["between_run_pct"]}
     contributor_fields = ("kind", "key", "name", "status", "baseline_us", "experimental_us", "delta_us", "share_pct",
                           "significance")
-    assert j["contributors"] == [{k: c[k] for k in contributor_fields} for c in ex["contributors"][:TOP]]
+    assert [{k: v for k, v in c.items() if k != "delta_pct"} for c in j["contributors"]] == [
+        {k: c[k] for k in contributor_fields} for c in ex["contributors"][:TOP]]
+    assert [c["delta_pct"] for c in j["contributors"]] == [
+        None if not c["baseline_us"] else round(100 * c["delta_us"] / c["baseline_us"], 2)
+        for c in ex["contributors"][:TOP]]
     assert j["waterfall"] == [{k: b[k] for k in ("label", "kind", "start_us", "end_us", "verdict", "verdict_label")}
                               for b in ex["waterfall"]]
     assert j["overview"] == [{"name": r["metric"], "label": r["label"], "unit": r["unit"], "baseline": r["baseline"],
@@ -126,7 +132,9 @@ def test_numbers_in_every_format_are_the_routes(demo, routes):
     assert S.step_time(b, e, (b_rec, e_rec), noise=S.NoisePolicy()) == ex["step"]["significance"]
 
     # ---- JUnit: each gate's numbers as properties, exactly.
-    _, cases = junit_cases(text["junit"])
+    _, (verdict, *cases) = junit_cases(text["junit"])
+    for k in ("baseline", "experimental", "delta", "delta_pct"):
+        assert float(verdict["properties"][k]) == j["step"][f"{k}_us" if k != "delta_pct" else k]
     for case, g in zip(cases, j["gates"], strict=True):
         for k in ("baseline", "experimental", "delta", "delta_pct"):
             assert float(case["properties"][k]) == g[k]
@@ -140,10 +148,11 @@ def test_numbers_in_every_format_are_the_routes(demo, routes):
         return [[None if c["value"] is None else float(c["value"]) for c in row[first:last]]
                 for row in tables[table][1:]]  # row 0: the header
 
-    assert values("contributors-table", 1, 5)[1:] == [
-        [c["baseline_us"], c["experimental_us"], c["delta_us"], c["share_pct"]] for c in ex["contributors"][:TOP]]
-    assert values("contributors-table", 1, 5)[0] == [ex["step"][k] for k in ("baseline_us", "experimental_us",
-                                                                             "delta_us", "delta_pct")]
+    assert values("contributors-table", 1, 6)[1:] == [
+        [c["baseline_us"], c["experimental_us"], c["delta_us"], jc["delta_pct"], c["share_pct"]]
+        for c, jc in zip(ex["contributors"][:TOP], j["contributors"], strict=True)]
+    assert values("contributors-table", 1, 6)[0] == [ex["step"][k] for k in ("baseline_us", "experimental_us",
+                                                                             "delta_us", "delta_pct")] + [None]
     numeric = [r for r in ov["rows"] if r["unit"] is not None]
     assert [v for v, r in zip(values("overview-table", 1, 5), ov["rows"]) if r["unit"] is not None] == [
         [r["baseline"], r["experimental"], r["delta"], r["delta_pct"]] for r in numeric]
@@ -155,9 +164,10 @@ def test_numbers_in_every_format_are_the_routes(demo, routes):
     # ---- Markdown: the same numbers, as the report writes them in each table a parser reads.
     md = {t["title"] or t["header"][0]: t for t in markdown_tables(text["markdown"])}
     contributors = next(t for t in md.values() if t["rows"][0][0] == "Step time")
-    assert [r[:5] for r in contributors["rows"][1:]] == [
+    assert [r[:6] for r in contributors["rows"][1:]] == [
         [c["name"], value(c["baseline_us"], "us"), value(c["experimental_us"], "us"), signed(c["delta_us"], "us"),
-         signed_pct(c["share_pct"])] for c in ex["contributors"][:TOP]]
+         signed_pct(jc["delta_pct"]), share(c["share_pct"])]
+        for c, jc in zip(ex["contributors"][:TOP], j["contributors"], strict=True)]
     overview = next(t for title, t in md.items() if title.startswith("Overview"))
     assert [r[:5] for r in overview["rows"]] == [
         [r["label"], value(r["baseline"], r["unit"]), value(r["experimental"], r["unit"]), signed(r["delta"], r["unit"]),
@@ -190,6 +200,51 @@ def test_numbers_in_every_format_are_the_routes(demo, routes):
     data_wait = next(line for line in lines if line.startswith("Data wait per step "))
     assert data_wait.split()[4:8] == [_cell(wait[k]) for k in ("baseline_us", "experimental_us", "delta_us",
                                                                "delta_pct")]
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess:
+    """`python -m tb_pipeline_plugin.cli ...` in a process of its own, as a user or a CI job types it."""
+    return subprocess.run([sys.executable, "-m", "tb_pipeline_plugin.cli", *argv], capture_output=True, text=True,
+                          timeout=300, cwd=REPO)
+
+
+def test_without_gates_the_other_way_round(demo):
+    """The demo pair the other way round (the experimental is then faster) with no --fail-if, as a first CI
+    job types it: the JUnit file is one passing test, the verdict's, never `tests="0"` (which CI reporters
+    read as a failed run); the markdown's contributors give each part's own Δ % signed as every Δ (+ slower,
+    − faster) and its share of the step's change with no sign (a faster part of a faster step once read
+    "+55.90 %")."""
+    logdir = demo[0]
+    faster = (str(logdir / "experimental"), str(logdir / "baseline"))
+    done = {fmt: _cli("diff", *faster, "--format", fmt) for fmt in ("junit", "markdown", "json")}
+    assert {p.returncode for p in done.values()} == {cli.EXIT_OK}, {f: p.stderr[-2000:] for f, p in done.items()}
+    report = decode(done["json"].stdout.encode())
+    assert report.step.direction == "faster" and not report.gates
+
+    root, cases = junit_cases(done["junit"].stdout)
+    for element in (root, root.find("testsuite")):
+        assert [element.get(k) for k in ("tests", "failures", "errors")] == ["1", "0", "0"]
+    [verdict] = cases
+    assert verdict["classname"] == "tb_pipeline.verdict" and verdict["failure"] is None and verdict["error"] is None
+    assert verdict["out"].splitlines()[:2] == [headline(report), report.sentence]
+    assert verdict["properties"]["verdict"] == report.step.significance.verdict
+    assert float(verdict["properties"]["delta"]) == report.step.delta_us < 0
+
+    table = next(t for t in markdown_tables(done["markdown"].stdout) if t["rows"] and t["rows"][0][0] == "Step time")
+    assert table["header"][:6] == ["", "Baseline", "Experimental", "Δ", "Δ %", "Share of Δ"]
+    assert table["rows"][0][4].startswith("−")
+    for row, c in zip(table["rows"][1:], report.contributors, strict=True):
+        if c.baseline_us:
+            pct = round(100 * c.delta_us / c.baseline_us, 2)
+            assert row[4] == ("+" if pct >= 0 else "−") + f"{abs(pct):.2f} %", (c.name, row)
+        else:
+            assert row[4] == "—"
+        assert row[5][0] not in "+−-", (c.name, row)
+        assert row[5] == f"{abs(c.share_pct):.2f} %" + (" the other way" if c.share_pct < 0 else ""), (c.name, row)
+        if c.share_pct and c.delta_us:  # the share's sign: with the step's change, or the other way
+            assert (c.share_pct > 0) == (c.delta_us < 0), (c.name, c.delta_us, c.share_pct)
+    # The issue's case: a part that got faster, making up a share of a faster step.
+    assert any(c.delta_us < 0 and c.share_pct > 0 for c in report.contributors)
 
 
 def test_the_html_report_is_one_file_that_opens_offline(demo, page):

@@ -85,10 +85,12 @@ def test_every_format_of_a_recorded_pair(capsys, recorded_logdir, repo_root):
         "Overview", "Waterfall: from the baseline's step to the experimental's", "Step times of the profiled steps"}
     assert md.count("<details>") == md.count("</details>")
 
-    # JUnit: one case per gate, the tripped one a failure with its numbers.
+    # JUnit: the verdict's case, passing, then one case per gate, the tripped one a failure with its numbers.
     root, cases = junit_cases(out["junit"])
-    assert root.get("tests") == "2" and root.get("failures") == "1" and root.get("errors") == "0"
-    failed, passed = cases
+    assert root.get("tests") == "3" and root.get("failures") == "1" and root.get("errors") == "0"
+    verdict, failed, passed = cases
+    assert verdict["classname"] == "tb_pipeline.verdict" and verdict["failure"] is None and verdict["error"] is None
+    assert verdict["out"].splitlines()[:2] == [headline(report), report.sentence]
     assert failed["failure"] is not None and failed["failure"].get("type") == "regression"
     assert "REGRESSION: breakdown_us.data_loading changed +" in failed["failure"].get("message")
     row = next(m for m in report.overview if m.name == "breakdown_us.data_loading")
@@ -109,8 +111,9 @@ def test_a_gate_that_cannot_be_evaluated_is_an_error_in_every_format(capsys, rec
     base, exp = str(recorded_logdir / "baseline"), str(recorded_logdir / "experimental")
     out, codes = every_format(capsys, base, exp, "--fail-if", "gpu_utilization_pct<-10")
     assert codes == {cli.EXIT_CANNOT_EVALUATE}
-    _, cases = junit_cases(out["junit"])
-    assert cases[0]["error"] is not None and cases[0]["failure"] is None
+    _, (verdict, gate) = junit_cases(out["junit"])
+    assert verdict["error"] is None and verdict["failure"] is None
+    assert gate["error"] is not None and gate["failure"] is None
     assert "CANNOT EVALUATE: --fail-if gpu_utilization_pct<-10" in out["text"]
     assert json.loads(out["json"])["gates"][0]["outcome"] == "cannot_evaluate"
 
@@ -288,7 +291,7 @@ def test_every_format_of_a_group_pair(capsys, groups, repo_root):
     steps = next(t for t in tables if t["title"] == "Step times of the profiled steps")
     assert len(steps["rows"]) == max(len(report.step_times.baseline_us), len(report.step_times.experimental_us))
     _, cases = junit_cases(out["junit"])
-    assert len(cases) == 1 and (cases[0]["failure"] is not None) == failed
+    assert len(cases) == 2 and cases[0]["failure"] is None and (cases[1]["failure"] is not None) == failed
     assert html_tables(out["html"])[1]["sentence"] == report.sentence
 
     # The advice's samples are the verdict's own: judged again, they give the same verdict.
@@ -331,7 +334,7 @@ def test_the_readmes_ci_step_runs_as_written(recorded_logdir, repo_root, tmp_pat
     assert markdown_headings(summary.read_text())[0] == headline(report)
     assert html_tables((tmp_path / "report.html").read_text())[1]["sentence"] == report.sentence
     _, cases = junit_cases((tmp_path / "report.xml").read_text())
-    assert [c["failure"] is not None for c in cases] == [report.exit_status == 1]
+    assert [c["failure"] is not None for c in cases] == [False, report.exit_status == 1]
 
 
 HOSTILE = ["<img src=x onerror=alert(1)>", "a|b *c* _d_ `e` [f](g) # h", "&amp; \\ ~"]

@@ -97,11 +97,14 @@ def html_tables(text: str) -> tuple[dict[str, list[list[dict]]], dict[str, str]]
 
 
 def junit_cases(text: str) -> tuple[ET.Element, list[dict]]:
-    """(the <testsuites> root, each testcase as {"name", "properties", "failure", "error"})."""
+    """(the <testsuites> root, each testcase in order as {"classname", "name", "properties", "failure",
+    "error", "out"}: "out" the text of its <system-out>)."""
     root = ET.fromstring(text.encode("utf-8"))
     cases = []
     for case in root.iter("testcase"):
         props = {p.get("name"): p.get("value") for p in case.iter("property")}
-        cases.append({"name": case.get("name"), "properties": props, "failure": case.find("failure"),
-                      "error": case.find("error")})
+        out = case.find("system-out")
+        cases.append({"classname": case.get("classname"), "name": case.get("name"), "properties": props,
+                      "failure": case.find("failure"), "error": case.find("error"),
+                      "out": None if out is None else out.text})
     return root, cases
