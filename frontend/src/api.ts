@@ -144,9 +144,13 @@ export interface ClientOptions {
  * is then seen at most this late. A 409 costs the server about a millisecond. */
 export const MAX_RETRY_DELAY_MS = 500;
 
-/** How long an ask repeated for a run still loading lets the server wait for
- * that load (the routes' `wait_ms`, docs/http_api.md): the answer comes the
- * moment the load finishes, not at the next poll, with one ask per 2 s. */
+/** How long every ask lets the server wait for a run it reads that is still
+ * loading (the routes' `wait_ms`, docs/http_api.md): the answer comes the
+ * moment the load finishes, not at the next poll, with one ask per 2 s. The
+ * first ask waits too: a load that ends within it (a run's pipeline
+ * statistics or diagnostic results, read on first use) answers 200, where a
+ * 409 would be a failed request in the browser's console for a page that
+ * works; the view says "Loading…" meanwhile. */
 export const LOADING_WAIT_MS = 2000;
 
 /** Per request: cancellation, and a callback told each time the request waits for a run that is still loading (so the UI can say so). */
@@ -227,18 +231,18 @@ export class ApiClient {
   }
 
   /**
-   * GET a route and decode its JSON. A 409 means the run is still parsing:
-   * ask again, letting the server wait for the load (`LOADING_WAIT_MS`), and
+   * GET a route and decode its JSON, letting the server wait for a run still
+   * loading (`LOADING_WAIT_MS`). A 409 means it is loading still: ask again,
    * with a growing pause when it answered without waiting, until it is ready
    * (or the timeout passes, then throw the 409 so the UI says "still loading"
    * instead of spinning forever). Any other non-2xx throws an ApiError
    * carrying the server's message.
    */
-  async get<T>(route: string, params: Params = {}, opts: RequestOpts = {}): Promise<T> {
+  async get<T>(route: string, params: Params = {}, opts: RequestOpts = {}, firstWaitMs = LOADING_WAIT_MS): Promise<T> {
     const { signal, onWait } = opts;
     const deadline = Date.now() + this.loadingTimeoutMs;
     let delay = this.retryDelayMs;
-    let waitMs = 0; // the first ask answers at once, so the UI can say "loading"
+    let waitMs = firstWaitMs;
     for (;;) {
       const url = buildUrl(route, waitMs ? { ...params, wait_ms: waitMs } : params);
       const asked = Date.now();
@@ -266,7 +270,8 @@ export class ApiClient {
   }
 
   runs(opts?: RequestOpts): Promise<RunsResponse> {
-    return this.get<RunsResponse>("runs", {}, opts);
+    // The listing answers at once while runs load (each with its status): nothing to wait for.
+    return this.get<RunsResponse>("runs", {}, opts, 0);
   }
 
   overview(ref: { run: string; worker?: string; span?: string }, opts?: RequestOpts): Promise<OverviewResponse> {

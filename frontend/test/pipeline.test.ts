@@ -17,8 +17,10 @@ import {
   throughputMetric,
   throughputTrend,
   recordingText,
+  stageColumns,
+  unmeasuredStageNote,
 } from "../src/model/pipeline";
-import { cellText, defaultSort, pctKey, sortRows } from "../src/model/tableModel";
+import { cellText, cellTitle, defaultSort, pctKey, sortRows } from "../src/model/tableModel";
 
 function report(over: Partial<PipelineReport> = {}): PipelineReport {
   return {
@@ -159,6 +161,26 @@ describe("stage and callback tables", () => {
   it("sorts by |delta| of the primary statistic by default", () => {
     const rows = namedStageRows([stage(0, "a", 0.001), stage(0, "b", -0.02), stage(0, "c", 0.005)]);
     expect(sortRows(rows, defaultSort("task_mean_s")).map((r) => r.name)).toEqual(["b", "c", "a"]);
+  });
+  it("shows what a run did not measure as — and says why, never as 0", () => {
+    const loader = stage(-1, "fetch", 0.001) as unknown as Record<string, number | string | null>;
+    for (const k of ["baseline_qps", "experimental_qps", "delta_qps", "delta_qps_pct", "baseline_busy_pct", "delta_busy_pct"]) loader[k] = null;
+    const rows = namedStageRows([loader as unknown as DiffPipelineStageRow]);
+    const col = (key: string) => stageColumns().find((c) => c.key === key)!;
+    const row = rows[0]!;
+    expect(cellText(row, col("baseline_qps"))).toBe("—");
+    expect(cellTitle(row, col("baseline_qps"))).toBe("Items/s, baseline: not measured in this run");
+    expect(cellTitle(row, col("delta_qps"))).toContain("neither run measured it");
+    expect(cellTitle(row, col("delta_busy_pct"))).toContain("the baseline run did not measure it");
+    expect(cellTitle(row, col("baseline_task_mean_s"))).toBe("Task mean (ms), baseline: 0.000");
+    const note = unmeasuredStageNote(rows)!;
+    expect(note).toContain("Items/s, Workers busy %");
+    expect(note).toContain("no queue");
+    expect(unmeasuredStageNote(namedStageRows([stage(0, "load", 1)]))).toBeNull();
+    // An SPDL stage with a gap has no DataLoader reason.
+    const spdl = stage(0, "decode", 1) as unknown as Record<string, number | string | null>;
+    spdl.experimental_qps = null;
+    expect(unmeasuredStageNote(namedStageRows([spdl as unknown as DiffPipelineStageRow]))).toBe("— where a run did not measure it (Items/s) in that run.");
   });
   it("prints seconds as ms and counts as integers", () => {
     const cols = callbackColumns();

@@ -250,41 +250,45 @@ class PipelineSummaryRow(_Shape):
 
 
 class DiffPipelineStageRow(_Shape):
+    """A stage of both runs (diff/statistics/compare.py:stage_rows). A value is null where that side has
+    the stage but did not measure it (a DataLoader part has no queue: no items/s, queue waits, occupancy or
+    busy share; no concurrency where the recorder saw none), and its delta with it; a stage one run lacks
+    counts 0 there."""
+
     pipeline_index: int
     stage_name: str | None
-    baseline_concurrency: float
-    experimental_concurrency: float
-    delta_concurrency: float
+    baseline_concurrency: float | None
+    experimental_concurrency: float | None
+    delta_concurrency: float | None
     delta_concurrency_pct: float | None
-    baseline_qps: float
-    experimental_qps: float
-    delta_qps: float
+    baseline_qps: float | None
+    experimental_qps: float | None
+    delta_qps: float | None
     delta_qps_pct: float | None
-    baseline_task_mean_s: float
-    experimental_task_mean_s: float
-    delta_task_mean_s: float
+    baseline_task_mean_s: float | None
+    experimental_task_mean_s: float | None
+    delta_task_mean_s: float | None
     delta_task_mean_pct: float | None
-    # 0 where a side did not measure CPU time (as every joined column's missing side).
-    baseline_task_cpu_mean_s: float
-    experimental_task_cpu_mean_s: float
-    delta_task_cpu_mean_s: float
+    baseline_task_cpu_mean_s: float | None
+    experimental_task_cpu_mean_s: float | None
+    delta_task_cpu_mean_s: float | None
     delta_task_cpu_mean_pct: float | None
-    baseline_put_wait_mean_s: float
-    experimental_put_wait_mean_s: float
-    delta_put_wait_mean_s: float
+    baseline_put_wait_mean_s: float | None
+    experimental_put_wait_mean_s: float | None
+    delta_put_wait_mean_s: float | None
     delta_put_wait_mean_pct: float | None
-    baseline_get_wait_mean_s: float
-    experimental_get_wait_mean_s: float
-    delta_get_wait_mean_s: float
+    baseline_get_wait_mean_s: float | None
+    experimental_get_wait_mean_s: float | None
+    delta_get_wait_mean_s: float | None
     delta_get_wait_mean_pct: float | None
     # Percentages: `delta_*_pct` in percentage points, `delta_*_rel_pct` the relative change in %.
-    baseline_occupancy_pct: float
-    experimental_occupancy_pct: float
-    delta_occupancy_pct: float
+    baseline_occupancy_pct: float | None
+    experimental_occupancy_pct: float | None
+    delta_occupancy_pct: float | None
     delta_occupancy_rel_pct: float | None
-    baseline_busy_pct: float
-    experimental_busy_pct: float
-    delta_busy_pct: float
+    baseline_busy_pct: float | None
+    experimental_busy_pct: float | None
+    delta_busy_pct: float | None
     delta_busy_rel_pct: float | None
     # Of delta_task_mean_s (in µs, as every significance), each recording one sample; null unless both
     # sides are groups of 3 or more recordings.

@@ -37,17 +37,28 @@ class TableQuery(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     limit: int = DEFAULT_LIMIT
 
 
-def join(baseline: pd.DataFrame, experimental: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.DataFrame:
+def join(baseline: pd.DataFrame, experimental: pd.DataFrame, keys: list[str], columns: list[str],
+         keep_unmeasured: bool = False) -> pd.DataFrame:
     """Outer join on `keys`; a row missing on one side counts 0 there (0
-    calls, 0 µs), never dropped. Adds delta and delta % for every column."""
+    calls, 0 µs), never dropped. Adds delta and delta % for every column.
+    With `keep_unmeasured`, a value a side's row holds as NaN (that side has
+    the row but did not measure it: a DataLoader part has no queue, so no
+    items/s) stays NaN, and so do its delta and delta %: a 0 there would be a
+    measurement nobody made."""
     b = baseline[keys + columns].rename(columns={c: f"baseline_{c}" for c in columns})
     e = experimental[keys + columns].rename(columns={c: f"experimental_{c}" for c in columns})
-    merged = b.merge(e, on=keys, how="outer", sort=False)
+    merged = b.merge(e, on=keys, how="outer", sort=False, indicator=keep_unmeasured)
     out = merged[keys].copy()
+    missing = {"baseline": merged["_merge"] == "right_only", "experimental": merged["_merge"] == "left_only"} \
+        if keep_unmeasured else None
+
+    def side(name: str, c: str, dtype) -> np.ndarray:
+        v = merged[f"{name}_{c}"]
+        return (v.fillna(0) if missing is None else v.mask(missing[name], 0)).to_numpy(dtype)
+
     for c in columns:
-        dtype = np.int64 if c == "calls" else np.float64
-        bv = merged[f"baseline_{c}"].fillna(0).to_numpy(dtype)
-        ev = merged[f"experimental_{c}"].fillna(0).to_numpy(dtype)
+        dtype = np.int64 if c == "calls" and not keep_unmeasured else np.float64
+        bv, ev = side("baseline", c, dtype), side("experimental", c, dtype)
         delta, pct = delta_arrays(bv, ev)
         out[f"baseline_{c}"] = bv
         out[f"experimental_{c}"] = ev

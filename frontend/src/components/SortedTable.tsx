@@ -18,9 +18,11 @@ export interface SortedTableProps<R extends TableRow> {
   nameOrder?: (row: R) => string;
   /** The column whose cells carry the row's `significance` mark (see VirtualTable). */
   markKey?: string;
+  /** Words under the table (what its "—" cells mean), when there is something to say. */
+  note?: string | null;
 }
 
-export function SortedTable<R extends TableRow>({ title, label, testId, rows, columns, initialSort, empty, nameOrder, markKey }: SortedTableProps<R>) {
+export function SortedTable<R extends TableRow>({ title, label, testId, rows, columns, initialSort, empty, nameOrder, markKey, note }: SortedTableProps<R>) {
   const [sort, setSort] = useState<SortSpec>(initialSort);
   const sorted = useMemo(() => sortRows(rows, sort, nameOrder), [rows, sort, nameOrder]);
   return (
@@ -30,6 +32,11 @@ export function SortedTable<R extends TableRow>({ title, label, testId, rows, co
         <p class="muted">{empty}</p>
       ) : (
         <VirtualTable columns={columns} rows={sorted} sort={sort} onSort={(k) => setSort((s) => nextSort(s, k))} label={label} height={Math.min(360, 26 * (rows.length + 3))} markKey={markKey} />
+      )}
+      {rows.length > 0 && note && (
+        <p class="note" data-testid={`${testId}-note`}>
+          {note}
+        </p>
       )}
     </section>
   );

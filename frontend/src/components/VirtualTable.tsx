@@ -9,7 +9,7 @@ import { elementScroll, observeElementOffset, observeElementRect, Virtualizer } 
 import { Fragment, type ComponentChildren, type TargetedKeyboardEvent } from "preact";
 import { useLayoutEffect, useReducer, useRef } from "preact/hooks";
 import { deltaArrow, deltaDirection } from "../model/format";
-import { cellText, field, isDuration, metricLabel, metricPolarity, rowSignificance, type Column, type SortSpec, type TableRow } from "../model/tableModel";
+import { cellText, cellTitle, field, isDuration, metricLabel, metricPolarity, rowSignificance, type Column, type SortSpec, type TableRow } from "../model/tableModel";
 import { SignificanceMark } from "./Explanation";
 
 const ROW_H = 26;
@@ -222,7 +222,7 @@ function Cell({ row, col, mark }: { row: TableRow; col: Column; mark: boolean })
   }
   const cls = col.role === "baseline" ? "first-of-group" : "";
   // The full value on hover (a cell can be cut by its width) with what it is.
-  const title = `${col.title}: ${text}`;
+  const title = cellTitle(row, col);
   if (col.role === "delta" || col.role === "delta_pct") {
     const v = field(row, col.key);
     const num = typeof v === "number" ? v : null;

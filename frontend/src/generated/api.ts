@@ -794,41 +794,47 @@ export interface components {
             callbacks: components["schemas"]["DiffPipelineCallbackRow"][];
             noise: components["schemas"]["ExplainNoise"];
         };
-        /** DiffPipelineStageRow */
+        /**
+         * DiffPipelineStageRow
+         * @description A stage of both runs (diff/statistics/compare.py:stage_rows). A value is null where that side has
+         *         the stage but did not measure it (a DataLoader part has no queue: no items/s, queue waits, occupancy or
+         *         busy share; no concurrency where the recorder saw none), and its delta with it; a stage one run lacks
+         *         counts 0 there.
+         */
         DiffPipelineStageRow: {
             pipeline_index: number;
             stage_name: string | null;
-            baseline_concurrency: number;
-            experimental_concurrency: number;
-            delta_concurrency: number;
+            baseline_concurrency: number | null;
+            experimental_concurrency: number | null;
+            delta_concurrency: number | null;
             delta_concurrency_pct: number | null;
-            baseline_qps: number;
-            experimental_qps: number;
-            delta_qps: number;
+            baseline_qps: number | null;
+            experimental_qps: number | null;
+            delta_qps: number | null;
             delta_qps_pct: number | null;
-            baseline_task_mean_s: number;
-            experimental_task_mean_s: number;
-            delta_task_mean_s: number;
+            baseline_task_mean_s: number | null;
+            experimental_task_mean_s: number | null;
+            delta_task_mean_s: number | null;
             delta_task_mean_pct: number | null;
-            baseline_task_cpu_mean_s: number;
-            experimental_task_cpu_mean_s: number;
-            delta_task_cpu_mean_s: number;
+            baseline_task_cpu_mean_s: number | null;
+            experimental_task_cpu_mean_s: number | null;
+            delta_task_cpu_mean_s: number | null;
             delta_task_cpu_mean_pct: number | null;
-            baseline_put_wait_mean_s: number;
-            experimental_put_wait_mean_s: number;
-            delta_put_wait_mean_s: number;
+            baseline_put_wait_mean_s: number | null;
+            experimental_put_wait_mean_s: number | null;
+            delta_put_wait_mean_s: number | null;
             delta_put_wait_mean_pct: number | null;
-            baseline_get_wait_mean_s: number;
-            experimental_get_wait_mean_s: number;
-            delta_get_wait_mean_s: number;
+            baseline_get_wait_mean_s: number | null;
+            experimental_get_wait_mean_s: number | null;
+            delta_get_wait_mean_s: number | null;
             delta_get_wait_mean_pct: number | null;
-            baseline_occupancy_pct: number;
-            experimental_occupancy_pct: number;
-            delta_occupancy_pct: number;
+            baseline_occupancy_pct: number | null;
+            experimental_occupancy_pct: number | null;
+            delta_occupancy_pct: number | null;
             delta_occupancy_rel_pct: number | null;
-            baseline_busy_pct: number;
-            experimental_busy_pct: number;
-            delta_busy_pct: number;
+            baseline_busy_pct: number | null;
+            experimental_busy_pct: number | null;
+            delta_busy_pct: number | null;
             delta_busy_rel_pct: number | null;
             significance: components["schemas"]["Significance"] | null;
         };

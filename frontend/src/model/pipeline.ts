@@ -7,7 +7,7 @@
  */
 import type { DiffPipelineStageRow, HostPoint, PipelineRecording, PipelineReport, PipelineSummaryRow, RunInfo } from "../api";
 import { EM_DASH, formatBytes, formatDecimal, formatInt, formatMsWithUnit, formatPct, formatSignedInt, formatSignedMsWithUnit, formatSignedPoints, type Polarity } from "./format";
-import { buildColumns, type Column } from "./tableModel";
+import { buildColumns, field, metricLabel, type Column } from "./tableModel";
 
 // ---------------------------------------------------------------- split
 
@@ -248,6 +248,26 @@ export function namedStageRows(rows: readonly DiffPipelineStageRow[]): NamedStag
     if (r.pipeline_index === LOADER_PIPELINE_INDEX) return { ...r, name: `DataLoader · ${stage}` };
     return { ...r, name: pipelines.size > 1 ? `pipeline ${r.pipeline_index + 1} · ${stage}` : stage };
   });
+}
+
+/**
+ * Why some stage cells are "—" (null: a run has the stage but did not
+ * measure that), in words under the table; null when every cell holds a
+ * number. A DataLoader's parts are timed call by call with no queue between
+ * them, so items/s, queue waits, occupancy and the workers' busy share are
+ * not theirs to have; their concurrency is the loader's workers, none when
+ * the main process loads (`num_workers=0`).
+ */
+export function unmeasuredStageNote(rows: readonly NamedStageRow[]): string | null {
+  const unmeasured = (r: NamedStageRow, m: string) => field(r, `baseline_${m}`) === null || field(r, `experimental_${m}`) === null;
+  const metrics = STAGE_METRICS.filter((m) => rows.some((r) => unmeasured(r, m)));
+  if (metrics.length === 0) return null;
+  const names = metrics.map((m) => metricLabel(m)).join(", ");
+  const loaderOnly = rows.every((r) => r.pipeline_index === LOADER_PIPELINE_INDEX || !STAGE_METRICS.some((m) => unmeasured(r, m)));
+  const why = loaderOnly
+    ? ": a DataLoader's parts are timed call by call, with no queue between them, so items/s, queue waits, occupancy and how busy the workers are are not measured (SPDL stages have them); their concurrency is the loader's workers, none when the main process loads (num_workers=0)."
+    : " in that run.";
+  return `— where a run did not measure it (${names})${why}`;
 }
 
 export function stageColumns(): Column[] {

@@ -357,6 +357,21 @@ export function cellText(row: TableRow, col: Column): string {
   }
 }
 
+/**
+ * A value cell's tooltip: what the column is and the value, or, where the
+ * row holds null for a side's value (that run did not measure it: a
+ * DataLoader part's items/s), that it was not measured, on the side and on
+ * the deltas that would need it: "—" alone reads as zero or as an error.
+ */
+export function cellTitle(row: TableRow, col: Column): string {
+  const text = cellText(row, col);
+  if (col.metric === null || field(row, col.key) !== null) return `${col.title}: ${text}`;
+  if (col.role === "baseline" || col.role === "experimental") return `${col.title}: not measured in this run`;
+  const unmeasured = (["baseline", "experimental"] as const).filter((side) => field(row, `${side}_${col.metric}`) === null);
+  if (unmeasured.length === 0) return `${col.title}: ${text}`;
+  return `${col.title}: none, ${unmeasured.length === 2 ? "neither run measured it" : `the ${unmeasured[0]} run did not measure it`}`;
+}
+
 // ---------------------------------------------------------------- CSV
 
 function csvField(value: string): string {

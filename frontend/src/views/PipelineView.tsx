@@ -40,6 +40,7 @@ import {
   summaryValueText,
   throughputMetric,
   throughputTrend,
+  unmeasuredStageNote,
   VERDICT_TITLES,
   type HostMetric,
   type Trend,
@@ -63,6 +64,7 @@ export function PipelineView({ client, sel, reloadToken, added, onAdded }: Props
   if (req.state === "loading" || req.state === "idle") return <Loading what="the pipeline statistics" waitingFor={req.state === "loading" ? req.waitingFor : null} />;
   if (req.state === "error") return <ErrorMessage error={req.error} what="the pipeline statistics" />;
   const d = req.data;
+  const stageRows = namedStageRows(d.stages);
   const sides = [
     { side: "Baseline", name: d.baseline.run, report: d.baseline_report, color: BASELINE_COLOR },
     { side: "Experimental", name: d.experimental.run, report: d.experimental_report, color: EXPERIMENTAL_COLOR },
@@ -104,10 +106,11 @@ export function PipelineView({ client, sel, reloadToken, added, onAdded }: Props
         title="Data-loading stages"
         label="Data-loading stages (SPDL stages, DataLoader parts), baseline versus experimental, largest change in mean task time first"
         testId="pipeline-stages"
-        rows={namedStageRows(d.stages)}
+        rows={stageRows}
         columns={stageColumns()}
         initialSort={defaultSort(STAGE_PRIMARY)}
         markKey={`delta_${STAGE_PRIMARY}`}
+        note={unmeasuredStageNote(stageRows)}
         empty="Neither run has stage statistics (tb-pipeline record writes them for SPDL pipelines and DataLoaders)."
       />
       <SortedTable

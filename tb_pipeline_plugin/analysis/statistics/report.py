@@ -260,7 +260,8 @@ def report(tables) -> dict:
         "callbacks": records(callbacks),
         "host": {"summary": host, "series": records(metrics)},
         "meta": tables.meta,
-        "warnings": list(tables.warnings) + _epilogue_warnings(tables),
+        # What could not be read; the loop's end is no loss: `epilogue` and the split's notes say it.
+        "warnings": list(tables.warnings),
         "group": recordings_part(tables),
         "epilogue": epilogue_part(tables),
     }
@@ -282,16 +283,14 @@ def epilogue_part(tables) -> dict | None:
     seconds = epilogue_s(tables, held)
     if seconds is None:
         return None
-    return {"epilogue_s": seconds, "from_last_step": bool(len(held)),
-            "note": (f"{seconds:.3g} s after the last step (the loop's end: DataLoader workers shutting down, a "
-                     "final checkpoint): time the run pays that is in no step, rate or verdict.")}
-
-
-def _epilogue_warnings(tables) -> list[str]:
-    if not len(_held_epilogue(tables)):
-        return []
-    return ["The last recorded step held the loop's epilogue (it was still running when the recorder closed: a "
-            "file written before loop ends were recorded, or a loop that never ended): left out of the figures."]
+    if len(held):
+        note = (f"{seconds:.3g} s in the last recorded step, which was still running when the recorder closed (a "
+                "file written before loop ends were recorded, or a loop that never ended): the loop's end "
+                "(DataLoader workers shutting down, a final checkpoint), left out of every step, rate and verdict.")
+    else:
+        note = (f"{seconds:.3g} s after the last step (the loop's end: DataLoader workers shutting down, a final "
+                "checkpoint): time the run pays that is in no step, rate or verdict.")
+    return {"epilogue_s": seconds, "from_last_step": bool(len(held)), "note": note}
 
 
 def recordings_part(tables) -> dict | None:

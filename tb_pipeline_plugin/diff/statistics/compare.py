@@ -63,12 +63,14 @@ def _by_abs_delta(table: pd.DataFrame, column: str) -> pd.DataFrame:
 def stage_rows(b_tables, e_tables) -> pd.DataFrame:
     """Stages joined on (pipeline_index, stage_name): the n-th pipeline of
     each run, stage by name, so a changed concurrency still lines up; sorted
-    by |delta task_mean_s|."""
+    by |delta task_mean_s|. What a side's stage did not measure stays null
+    (a DataLoader part's items/s, queue waits, occupancy and busy share: it has
+    no queue), never 0."""
     b = ap.stage_table(b_tables.stage_tasks, b_tables.stage_queues)
     e = ap.stage_table(e_tables.stage_tasks, e_tables.stage_queues)
     for f in (b, e):
         f["concurrency"] = pd.to_numeric(f["concurrency"], errors="coerce")
-    return _by_abs_delta(join(b, e, STAGE_KEYS, STAGE_DIFF_COLUMNS), STAGE_PRIMARY)
+    return _by_abs_delta(join(b, e, STAGE_KEYS, STAGE_DIFF_COLUMNS, keep_unmeasured=True), STAGE_PRIMARY)
 
 
 def callback_rows(b_tables, e_tables) -> pd.DataFrame:
