@@ -3,7 +3,8 @@ in real TensorBoard and Debian chromium, on real traces.
 
 Kineto's resnet50 sample (one worker, two spans) is listed by order, steps
 and start time, never by the trace file's id, which stays in the tooltip and
-the URL; the H200 amp pair (recorded with `tb-pipeline record --profile`,
+the URL; a run with one trace of one process has no span picker, its trace
+said in words (issue 47); the H200 amp pair (recorded with `tb-pipeline record --profile`,
 no memory events) gets the Memory tab's empty state with the command that
 records them. Screenshots: docs/screenshots/span_picker.png and
 docs/screenshots/memory_empty.png (also in test-artifacts/).
@@ -103,11 +104,16 @@ def test_spans_are_listed_by_order_steps_and_start(tensorboard, page):
     page.wait_for_function(f"() => location.hash.includes('{infos[0]['span']}')", timeout=10_000)
     assert infos[0]["span"] in frame.eval_on_selector("#pick-baseline-span", "e => e.title")
 
-    # The GPU pair's single span: its steps and start, read from the trace.
+    # The GPU pair's single span: nothing to pick, so no span picker; its steps and start, read from the
+    # trace, in words; the process that wrote it named as one.
     [gpu] = runs["amp_experimental"]["workers"]
     [info] = gpu["span_info"]
-    shown = frame.eval_on_selector("#pick-experimental-span", "e => e.options[e.selectedIndex].textContent")
+    assert frame.is_hidden("#pick-experimental-span") and frame.is_visible("#pick-baseline-span")
+    shown = frame.inner_text("[data-testid=pick-experimental-trace] > span")
     assert shown == f"steps {info['steps']['first']}–{info['steps']['last']} · started {_utc(info['start_unix_s'])}"
+    assert frame.eval_on_selector("#pick-experimental-span", "e => e.value") == info["span"]  # still the URL's
+    assert frame.inner_text("label[for=pick-experimental-worker]").startswith("Process")
+    assert frame.eval_on_selector("#pick-experimental-worker", "e => e.value") == gpu["name"]
 
     # The picture: the baseline's span list opened as a list box (a native drop-down is not in screenshots).
     frame.eval_on_selector("#pick-baseline-span", "e => { e.size = e.options.length; e.style.height = 'auto'; }")

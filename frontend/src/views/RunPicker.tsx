@@ -1,7 +1,8 @@
 /**
- * Baseline and experimental choice: run, worker and span each as a native
- * <select> (keyboard and screen-reader friendly for free). Labels and what
- * can be chosen come from model/runPicker.ts.
+ * Baseline and experimental choice: run, process (a trace's worker) and span
+ * each as a native <select> (keyboard and screen-reader friendly for free);
+ * a span picker with one span to pick is hidden, the one trace said in words.
+ * Labels and what can be chosen come from model/runPicker.ts.
  */
 import type { RunInfo } from "../api";
 import { canPickSpan, canPickWorker, isGroup, runLabel, spanOptions } from "../model/runPicker";
@@ -21,6 +22,7 @@ function Side({ side, runs, choice, onChange }: { side: "baseline" | "experiment
   const run = runs.find((r) => r.name === choice.run);
   const worker = run?.workers.find((w) => w.name === choice.worker);
   const spans = spanOptions(worker);
+  const pickSpan = canPickSpan(run, worker?.spans);
   const id = `pick-${side}`;
   return (
     <fieldset data-side={side}>
@@ -38,8 +40,8 @@ function Side({ side, runs, choice, onChange }: { side: "baseline" | "experiment
           ))}
         </select>
       </label>
-      <label for={`${id}-worker`}>
-        Worker
+      <label for={`${id}-worker`} title="The process that wrote the trace (host_pid; torch-tb-profiler's “worker”, one per rank in a distributed job)">
+        Process
         <select
           id={`${id}-worker`}
           name={`${side}-worker`}
@@ -54,14 +56,21 @@ function Side({ side, runs, choice, onChange }: { side: "baseline" | "experiment
           ))}
         </select>
       </label>
-      <label for={`${id}-span`}>
+      {/* One trace of one process: nothing to choose; its steps and start say which trace it is. */}
+      {!pickSpan && spans.length === 1 && (
+        <span class="picker-fact" data-testid={`${id}-trace`} title={spans[0]?.title}>
+          Trace
+          <span>{spans[0]?.label}</span>
+        </span>
+      )}
+      <label for={`${id}-span`} hidden={!pickSpan}>
         Span
         <select
           id={`${id}-span`}
           name={`${side}-span`}
           value={choice.span}
           title={spans.find((s) => s.span === choice.span)?.title}
-          disabled={!canPickSpan(run, worker?.spans)}
+          disabled={!pickSpan}
           onChange={(e) => onChange(side, { ...choice, span: e.currentTarget.value })}
         >
           {spans.map((s) => (
