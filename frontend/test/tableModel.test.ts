@@ -330,3 +330,20 @@ describe("rowSignificance", () => {
     expect(rowSignificance(bare)).toBeNull();
   });
 });
+
+describe("what a trace table's times are over", () => {
+  it("says in the header that a summed time is over every profiled step, the piece, or per sample", async () => {
+    const { withSummedScope } = await import("../src/model/tableModel");
+    const cols = buildColumns(["calls", "total_us", "mean_us"], false, "total_us");
+    const group = (c: ReturnType<typeof withSummedScope>, key: string) => c.find((x) => x.key === key)!;
+    const whole = withSummedScope(cols, null, false);
+    expect(group(whole, "baseline_total_us").group).toBe("Total (ms, all profiled steps)");
+    expect(group(whole, "delta_total_us").title).toBe("Total (ms, all profiled steps), delta (experimental − baseline)");
+    expect(group(whole, "delta_total_pct").title).toBe("Total, delta %");
+    // A kernel's mean is per call, calls are a count: no sum to scope.
+    expect(group(whole, "baseline_mean_us").group).toBeUndefined();
+    expect(group(whole, "baseline_calls").group).toBeUndefined();
+    expect(group(withSummedScope(cols, null, true), "baseline_total_us").group).toBe("Total (ms, in this piece)");
+    expect(group(withSummedScope(cols, "sample", false), "baseline_total_us").group).toBe("Total (ms per sample)");
+  });
+});

@@ -17,6 +17,11 @@ from .words import MARKS, signed, value
 WIDTH = 760
 BAR_H, GAP = 18, 6
 LABEL_W = 250
+# Room right of the longest bar for its value ("−1,234 ms") and for the last tick's, centred on its line.
+VALUE_W = 80
+# Characters of a waterfall label that fit LABEL_W at 12 px, its mark included: longer ones end in "…",
+# the whole label in the bar's tooltip.
+LABEL_CHARS = 32
 SLOWER, FASTER, TOTAL = "#c62828", "#2e7d32", "#757575"
 BASELINE, EXPERIMENTAL = "#1565c0", "#ef6c00"
 
@@ -26,7 +31,7 @@ def waterfall(r: Report) -> str:
     bars = r.waterfall
     top = max([max(b.start_us, b.end_us) for b in bars] + [1.0])
     ticks = _ticks(top)
-    scale = (WIDTH - LABEL_W - 20) / ticks[-1]
+    scale = (WIDTH - LABEL_W - VALUE_W) / ticks[-1]
     height = len(bars) * (BAR_H + GAP) + 30
     out = [_open(height, "Waterfall: the baseline's mean step, each contributor's change, the experimental's mean step")]
     out += _x_axis(ticks, scale, height - 22, lambda v: value(v, "us"))
@@ -102,5 +107,5 @@ def _ticks(top: float) -> list[float]:
     return [i * step for i in range(int(math.ceil(top / step)) + 1)]
 
 
-def _short(label: str, most: int = 36) -> str:
+def _short(label: str, most: int = LABEL_CHARS) -> str:
     return label if len(label) <= most else label[: most - 1] + "…"

@@ -51,7 +51,7 @@ def render(r: Report) -> str:
                         "ci_low_us", "ci_high_us"]),
                 "(delta_pct: each part's own change, + slower; share_pct: its part of the step's delta, negative "
                 "when it went the other way)"]
-    out += ["", "Overview (delta = experimental - baseline)", _metric_table(r.overview, unit=True)]
+    out += ["", "Overview (delta = experimental - baseline)", _metric_table(r.overview, names=True)]
     if r.overview_note:
         out.append(f"({r.overview_note})")
     for title, rows_of, shape in (("operators", r.operators, any(row.input_shape for row in r.operators.rows)),
@@ -78,12 +78,14 @@ def render(r: Report) -> str:
     return "\n".join(out) + "\n"
 
 
-def _metric_table(rows: list[MetricRow], unit: bool = False, steps: bool = False) -> str:
-    columns = ["metric"] + (["unit"] if unit else []) + ["baseline", "experimental", "delta", "delta_pct", "verdict"]
+def _metric_table(rows: list[MetricRow], names: bool = False, steps: bool = False) -> str:
+    """Rows by metric name (`names`, what `--fail-if` gates) or label, each with its unit: the numbers are
+    as the routes give them, so a row without its unit ("us", "pct", "items_per_s") would read as any."""
+    columns = ["metric", "unit", "baseline", "experimental", "delta", "delta_pct", "verdict"]
     data = []
     for m in rows:
         sig = m.significance
-        data.append({"metric": m.name if unit else m.label, "unit": m.unit, "baseline": m.baseline,
+        data.append({"metric": m.name if names else m.label, "unit": m.unit, "baseline": m.baseline,
                      "experimental": m.experimental, "delta": m.delta, "delta_pct": m.delta_pct,
                      "verdict": sig.verdict if sig else None,
                      "steps": f"{sig.baseline_steps} vs {sig.experimental_steps}" if sig else None})

@@ -29,7 +29,7 @@ from ..diff import tables
 from ..diff.delta import pct_name
 from ..diff.launches import LAUNCH_COLUMNS, KernelGroupBy, launch_keys
 from ..diff.overview import OVERVIEW_METRICS
-from ..diff.table_view import KERNEL_KEYS, OPERATOR_KEYS
+from ..diff.table_view import KERNEL_KEYS, KERNEL_TIMES, LAUNCH_TIMES, OPERATOR_KEYS, OPERATOR_TIMES
 from ..contract import ErrorResponse
 from .routes import ERROR_STATUSES, ROUTES
 
@@ -136,6 +136,12 @@ def render_table_rules(doc: dict) -> str:
         f"export const TABLE_KEYS: Readonly<Record<string, readonly string[]>> = {{\n{keys},\n}};\n\n"
         "/** Every field a diff table's route sorts by, by `<route>:<group_by>` (diff/tables.py:sort_keys); any other is a 400. */\n"
         f"export const TABLE_SORT_KEYS: Readonly<Record<string, readonly string[]>> = {{\n{sorts},\n}};\n\n"
+        "/**\n"
+        " * The times a trace table's row sums over the run's profiled steps (or the piece), per sample (token) when\n"
+        " * the runs' work per step differs (diff/table_view.py); the others (calls, a kernel's per-call mean, min,\n"
+        " * max) are not sums.\n"
+        " */\n"
+        f"export const SUMMED_TIMES: ReadonlySet<string> = new Set({_ts_list(sorted(set(OPERATOR_TIMES + KERNEL_TIMES + LAUNCH_TIMES)))});\n\n"
         "/** The step-time categories, in the order the server assigns time to them (analysis/overview.py:CATEGORIES). */\n"
         f"export const BREAKDOWN_CATEGORIES = [\n{cats},\n] as const;\n\n"
         "/** Each category's label, as the overview's rows name it (diff/overview.py:OVERVIEW_METRICS, without \"(per step)\"). */\n"

@@ -198,8 +198,8 @@ def test_numbers_in_every_format_are_the_routes(demo, routes):
         line = next(line.split() for line in lines if line.startswith(r["metric"] + " "))
         assert line[2:6] == [_cell(r[k]) for k in ("baseline", "experimental", "delta", "delta_pct")], r["metric"]
     data_wait = next(line for line in lines if line.startswith("Data wait per step "))
-    assert data_wait.split()[4:8] == [_cell(wait[k]) for k in ("baseline_us", "experimental_us", "delta_us",
-                                                               "delta_pct")]
+    assert data_wait.split()[4:9] == ["us"] + [_cell(wait[k]) for k in ("baseline_us", "experimental_us", "delta_us",
+                                                                        "delta_pct")]
 
 
 def _cli(*argv: str) -> subprocess.CompletedProcess:

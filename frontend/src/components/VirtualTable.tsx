@@ -15,17 +15,19 @@ import { SignificanceMark } from "./Explanation";
 const ROW_H = 26;
 const HEADER_H = 2 * ROW_H;
 /**
- * Column widths in px. The name column takes whatever the others leave
- * (at least this much), so three metrics fit a 1280 px window without a
- * horizontal scrollbar; Δ % holds "+1,135.0 % ▲".
+ * Column widths in px. The name column takes whatever the others leave (at
+ * least this much); wider tables scroll sideways, the name column staying.
+ * A value holds "12,345.678" (ms, 3 decimals); Δ holds "−1,253.410 ▼ ●" (its
+ * arrow, and the mark on the sorted column), Δ % "+1,135.0 % ▲": a cut Δ
+ * ("−253.41…") hides the number the table is sorted by.
  */
 const WIDTHS: Record<Column["role"], number> = {
   name: 220,
   shape: 190,
   wide_text: 300,
-  baseline: 74,
-  experimental: 74,
-  delta: 82,
+  baseline: 84,
+  experimental: 84,
+  delta: 112,
   delta_pct: 102,
 };
 
@@ -95,7 +97,7 @@ export function VirtualTable({ columns, rows, sort, onSort, label, height = 520,
   // Group header: name/shape, then one group of 4 columns per metric.
   const groups: { label: string; span: number; cls: string }[] = [];
   for (const c of columns) {
-    const g = c.metric ? `${metricLabel(c.metric)}${isDuration(c.metric) ? " (ms)" : ""}` : "";
+    const g = c.metric ? (c.group ?? `${metricLabel(c.metric)}${isDuration(c.metric) ? " (ms)" : ""}`) : "";
     const prev = groups[groups.length - 1];
     if (c.metric && prev && prev.label === g) prev.span++;
     else groups.push({ label: g, span: 1, cls: c.role === "name" ? "c-name" : c.metric ? "first-of-group" : "" });

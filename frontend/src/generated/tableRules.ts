@@ -87,6 +87,13 @@ export const TABLE_SORT_KEYS: Readonly<Record<string, readonly string[]>> = {
   "kernels:module": ["name", "baseline_calls", "experimental_calls", "delta_calls", "delta_calls_pct", "baseline_total_us", "experimental_total_us", "delta_total_us", "delta_total_pct"],
 };
 
+/**
+ * The times a trace table's row sums over the run's profiled steps (or the piece), per sample (token) when
+ * the runs' work per step differs (diff/table_view.py); the others (calls, a kernel's per-call mean, min,
+ * max) are not sums.
+ */
+export const SUMMED_TIMES: ReadonlySet<string> = new Set(["device_self_us", "device_total_us", "host_self_us", "host_total_us", "total_us"]);
+
 /** The step-time categories, in the order the server assigns time to them (analysis/overview.py:CATEGORIES). */
 export const BREAKDOWN_CATEGORIES = [
   "kernel",

@@ -171,7 +171,7 @@ export const HOST_METRICS: readonly { key: HostMetric; label: string; unit: "pct
   { key: "gil_contention_pct", label: "GIL contention (%)", unit: "pct" },
   { key: "rss_bytes", label: "Resident memory", unit: "bytes" },
   { key: "mem_used_bytes", label: "System memory used", unit: "bytes" },
-  { key: "gpu_util_pct", label: "GPU utilisation (%)", unit: "pct" },
+  { key: "gpu_util_pct", label: "GPU utilization (driver samples, %)", unit: "pct" },
   { key: "gpu_mem_used_bytes", label: "GPU memory used", unit: "bytes" },
   { key: "disk_read_bytes_per_s", label: "Disk read (/s)", unit: "bytes_per_s" },
   { key: "disk_write_bytes_per_s", label: "Disk write (/s)", unit: "bytes_per_s" },

@@ -12,7 +12,7 @@
  */
 import type { DiffPipelineCallbackRow, DiffPipelineStageRow, DiffTableRow, PercentileDeltaRow, RankDeltaRow, RankRow } from "../api";
 import type { Significance } from "./explain";
-import { DELTA_PCT_FIELDS, MAGNITUDE_SORTED, TABLE_KEYS, TABLE_SORT_KEYS } from "../generated/tableRules";
+import { DELTA_PCT_FIELDS, MAGNITUDE_SORTED, SUMMED_TIMES, TABLE_KEYS, TABLE_SORT_KEYS } from "../generated/tableRules";
 import { formatDecimal, formatInt, formatMs, formatPct, formatSignedInt, formatSignedMs } from "./format";
 
 /** A row of any delta table: the paged trace tables, or the pipeline's stage and callback tables (stages named for display). */
@@ -44,6 +44,8 @@ export interface Column {
   title: string;
   /** False for a column the table cannot sort by (one made here from a row's lists, not a field the route sorts). */
   sortable?: boolean;
+  /** The metric's group header, when it says more than its label and unit (what a time is summed over). */
+  group?: string;
 }
 
 const METRIC_LABELS: Record<string, string> = {
@@ -155,6 +157,25 @@ export function buildColumns(metrics: readonly string[], withShape: boolean | re
     );
   }
   return cols;
+}
+
+/**
+ * A trace table's columns with what each summed time is over in its header
+ * and tooltips: the Overview's times are per step, a table's are each run's
+ * totals over its profiled steps ("Host self (ms, all profiled steps)"),
+ * inside the piece when the table is cut to one, or per sample (token) when
+ * the runs' work per step differs. Which times are sums is the server's rule
+ * (diff/table_view.py, generated into SUMMED_TIMES).
+ */
+export function withSummedScope(cols: readonly Column[], perUnit: string | null, inPiece: boolean): Column[] {
+  const scope = perUnit ? `ms per ${perUnit}` : inPiece ? "ms, in this piece" : "ms, all profiled steps";
+  return cols.map((c) => {
+    if (!c.metric || !SUMMED_TIMES.has(c.metric)) return c;
+    const what = metricLabel(c.metric);
+    const group = `${what} (${scope})`;
+    // A delta % has no unit to scope; the other three say it as their header does.
+    return c.role === "delta_pct" ? { ...c, group } : { ...c, group, title: `${group}${c.title.slice(c.title.indexOf(","))}` };
+  });
 }
 
 // ---------------------------------------------------------------- fields

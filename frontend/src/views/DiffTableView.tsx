@@ -21,6 +21,7 @@ import { formatInt } from "../model/format";
 import {
   askedSort,
   buildColumns,
+  withSummedScope,
   csvDataUrl,
   defaultSort,
   diffTableId,
@@ -118,7 +119,7 @@ export function DiffTableView({ client, sel, table: asked, state, onChange, relo
     const shownMetrics = informativeMetrics(r.rows, r.columns, r.primary);
     const hidden = r.columns.filter((m) => !shownMetrics.includes(m));
     const texts = launched ? launchColumns(r.group_by ?? "") : byShape;
-    return { resp: r, byShape, columns: buildColumns(shownMetrics, texts, r.primary), hidden };
+    return { resp: r, byShape, columns: withSummedScope(buildColumns(shownMetrics, texts, r.primary), r.per_unit, r.path !== ""), hidden };
   }, [all]);
 
   const sort: SortSpec = useMemo(() => {
