@@ -109,6 +109,9 @@ export function modulesResponse(children: DiffPiece[], trend: DiffModulesRespons
     device_present: true,
     device_bound: false,
     per_unit_note: null,
+    baseline_recording: null,
+    experimental_recording: null,
+    recordings_note: null,
     ...over,
   };
 }

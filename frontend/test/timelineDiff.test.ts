@@ -58,6 +58,9 @@ function side(name: string, lengthUs: number, names: string[], lanes: [string, b
 const NAMES = ["ProfilerStep#1", "aten::mm", "aten::add", "gemm_kernel"];
 const RESP: DiffTimelineResponse = {
   device_bound: false,
+  baseline_recording: null,
+  experimental_recording: null,
+  recordings_note: null,
   baseline: { run: "base", worker: "w", span: "1" },
   experimental: { run: "exp", worker: "w", span: "1" },
   path: "0",

@@ -55,6 +55,11 @@ class RecordingGroup(Views):
         return len(self.members)
 
     @property
+    def shown_recording(self) -> str:
+        """The representative's name: its pieces, module tree and timeline are the group's."""
+        return self.names[self._order[0]]
+
+    @property
     def has_device(self) -> bool:
         return any(m.has_device for m in self.members)
 

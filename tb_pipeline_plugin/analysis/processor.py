@@ -75,6 +75,7 @@ class TraceProcessor(Views):
     # A single recording; analysis/group.py's RecordingGroup pools several.
     recordings = 1
     recording_of_step = None
+    shown_recording = None
 
     @property
     def operator_primary(self) -> str:

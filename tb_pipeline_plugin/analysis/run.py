@@ -19,6 +19,9 @@ class Run(Protocol):
     # recording of each pooled step (None for a trace).
     recordings: int
     recording_of_step: np.ndarray | None
+    # A group: the recording whose structures below (pieces, module tree, timeline) it shows, its
+    # representative's name; None for a trace, which is the one recording.
+    shown_recording: str | None
 
     @property
     def has_device(self) -> bool: ...

@@ -99,3 +99,8 @@ class DiffModulesResponse(_Shape):
     # The runs' work per step differs: the pieces are one step's, not per sample (the Overview, the
     # explanation and the tables are); null when the runs do the same work a step.
     per_unit_note: str | None
+    # A group of recordings shows one recording's pieces and steps, its representative's (the median step
+    # time): which, for each side (null: one recording), and the sentence the view shows; null for two runs.
+    baseline_recording: str | None
+    experimental_recording: str | None
+    recordings_note: str | None

@@ -76,6 +76,11 @@ class DiffTimelineResponse(_Shape):
     experimental_side: TimelineSide | None
     # A run kept the device busy most of its steps: device streams are the first lanes.
     device_bound: bool
+    # A group of recordings shows one recording's pieces and steps, its representative's (the median step
+    # time): which, for each side (null: one recording), and the sentence the view shows; null for two runs.
+    baseline_recording: str | None
+    experimental_recording: str | None
+    recordings_note: str | None
 
 
 class ProfilerLinkResponse(_Shape):

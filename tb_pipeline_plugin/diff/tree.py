@@ -177,6 +177,20 @@ def has_children(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> bool:
     return (node.b is not None and bi.has_children(node.b)) or (node.e is not None and ei.has_children(node.e))
 
 
+def recordings_note(b, e) -> str | None:
+    """Which recording's steps a group's pieces and timeline are (its
+    representative's: one structure per recording, analysis/group.py), so
+    "ProfilerStep#6" is not read as the group's; None when neither run is a
+    group."""
+    shown = [(side, run) for side, run in (("baseline", b), ("experimental", e)) if run.shown_recording]
+    if not shown:
+        return None
+    parts = [f"the {side}'s are {run.shown_recording}'s, the recording of its {run.recordings} with the median "
+             "step time" for side, run in shown]
+    return (f"These pieces and steps are one recording's: {'; '.join(parts)}. The Overview, the explanation and "
+            "the Operators and Kernels tables pool every recording.")
+
+
 def resolve(bi: P.PieceIndex, ei: P.PieceIndex, path: str) -> list[Node]:
     """Nodes from the root down to `path` (BadRequest if it does not exist)."""
     if path is None:

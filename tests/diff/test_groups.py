@@ -178,6 +178,19 @@ def test_routes_and_cli_compare_groups_with_one_step_verdict(groups, make_tb_cli
     assert row["significance"] == step
     marks = [c["significance"] for c in get("diff/modules", **pair, path="0")["children"] if c["significance"]]
     assert all(m["experimental_recordings"] == N for m in marks)
+    # The pieces and the Timeline are one recording's, each side's representative, and say which (issue 47):
+    # its own steps, as the recording alone has them.
+    modules = get("diff/modules", **pair, path="")
+    shown = {side: modules[f"{side}_recording"] for side in ("baseline", "experimental")}
+    for side, run in pair.items():
+        assert shown[side] in listed[run]["recordings"] and shown[side] in modules["recordings_note"]
+    alone = get("diff/modules", baseline=shown["baseline"], experimental=shown["experimental"], path="")
+    assert alone["recordings_note"] is None and alone["baseline_recording"] is None
+    assert [(c["name"], c["baseline_host_us"], c["experimental_host_us"]) for c in alone["children"]] == [
+        (c["name"], c["baseline_host_us"], c["experimental_host_us"]) for c in modules["children"]]
+    timeline = get("diff/timeline", **pair, path=modules["children"][0]["path"])
+    assert timeline["recordings_note"] == modules["recordings_note"]
+    assert {side: timeline[f"{side}_recording"] for side in shown} == shown
     ops = get("diff/operators", **pair)["rows"]
     assert ops and ops[0]["significance"]["baseline_recordings"] == N
 
@@ -232,4 +245,11 @@ def test_groups_in_the_browser(groups, tmp_path, page):
         assert frame.inner_text("[data-testid=explanation-sentence]").strip() == api["sentence"]
         assert "3 + 3 recordings" in frame.inner_text("[data-testid=explanation-noise]")
         _shot(page, "groups_explanation")
+        # The Module diff and the Timeline show one recording's steps, and say whose.
+        note = tb_get(port, "diff/modules", baseline="base", experimental="wide", path="", wait_ms=10_000)[
+            "recordings_note"]
+        for tab in ("modules", "timeline"):
+            frame.click(f"[data-tab={tab}]")
+            frame.wait_for_selector(f"[data-testid={tab}-recordings-note]", timeout=120_000)
+            assert frame.inner_text(f"[data-testid={tab}-recordings-note]") == note
     assert page.problems == []

@@ -649,6 +649,9 @@ export interface components {
             device_present: boolean;
             device_bound: boolean;
             per_unit_note: string | null;
+            baseline_recording: string | null;
+            experimental_recording: string | null;
+            recordings_note: string | null;
         };
         /** DiffOperatorRow */
         DiffOperatorRow: {
@@ -856,6 +859,9 @@ export interface components {
             baseline_side: components["schemas"]["TimelineSide"] | null;
             experimental_side: components["schemas"]["TimelineSide"] | null;
             device_bound: boolean;
+            baseline_recording: string | null;
+            experimental_recording: string | null;
+            recordings_note: string | null;
         };
         /**
          * DiffTrend
@@ -1000,6 +1006,9 @@ export interface components {
             /** @enum {unknown} */
             source: "profiled" | "recorded";
             profiled: components["schemas"]["ProfiledStep"] | null;
+            rest_delta_us: number | null;
+            rest_share_pct: number | null;
+            basis: string;
             /** @enum {unknown} */
             unit: "sample" | "step" | "token";
             units: components["schemas"]["WorkUnits"] | null;

@@ -122,6 +122,11 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
           <span data-testid="modules-per-unit-note">{d.per_unit_note}</span>
         </Message>
       ) : null}
+      {d.recordings_note ? (
+        <Message kind="info" title="One recording of a group">
+          <span data-testid="modules-recordings-note">{d.recordings_note}</span>
+        </Message>
+      ) : null}
       {d.node.note ? (
         <Message kind="info" title="How this level is compared">
           <NoteText text={d.node.note} />

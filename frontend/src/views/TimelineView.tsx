@@ -374,6 +374,11 @@ export function TimelineView({ client, sel, state, onChange, reloadToken }: Prop
         {detail.state === "loading" && " Loading detail…"}
       </p>
       {exporting && <p class="muted small" role="status">{exporting}</p>}
+      {resp.recordings_note && (
+        <Message kind="info" title="One recording of a group">
+          <span data-testid="timeline-recordings-note">{resp.recordings_note}</span>
+        </Message>
+      )}
       {resp.status !== "matched" && (
         <Message
           kind="info"

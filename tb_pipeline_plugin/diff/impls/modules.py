@@ -69,4 +69,7 @@ def _modules(pair, q: ModulesQuery) -> dict:
         "device_present": pair.device_present,
         "device_bound": pair.basis.device_bound,
         "per_unit_note": pieces_note(pair.units),
+        "baseline_recording": b.shown_recording,
+        "experimental_recording": e.shown_recording,
+        "recordings_note": T.recordings_note(b, e),
     }
