@@ -13,8 +13,9 @@ the device ran it. Three cases have no such operator:
 * *launched before the profiled window*: the host runs ahead of a busy
   device, so the first profiled step executes work launched in unprofiled
   steps: no launch event exists for it (its correlation id precedes the
-  first recorded launch). It is its own part, in the step whose window it
-  runs in, never charged to whatever encloses it in time;
+  first recorded launch). It belongs to no step: never charged to whatever
+  encloses it in time, it keeps a row of its own in the tables, and the
+  device ledger leaves it out of the step it ran in;
 * launched by an operator outside every top-level operator of the region
   threads (another thread): `unknown`;
 * *CUDA graphs*: a `cudaGraphLaunch` launches all of a graph's kernels at
@@ -23,7 +24,8 @@ the device ran it. Three cases have no such operator:
   ran each kernel the trace does not say.
 
 The device ledger (`device_ledger`) has the shape of the host one: per step,
-the device time of each part, `device_idle` (the step's time the device ran
+the device time of each part (work launched before the window is in no
+step: the time the device ran only that work is not the step's), `device_idle` (the step's time the device ran
 none of the step's work: waiting for the host) and `device_overlap` (work of
 several streams at once, counted once: negative), so that a step's parts
 add up to its step time exactly.
@@ -78,7 +80,8 @@ def device_launches(linked: LinkedTrace, attribution: Attribution) -> pd.DataFra
         at = np.searchsorted(op_rows, top[found])
         for out, column in ((kind, "kind"), (key, "key"), (phase, "phase")):
             out[found] = ops[column].to_numpy(object)[at]
-    kind[~launched], key[~launched] = PRE_WINDOW, PRE_WINDOW_NAME
+    earlier = linked.before_window[rows]
+    kind[earlier], key[earlier] = PRE_WINDOW, PRE_WINDOW_NAME
     via_graph = np.zeros(n, dtype=bool)
     if launched.any():
         via_graph[launched] = name_mask(t, launch[launched], lambda s: s in GRAPH_LAUNCHES)
@@ -100,8 +103,13 @@ def device_ledger(linked: LinkedTrace, launches: pd.DataFrame) -> StepLedger:
     """Per step, where its device time went (module docstring)."""
     st = linked.steps
     n_steps = len(st.name)
-    step_us = step_breakdown(linked)["duration_us"].to_numpy(np.float64)
+    window_us = step_breakdown(linked)["duration_us"].to_numpy(np.float64)
     host_us = np.asarray(st.host_end_us, np.float64) - np.asarray(st.start_us, np.float64)
+    # Work launched before the window is no step's: the time the device ran only it leaves the step.
+    earlier = launches["kind"].to_numpy(object) == PRE_WINDOW
+    step_us = np.maximum(window_us - (_busy_per_step(launches, n_steps) - _busy_per_step(launches[~earlier], n_steps)),
+                         0.0)
+    launches = launches[~earlier]
     steps = pd.DataFrame({"step": np.arange(n_steps), "name": list(st.name), "step_us": step_us, "host_us": host_us})
     parts = (launches.groupby(["step", "kind", "key", "phase"], as_index=False, sort=False)["dur_us"].sum()
              .rename(columns={"dur_us": "us"}))
@@ -147,16 +155,22 @@ def _busy_per_step(launches: pd.DataFrame, n_steps: int) -> np.ndarray:
 LAUNCH_TABLE_KEYS = ["kind", "key", "phase", "operator", "kernel"]
 
 
+def _unlaunched_name(launches: pd.DataFrame) -> np.ndarray:
+    """The operator name of work no launch event links to: launched before
+    the window, or (its launch lost) unknown."""
+    return np.where(launches["kind"].to_numpy(object) == PRE_WINDOW, PRE_WINDOW_NAME, UNKNOWN_NAME)
+
+
 def launch_table(linked: LinkedTrace, launches: pd.DataFrame) -> pd.DataFrame:
     """Device time by part, launching operator and kernel name (whole run):
     LAUNCH_TABLE_KEYS, `calls`, `total_us`, and `via_graph` (calls a CUDA
     graph launch ran). `operator` is the launching operator's name (work
-    launched before the window is named that); memcpy and memset are named as
+    launched before the window, or with no launch event, is named so); memcpy and memset are named as
     kernels are."""
     t = linked.table
     op = launches["op_row"].to_numpy(np.int64)
     names = t.names(t.name_id[np.maximum(op, 0)])
-    operator = np.where(op >= 0, np.asarray(names, dtype=object), PRE_WINDOW_NAME)
+    operator = np.where(op >= 0, np.asarray(names, dtype=object), _unlaunched_name(launches))
     frame = launches.assign(operator=operator, kernel=np.asarray(t.names(t.name_id[launches["row"].to_numpy()]),
                                                                  dtype=object))
     grouped = frame.groupby(LAUNCH_TABLE_KEYS, as_index=False, sort=False).agg(
@@ -170,6 +184,7 @@ def launch_steps(linked: LinkedTrace, launches: pd.DataFrame) -> pd.DataFrame:
     significance of a launch table's rows)."""
     t = linked.table
     op = launches["op_row"].to_numpy(np.int64)
-    operator = np.where(op >= 0, np.asarray(t.names(t.name_id[np.maximum(op, 0)]), dtype=object), PRE_WINDOW_NAME)
+    operator = np.where(op >= 0, np.asarray(t.names(t.name_id[np.maximum(op, 0)]), dtype=object),
+                        _unlaunched_name(launches))
     frame = launches.assign(operator=operator, total_us=launches["dur_us"])
     return frame.groupby(["operator", "kind", "key", "step"], as_index=False, sort=False)["total_us"].sum()

@@ -1,10 +1,15 @@
-"""GPU kernel statistics: one row per kernel name."""
+"""GPU kernel statistics: one row per kernel name, and one for the kernels
+launched before the profiled window (a trace whose kernels have launch
+events, some without one: the host ran ahead of its device, and those
+kernels are work of unprofiled steps, no kernel of these steps:
+analysis/device_time.py)."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
 from ..trace.link import LinkedTrace
+from .labels import PRE_WINDOW_NAME
 
 KERNEL_COLUMNS = [
     "name", "calls", "total_us", "mean_us", "min_us", "max_us", "grid", "block",
@@ -49,7 +54,8 @@ def kernels(linked: LinkedTrace, rows: np.ndarray | None = None) -> pd.DataFrame
     kr = k.row[sel]
     dur = t.dur_us[kr]
     # Groups in order of first appearance, as a groupby(sort=False) gives them.
-    codes, name_ids = pd.factorize(t.name_id[kr])
+    earlier = linked.before_window[kr]
+    codes, name_ids = pd.factorize(np.where(earlier, -1, t.name_id[kr]))
     groups = len(name_ids)
     calls = np.bincount(codes, minlength=groups)
     total = np.bincount(codes, weights=dur, minlength=groups).astype(np.float64)  # (int64 when empty)
@@ -70,7 +76,10 @@ def kernels(linked: LinkedTrace, rows: np.ndarray | None = None) -> pd.DataFrame
         out[col] = np.where(n > 0, mean, np.nan)
     for col, ids in (("grid", k.grid_id[sel]), ("block", k.block_id[sel])):
         out[col] = t.names(_most_frequent(codes, ids, groups))
-    out.insert(0, "name", t.names(out.index.to_numpy()))
+    ids = out.index.to_numpy()
+    names = np.asarray(t.names(np.maximum(ids, 0)), dtype=object)
+    names[ids < 0] = PRE_WINDOW_NAME
+    out.insert(0, "name", names)
     out = out.reset_index(drop=True)
     out = out.astype({c: object for c in _WEIGHTED}).where(out.notna(), None) if len(out) else out
     return out[KERNEL_COLUMNS].sort_values(["total_us", "name"], ascending=[False, True], kind="stable").reset_index(drop=True)

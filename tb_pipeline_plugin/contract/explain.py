@@ -49,6 +49,12 @@ class ExplainStep(_Shape):
     # out); "profiled": from the traces' profiled steps.
     source: Literal["profiled", "recorded"]
     profiled: ProfiledStep | None
+    # source "recorded": the part of delta_us the profiled steps' parts (the contributors) do not hold, and
+    # its share of delta_us (null when no share is given); null for "profiled".
+    rest_delta_us: Number | None
+    rest_share_pct: float | None
+    # Which clock and which steps the figures are of, in words (diff/step_basis.py:describe).
+    basis: str
     # The unit of the figures above: "sample" or "token" when the runs' work per step differs (µs per unit).
     unit: Literal["step", "sample", "token"]
     units: WorkUnits | None  # null when per step

@@ -8,32 +8,47 @@ marks, the reports and the CLI's gates all read a pair's `StepBasis`
 step time.
 
 * **Steps**: every recorded step of the pipeline statistics when both runs
-  have them (warm-up and the loop's epilogue left out:
-  analysis/statistics/settle.py) for the step verdict; the profiled steps
-  otherwise, and always for the parts of a step. When exactly one run has
-  ProfilerStep annotations, both are compared over their whole profiled
-  window (a whole trace against one step would read as a large regression).
+  have them, in their steady state (warm-up, a CUDA loop's settling and the
+  loop's epilogue left out: analysis/statistics/settle.py), for the step
+  verdict; the profiled steps otherwise, and always for the parts of a step.
+  When exactly one run has ProfilerStep annotations, both are compared over
+  their whole profiled window (a whole trace against one step would read as
+  a large regression).
 * **Clock**: device time when either run kept its device busy
   `DEVICE_BOUND_PCT` of its steps (the step time is the device's work, and
   host time spent waiting for it is no cause), else the host's.
+* **A host that runs ahead**: a loop that does not synchronize each step
+  (CUDA graphs, a queue that never fills) has host steps that time only the
+  launching. When a run's host step (its recorded steady state, else its
+  profiled steps' median) is under `AHEAD_RATIO` of the device's work per
+  profiled step, the host's steps do not measure the step: both runs are
+  judged on the device's clock over the profiled steps, whose windows last
+  until the work they launched ends (trace/link.py), and the recorded steps
+  give no step verdict.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..analysis.device_time import device_bound_pct
+from ..analysis.labels import DEVICE_IDLE
 from ..analysis.ledger import merged
 from ..analysis.run import Run
 from .significance import method as S
-from .significance.pipeline import recorded_step, step_us
+from .significance.pipeline import recorded_step, step_mean_us, step_us
+from .explain.words import duration
 from .units import divisor, per_step_of, scaled
 
 # A run whose device was busy this share of its steps' time is device-bound:
 # the explanation is on device time.
 DEVICE_BOUND_PCT = 50.0
+# A host step under this share of the device's work per step ran ahead of the device: in a loop where the
+# host waits for its device once per step a host step is at least that work (less is launching only).
+AHEAD_RATIO = 0.8
 HOST, DEVICE = "host", "device"
+SIDES = ("baseline", "experimental")
 
 
 @dataclass(frozen=True)
@@ -44,8 +59,12 @@ class StepBasis:
     busy_pct: dict | None
     # Exactly one run has ProfilerStep annotations: whole windows are compared.
     whole_window: bool
-    # Both runs have pipeline statistics: the step verdict is every recorded step's.
+    # Both runs have pipeline statistics and their hosts' steps time the step: the step verdict is every
+    # recorded step's.
     recorded: bool
+    # The runs whose host ran ahead of the device (module docstring), with their host and device-work step
+    # figures (µs): {"baseline": {"host_us": .., "device_work_us": ..}}.
+    ahead: dict = field(default_factory=dict)
 
     @property
     def device_bound(self) -> bool:
@@ -56,9 +75,36 @@ def step_basis(pair) -> StepBasis:
     """The basis of `pair` (a diff/pair.py `Pair`)."""
     present = pair.device_present
     busy = {"baseline": busy_pct(pair.b), "experimental": busy_pct(pair.e)} if present else None
-    bound = present and max(busy["baseline"] or 0.0, busy["experimental"] or 0.0) >= DEVICE_BOUND_PCT
+    ahead = {}
+    if present and pair.b.has_steps and pair.e.has_steps:
+        for side, run, tables in zip(SIDES, pair.runs, pair.statistics):
+            figures = _host_and_work_us(run, tables)
+            if figures is not None and figures["host_us"] < AHEAD_RATIO * figures["device_work_us"]:
+                ahead[side] = figures
+    bound = present and (bool(ahead) or max(busy["baseline"] or 0.0, busy["experimental"] or 0.0) >= DEVICE_BOUND_PCT)
     return StepBasis(clock=DEVICE if bound else HOST, busy_pct=busy, whole_window=pair.b.has_steps != pair.e.has_steps,
-                     recorded=pair.pipelines is not None)
+                     recorded=pair.pipelines is not None and not ahead, ahead=ahead)
+
+
+def _host_and_work_us(run: Run, tables) -> dict | None:
+    """A run's host step (its recorded steady state's mean, else the median
+    of its profiled steps' host durations) and the device's work per
+    profiled step (median of each step's busy time); None without device
+    work."""
+    if not run.has_device:
+        return None
+    ledger = run.device_ledger()
+    if not len(ledger.steps):
+        return None
+    idle = ledger.parts[ledger.parts["kind"] == DEVICE_IDLE].groupby("step")["us"].sum()
+    steps = ledger.steps.set_index("step")
+    work = float(np.median(steps["step_us"] - idle.reindex(steps.index, fill_value=0.0)))
+    if work <= 0:
+        return None
+    recorded = step_mean_us(tables) if tables is not None else None
+    host = recorded if recorded is not None else float(np.median(np.maximum(steps["host_us"], 0.0)))
+    return {"host_us": round(host, 3), "device_work_us": round(work, 3),
+            "host_from": "recorded" if recorded is not None else "profiled"}
 
 
 def busy_pct(run: Run) -> float | None:
@@ -80,13 +126,25 @@ def step_ledgers(pair, clock: str | None = None) -> tuple:
 
 
 def recorded(pair, units: dict | None = None) -> dict | None:
-    """The step verdict from every recorded step (None unless both runs have
-    statistics): means, delta and significance; per step, or per sample or
+    """The step verdict from every recorded step (None unless the basis is
+    the recorded steps: both runs have statistics, neither host ran ahead): means, delta and significance; per step, or per sample or
     token as `units` (diff/units.py: the pair's, or another unit's) say."""
-    if pair.pipelines is None:
+    if not pair.basis.recorded:
         return None
     per = (divisor(units, "baseline"), divisor(units, "experimental")) if units else (None, None)
     return pair.view(("recorded_step", per), lambda: recorded_step(*pair.pipelines, per=per, noise=pair.noise))
+
+
+def profiled_step(pair) -> dict:
+    """The step figures and verdict of the profiled steps on the basis's
+    clock (the explanation's when no recorded steps give the verdict):
+    `ledger_means` and `significance`."""
+    def make() -> dict:
+        bl, el = step_ledgers(pair)
+        samples = [ledger.steps["step_us"].to_numpy(np.float64) for ledger in (bl, el)]
+        recordings = (S.ledger_recordings(bl), S.ledger_recordings(el))
+        return {**ledger_means(bl, el), "significance": S.step_time(*samples, recordings, noise=pair.noise)}
+    return pair.view(("profiled_step",), make)
 
 
 def ledger_means(bl, el) -> dict:
@@ -98,11 +156,11 @@ def ledger_means(bl, el) -> dict:
 def step_samples(pair) -> tuple:
     """((baseline µs, recordings), (experimental µs, recordings)): the
     per-step step times the step verdict is judged on: every recorded step
-    when both runs have pipeline statistics, else the step ledgers' on the
+    when the basis is the recorded steps, else the step ledgers' on the
     basis's clock; per sample or token when the pair is compared so.
     Recordings: each step's, None for one recording."""
     units = pair.units
-    if pair.pipelines is not None:
+    if pair.basis.recorded:
         return (step_us(pair.pipelines[0], divisor(units, "baseline")),
                 step_us(pair.pipelines[1], divisor(units, "experimental")))
     bl, el = step_ledgers(pair)
@@ -117,3 +175,27 @@ def profiled_step_us(pair) -> tuple:
         steps = run.overview()["steps"]
         out.append((np.array([s["duration_us"] for s in steps], np.float64), run.recording_of_step))
     return tuple(out)
+
+
+def describe(pair, steps: tuple[int, int]) -> str:
+    """Which clock and which steps a pair's step figures are of, in words:
+    `steps`, the baseline's and the experimental's count."""
+    basis = pair.basis
+    counts = f"{steps[0]} vs {steps[1]}"
+    if basis.whole_window:
+        return f"{basis.clock} time of the whole profiled window, {counts}"
+    if basis.recorded:
+        text = f"host step time of the recorded steps' steady state, {counts} steps"
+        if pair.device_present:
+            text += " (there the host waits for its device once per step: a host step is the device's)"
+        return text
+    text = f"{basis.clock} step time of the profiled steps, {counts} steps"
+    if basis.ahead:
+        side, figures = next(iter(basis.ahead.items()))
+        from_ = "recorded steady-state" if figures["host_from"] == "recorded" else "profiled"
+        text += (f", each lasting until the work it launched ended: the {side}'s host ran ahead of its device "
+                 f"({duration(figures['host_us'])} {from_} host steps against {duration(figures['device_work_us'])} "
+                 "of device work per step), so its host steps time the launching, not the step")
+    elif basis.clock == DEVICE:
+        text += ", each lasting until the work it launched ended"
+    return text

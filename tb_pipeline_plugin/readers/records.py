@@ -47,10 +47,13 @@ def _mark_steps(steps: list[dict], records: list) -> None:
     launcher started (its start-up is in that step); `open_at_end`: the last
     step, when the recorder closed with it still running or the file has no
     end record (written before the loop's end was recorded): it may hold
-    the loop's epilogue."""
+    the loop's epilogue; `drives_cuda`: the process drove a CUDA device."""
+    cuda = any(isinstance(r, ProfilerRecord) and "CUDA" in r.activities for r in records) or any(
+        isinstance(r, HostSample) and (r.gpu_util_pct or 0.0) > 0.0 for r in records)
     for row in steps:
         row["after_profiler_start"] = False
         row["open_at_end"] = False
+        row["drives_cuda"] = cuda
     if not steps:
         return
     starts = sorted(r.wall_time_s for r in records if isinstance(r, ProfilerRecord) and r.owner == "launcher")

@@ -14,7 +14,11 @@ STEP_COLUMNS = ["step", "loader", "t_s", "wall_start_s", "duration_s", "data_wai
                 "callbacks_s", "other_s", "batch_size", "tokens", "cached",
                 # The first step after a profiler started (its start-up cost), and a last step still
                 # running when the recorder closed (it holds the loop's epilogue): readers/records.py.
-                "after_profiler_start", "open_at_end"]
+                "after_profiler_start", "open_at_end",
+                # The recording's process drove a CUDA device (its profiler recorded CUDA activities, or
+                # its host samples saw a GPU at work): its host may run ahead of the device
+                # (analysis/statistics/settle.py).
+                "drives_cuda"]
 CALLBACK_COLUMNS = ["step", "name", "kind", "time_s"]
 STAGE_KEY = ["pipeline_id", "stage_id", "stage_name", "stage", "concurrency"]
 TASK_COLUMNS = ["t_s", "wall_time_s", *STAGE_KEY, "final", "tasks", "failures", "task_mean_s", "task_p90_s",

@@ -42,6 +42,8 @@ class LinkedTrace:
     parent: np.ndarray  # int64 enclosing host event on the same thread, -1
     depth: np.ndarray  # int32
     launch_of: np.ndarray  # int64: for device activity, the runtime row that launched it
+    # bool: device activity launched before the profiled window (`launched_before_window`): no step's work
+    before_window: np.ndarray
     op_of_launch: np.ndarray  # int64: for runtime rows, the cpu_op that issued it
     owner: np.ndarray  # int64: for device activity, the host row its time is charged to
     host_self_us: np.ndarray  # float64, host rows: dur minus direct host children
@@ -158,7 +160,9 @@ def _link(table: EventTable, complete: np.ndarray, host_rows: np.ndarray, unnest
     device_total = _propagate_up(device_self, parent, depth, host_rows)
 
     has_device = bool(np.any(np.isin(kind, DEVICE_KINDS)))
-    steps = _steps(table, launch_of, device_rows)
+    before_window = np.zeros(n, dtype=bool)
+    before_window[device_rows] = launched_before_window(table, launch_of, device_rows)
+    steps = _steps(table, launch_of, device_rows, before_window)
     folded_rows, folded_into = fold_same_name(table, parent, host_rows)
 
     python_parent, python_warnings, (fwd_ids, fwd_rows), (bwd_ids, bwd_rows) = unnested()
@@ -166,7 +170,7 @@ def _link(table: EventTable, complete: np.ndarray, host_rows: np.ndarray, unnest
     backward_of = np.full(n, -1, dtype=np.int64)
     backward_of[bwd_rows] = _lookup(fwd_ids, fwd_rows, bwd_ids)
     return LinkedTrace(
-        table=table, is_host=is_host, parent=parent, depth=depth, launch_of=launch_of,
+        table=table, is_host=is_host, parent=parent, depth=depth, launch_of=launch_of, before_window=before_window,
         op_of_launch=op_of_launch, owner=owner, host_self_us=host_self, device_self_us=device_self,
         device_total_us=device_total, backward_of=backward_of, python_parent=python_parent,
         steps=steps, has_device=has_device,
@@ -318,7 +322,26 @@ def timed_window(table: EventTable) -> tuple[float, float]:
     return float(table.ts_us[timed].min()), float((table.ts_us + table.dur_us)[timed].max())
 
 
-def _steps(table: EventTable, launch_of: np.ndarray, device_rows: np.ndarray) -> Steps:
+def launched_before_window(table: EventTable, launch_of: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Which of the device activity `rows` were launched before the profiled
+    window: no launch event for them, in a trace whose device work has
+    launch events, a correlation id below every recorded launch's, and a
+    start before the first launched work's (the host ran ahead of its
+    device, and the profiler opened while the device still ran work of
+    unprofiled steps). Work with no launch otherwise is only unlinked."""
+    launched = launch_of[rows] >= 0
+    if not launched.any():
+        return np.zeros(len(rows), dtype=bool)
+    corr = table.correlation[rows]
+    first_launch = table.correlation[launch_of[rows[launched]]]
+    first_launch = first_launch[first_launch >= 0]
+    if not len(first_launch):
+        return np.zeros(len(rows), dtype=bool)
+    return (~launched & (corr >= 0) & (corr < first_launch.min())
+            & (table.ts_us[rows] < table.ts_us[rows[launched]].min()))
+
+
+def _steps(table: EventTable, launch_of: np.ndarray, device_rows: np.ndarray, before_window: np.ndarray) -> Steps:
     complete = table.phase == Phase.COMPLETE
     # 2021 traces file ProfilerStep under `Operator`: the decoder has already
     # reclassified those as annotations.
@@ -354,7 +377,10 @@ def _steps(table: EventTable, launch_of: np.ndarray, device_rows: np.ndarray) ->
         idx = np.searchsorted(start, launch_ts, side="right") - 1
         inside = (idx >= 0) & (launch_ts <= host_end[np.clip(idx, 0, None)])
         np.maximum.at(end, idx[inside], dev_end[inside])
-        start[0] = _first_step_start(start[0], dev_end[idx < 0], table.ts_us[launched][inside & (idx == 0)])
+        # Work launched before the first step: a launch before it, or none (before the profiler's window).
+        before = device_rows[before_window[device_rows]]
+        earlier = np.concatenate([dev_end[idx < 0], (table.ts_us + table.dur_us)[before]])
+        start[0] = _first_step_start(start[0], earlier, table.ts_us[launched][inside & (idx == 0)])
         _warn_trailing_steps_without_device_work(table, step_names, np.bincount(idx[inside], minlength=len(start)))
     # The GPU runs behind the CPU: step i's device work ends after step i+1
     # has started on the host. Like torch-tb-profiler, a step starts where the

@@ -92,11 +92,21 @@ def test_a_device_bound_runs_steps_are_its_steady_state(loaded, name, steady_ms)
     tp = loaded[name]
     device_ms = tp.device_steps()["device_step_us"].to_numpy() / 1000.0
     assert device_ms == pytest.approx(np.full(len(device_ms), steady_ms), rel=0.02)
-    # The first profiled step also ran work launched before the window: on
-    # the host's clock it is several steps long, on the device's it is one.
-    host_ms = np.array([s["duration_us"] for s in tp.overview()["steps"]]) / 1000.0
+    # The first profiled step also ran work launched before the window: its
+    # annotation is several steps long, but that work is no step's, so the
+    # step's window starts where that work ended (trace/link.py) and on the
+    # device's clock the step is one step long.
+    window_ms = np.array([s["duration_us"] for s in tp.overview()["steps"]]) / 1000.0
     if name == "amp/baseline":
-        assert host_ms[0] > 2 * steady_ms
+        _, events = load_events(TRACES[name])
+        first = min((e for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")
+                     and category(e) == "user_annotation"), key=lambda e: e["ts"])
+        launches = launches_by_correlation(events)
+        earlier_end = max(e["ts"] + e["dur"] for e in events if e.get("ph") == "X" and category(e) in DEVICE_CATS
+                          and launches.get((e.get("args") or {}).get("correlation")) is None)
+        assert first["dur"] / 1000.0 > 2 * steady_ms
+        assert window_ms[0] == pytest.approx((first["ts"] + first["dur"] - earlier_end) / 1000.0, abs=0.01)
+        assert window_ms[0] < 1.2 * steady_ms
         assert device_ms[0] == pytest.approx(steady_ms, rel=0.02)
 
 

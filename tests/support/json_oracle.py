@@ -34,6 +34,43 @@ def duration_by_name(events: list[dict], cats: tuple[str, ...]) -> dict[str, flo
     return dict(out)
 
 
+DEVICE_WORK_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset")
+# As analysis/labels.py names it (spelled here too: the oracle imports nothing of the code under test).
+BEFORE_WINDOW_NAME = "work launched before the profiled window"
+
+
+def launched_before_window(events: list[dict]) -> set[int]:
+    """id() of each device event launched before the profiled window: no
+    launch event has its correlation, which is below every recorded
+    launch's, and it started before the first launched work did."""
+    launches = launches_by_correlation(events)
+    device = [e for e in events if e.get("ph") == "X" and category(e) in DEVICE_WORK_CATEGORIES]
+    linked = [e for e in device if (e.get("args") or {}).get("correlation") in launches]
+    if not linked or not launches:
+        return set()
+    first_corr, first_ts = min(launches), min(e["ts"] for e in linked)
+    out = set()
+    for e in device:
+        corr = (e.get("args") or {}).get("correlation")
+        if corr is not None and corr not in launches and corr < first_corr and e["ts"] < first_ts:
+            out.add(id(e))
+    return out
+
+
+def kernels_by_name(events: list[dict]) -> tuple[collections.Counter, dict[str, float]]:
+    """Calls and µs per kernel name, the kernels launched before the window
+    under one name of their own."""
+    before = launched_before_window(events)
+    calls: collections.Counter = collections.Counter()
+    us: dict[str, float] = collections.defaultdict(float)
+    for e in events:
+        if e.get("ph") == "X" and category(e) == "kernel":
+            name = BEFORE_WINDOW_NAME if id(e) in before else e["name"]
+            calls[name] += 1
+            us[name] += float(e.get("dur", 0))
+    return calls, dict(us)
+
+
 def launches_by_correlation(events: list[dict]) -> dict:
     """Runtime / driver calls that launch device work, by `correlation`."""
     launches = {}
@@ -74,8 +111,10 @@ def step_windows(events: list[dict]) -> list[tuple[str, float, float]]:
     """(name, start, end) per ProfilerStep: from the annotation's start to the
     later of its end and the end of the last device activity launched inside
     it; a step starts no earlier than the previous one ended. The first step
-    starts no earlier than the end of device activity launched before it,
-    but no later than its own first device activity."""
+    starts no earlier than the end of device activity launched before it
+    (a launch before its annotation, or none in the trace: launched before
+    the profiler's window, when it started before the step's own first
+    device activity), but no later than its own first device activity."""
     steps = sorted(
         (e for e in events if e.get("ph") == "X" and category(e) in ("user_annotation", "cpu_op", "operator")
          and str(e.get("name", "")).startswith("ProfilerStep#")),
@@ -85,11 +124,16 @@ def step_windows(events: list[dict]) -> list[tuple[str, float, float]]:
     ends = [s["ts"] + s["dur"] for s in steps]
     before_first = float("-inf")
     first_own = float("inf")
+    unlaunched, any_launched = [], False
     for e in events:
         if e.get("ph") == "X" and category(e) in ("kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"):
             launch = launches.get((e.get("args") or {}).get("correlation"))
-            if launch is None or not steps:
+            if not steps:
                 continue
+            if launch is None:
+                unlaunched.append(e)
+                continue
+            any_launched = True
             if launch["ts"] < steps[0]["ts"]:
                 before_first = max(before_first, e["ts"] + e["dur"])
             for i, s in enumerate(steps):
@@ -97,6 +141,12 @@ def step_windows(events: list[dict]) -> list[tuple[str, float, float]]:
                     ends[i] = max(ends[i], e["ts"] + e["dur"])
                     if i == 0:
                         first_own = min(first_own, e["ts"])
+    if any_launched:
+        # Only a trace with launches tells work launched before the window from work it cannot link.
+        own_from = first_own if first_own < float("inf") else steps[0]["ts"] + steps[0]["dur"]
+        for e in unlaunched:
+            if e["ts"] < own_from:
+                before_first = max(before_first, e["ts"] + e["dur"])
     out = []
     previous_end = min(before_first, first_own)
     for s, end in zip(steps, ends):

@@ -28,4 +28,7 @@ def steps_from_trace(linked: LinkedTrace) -> pd.DataFrame:
         "callbacks_s": 0.0, "other_s": other, "batch_size": np.nan, "tokens": np.nan, "cached": False,
         # The profiler's steps: no recorder to say where its start-up or the loop's end fell.
         "after_profiler_start": False, "open_at_end": False,
+        # Its steps are the profiler's host windows: whether the host ran ahead is the trace's to say
+        # (diff/step_basis.py), not these steps'.
+        "drives_cuda": False,
     })[STEP_COLUMNS]

@@ -60,7 +60,11 @@ def _main_steps(steps: pd.DataFrame) -> tuple[pd.DataFrame, list[str], int, int]
                      f"{int(cached.sum())} replayed steps used")
         steps = steps[cached]
     steps, warm, held = settle(steps)
-    if len(warm):
+    if len(warm) and _drives_cuda(steps):
+        notes.append(f"{_count(len(warm), 'warm-up step')} left out (the steps before the loop settled at its pace, "
+                     f"{WARMUP_FACTOR:g}x faster or slower: a CUDA loop's host runs ahead of its device until the "
+                     "launch queue fills, compiles, is profiled; and a last step that drained the queue)")
+    elif len(warm):
         notes.append(f"{_count(len(warm), 'warm-up step')} left out (the first steps, or the first after the profiler "
                      f"started, slower than {WARMUP_FACTOR:g}x the usual step)")
     if len(held):
@@ -68,6 +72,10 @@ def _main_steps(steps: pd.DataFrame) -> tuple[pd.DataFrame, list[str], int, int]
         notes.append(f"the last recorded step ({seconds:.3g} s) held the loop's epilogue (time after the last "
                      "batch, such as DataLoader workers shutting down): left out")
     return steps, notes, len(warm), len(held)
+
+
+def _drives_cuda(steps: pd.DataFrame) -> bool:
+    return "drives_cuda" in steps and bool(steps["drives_cuda"].fillna(False).astype(bool).any())
 
 
 def _count(n: int, noun: str) -> str:

@@ -7,6 +7,20 @@ loop's epilogue left out of every figure and verdict, and said so.
   slower than `WARMUP_FACTOR` times the recording's usual step (its median
   past the first `WARMUP_MAX_STEPS`). A warm-up step that is not slower is
   kept: it cost nothing to speak of.
+* *Settling* (a recording that drove a CUDA device: `drives_cuda`): a
+  loop that does not synchronize each step runs ahead of its device until
+  the launch queue fills, and again after anything that drained it (the
+  profiler's start and stop synchronize); those host steps time the
+  launching and are faster than the loop's pace. Compilation, autotuning
+  and the profiler's observed steps are slower. The steady state is the
+  settled tail: the steps after the last one off the loop's pace (the
+  median of the later half of its steps) by `WARMUP_FACTOR` either way,
+  when at least `MIN_STEPS_TO_JUDGE` steps and a quarter of the recording
+  are left after it (a loop that never settles keeps its steps). The
+  queue's work the host ran ahead of is paid at the loop's end: a last step
+  slower than `DRAIN_FACTOR` times the pace then holds that *drain* and is
+  left out with the warm-up it balances. In the steady state the host waits
+  for the device once per step, so a host step is the device's.
 * *Epilogue*: the time from the last batch to the end of the run is no step
   (a DataLoader shutting down persistent workers at exit takes up to 5 s a
   worker). The recorder ends the last step when the loop ends and writes the
@@ -24,12 +38,15 @@ import pandas as pd
 WARMUP_FACTOR = 1.5
 WARMUP_MAX_STEPS = 3
 EPILOGUE_FACTOR = 3.0
+# A settled CUDA loop's last step this much over its pace holds the launch queue's drain.
+DRAIN_FACTOR = 1.2
 # Fewer steps than this give no usual step to compare with.
 MIN_STEPS_TO_JUDGE = 4
 
 
 def settle(steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(the steps kept, the warm-up steps, the steps holding the epilogue)."""
+    """(the steps kept, the warm-up steps (queue filling and its drain
+    included), the steps holding the epilogue)."""
     if not len(steps):
         return steps, steps.iloc[0:0], steps.iloc[0:0]
     warm = np.zeros(len(steps), dtype=bool)
@@ -63,8 +80,31 @@ def _judged(steps: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     if "open_at_end" in steps:
         last = steps["open_at_end"].fillna(False).to_numpy(bool)
         tail |= last & (d > EPILOGUE_FACTOR * usual)
+    if "drives_cuda" in steps and steps["drives_cuda"].fillna(False).astype(bool).any():
+        warm |= _settling(d) & ~tail
     warm &= ~tail
     return warm, tail
+
+
+def _settling(d: np.ndarray) -> np.ndarray:
+    """The steps (in time order) before a CUDA loop's steady state, and the
+    last step when it holds the queue's drain (module docstring)."""
+    n = len(d)
+    out = np.zeros(n, dtype=bool)
+    late = d[n // 2:-1]
+    pace = float(np.nanmedian(late)) if np.isfinite(late).any() else float("nan")
+    if not np.isfinite(pace) or pace <= 0:
+        return out
+    off = np.flatnonzero((d[:-1] < pace / WARMUP_FACTOR) | (d[:-1] > WARMUP_FACTOR * pace))
+    if not len(off):
+        return out
+    last = int(off[-1])
+    left = n - 1 - last - 1  # steady steps after it, the last step not counted
+    if left < max(MIN_STEPS_TO_JUDGE, n / 4):
+        return out
+    out[:last + 1] = True
+    out[-1] = d[-1] > DRAIN_FACTOR * pace
+    return out
 
 
 def epilogue_s(tables, held: pd.DataFrame) -> float | None:

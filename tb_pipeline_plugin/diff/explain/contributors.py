@@ -26,9 +26,13 @@ The ledgers may be of host time (analysis/ledger.py) or of device time
 time the device waited for the host): `diff/step_basis.py` picks device
 time when a run kept the device busy most of its steps.
 
-Shares: each contributor's share of the step-time delta, while that delta is
-significant; within noise the step has not changed, and a contributor is
-ranked by its own delta and verdict, with no share of a delta that is 0.
+Shares: each contributor's share of the step-time delta the answer states,
+while that delta is significant; within noise the step has not changed, and
+a contributor is ranked by its own delta and verdict, with no share of a
+delta that is 0. When the recorded steps give the step's verdict, that
+delta is theirs, and the part of it the profiled steps' parts do not hold is
+the step's `rest_delta_us` (its share with the contributors' makes 100 %;
+the waterfall's last bar before the experimental step).
 """
 from __future__ import annotations
 
@@ -100,7 +104,9 @@ def explain(b: StepLedger, e: StepLedger, compiled: dict[str, str] | None = None
     recordings = (S.ledger_recordings(b), S.ledger_recordings(e))
     total = S.step_time(b_step, e_step, recordings, noise=noise)
     verdict = (recorded["significance"] if recorded else total)["verdict"]
-    contributors = _contributors(b, e, b_mean, recordings, compiled, verdict == S.SIGNIFICANT, noise)
+    # Shares are of the delta the answer states: the recorded steps' when they give the verdict.
+    share_of = recorded["delta_us"] if recorded else None
+    contributors = _contributors(b, e, b_mean, recordings, compiled, verdict == S.SIGNIFICANT, noise, share_of)
     if void is not None:
         contributors = _voided(contributors, void)
     if top_operator is not None:
@@ -110,14 +116,21 @@ def explain(b: StepLedger, e: StepLedger, compiled: dict[str, str] | None = None
     step = {
         "baseline_us": round(b_mean, 3), "experimental_us": round(e_mean, 3),
         "delta_us": round(e_mean - b_mean, 3), "delta_pct": delta_pct(b_mean, e_mean - b_mean),
-        "significance": total, "source": "profiled", "profiled": None,
+        "significance": total, "source": "profiled", "profiled": None, "rest_delta_us": None, "rest_share_pct": None,
     }
     if recorded is not None:
         # The verdict from every recorded step; the profiled steps' own stays beside it.
         step = {**{k: recorded[k] for k in ("baseline_us", "experimental_us", "delta_us", "significance")},
                 "delta_pct": delta_pct(recorded["baseline_us"], recorded["delta_us"]), "source": "recorded",
                 "profiled": {"baseline_steps": total["baseline_steps"], "experimental_steps": total["experimental_steps"],
-                             "delta_us": step["delta_us"], "significance": total}}
+                             "delta_us": step["delta_us"], "significance": total},
+                "rest_delta_us": None, "rest_share_pct": None}
+        # The part of the recorded delta the profiled steps' parts do not hold: with the contributors'
+        # shares it makes 100 %.
+        rest = round(recorded["delta_us"] - (e_mean - b_mean), 3)
+        step["rest_delta_us"] = rest
+        if contributors and contributors[0]["share_pct"] is not None:
+            step["rest_share_pct"] = round(100.0 * rest / recorded["delta_us"], 1)
         total = recorded["significance"]
     elif void is not None:
         step["significance"] = total = voided(total, void)
@@ -130,7 +143,9 @@ def explain(b: StepLedger, e: StepLedger, compiled: dict[str, str] | None = None
         "step": step,
         "spikiness": {"baseline": spikiness(b_step), "experimental": spikiness(e_step)},
         "contributors": contributors,
-        "waterfall": waterfall(b_mean, e_mean, contributors),
+        "waterfall": waterfall(step["baseline_us"] if recorded is None else recorded["baseline_us"],
+                               step["experimental_us"] if recorded is None else recorded["experimental_us"],
+                               contributors, step["rest_delta_us"]),
         "between_run_pct": noise.between_run_pct,
         "noise": {"source": total["noise"], "baseline_recordings": total["baseline_recordings"],
                   "experimental_recordings": total["experimental_recordings"],
@@ -235,7 +250,7 @@ def _open_modules(b: StepLedger, e: StepLedger, compiled: dict[str, str]) -> dic
 
 
 def _contributors(b: StepLedger, e: StepLedger, reference_us: float, recordings: tuple, compiled: dict[str, str],
-                  step_changed: bool, noise: S.NoisePolicy) -> list[dict]:
+                  step_changed: bool, noise: S.NoisePolicy, share_of: float | None = None) -> list[dict]:
     depth_of = _open_modules(b, e, compiled)
     bm, em = _matrix(b, depth_of), _matrix(e, depth_of)
     ids = bm.index.union(em.index)
@@ -246,7 +261,7 @@ def _contributors(b: StepLedger, e: StepLedger, reference_us: float, recordings:
                   _matrix(e, depth_of, p).reindex(ids, fill_value=0.0)) for p in (FORWARD, BACKWARD_PHASE)}
     b_mean = bm.mean(axis=1) if bm.shape[1] else pd.Series(0.0, index=ids)
     e_mean = em.mean(axis=1) if em.shape[1] else pd.Series(0.0, index=ids)
-    total_delta = float(e_mean.sum() - b_mean.sum())
+    total_delta = float(e_mean.sum() - b_mean.sum()) if share_of is None else float(share_of)
     out = []
     for i, cid in enumerate(ids):
         kind, key = cid.split(":", 1)
