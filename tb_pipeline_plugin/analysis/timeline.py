@@ -162,16 +162,63 @@ def first_named(t, rows: np.ndarray, name: str, from_us: float) -> np.ndarray:
 def depths(linked: LinkedTrace, index: TimelineIndex, rows: np.ndarray, lane_of_row: np.ndarray) -> np.ndarray:
     """Row of each event inside its lane: its nesting depth (host: on the
     thread; device: overlap on the stream), counted over the depths drawn in
-    the lane, the outermost at 0."""
+    the lane, the outermost at 0; an event that would overlap another on its
+    row moves down (`_apart`)."""
     d = np.where(linked.is_host[rows], linked.depth[rows], index.dev_depth[rows]).astype(np.int64)
     if len(rows) == 0:
         return d
-    # Dense per lane: levels nothing drawn sits at (runtime calls, undrawn frames) take no row.
-    pair = lane_of_row * (int(d.max()) + 1) + d
+    t = linked.table
+    # Dense per lane: levels nothing drawn sits at (runtime calls, undrawn frames, rows emptied by `_apart`)
+    # take no row.
+    return _dense(lane_of_row, _apart(lane_of_row, _dense(lane_of_row, d), t.ts_us[rows],
+                                      t.ts_us[rows] + t.dur_us[rows]))
+
+
+def _dense(lane: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """Each lane's depths renumbered 0, 1, 2 ... in order, the levels no event sits at left out."""
+    pair = lane * (int(depth.max()) + 1) + depth
     uniq, inverse = np.unique(pair, return_inverse=True)
-    lane_of_uniq = uniq // (int(d.max()) + 1)
+    lane_of_uniq = uniq // (int(depth.max()) + 1)
     first = np.searchsorted(lane_of_uniq, lane_of_uniq, side="left")
     return (np.arange(len(uniq)) - first)[inverse]
+
+
+def _apart(lane: np.ndarray, depth: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """`depth` with no two events of a lane overlapping on one row. The
+    trace's nesting puts an event that overlaps its parent's end (a
+    ProfilerStep opened inside the loader's `next()` and closed after it) at
+    the depth of events it overlaps, their bars and labels drawn over each
+    other: in a lane where that happens, each event (by start, longest
+    first) takes the first row at or below its depth that is free when it
+    starts, and below the row of the event enclosing it that moved."""
+    key = lane * (int(depth.max()) + 1) + depth
+    order = np.lexsort((-(end - start), start, key))
+    ks, ss, es = key[order], start[order], end[order]
+    # Each event against the latest end before it on its row (a running maximum, from each row's first event).
+    prev_end = np.empty(len(ks))
+    for group in np.split(np.arange(len(ks)), np.flatnonzero(ks[1:] != ks[:-1]) + 1):
+        prev_end[group] = np.r_[-np.inf, np.maximum.accumulate(es[group])[:-1]]
+    clash = ss < prev_end - 1e-6
+    if not clash.any():
+        return depth
+    out = depth.copy()
+    for ln in np.unique(lane[order][clash]):
+        idx = np.flatnonzero(lane == ln)
+        idx = idx[np.lexsort((-(end[idx] - start[idx]), start[idx]))]
+        row_end: list[float] = []  # per row: the end of the last event placed there
+        placed: list[tuple[float, int]] = []  # (end, row) of the events enclosing the current one
+        for i in idx.tolist():
+            while placed and placed[-1][0] <= start[i] + 1e-6:
+                placed.pop()
+            r = max(int(depth[i]), placed[-1][1] + 1 if placed else 0)
+            while r < len(row_end) and row_end[r] > start[i] + 1e-6:
+                r += 1
+            if r >= len(row_end):
+                row_end += [-np.inf] * (r + 1 - len(row_end))
+            row_end[r] = end[i]
+            out[i] = r
+            placed.append((end[i], r))
+    return out
 
 
 @dataclass

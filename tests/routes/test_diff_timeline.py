@@ -252,3 +252,41 @@ def test_a_window_inside_the_piece(client, events):
 def test_bad_parameters_are_400(client, params):
     out = get(client, "diff/timeline", status=400, baseline="baseline", experimental="experimental", **params)
     assert out["error"]
+
+
+# ------------------------------------------------------------ rows
+
+
+def test_no_two_events_of_a_lane_overlap_on_one_row(tmp_path_factory):
+    """The demo pair, recorded as `tb-pipeline record --profile` records (its ProfilerStep opens inside the
+    loader's `next()` and closes after it, so the trace's nesting puts events it overlaps on its row): every
+    step's events, at full detail and as a 1,100 px window draws them, never overlap another on their row
+    (their bars and labels were drawn over each other), and each step is its lane's top row."""
+    from conftest import build_tb_app
+    from support.group_runs import get_ready
+    from support.recorded import demo_pair
+    from werkzeug.test import Client
+
+    app, plugin = build_tb_app(demo_pair.copy_to(tmp_path_factory.mktemp("demo_rows")))
+    pair = dict(baseline="baseline", experimental="experimental")
+    try:
+        client = Client(app)
+        steps = get_ready(client, "diff/modules", **pair, path="")["children"]
+        checked = 0
+        for step in steps:
+            for width in (0, 1100):
+                out = get_ready(client, "diff/timeline", **pair, path=step["path"], width_px=width)
+                for side in (out["baseline_side"], out["experimental_side"]):
+                    ev = side["events"]
+                    rows = sorted(zip(ev["lane"], ev["depth"], ev["ts_us"], ev["dur_us"], ev["name"]))
+                    latest: dict = {}
+                    for lane, depth, ts, dur, name in rows:
+                        assert ts >= latest.get((lane, depth), -np.inf) - 1e-3, (step["name"], lane, depth, ts,
+                                                                                  side["names"][name])
+                        latest[(lane, depth)] = max(latest.get((lane, depth), -np.inf), ts + dur)
+                        checked += 1
+                    [own] = [i for i, n in enumerate(ev["name"]) if side["names"][n] == side["piece_name"]]
+                    assert ev["depth"][own] == 0, (side["piece_name"], ev["depth"][own])
+        assert checked > 1000
+    finally:
+        plugin.close()
