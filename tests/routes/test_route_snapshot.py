@@ -59,6 +59,14 @@ INTENDED: dict[str, str] = {
                  "analysis/kernels.py): its first step starts where that work ended, and the Kernels table "
                  "gives it a row of its own",
     "~hta_single": "issue 44: the explanation's note says its host ran ahead of its device",
+    "+baseline_recording": "issue 47: a group's module diff and Timeline name the recording whose steps they show",
+    "+experimental_recording": "issue 47: the same for the experimental side",
+    "+recordings_note": "issue 47: and say so in a sentence (null unless a side is a group)",
+    "~/diff/pipeline?": "issue 47: a stage value a run did not measure (a DataLoader part's items/s, queue waits, "
+                        "occupancy, busy share) is null, not 0; the GPU utilization row says it is the driver's "
+                        "samples over the whole run",
+    "~/diff/timeline?baseline=baseline&experimental=experimental":
+        "issue 47: no event overlaps another on its row (the demo's ProfilerStep opens inside the loader's next())",
 }
 
 # Module-tree paths walked per pair (the root, its steps, then depth-first: every depth and kind of
