@@ -126,6 +126,26 @@ def device_ledger(linked: LinkedTrace, launches: pd.DataFrame) -> StepLedger:
     return StepLedger(steps=steps, parts=parts)
 
 
+def on_device_intervals(ledger: StepLedger, steps: pd.DataFrame) -> StepLedger:
+    """`ledger` with each step's time the device interval of its work
+    (analysis/device_steps.py: `steps`), for a host that ran ahead of its
+    device: its windows then hold host time before its work and after it
+    the device spent on other steps' work. The step's own work is as before;
+    `device_idle` becomes the interval's time its device ran none of it. A
+    step that launched nothing keeps its window."""
+    interval = steps.set_index("step")["device_step_us"].reindex(ledger.steps["step"]).to_numpy(np.float64)
+    old = ledger.steps["step_us"].to_numpy(np.float64)
+    new = np.where(np.isfinite(interval), interval, old)
+    parts = ledger.parts.copy()
+    idle = (parts["kind"] == DEVICE_IDLE).to_numpy()
+    at = parts.loc[idle, "step"].to_numpy(np.int64)
+    busy = old[at] - parts.loc[idle, "us"].to_numpy(np.float64)
+    parts.loc[idle, "us"] = np.maximum(new[at] - busy, 0.0)
+    # The step is at least its busy time: work clipped to the window can outlast the interval's rounding.
+    new[at] = np.maximum(new[at], busy)
+    return StepLedger(steps=ledger.steps.assign(step_us=new), parts=parts)
+
+
 def device_bound_pct(ledger: StepLedger) -> float | None:
     """The share of the steps' time the device was busy with the steps' work
     (%, over all steps); None without steps."""

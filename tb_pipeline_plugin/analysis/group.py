@@ -130,6 +130,10 @@ class RecordingGroup(Views):
         return self._pooled_ledger([m.device_ledger() for m in self.members])
 
     @view
+    def device_interval_ledger(self):
+        return self._pooled_ledger([m.device_interval_ledger() for m in self.members])
+
+    @view
     def launch_health(self) -> pd.DataFrame:
         return _pooled_steps([m.launch_health() for m in self.members], [m.step_count for m in self.members])
 

@@ -19,7 +19,7 @@ from .attribution import Attribution, attribute
 from .backward_index import BackwardIndex, backward_index
 from .compiled import compiled_modules
 from .device_steps import device_steps
-from .device_time import device_launches, device_ledger, launch_steps, launch_table
+from .device_time import device_launches, device_ledger, launch_steps, launch_table, on_device_intervals
 from .kernels import kernels
 from .memory.peak import RunMemory, run_memory
 from .launch import launch_health
@@ -164,6 +164,12 @@ class TraceProcessor(Views):
     def device_ledger(self) -> StepLedger:
         """Per step, where its device time went: the device's counterpart of `ledger`."""
         return device_ledger(self.linked, self.device_launches())
+
+    @view
+    def device_interval_ledger(self) -> StepLedger:
+        """`device_ledger` on the device's intervals: each step as long as the
+        work it launched took the device (analysis/device_time.py:on_device_intervals)."""
+        return on_device_intervals(self.device_ledger(), self.device_steps())
 
     @view
     def memory(self) -> RunMemory:

@@ -119,7 +119,13 @@ def step_ledgers(pair, clock: str | None = None) -> tuple:
     step."""
     clock = clock or pair.basis.clock
     b, e = pair.b, pair.e
-    bl, el = (b.device_ledger(), e.device_ledger()) if clock == DEVICE else (b.ledger(), e.ledger())
+    if clock == DEVICE and pair.basis.ahead:
+        # A host that ran ahead: each step as long as its work took the device, on both sides.
+        bl, el = b.device_interval_ledger(), e.device_interval_ledger()
+    elif clock == DEVICE:
+        bl, el = b.device_ledger(), e.device_ledger()
+    else:
+        bl, el = b.ledger(), e.ledger()
     if b.has_steps != e.has_steps:
         bl, el = (merged(bl), el) if b.has_steps else (bl, merged(el))
     return bl, el
@@ -193,7 +199,7 @@ def describe(pair, steps: tuple[int, int]) -> str:
     if basis.ahead:
         side, figures = next(iter(basis.ahead.items()))
         from_ = "recorded steady-state" if figures["host_from"] == "recorded" else "profiled"
-        text += (f", each lasting until the work it launched ended: the {side}'s host ran ahead of its device "
+        text += (f", each the device's interval for the work it launched: the {side}'s host ran ahead of its device "
                  f"({duration(figures['host_us'])} {from_} host steps against {duration(figures['device_work_us'])} "
                  "of device work per step), so its host steps time the launching, not the step")
     elif basis.clock == DEVICE:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from support.json_oracle import category, launches_by_correlation, load_events
+from support.json_oracle import category, device_step_intervals, launches_by_correlation, load_events
 from tb_pipeline_plugin.analysis.processor import TraceProcessor
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
@@ -33,35 +33,6 @@ TRACES = {
 }
 
 
-def oracle(path: str) -> list[dict]:
-    """Per ProfilerStep annotation, in start order: its device work's count,
-    first start, last end, summed duration, and the device step time (from
-    the later of its first start and the previous steps' last end, to its
-    last end)."""
-    _, events = load_events(path)
-    steps = sorted((e for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")
-                    and category(e) in ("user_annotation", "cpu_op", "operator")), key=lambda e: e["ts"])
-    launches = launches_by_correlation(events)
-    out = [{"name": s["name"], "count": 0, "first": np.inf, "last": -np.inf, "work": 0.0} for s in steps]
-    for e in events:
-        if e.get("ph") != "X" or category(e) not in DEVICE_CATS:
-            continue
-        launch = launches.get((e.get("args") or {}).get("correlation"))
-        if launch is None:
-            continue  # launched before the profiled window: no step's
-        for s, o in zip(steps, out):
-            if s["ts"] <= launch["ts"] < s["ts"] + s["dur"]:
-                o["count"] += 1
-                o["first"] = min(o["first"], e["ts"])
-                o["last"] = max(o["last"], e["ts"] + e["dur"])
-                o["work"] += e["dur"]
-    before = -np.inf
-    for o in out:
-        o["step_us"] = o["last"] - max(o["first"], before) if o["count"] else None
-        before = max(before, o["last"]) if o["count"] else before
-    return out
-
-
 @pytest.fixture(scope="module")
 def loaded():
     return {name: TraceProcessor.load(path) for name, path in TRACES.items()}
@@ -70,7 +41,7 @@ def loaded():
 @pytest.mark.parametrize("name", list(TRACES))
 def test_device_steps_are_the_traces(loaded, name):
     got = loaded[name].device_steps()
-    want = oracle(TRACES[name])
+    want = device_step_intervals(TRACES[name])
     assert list(got["name"]) == [o["name"] for o in want]
     assert got["activities"].tolist() == [o["count"] for o in want]
     for row, o in zip(got.itertuples(), want):

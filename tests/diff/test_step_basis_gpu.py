@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from conftest import PLUGIN_PREFIX
-from support.json_oracle import category, launches_by_correlation, load_events
+from support.json_oracle import category, device_step_intervals, launches_by_correlation, load_events
 
 H200 = Path(__file__).resolve().parents[3] / "shared" / "traces" / "h200"
 pytestmark = pytest.mark.skipif(not H200.is_dir(), reason=f"H200 traces not found at {H200}")
@@ -152,3 +152,32 @@ def test_the_cli_reports_state_the_pages_figures(client, fmt, tmp_path):
         from tb_pipeline_plugin.diff.explain.words import signed_duration
 
         assert signed_duration(step["delta_us"]) in out.stdout, out.stdout[:3000]
+
+
+def test_a_host_that_ran_ahead_is_judged_on_the_devices_intervals(make_tb_client, tmp_path):
+    """Without statistics, amp's fp32 trace alone: its profiled host steps (31-32 ms after the first)
+    time the launching of 152 ms of device work per step. Both runs are then judged on the device's
+    interval for each step's work (the oracle: device_step_intervals, from the JSON), and every view
+    says so."""
+    logdir = tmp_path / "logdir"
+    traces = {}
+    for side in ("baseline", "experimental"):
+        (logdir / f"trace_{side}").mkdir(parents=True)
+        src = glob.glob(str(H200 / "amp" / side / "*.pt.trace.json.gz"))[0]
+        traces[side] = logdir / f"trace_{side}" / Path(src).name
+        traces[side].write_bytes(Path(src).read_bytes())
+    client = make_tb_client(str(logdir))
+    runs = {"baseline": "trace_baseline", "experimental": "trace_experimental"}
+    ex = _get(client, "diff/explain", **runs)
+    step = ex["step"]
+    assert step["source"] == "profiled" and ex["clock"] == "device"
+    assert "baseline's host ran ahead of its device" in step["basis"], step["basis"]
+    for side in ("baseline", "experimental"):
+        intervals = [o["step_us"] for o in device_step_intervals(traces[side])]
+        assert step[f"{side}_us"] == pytest.approx(np.mean(intervals), rel=1e-3), side
+    assert step["baseline_us"] / 1e3 == pytest.approx(_steady_ms(H200 / "amp" / "baseline"), rel=0.02)
+    ov = _get(client, "diff/overview", **runs)
+    row = next(r for r in ov["rows"] if r["metric"] == "avg_step_time_us")
+    assert (row["baseline"], row["experimental"], row["delta"]) == (
+        step["baseline_us"], step["experimental_us"], step["delta_us"])
+    assert "ran ahead" in ov["note"] and "ran ahead" in ex["note"]

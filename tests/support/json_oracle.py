@@ -71,6 +71,35 @@ def kernels_by_name(events: list[dict]) -> tuple[collections.Counter, dict[str, 
     return calls, dict(us)
 
 
+def device_step_intervals(path) -> list[dict]:
+    """Per ProfilerStep annotation, in start order: its device work's count,
+    first start, last end, summed duration, and the device step time (from
+    the later of its first start and the previous steps' last end, to its
+    last end)."""
+    _, events = load_events(path)
+    steps = sorted((e for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")
+                    and category(e) in ("user_annotation", "cpu_op", "operator")), key=lambda e: e["ts"])
+    launches = launches_by_correlation(events)
+    out = [{"name": s["name"], "count": 0, "first": float("inf"), "last": float("-inf"), "work": 0.0} for s in steps]
+    for e in events:
+        if e.get("ph") != "X" or category(e) not in DEVICE_WORK_CATEGORIES:
+            continue
+        launch = launches.get((e.get("args") or {}).get("correlation"))
+        if launch is None:
+            continue  # launched before the profiled window: no step's
+        for s, o in zip(steps, out):
+            if s["ts"] <= launch["ts"] < s["ts"] + s["dur"]:
+                o["count"] += 1
+                o["first"] = min(o["first"], e["ts"])
+                o["last"] = max(o["last"], e["ts"] + e["dur"])
+                o["work"] += e["dur"]
+    before = float("-inf")
+    for o in out:
+        o["step_us"] = o["last"] - max(o["first"], before) if o["count"] else None
+        before = max(before, o["last"]) if o["count"] else before
+    return out
+
+
 def launches_by_correlation(events: list[dict]) -> dict:
     """Runtime / driver calls that launch device work, by `correlation`."""
     launches = {}

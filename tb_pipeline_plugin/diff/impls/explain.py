@@ -67,6 +67,8 @@ def _explain(pair) -> dict:
            "comparability": ctx["comparability"]}
     sig = out["step"]["significance"]
     out["step"]["basis"] = B.describe(pair, (sig["baseline_steps"], sig["experimental_steps"]))
+    if basis.ahead:
+        out["note"] = T.join_notes(out["note"], f"The step time is the {out['step']['basis']}.")
     out["conclusive"] = advice(out["step"], *(us for us, _ in B.step_samples(pair)))
     graph_us = max(graph_us_per_step(run.device_launches(), len(run.linked.steps.name)) for run in (b, e)) \
         if present else 0.0

@@ -6,8 +6,12 @@ import numpy as np
 from ...analysis.run import Run
 from .. import step_basis as B
 from ..delta import delta_pct
+from .. import tree as T
 from ..overview import STEP_TIME, overview_rows
+from ..significance.pipeline import data_wait_significance, data_wait_us
 from ..work_rows import caveat_rows, void_rows, work_rows
+
+DATA_LOADING = "breakdown_us.data_loading"
 
 
 def diff_overview_impl(pair) -> dict:
@@ -49,8 +53,27 @@ def _overview(pair) -> dict:
                 + ("; the breakdown is of the profiled steps." if recorded is not None else "."))
     rows += work_rows(pair)
     void_rows(rows, ctx["void"], recorded=recorded is not None)
+    if pair.pipelines is not None and _recorded_data_wait(pair, rows):
+        note = T.join_notes(note, "Data loading is the recorded steps' data wait, as the Pipeline tab measures it.")
     caveat_rows(rows, ctx["units"])
     return {**common, "rows": rows, "note": note}
+
+
+def _recorded_data_wait(pair, rows: list[dict]) -> bool:
+    """The data-loading row from the statistics, which measure that part of
+    every recorded step (its figures and mark, as the Pipeline tab's data
+    wait), when the row is there; whether it was."""
+    row = next((r for r in rows if r["metric"] == DATA_LOADING), None)
+    if row is None:
+        return False
+    (bw, _), (ew, _) = (data_wait_us(t) for t in pair.pipelines)
+    if not len(bw) or not len(ew):
+        return False
+    b, e = round(float(bw.mean()), 3), round(float(ew.mean()), 3)
+    # Measured on every recorded step: the profiled steps' void (diff/comparability.py) is not its.
+    row.update(baseline=b, experimental=e, delta=round(e - b, 3), delta_pct=delta_pct(b, e - b),
+               significance=data_wait_significance(*pair.pipelines, noise=pair.noise), caveat=None)
+    return True
 
 
 def _whole_window_recordings(run: Run):
