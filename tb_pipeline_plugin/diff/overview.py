@@ -28,7 +28,7 @@ OVERVIEW_METRICS = [
     ("spikiness.worst_to_median_pct", "Worst step / median step", "pct"),
     # From the trace: the share of the profiled steps' time a kernel ran. Not the Pipeline tab's figure, the
     # driver's samples over the whole process (start-up and loading included), so lower.
-    ("gpu_utilization_pct", "GPU utilization (kernels running, profiled steps)", "pct"),
+    ("gpu_utilization_pct", "GPU utilization (profiled steps)", "pct"),
     ("memory.avg_bytes", "Average memory", "bytes"),
     ("memory.peak_bytes", "Peak memory", "bytes"),
 ]

@@ -25,7 +25,7 @@ SUMMARY_METRICS = [
     ("host.summary.rss_bytes_max", "Peak RSS", "bytes"),
     # NVML's busy share sampled over the whole process, start-up and loading included: lower than the
     # Overview's, which is the share of the profiled steps a kernel ran (from the trace).
-    ("host.summary.gpu_util_pct_mean", "GPU utilization (driver samples, whole run, mean)", "pct"),
+    ("host.summary.gpu_util_pct_mean", "GPU utilization (driver, whole run)", "pct"),
     ("host.summary.gil_contention_pct_mean", "GIL contention (mean)", "pct"),
     ("host.summary.gil_contention_pct_max", "GIL contention (peak)", "pct"),
 ]
