@@ -108,6 +108,9 @@ describe("per-unit step", () => {
     per_step: { baseline_us: 114406.9, experimental_us: 209692.8, delta_us: 95285.9, delta_pct: 83.3 },
     baseline_per_s: 139.852,
     experimental_per_s: 152.604,
+    rest_delta_us: null,
+    rest_share_pct: null,
+    basis: "host step time of the recorded steps' steady state, 39 vs 40 steps",
   };
   it("says the unit, both counts, the rates and the per-step figures", () => {
     expect(perUnitText(step)).toBe("Compared per sample: 16 vs 32 samples a step; per sample 7.15 ms → 6.55 ms; 140 → 153 samples/s; per step 114 ms → 210 ms.");
