@@ -4,8 +4,9 @@ process, three per group, read through the real TensorBoard app.
 
 The oracle is the recordings' own JSON lines, read here with json alone:
 each pooled level's QPS is the geometric mean of the recordings' QPS, its
-spread the recordings' scatter pooled over levels. The same code recorded
-as two groups never reads "changed"; a stage made GIL-bound does.
+interval the Student t interval of that level's own recordings (the group's
+summary: their scatter pooled over levels). The same code recorded as two
+groups never reads "changed"; a stage made GIL-bound does.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from conftest import REPO_ROOT
 from support.group_runs import get_ready, groups_in_the_browser, tb_client
 from support.recordings import recording
 from support.browser import browser, page  # noqa: F401 - fixtures
-from tb_pipeline_plugin.analysis.diagnostic.spread import CONFIDENCE, Z
+from tb_pipeline_plugin.analysis.diagnostic.spread import BETWEEN_RECORDINGS_PCT, CONFIDENCE, Z
 from tb_pipeline_plugin.formats.group import GROUP_VERSION, MANIFEST_FILE, GroupManifest, encode_manifest
 
 N = 3
@@ -79,11 +80,13 @@ def test_a_group_lists_diagnostic_and_pools_its_levels(logdir, client):
     assert runs["base"]["kinds"] == ["diagnostic", "group"]
     answer = get_ready(client, "diagnostic", run="base")
     sweeps = _sweeps(logdir, "base")
-    # The measured spread: one recording's log-QPS deviation from its level's mean, pooled over levels.
+    # The group's summary: one recording's log-QPS deviation from its level's mean, pooled over levels.
     logs = [np.log([p["qps"] for p in pts]) for pts in sweeps.values()]
     df = sum(len(g) - 1 for g in logs)
     sd = math.sqrt(sum(((g - g.mean()) ** 2).sum() for g in logs) / df)
-    widen = stats.t.ppf(0.5 + CONFIDENCE / 2, df) / Z
+    # Each level's interval: a Student t interval on that level's own N recordings (N - 1 degrees of freedom),
+    # their spread never below the floor between recordings, the mean's never below its slices'.
+    widen = stats.t.ppf(0.5 + CONFIDENCE / 2, N - 1) / Z
     group = answer["group"]
     assert group["recordings"] == ["base/r1", "base/r2", "base/r3"] and group["degrees_of_freedom"] == df
     assert group["between_recordings_pct"] == pytest.approx(100 * math.expm1(sd))
@@ -99,7 +102,8 @@ def test_a_group_lists_diagnostic_and_pools_its_levels(logdir, client):
                 assert p["cpu_pct"] == pytest.approx(np.mean([r["cpu_pct"] for r in own]))
                 slices = max(math.sqrt(np.mean([(np.std(r["slice_qps"], ddof=1) / (r["qps"] * math.sqrt(
                     len(r["slice_qps"])))) ** 2 for r in own]) / N), 0.0)
-                level_sd = max(sd / math.sqrt(N), slices) * widen
+                spread = max(float(np.std(np.log([r["qps"] for r in own]), ddof=1)), BETWEEN_RECORDINGS_PCT / 100)
+                level_sd = max(spread / math.sqrt(N), slices) * widen
                 assert p["qps_high"] == pytest.approx(qps * math.exp(Z * level_sd))
                 assert p["qps_low"] == pytest.approx(qps * math.exp(-Z * level_sd))
                 points += 1

@@ -8,23 +8,41 @@ Per level (stage, executor, concurrency) measured by several recordings:
   comparison are of log QPS); CPU %, latencies: the mean; items, errors and
   the measured window add up; peak memory: the largest; the slices of every
   recording pooled (the CPU % interval reads them);
-* the spread (`qps_log_sd`, read by spread.level_spread instead of
-  the slices' spread plus the assumed between-recordings term): measured.
-  The recordings of a level scatter by the machine's state as much as by
-  their slices; one recording's deviation from its level's mean log QPS is
-  pooled over every level the group measured more than once (the machine
-  scatters all levels alike, which is what the assumed
-  `BETWEEN_RECORDINGS_PCT` said; a handful of recordings per level alone
-  would give two degrees of freedom), so a level's mean of R recordings has
-  a standard deviation of s / sqrt(R), never less than its slices' own
-  standard error. Since every interval is drawn at the normal quantile,
-  the spread is widened by t(df) / z so that those intervals are Student t
-  intervals on the pooled degrees of freedom;
+* the spread: measured on the level's own recordings, the unit of a
+  group. One recording's log QPS scatters around its level's mean by the
+  machine's state far more than its slices show, and by how much depends
+  on the stage and the level: on the shared 2-core box, 24 recordings of
+  samples/diagnostic_sample.py scattered by 0.7-1.7 % (one standard
+  deviation) at the sleeping `fetch`'s levels but 17-19 % at the Python
+  loop `decode`'s thread levels and 34 % at its 2 processes
+  (docs/diagnostic_format.md, "A group of recordings"). One spread pooled over every level (what this
+  module did before) gave `decode` at 2 processes about half its
+  interval, so that two groups of the same code read apart. So a level
+  of R recordings has a standard error of s / sqrt(R), s their own
+  standard deviation (never below `BETWEEN_RECORDINGS_PCT`, the floor
+  measured between recordings of one configuration: three recordings can
+  agree by chance), on R - 1 degrees of freedom, and never less than its
+  slices' own standard error: `qps_log_se` and `qps_df`, which a
+  comparison of two groups joins into one Student t interval
+  (spread.ratio_interval, Welch-Satterthwaite). `qps_log_sd`, the
+  spread the level's own interval is drawn with at the normal quantile,
+  is `qps_log_se` widened by t(R - 1) / z, so that it is the Student t
+  interval of that level alone;
+* the group's summary spread (`group.between_recordings_pct`): one
+  recording's deviation from its level's mean, pooled over every level
+  measured more than once, and the range of the levels' own spreads: a
+  description of the group, no interval rests on it;
 * a level only one recording measured keeps that recording's slices, and
   its interval as a single recording's.
 
 The GIL-held share of a stage: the mean over the recordings that sampled
-it, with a spread measured the same way (pooled over stages, t-widened);
+it, its standard error measured the same way, on the stage's own
+recordings (`share_sd`, `share_df` = R - 1; their standard deviation
+never below `GIL_BETWEEN_RECORDINGS`, the mean's never below the binomial
+spread of their samples pooled): pooled over stages, the sleeping `fetch`'s
+shares (0.006 one standard deviation over those 24 recordings, against
+0.027-0.030 at `decode` and `augment`) narrowed the others' and made
+augment read changed between two groups of the same code;
 its top holders are the recordings' samples added up. Stage summaries and
 the environment are the first recording's; the sweep ended (`complete`)
 only when every recording's did.
@@ -39,7 +57,7 @@ import numpy as np
 
 from ..t_quantile import t_quantile
 from .report import as_dicts
-from .spread import CONFIDENCE, MIN_SLICES, Z
+from .spread import BETWEEN_RECORDINGS_PCT, CONFIDENCE, GIL_BETWEEN_RECORDINGS, MIN_SLICES, Z
 
 _TOP_HOLDERS = 10
 _Q = 0.5 + CONFIDENCE / 2
@@ -57,10 +75,12 @@ class DiagnosticGroup:
     complete: bool = False
     cut_short: bool = False
     torn_tail: bool = False
-    # The measured spread: one recording's log-QPS standard deviation (pooled over levels) and its
-    # degrees of freedom; None where no level was measured twice.
+    # The summary spread: one recording's log-QPS standard deviation (pooled over levels) and its
+    # degrees of freedom; None where no level was measured twice. Each level's interval rests on its own
+    # recordings' spread instead (module docstring); `level_sd_range`: the smallest and largest of those.
     qps_log_sd: float | None = None
     qps_df: int = 0
+    level_sd_range: tuple[float, float] | None = None
 
     @property
     def group(self) -> dict:
@@ -92,10 +112,12 @@ def _pooled_sd(groups: list[np.ndarray]) -> tuple[float | None, int]:
     return math.sqrt(ss / df), df
 
 
-def _pool_sweeps(points_by_level: dict[tuple, list[dict]]) -> tuple[list[dict], float | None, int]:
+def _pool_sweeps(points_by_level: dict[tuple, list[dict]]) -> tuple[list[dict], float | None, int,
+                                                                       tuple[float, float] | None]:
     logs = [np.log([float(p["qps"]) for p in pts]) for pts in points_by_level.values()
             if all(float(p["qps"]) > 0 for p in pts)]
     sd, df = _pooled_sd(logs)
+    own_sds = [float(g.std(ddof=1)) for g in logs if len(g) > 1]
     out = []
     for (stage, executor, concurrency), pts in points_by_level.items():
         if len(pts) == 1:
@@ -118,11 +140,16 @@ def _pool_sweeps(points_by_level: dict[tuple, list[dict]]) -> tuple[list[dict], 
                for k in ("slice_qps", "slice_cpu_pct", "slice_machine_cpu_pct")},
             "recordings": len(pts),
         }
-        if sd is not None and all(q > 0 for q in qps):
+        if all(q > 0 for q in qps):
+            # The level's own recordings (module docstring): their spread, never below the floor measured
+            # between recordings of one configuration, nor the mean below its slices' standard error.
+            own = max(float(np.std(np.log(qps), ddof=1)), BETWEEN_RECORDINGS_PCT / 100.0)
             slices = math.sqrt(np.mean([_slices_rel_se(p) ** 2 for p in pts]) / len(pts))
-            pooled["qps_log_sd"] = max(sd / math.sqrt(len(pts)), slices) * _widen(df)
+            se = max(own / math.sqrt(len(pts)), slices)
+            pooled["qps_log_se"], pooled["qps_df"] = se, len(pts) - 1
+            pooled["qps_log_sd"] = se * _widen(len(pts) - 1)
         out.append(pooled)
-    return out, sd, df
+    return out, sd, df, ((min(own_sds), max(own_sds)) if own_sds else None)
 
 
 def _pool_gil(records: list[dict]) -> list[dict]:
@@ -131,7 +158,6 @@ def _pool_gil(records: list[dict]) -> list[dict]:
     for r in records:
         by_stage.setdefault(r["stage"], []).append(r)
     sampled = {s: [r for r in rs if not r.get("skipped")] for s, rs in by_stage.items()}
-    sd, df = _pooled_sd([np.array([float(r.get("held_share", 0.0)) for r in rs]) for rs in sampled.values()])
     out = []
     for stage, rs in by_stage.items():
         used = sampled[stage]
@@ -156,8 +182,12 @@ def _pool_gil(records: list[dict]) -> list[dict]:
             "top": [{"function": k[0], "file": k[1], "line": k[2], "samples": n, "share": n / total} for k, n in top],
             "skipped": "", "recordings": len(used),
         }
-        # `sd` exists: this stage was sampled more than once. Never below the pooled samples' own spread.
-        pooled["share_sd"] = max(sd / math.sqrt(len(used)), binomial) * _widen(df)
+        # The stage's own recordings, as a level's QPS (module docstring): never below the floor between
+        # recordings, nor below the pooled samples' own (binomial) spread. `share_sd`: the standard error,
+        # `share_df`: its degrees of freedom.
+        shares = [float(r.get("held_share", 0.0)) for r in used]
+        own = max(float(np.std(shares, ddof=1)), GIL_BETWEEN_RECORDINGS)
+        pooled["share_sd"], pooled["share_df"] = max(own / math.sqrt(len(used)), binomial), len(used) - 1
         out.append(pooled)
     return out
 
@@ -188,7 +218,7 @@ def pool_diagnostic(runs: list, names: list[str]) -> DiagnosticGroup:
                 stages.setdefault(r["stage"], r)  # the first recording's summary of each stage
     environment = [r for r in first if r.get("type") == "environment"][:1]
     ends = [next((r for r in reversed(records) if r.get("type") == "end"), None) for records in every]
-    sweeps, sd, df = _pool_sweeps(points)
+    sweeps, sd, df, level_range = _pool_sweeps(points)
     pooled = [*environment, *stages.values(), *sweeps, *_pool_gil(gil)]
     if all(e is not None for e in ends):
         pooled.append({"type": "end", "wall_time_s": max(float(e["wall_time_s"]) for e in ends),
@@ -198,7 +228,8 @@ def pool_diagnostic(runs: list, names: list[str]) -> DiagnosticGroup:
     warnings = [f"{name}: {w}" for name, r in zip(names, runs) for w in r.warnings]
     return DiagnosticGroup(path=Path(runs[0].path).parent, records=pooled, recording_names=list(names),
                            warnings=warnings, complete=all(r.complete for r in runs),
-                           cut_short=any(r.cut_short for r in runs), qps_log_sd=sd, qps_df=df)
+                           cut_short=any(r.cut_short for r in runs), qps_log_sd=sd, qps_df=df,
+                           level_sd_range=level_range)
 
 
 def group_part(run: DiagnosticGroup) -> dict:
@@ -211,8 +242,11 @@ def group_part(run: DiagnosticGroup) -> dict:
         pct = None
     else:
         pct = 100.0 * math.expm1(sd)
+        low, high = (100.0 * math.expm1(v) for v in run.level_sd_range or (sd, sd))
         note = (f"Pooled across {len(names)} recordings: each level's QPS is the geometric mean of the recordings' "
-                f"QPS, its interval measured from their spread ({pct:.1f} % one standard deviation between "
-                f"recordings, over {run.qps_df} degrees of freedom).")
+                f"QPS, its interval measured from those recordings' own spread (a Student t interval on one "
+                f"degree of freedom fewer than the recordings); one standard deviation between recordings "
+                f"was {low:.1f} % to {high:.1f} % by level ({pct:.1f} % pooled over {run.qps_df} degrees of "
+                f"freedom).")
     return {"recordings": list(names), "between_recordings_pct": pct, "degrees_of_freedom": run.qps_df,
             "note": note}

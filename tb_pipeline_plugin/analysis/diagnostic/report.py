@@ -51,8 +51,8 @@ VERDICT_LABELS = {
 SWEEP_COLUMNS = [
     "stage", "executor", "concurrency", "items", "errors", "qps", "p50_latency_s", "p90_latency_s",
     "cpu_pct", "machine_cpu_pct", "peak_memory_bytes", "duration_s", "cut_short", "first_error",
-    "slice_qps", "slice_cpu_pct", "slice_machine_cpu_pct", "qps_log_sd", "recordings", "intra_op_threads",
-    "caller_cpu_pct", "cut_reason", "speedup",
+    "slice_qps", "slice_cpu_pct", "slice_machine_cpu_pct", "qps_log_sd", "qps_log_se", "qps_df", "recordings",
+    "intra_op_threads", "caller_cpu_pct", "cut_reason", "speedup",
 ]
 BEST_COLUMNS = ["stage", "executor", "best_concurrency", "best_qps"]
 GIL_COLUMNS = ["stage", "concurrency", "rank", "function", "file", "line", "samples", "share", "total_samples",
@@ -87,10 +87,12 @@ def sweep_frame(records: Iterable[Any]) -> pd.DataFrame:
     """One row per (stage, executor, concurrency); speedup is QPS over the
     same stage and executor's QPS at its lowest level."""
     # Fields left out because they held their default (omit_defaults) come back here.
-    # `qps_log_sd`, `recordings`: only a group's pooled levels have them (analysis/diagnostic/group.py).
+    # `qps_log_sd`, `qps_log_se`, `qps_df`, `recordings`: only a group's pooled levels have them
+    # (analysis/diagnostic/group.py).
     # `intra_op_threads`, `caller_cpu_pct`, `cut_reason`: 0 / "" in results written before they were measured.
     defaults = {"errors": 0, "cut_short": False, "first_error": "", "machine_cpu_pct": 0.0, "qps_log_sd": np.nan,
-                "recordings": 1, "intra_op_threads": 0, "caller_cpu_pct": 0.0, "cut_reason": ""}
+                "qps_log_se": np.nan, "qps_df": np.nan, "recordings": 1, "intra_op_threads": 0, "caller_cpu_pct": 0.0,
+                "cut_reason": ""}
     no_slices = {"slice_qps": (), "slice_cpu_pct": (), "slice_machine_cpu_pct": ()}  # written before slices
     rows = [{**defaults, **no_slices, **r} for r in as_dicts(records) if r.get("type") == "sweep"]
     frame = pd.DataFrame(rows, columns=[c for c in SWEEP_COLUMNS if c != "speedup"])

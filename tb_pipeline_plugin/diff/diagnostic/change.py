@@ -11,6 +11,10 @@ when the evidence behind them differs beyond its interval too
   reads and each run's best thread level (ratio of speed-ups);
 * the share of the time the GIL was held (difference).
 
+Each interval is analysis/diagnostic/spread.py's: a single recording's
+modelled spread at the normal quantile, a group's level measured on its own
+recordings at Student t's (ratio_interval, difference_half_width).
+
 QPS evidence of a stage that other processes crowded in either run
 (`others_cpu_pct`) does not count as a change: it is said apart
 ("machine_busy"), since a neighbour halves a CPU-bound stage's QPS as
@@ -35,7 +39,8 @@ import math
 import pandas as pd
 
 from ...analysis.diagnostic.report import VERDICT_LABELS, scale_level
-from ...analysis.diagnostic.spread import CROWDED_OTHERS_PCT, Z, gil_share_sd, ratio_interval
+from ...analysis.diagnostic.spread import (CROWDED_OTHERS_PCT, difference_half_width, gil_share_df, gil_share_sd,
+                                          ratio_interval)
 from ..significance.method import WITHIN_NOISE
 
 # "within noise" is the significance policy's verdict, the one word for it everywhere.
@@ -45,14 +50,19 @@ CHANGES = (SAME, CHANGED, WITHIN_NOISE, MACHINE_BUSY, NO_INTERVAL, ONE_SIDE)
 _WITHOUT_CURVES = ("not_swept", "failing")
 
 
-def _level(spread: pd.DataFrame, executor: str, level) -> tuple[float, float] | None:
-    """(QPS, log-QPS spread) of one level of one stage's spread rows."""
+def _level(spread: pd.DataFrame, executor: str, level) -> tuple[float, tuple[float, float]] | None:
+    """(QPS, (log-QPS standard error, its degrees of freedom)) of one level
+    of one stage's spread rows: a group's level measured on its own
+    recordings (R - 1), a single recording's modelled (infinite)."""
     row = spread[(spread["executor"] == executor) & (spread["concurrency"] == level)]
-    return (float(row["qps"].iloc[0]), float(row["qps_log_sd"].iloc[0])) if len(row) else None
+    if not len(row):
+        return None
+    return float(row["qps"].iloc[0]), (float(row["qps_log_se"].iloc[0]), float(row["qps_df"].iloc[0]))
 
 
-def _ratio_item(what: str, ratio: float, log_sds, crowded: bool) -> dict:
-    low, high = ratio_interval(ratio, log_sds)
+def _ratio_item(what: str, ratio: float, terms, crowded: bool) -> dict:
+    """`terms`: each QPS figure's (log standard error, degrees of freedom)."""
+    low, high = ratio_interval(ratio, [t[0] for t in terms], [t[1] for t in terms])
     measured = not math.isnan(low)
     text = (f"{what} x{ratio:.2f} ± {(high - low) / 2:.2f}" if measured else f"{what} x{ratio:.2f} (no interval)")
     return {"what": what, "ratio": ratio, "low": low, "high": high, "interval": measured, "crowded": crowded,
@@ -67,8 +77,10 @@ def _best_qps_ratio(base, exp, b_row: dict, e_row: dict, executor: str, crowded:
     return _ratio_item(f"best {executor} QPS", e[0] / b[0], (b[1], e[1]), crowded)
 
 
-def _gain(spread: pd.DataFrame, executor: str, low, high) -> tuple[float, float, float] | None:
-    """QPS at `high` over QPS at `low` of one run, and the two levels' spreads."""
+def _gain(spread: pd.DataFrame, executor: str, low, high) -> tuple[float, tuple, tuple] | None:
+    """QPS at `high` over QPS at `low` of one run, and the two levels'
+    spreads (taken as independent: the recordings of one machine state
+    move a stage's levels together, so the gain's true spread is smaller)."""
     a, b = _level(spread, executor, low), _level(spread, executor, high)
     if a is None or b is None or not (a[0] > 0 and b[0] > 0):
         return None
@@ -98,7 +110,7 @@ def _gil_item(b_gil: dict | None, e_gil: dict | None) -> dict | None:
     b, e = gil_share_sd(b_gil), gil_share_sd(e_gil)
     if b is None or e is None:
         return None
-    half = Z * math.hypot(b[1], e[1])
+    half = difference_half_width((b[1], e[1]), (gil_share_df(b_gil), gil_share_df(e_gil)))
     return {"what": "GIL held", "ratio": None, "low": None, "high": None, "interval": True, "crowded": False,
             "beyond": abs(e[0] - b[0]) > half,
             "text": f"GIL held {100 * b[0]:.0f} % vs {100 * e[0]:.0f} % (± {100 * half:.0f} points)"}
