@@ -14,7 +14,9 @@ step time.
   When exactly one run has ProfilerStep annotations, both are compared over
   their whole profiled window (a whole trace against one step would read as
   a large regression).
-* **Clock**: device time when either run kept its device busy
+* **Clock**: the device's when both runs recorded CUDA events at their
+  step boundaries (record/device_clock.py: the recorded steps are then
+  judged on `device_s`); else device time when either run kept its device busy
   `DEVICE_BOUND_PCT` of its steps (the step time is the device's work, and
   host time spent waiting for it is no cause), else the host's.
 * **A host that runs ahead**: a loop that does not synchronize each step
@@ -37,7 +39,7 @@ from ..analysis.labels import DEVICE_IDLE
 from ..analysis.ledger import merged
 from ..analysis.run import Run
 from .significance import method as S
-from .significance.pipeline import recorded_step, step_mean_us, step_us
+from .significance.pipeline import on_device_clock, recorded_step, step_mean_us, step_us
 from .explain.words import duration
 from .units import divisor, per_step_of, scaled
 
@@ -62,6 +64,8 @@ class StepBasis:
     # Both runs have pipeline statistics and their hosts' steps time the step: the step verdict is every
     # recorded step's.
     recorded: bool
+    # The recorded steps' clock: "device" when both runs recorded CUDA events at their step boundaries.
+    recorded_clock: str = HOST
     # The runs whose host ran ahead of the device (module docstring), with their host and device-work step
     # figures (µs): {"baseline": {"host_us": .., "device_work_us": ..}}.
     ahead: dict = field(default_factory=dict)
@@ -76,14 +80,16 @@ def step_basis(pair) -> StepBasis:
     present = pair.device_present
     busy = {"baseline": busy_pct(pair.b), "experimental": busy_pct(pair.e)} if present else None
     ahead = {}
-    if present and pair.b.has_steps and pair.e.has_steps:
+    events = pair.pipelines is not None and all(on_device_clock(t) for t in pair.pipelines)
+    if present and pair.b.has_steps and pair.e.has_steps and not events:
         for side, run, tables in zip(SIDES, pair.runs, pair.statistics):
             figures = _host_and_work_us(run, tables)
             if figures is not None and figures["host_us"] < AHEAD_RATIO * figures["device_work_us"]:
                 ahead[side] = figures
     bound = present and (bool(ahead) or max(busy["baseline"] or 0.0, busy["experimental"] or 0.0) >= DEVICE_BOUND_PCT)
-    return StepBasis(clock=DEVICE if bound else HOST, busy_pct=busy, whole_window=pair.b.has_steps != pair.e.has_steps,
-                     recorded=pair.pipelines is not None and not ahead, ahead=ahead)
+    return StepBasis(clock=DEVICE if bound or events else HOST, busy_pct=busy,
+                     whole_window=pair.b.has_steps != pair.e.has_steps, recorded=pair.pipelines is not None and not ahead,
+                     recorded_clock=DEVICE if events else HOST, ahead=ahead)
 
 
 def _host_and_work_us(run: Run, tables) -> dict | None:
@@ -138,7 +144,13 @@ def recorded(pair, units: dict | None = None) -> dict | None:
     if not pair.basis.recorded:
         return None
     per = (divisor(units, "baseline"), divisor(units, "experimental")) if units else (None, None)
-    return pair.view(("recorded_step", per), lambda: recorded_step(*pair.pipelines, per=per, noise=pair.noise))
+    column = _recorded_column(pair)
+    return pair.view(("recorded_step", per), lambda: recorded_step(*pair.pipelines, per=per, noise=pair.noise,
+                                                                   column=column))
+
+
+def _recorded_column(pair) -> str:
+    return "device_s" if pair.basis.recorded_clock == DEVICE else "duration_s"
 
 
 def profiled_step(pair) -> dict:
@@ -167,8 +179,9 @@ def step_samples(pair) -> tuple:
     Recordings: each step's, None for one recording."""
     units = pair.units
     if pair.basis.recorded:
-        return (step_us(pair.pipelines[0], divisor(units, "baseline")),
-                step_us(pair.pipelines[1], divisor(units, "experimental")))
+        column = _recorded_column(pair)
+        return (step_us(pair.pipelines[0], divisor(units, "baseline"), column),
+                step_us(pair.pipelines[1], divisor(units, "experimental"), column))
     bl, el = step_ledgers(pair)
     ledgers = (scaled(bl, per_step_of(units, "baseline")), scaled(el, per_step_of(units, "experimental")))
     return tuple((ledger.steps["step_us"].to_numpy(np.float64), S.ledger_recordings(ledger)) for ledger in ledgers)
@@ -190,6 +203,8 @@ def describe(pair, steps: tuple[int, int]) -> str:
     counts = f"{steps[0]} vs {steps[1]}"
     if basis.whole_window:
         return f"{basis.clock} time of the whole profiled window, {counts}"
+    if basis.recorded and basis.recorded_clock == DEVICE:
+        return f"device step time, from CUDA events at step boundaries, {counts} steady recorded steps"
     if basis.recorded:
         text = f"host step time of the recorded steps' steady state, {counts} steps"
         if pair.device_present:

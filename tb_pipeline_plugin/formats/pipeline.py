@@ -157,6 +157,19 @@ class ProfilerRecord(msgspec.Struct, tag="profiler", tag_field="type", omit_defa
     note: str = ""
 
 
+class DeviceStep(msgspec.Struct, tag="device_step", tag_field="type", omit_defaults=True,
+                 forbid_unknown_fields=True, gc=False):
+    """A step on the device's clock, from CUDA events on the current stream
+    at its start and at the next boundary (record/device_clock.py): the
+    device's time for the step's work. Written once the device finished it
+    (later than the step's own record), only when the loop used CUDA."""
+
+    step: int
+    device_s: float
+    schema: int = SCHEMA_VERSION
+    loader: int = 0
+
+
 class LoopEnd(msgspec.Struct, tag="loop_end", tag_field="type", omit_defaults=True, forbid_unknown_fields=True,
               gc=False):
     """The training loop stopped asking a loader for batches: its last step
@@ -186,8 +199,8 @@ class RunEnd(msgspec.Struct, tag="end", tag_field="type", omit_defaults=True, fo
     last_step_open: bool = False
 
 
-Record = RunMeta | StepRecord | StageTasks | StageQueue | HostSample | ProfilerRecord | LoopEnd | RunEnd
+Record = RunMeta | StepRecord | DeviceStep | StageTasks | StageQueue | HostSample | ProfilerRecord | LoopEnd | RunEnd
 RECORD_TYPES: dict[str, type] = {
-    "run": RunMeta, "step": StepRecord, "stage_tasks": StageTasks, "stage_queue": StageQueue, "host": HostSample,
+    "run": RunMeta, "step": StepRecord, "device_step": DeviceStep, "stage_tasks": StageTasks, "stage_queue": StageQueue, "host": HostSample,
     "profiler": ProfilerRecord, "loop_end": LoopEnd, "end": RunEnd,
 }

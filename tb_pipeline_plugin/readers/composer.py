@@ -197,7 +197,7 @@ def read_composer_trace(path: str) -> PipelineTables:
         "data_wait_s": wait, "compute_s": compute, "callbacks_s": cb, "other_s": other, "batch_size": np.nan,
         "tokens": np.nan, "cached": False,
         # Composer's events bound each step by its batch: no profiler start-up or epilogue inside one.
-        "after_profiler_start": False, "open_at_end": False, "drives_cuda": False,
+        "after_profiler_start": False, "open_at_end": False, "drives_cuda": False, "device_s": np.nan,
     })[STEP_COLUMNS]
     return PipelineTables(
         source="composer", steps=steps, callbacks=frame(callbacks, CALLBACK_COLUMNS),

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import msgspec
 
-from ..formats.pipeline import HostSample, ProfilerRecord, RunEnd, RunMeta, StageQueue, StageTasks, StepRecord
+from ..formats.pipeline import (DeviceStep, HostSample, ProfilerRecord, RunEnd, RunMeta, StageQueue, StageTasks,
+                                StepRecord)
 from .tables import (CALLBACK_COLUMNS, HOST_COLUMNS, QUEUE_COLUMNS, STEP_COLUMNS, TASK_COLUMNS, PipelineTables,
                      frame)
 
@@ -31,6 +32,9 @@ def tables_from_records(records: list, warnings: list[str]) -> PipelineTables:
         elif isinstance(r, HostSample):
             host.append(dict(msgspec.structs.asdict(r), t_s=r.wall_time_s - t0, mem_used_bytes=None))
     _mark_steps(steps, records)
+    device = {(r.loader, r.step): r.device_s for r in records if isinstance(r, DeviceStep)}
+    for row in steps:
+        row["device_s"] = device.get((row["loader"], row["step"]), float("nan"))
     source = metas[0].source if metas else "recorder"
     out = PipelineTables(
         source=source, steps=frame(steps, STEP_COLUMNS), callbacks=frame(callbacks, CALLBACK_COLUMNS),

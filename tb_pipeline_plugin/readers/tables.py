@@ -18,7 +18,9 @@ STEP_COLUMNS = ["step", "loader", "t_s", "wall_start_s", "duration_s", "data_wai
                 # The recording's process drove a CUDA device (its profiler recorded CUDA activities, or
                 # its host samples saw a GPU at work): its host may run ahead of the device
                 # (analysis/statistics/settle.py).
-                "drives_cuda"]
+                "drives_cuda",
+                # The step on the device's clock (formats/pipeline.py:DeviceStep), NaN where not recorded.
+                "device_s"]
 CALLBACK_COLUMNS = ["step", "name", "kind", "time_s"]
 STAGE_KEY = ["pipeline_id", "stage_id", "stage_name", "stage", "concurrency"]
 TASK_COLUMNS = ["t_s", "wall_time_s", *STAGE_KEY, "final", "tasks", "failures", "task_mean_s", "task_p90_s",

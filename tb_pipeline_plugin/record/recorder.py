@@ -18,6 +18,7 @@ from importlib import metadata
 
 from ..errors import MissingExtra
 from ..formats.pipeline import LoopEnd, RunEnd, RunMeta, StepRecord
+from .device_clock import DeviceClock
 from .host import HostSampler
 from .iterators import HeadspaceIter, TimedIter, for_loader
 from .writer import DEFAULT_FLUSH_INTERVAL_S, StatsWriter, run_name_default, stats_path
@@ -121,6 +122,7 @@ class Recorder:
         self.caches: dict[tuple, list] = {}
         self._timers: dict[str, _Timed] = {}
         self._loader_cpu = False
+        self._device = DeviceClock()
         self.writer.write(RunMeta(
             wall_time_s=time.time(), command=list(command if command is not None else sys.argv), pid=os.getpid(),
             python=sys.version.split()[0], cpu_count=os.cpu_count() or 1, hostname=socket.gethostname(),
@@ -204,6 +206,8 @@ class Recorder:
             self._close_step(self._mark if self._mark >= 0 else _perf())
             if self.profiler is not None:
                 self.profiler.step()
+            for record in self._device.loop_ended(self._loader):
+                self.writer.write(record)
         now = _perf()
         epilogue = 0.0 if last_open or self._last_end < 0 else now - self._last_end
         self.writer.write(RunEnd(wall_time_s=self._wall0 + now, steps=self._step, epilogue_s=epilogue,
@@ -234,6 +238,8 @@ class Recorder:
             self._close_step(self._mark if self._mark >= 0 else _perf())
             if self.profiler is not None:
                 self._end_profiler_step()
+        for record in self._device.loop_ended(loader):
+            self.writer.write(record)
         self.writer.write(LoopEnd(wall_time_s=self._wall0 + _perf(), steps=self._step, how=how, loader=loader))
 
     def _end_profiler_step(self) -> None:
@@ -280,6 +286,8 @@ class Recorder:
         return t if start < 0 else start
 
     def _open_step(self, start: float, t_req: float, t_got: float, batch, loader: int, cached: bool) -> None:
+        for record in self._device.step_started(self._step, loader):
+            self.writer.write(record)
         self._open = True
         self._start = start
         self._wait = t_got - t_req

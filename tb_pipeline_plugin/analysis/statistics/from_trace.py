@@ -30,5 +30,5 @@ def steps_from_trace(linked: LinkedTrace) -> pd.DataFrame:
         "after_profiler_start": False, "open_at_end": False,
         # Its steps are the profiler's host windows: whether the host ran ahead is the trace's to say
         # (diff/step_basis.py), not these steps'.
-        "drives_cuda": False,
+        "drives_cuda": False, "device_s": np.nan,
     })[STEP_COLUMNS]

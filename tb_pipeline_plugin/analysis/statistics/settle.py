@@ -66,6 +66,11 @@ def _judged(steps: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     if n < MIN_STEPS_TO_JUDGE:
         return warm, tail
     d = pd.to_numeric(steps["duration_s"], errors="coerce").to_numpy(np.float64)
+    if "device_s" in steps:
+        # Steps timed on the device's clock (CUDA events) settle on it: the host's may only time launching.
+        device = pd.to_numeric(steps["device_s"], errors="coerce").to_numpy(np.float64)
+        if np.isfinite(device).all():
+            d = device
     rest = d[WARMUP_MAX_STEPS:-1] if n > WARMUP_MAX_STEPS + 2 else d[1:-1]
     usual = float(np.nanmedian(rest)) if len(rest) and np.isfinite(rest).any() else float("nan")
     if not np.isfinite(usual) or usual <= 0:

@@ -60,14 +60,24 @@ def step_mean_us(tables) -> float | None:
     return float(s.mean()) * _US if len(s) else None
 
 
-def step_us(tables, per: str | float | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+def on_device_clock(tables) -> bool:
+    """Every main-loader step kept has its device time recorded (CUDA events
+    at step boundaries: formats/pipeline.py:DeviceStep)."""
+    used, _ = ap.main_steps(tables.steps)
+    if not len(used) or "device_s" not in used:
+        return False
+    return bool(np.isfinite(pd.to_numeric(used["device_s"], errors="coerce").to_numpy(np.float64)).all())
+
+
+def step_us(tables, per: str | float | None = None, column: str = "duration_s") -> tuple[np.ndarray, np.ndarray | None]:
     """Each main-loader step's duration (µs; warm-up and epilogue left out:
     analysis/statistics/settle.py) and, for a pooled group, its recording.
     `per`: a step column to divide each step by (its samples or tokens:
     analysis/statistics/samples.py), or one count for every step (given by
-    the user): then µs per sample or token."""
+    the user): then µs per sample or token. `column`: the host's duration,
+    or `device_s`, the device's (`on_device_clock`)."""
     used, _ = ap.main_steps(tables.steps)
-    d = pd.to_numeric(used["duration_s"], errors="coerce")
+    d = pd.to_numeric(used[column], errors="coerce")
     keep = d.notna()
     us = d[keep].to_numpy(np.float64) * _US
     if isinstance(per, str):
@@ -77,12 +87,13 @@ def step_us(tables, per: str | float | None = None) -> tuple[np.ndarray, np.ndar
     return us, step_labels(used[keep])
 
 
-def recorded_step(b_tables, e_tables, per: tuple = (None, None), *, noise: S.NoisePolicy) -> dict:
+def recorded_step(b_tables, e_tables, per: tuple = (None, None), *, noise: S.NoisePolicy,
+                  column: str = "duration_s") -> dict:
     """The step-time verdict from every recorded step (the one verdict of a
     pair whose runs both have statistics: `significance.step_time` on them):
     the means (µs), the delta and its significance. `per`: each run's
     divisor (`step_us`), for a verdict per sample or token."""
-    (b, b_rec), (e, e_rec) = step_us(b_tables, per[0]), step_us(e_tables, per[1])
+    (b, b_rec), (e, e_rec) = step_us(b_tables, per[0], column), step_us(e_tables, per[1], column)
     bm = float(b.mean()) if len(b) else 0.0
     em = float(e.mean()) if len(e) else 0.0
     return {"baseline_us": round(bm, 3), "experimental_us": round(em, 3), "delta_us": round(em - bm, 3),
