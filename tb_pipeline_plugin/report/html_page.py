@@ -36,7 +36,9 @@ def render(r: Report) -> str:
         f'<h1 id="verdict" data-direction="{r.step.direction}" data-verdict="{sig.verdict}">{escape(headline(r))}</h1>',
         f'<p id="sentence">{escape(r.sentence)}</p>',
         f'<p class="meta">baseline <code>{escape(r.baseline.source)}</code> · experimental '
-        f"<code>{escape(r.experimental.source)}</code> · {escape(r.noise.note)}</p>",
+        f"<code>{escape(r.experimental.source)}</code> · "
+        + (f'<span id="step-basis">step time: {escape(r.step.basis)}</span> · ' if r.step.basis else "")
+        + f"{escape(r.noise.note)}</p>",
         f'<p class="legend">Marks: {escape(legend())}. Δ = experimental − baseline: + slower or larger, '
         "− faster or smaller.</p>",
     ]

@@ -27,7 +27,7 @@ _PROSE = str.maketrans({c: "\\" + c for c in "\\*_[]|~#"})
 def render(r: Report) -> str:
     out = [f"### {_text(headline(r))}", "", _text(r.sentence), ""]
     meta = [f"baseline {_code(r.baseline.source)}", f"experimental {_code(r.experimental.source)}",
-            _prose(r.noise.note), legend()]
+            *([f"step time: {_prose(r.step.basis)}"] if r.step.basis else []), _prose(r.noise.note), legend()]
     out += ["<sub>" + " · ".join(meta) + "</sub>", ""]
     if r.conclusive is not None:
         out += [f"> **What would make it conclusive:** {_prose(r.conclusive.text)}", ""]

@@ -67,6 +67,12 @@ class Step(_Shape):
     per_step: StepFigures | None = None  # the per-step figures beside per-unit ones
     baseline_per_s: float | None = None  # samples (tokens) per second, when per sample (token)
     experimental_per_s: float | None = None
+    # Which clock and which steps the figures are of, in words (diff/step_basis.py:describe); "" in reports
+    # written before it was said.
+    basis: str = ""
+    # source "recorded": the part of delta_us the profiled steps' parts do not hold, and its share.
+    rest_delta_us: Number | None = None
+    rest_share_pct: float | None = None
 
 
 class Noise(_Shape):

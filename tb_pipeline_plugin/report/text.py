@@ -20,6 +20,8 @@ def render(r: Report) -> str:
     if r.comparability:
         out += ["How the runs differ besides the change:"] + [f"  {line}" for line in difference_lines(r)] + [""]
     out += [headline(r), r.sentence]
+    if r.step.basis:
+        out.append(f"(Step time: {r.step.basis}.)")
     if r.noise.source == "measured":
         out.append(f"({r.noise.note}.)")
     else:

@@ -147,11 +147,14 @@ def test_the_cli_reports_state_the_pages_figures(client, fmt, tmp_path):
         report = json.load(io.StringIO(out.stdout))
         assert report["step"]["delta_us"] == step["delta_us"]
         assert report["step"]["baseline_us"] == step["baseline_us"]
+        assert report["step"]["basis"] == step["basis"] and report["step"]["rest_delta_us"] == step["rest_delta_us"]
     else:
         # The delta as every surface writes it (−124 ms).
         from tb_pipeline_plugin.diff.explain.words import signed_duration
 
         assert signed_duration(step["delta_us"]) in out.stdout, out.stdout[:3000]
+        if fmt == "markdown":
+            assert "steady state" in out.stdout
 
 
 def test_a_host_that_ran_ahead_is_judged_on_the_devices_intervals(make_tb_client, tmp_path):
