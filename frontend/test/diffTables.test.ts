@@ -31,8 +31,35 @@ describe("kernels grouped by what launched them", () => {
     expect(groupByParam("operators", true, "operator")).toBe("name_and_shape");
     expect(launchColumns("operator").map((c) => c.key)).toEqual(["module", "baseline_kernel", "experimental_kernel"]);
     expect(launchColumns("module").map((c) => c.key)).toEqual(["baseline_kernel", "experimental_kernel"]);
-    const row = { baseline_kernels: [{ name: "sm80_xmma_gemm_f32f32" }], experimental_kernels: [{ name: "nvjet_sm90_tst" }, { name: "x" }] };
-    expect(kernelCells(row)).toEqual({ baseline_kernel: "sm80_xmma_gemm_f32f32", experimental_kernel: "nvjet_sm90_tst" });
-    expect(kernelCells({ baseline_kernels: [], experimental_kernels: null })).toEqual({ baseline_kernel: "none", experimental_kernel: "none" });
+    const full = "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x256_8x4_nn_align1>(cutlass_80_simt_sgemm_128x256_8x4_nn_align1::Params)";
+    const row = {
+      baseline_kernels: [{ name: full, short_name: "cutlass::Kernel2<sgemm_128x256_8x4_nn>" }],
+      experimental_kernels: [{ name: "nvjet_sm90_tst" }, { name: "x" }],
+    };
+    expect(kernelCells(row)).toEqual({
+      baseline_kernel: full,
+      experimental_kernel: "nvjet_sm90_tst",
+      baseline_kernel_short: "cutlass::Kernel2<sgemm_128x256_8x4_nn>",
+      experimental_kernel_short: "nvjet_sm90_tst",
+    });
+    expect(kernelCells({ baseline_kernels: [], experimental_kernels: null })).toEqual({
+      baseline_kernel: "none",
+      experimental_kernel: "none",
+      baseline_kernel_short: "none",
+      experimental_kernel_short: "none",
+    });
+  });
+
+  it("shows a kernel's short name, its full name in the tooltip and the CSV", async () => {
+    const { buildColumns, cellText, cellFullText, toCsv } = await import("../src/model/tableModel");
+    const cols = buildColumns(["total_us"], false, "total_us");
+    const full = "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x256_8x4_nn_align1>(cutlass_80_simt_sgemm_128x256_8x4_nn_align1::Params)";
+    const row = { name: full, short_name: "cutlass::Kernel2<sgemm_128x256_8x4_nn>", baseline_total_us: 1, experimental_total_us: 2, delta_total_us: 1, delta_total_pct: 100 };
+    const name = cols[0]!;
+    expect(cellText(row as never, name)).toBe("cutlass::Kernel2<sgemm_128x256_8x4_nn>");
+    expect(cellFullText(row as never, name)).toBe(full);
+    expect(toCsv([row as never], cols).split("\r\n")[1]!.startsWith(`"${full}"`) || toCsv([row as never], cols).includes(full)).toBe(true);
+    const operator = { name: "aten::mm", short_name: null, baseline_total_us: 1, experimental_total_us: 1, delta_total_us: 0, delta_total_pct: 0 };
+    expect(cellText(operator as never, name)).toBe("aten::mm");
   });
 });

@@ -2,17 +2,19 @@
 launched before the profiled window (a trace whose kernels have launch
 events, some without one: the host ran ahead of its device, and those
 kernels are work of unprofiled steps, no kernel of these steps:
-analysis/device_time.py)."""
+analysis/device_time.py). Each row carries its display name beside the
+full one (`short_name`, analysis/kernel_names.py)."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
 from ..trace.link import LinkedTrace
+from .kernel_names import short_names
 from .labels import PRE_WINDOW_NAME
 
 KERNEL_COLUMNS = [
-    "name", "calls", "total_us", "mean_us", "min_us", "max_us", "grid", "block",
+    "name", "short_name", "calls", "total_us", "mean_us", "min_us", "max_us", "grid", "block",
     "registers_per_thread", "shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "occupancy_pct",
 ]
 _WEIGHTED = ["registers_per_thread", "shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "occupancy_pct"]
@@ -80,6 +82,8 @@ def kernels(linked: LinkedTrace, rows: np.ndarray | None = None) -> pd.DataFrame
     names = np.asarray(t.names(np.maximum(ids, 0)), dtype=object)
     names[ids < 0] = PRE_WINDOW_NAME
     out.insert(0, "name", names)
+    shorts = short_names(names.tolist())
+    out.insert(1, "short_name", [shorts[n] for n in names.tolist()])
     out = out.reset_index(drop=True)
     out = out.astype({c: object for c in _WEIGHTED}).where(out.notna(), None) if len(out) else out
     return out[KERNEL_COLUMNS].sort_values(["total_us", "name"], ascending=[False, True], kind="stable").reset_index(drop=True)

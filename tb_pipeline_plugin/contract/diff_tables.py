@@ -42,6 +42,8 @@ class KernelShare(_Shape):
     """One kernel (or memcpy, memset) a launching operator or module ran, whole profiled window."""
 
     name: str
+    # Its display name (analysis/kernel_names.py), distinct among both runs' kernels.
+    short_name: str
     calls: Number
     total_us: Number
 
@@ -49,6 +51,9 @@ class KernelShare(_Shape):
 class DiffKernelRow(_Shape):
     # The kernel's name; grouped by launch, the launching operator's (`operator`) or the module path (`module`).
     name: str
+    # Grouped by kernel name: the kernel's display name (templates and parameters folded, analysis/kernel_names.py),
+    # distinct among both runs' kernels; null grouped by launch (`name` is then an operator or module).
+    short_name: str | None
     # Grouped by `operator`: the module path of the operator's part of the step (a compiled module's other run
     # rolled up into it); null otherwise.
     module: str | None

@@ -78,6 +78,9 @@ class TopOperator(_Shape):
     delta_us: Number
     baseline_kernels: list[str]
     experimental_kernels: list[str]
+    # The same kernels' display names (analysis/kernel_names.py), in the same order.
+    baseline_kernel_short_names: list[str]
+    experimental_kernel_short_names: list[str]
 
 
 class BusyPair(_Shape):

@@ -31,7 +31,10 @@ class OperatorsResponse(_Shape):
 
 
 class KernelRow(_Shape):
+    # The full (demangled) kernel name: the row's key, what filtering matches.
     name: str
+    # Its display name: templates and parameters folded, distinct within the table (analysis/kernel_names.py).
+    short_name: str
     calls: int
     total_us: float
     mean_us: float

@@ -20,6 +20,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..analysis.compiled import compiled_root
+from ..analysis.kernel_names import short_names
 from ..analysis.labels import MODULE
 from ..analysis.run import Run
 # How diff/kernels joins two runs' device time: by kernel name, or by what launched it (declared once in the contract).
@@ -69,9 +70,17 @@ def top_operator(b: Run, e: Run, key: str, compiled: frozenset[str]) -> dict | N
         "baseline_us": round(float(per_b.get(name, 0.0)), 3),
         "experimental_us": round(float(per_e.get(name, 0.0)), 3),
         "delta_us": round(float(delta[name]), 3),
-        "baseline_kernels": _kernels(bi[bi["operator"] == name]),
-        "experimental_kernels": _kernels(ei[ei["operator"] == name]),
+        "baseline_kernels": (bk := _kernels(bi[bi["operator"] == name])),
+        "experimental_kernels": (ek := _kernels(ei[ei["operator"] == name])),
+        **_short_lists(bk, ek),
     }
+
+
+def _short_lists(bk: list[str], ek: list[str]) -> dict:
+    """Each run's kernel list as display names (analysis/kernel_names.py), distinct over both lists."""
+    shorts = short_names(bk + ek)
+    return {"baseline_kernel_short_names": [shorts[k] for k in bk],
+            "experimental_kernel_short_names": [shorts[k] for k in ek]}
 
 
 def _kernels(rows: pd.DataFrame) -> list[str]:
@@ -93,8 +102,9 @@ def launch_join(b_table: pd.DataFrame, e_table: pd.DataFrame, group_by: str, com
     joined = join(bg, eg, keys, LAUNCH_COLUMNS)
     if "module" not in joined:
         joined.insert(1, "module", None)
+    shorts = short_names([*bk["kernel"].astype(str), *ek["kernel"].astype(str)])
     for name, kernels in (("baseline_kernels", bk), ("experimental_kernels", ek)):
-        lists = _kernel_lists(kernels, keys)
+        lists = _kernel_lists(kernels, keys, shorts)
         joined[name] = [lists.get(tuple(k), []) for k in joined[keys].itertuples(index=False)]
     return joined
 
@@ -128,11 +138,12 @@ def _grouped(table: pd.DataFrame, group_by: str, compiled: frozenset[str], by_st
     return grouped, kernels
 
 
-def _kernel_lists(kernels: pd.DataFrame, keys: list[str]) -> dict[tuple, list[dict]]:
+def _kernel_lists(kernels: pd.DataFrame, keys: list[str], shorts: dict[str, str]) -> dict[tuple, list[dict]]:
     ordered = kernels.sort_values("total_us", ascending=False, kind="stable")
     out: dict[tuple, list[dict]] = {}
     for row in ordered.itertuples(index=False):
         key = tuple(getattr(row, k) for k in keys)
-        out.setdefault(key, []).append({"name": row.kernel, "calls": round(float(row.calls), 3),
+        out.setdefault(key, []).append({"name": row.kernel, "short_name": shorts.get(str(row.kernel), str(row.kernel)),
+                                        "calls": round(float(row.calls), 3),
                                         "total_us": round(float(row.total_us), 3)})
     return out

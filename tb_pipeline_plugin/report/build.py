@@ -122,7 +122,8 @@ def to_us(seconds: float | None) -> float | None:
 
 
 def _table(answer: dict, measure: str) -> dict:
-    rows = [{"name": r["name"], "input_shape": r.get("input_shape"), "baseline_calls": _plain(r["baseline_calls"]),
+    rows = [{"name": r["name"], "short_name": r.get("short_name"), "input_shape": r.get("input_shape"),
+             "baseline_calls": _plain(r["baseline_calls"]),
              "experimental_calls": _plain(r["experimental_calls"]), "baseline_us": _plain(r[f"baseline_{measure}"]),
              "experimental_us": _plain(r[f"experimental_{measure}"]), "delta_us": _plain(r[f"delta_{measure}"]),
              "delta_pct": _plain(r[pct_name(measure)]), "significance": r.get("significance")}

@@ -116,7 +116,7 @@ def _delta_table(tid: str, noun: str, t: Table) -> str:
     if not t.rows:
         return f'<p class="muted">No {noun} in either run.</p>'
     shapes = any(row.input_shape for row in t.rows)
-    body = [[_text(row.name, code=True)] + ([_text(row.input_shape or "", code=True)] if shapes else []) + [
+    body = [[_name(row.name, row.short_name)] + ([_text(row.input_shape or "", code=True)] if shapes else []) + [
              _num(row.baseline_calls, "count"), _num(row.experimental_calls, "count"), _num(row.baseline_us, "us"),
              _num(row.experimental_us, "us"), _num(row.delta_us, "us", delta=True), _pct(row.delta_pct),
              _verdict(row.significance)] for row in t.rows]
@@ -135,6 +135,13 @@ def _table(tid: str, caption: str | None, columns: list[tuple[str, str]], rows: 
     cap = f"<caption>{escape(caption)}</caption>" if caption else ""
     body = "".join("<tr>" + "".join(cells) + "</tr>" for cells in rows)
     return f'<table class="sortable" id="{tid}">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _name(name: str, short: str | None) -> str:
+    """A row's name cell: a kernel's display name, its full name in the tooltip."""
+    if not short or short == name:
+        return _text(name, code=True)
+    return f'<td title="{escape(name, quote=True)}"><code>{escape(short)}</code></td>'
 
 
 def _text(text: str, code: bool = False) -> str:

@@ -101,9 +101,12 @@ def _delta_table(t: Table) -> list[str]:
     for row in t.rows:
         calls = (value(row.baseline_calls, "count") if row.baseline_calls == row.experimental_calls else
                  f"{value(row.baseline_calls, 'count')} → {value(row.experimental_calls, 'count')}")
-        out.append(_row([_code(row.name)] + ([_text(row.input_shape or "")] if shapes else []) + [
+        out.append(_row([_code(row.short_name or row.name)] + ([_text(row.input_shape or "")] if shapes else []) + [
             calls, value(row.baseline_us, "us"), value(row.experimental_us, "us"), signed(row.delta_us, "us"),
             signed_pct(row.delta_pct), mark(row.significance)]))
+    folded = [row for row in t.rows if row.short_name and row.short_name != row.name]
+    if folded:
+        out += ["", "Full names:", ""] + [f"- {_code(row.short_name)}: {_code(row.name)}" for row in folded]
     return out
 
 

@@ -140,7 +140,9 @@ class Pipeline(_Shape):
 class TableRow(_Shape):
     """An operator or kernel: calls and the table's measure (`diff/operators`, `diff/kernels` rows)."""
 
-    name: str
+    name: str  # the full name (a kernel's whole demangled signature)
+    # A kernel's display name (analysis/kernel_names.py; templates and parameters folded); null for operators.
+    short_name: str | None
     input_shape: str | None
     baseline_calls: Number
     experimental_calls: Number

@@ -67,17 +67,25 @@ def render(r: Report) -> str:
         columns = ["name"] + (["input_shape"] if shape else []) + [
             "baseline_calls", "experimental_calls", f"baseline_{m}", f"experimental_{m}", f"delta_{m}", pct_name(m),
             "verdict"]
-        out.append(table([{"name": t.name, "input_shape": t.input_shape, "baseline_calls": t.baseline_calls,
+        out.append(table([{"name": t.short_name or t.name, "input_shape": t.input_shape,
+                            "baseline_calls": t.baseline_calls,
                             "experimental_calls": t.experimental_calls, f"baseline_{m}": t.baseline_us,
                             f"experimental_{m}": t.experimental_us, f"delta_{m}": t.delta_us, pct_name(m): t.delta_pct,
                             "verdict": t.significance.verdict if t.significance else None} for t in rows_of.rows],
                           columns))
+        out += _full_names(rows_of.rows)
     out += ["", "Step times of the profiled steps, in order (µs)",
             "baseline:     " + " ".join(_cell(v) for v in r.step_times.baseline_us),
             "experimental: " + " ".join(_cell(v) for v in r.step_times.experimental_us)]
     for g in r.gates:
         out.append(f"{OUTCOME_WORDS[g.outcome]}: {g.message}")
     return "\n".join(out) + "\n"
+
+
+def _full_names(rows) -> list[str]:
+    """The full names of the rows shown by a shorter display name (kernels), one a line."""
+    folded = [t for t in rows if t.short_name and t.short_name != t.name]
+    return ["Full names:"] + [f"  {t.short_name} = {t.name}" for t in folded] if folded else []
 
 
 def _metric_table(rows: list[MetricRow], names: bool = False, steps: bool = False) -> str:

@@ -67,6 +67,9 @@ INTENDED: dict[str, str] = {
                         "samples over the whole run",
     "~/diff/timeline?baseline=baseline&experimental=experimental":
         "issue 47: no event overlaps another on its row (the demo's ProfilerStep opens inside the loader's next())",
+    "+short_name": "issue 45: every kernel row carries its display name (analysis/kernel_names.py)",
+    "+baseline_kernel_short_names": "issue 45: the explanation's top operator names its kernels short too",
+    "+experimental_kernel_short_names": "issue 45: the same for the experimental run's kernels",
 }
 
 # Module-tree paths walked per pair (the root, its steps, then depth-first: every depth and kind of

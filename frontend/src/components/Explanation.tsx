@@ -129,8 +129,8 @@ function TopOperatorLine({ op }: { op: NonNullable<DiffExplainResponse["contribu
   return (
     <div class="muted small" data-testid="top-operator">
       mostly {op.name} ({formatSignedMs(op.delta_us)} ms):{" "}
-      <span title={op.baseline_kernels.join("\n")}>{kernels(op.baseline_kernels)}</span> →{" "}
-      <span title={op.experimental_kernels.join("\n")}>{kernels(op.experimental_kernels)}</span>
+      <span title={op.baseline_kernels.join("\n")}>{kernels(op.baseline_kernel_short_names)}</span> →{" "}
+      <span title={op.experimental_kernels.join("\n")}>{kernels(op.experimental_kernel_short_names)}</span>
     </div>
   );
 }

@@ -9,7 +9,7 @@ import { elementScroll, observeElementOffset, observeElementRect, Virtualizer } 
 import { Fragment, type ComponentChildren, type TargetedKeyboardEvent } from "preact";
 import { useLayoutEffect, useReducer, useRef } from "preact/hooks";
 import { deltaArrow, deltaDirection } from "../model/format";
-import { cellText, cellTitle, field, isDuration, metricLabel, metricPolarity, rowSignificance, type Column, type SortSpec, type TableRow } from "../model/tableModel";
+import { cellFullText, cellText, cellTitle, field, isDuration, metricLabel, metricPolarity, rowSignificance, type Column, type SortSpec, type TableRow } from "../model/tableModel";
 import { SignificanceMark } from "./Explanation";
 
 const ROW_H = 26;
@@ -215,9 +215,10 @@ function HeaderCell({ col, sort, onSort, firstOfGroup }: { col: Column; sort: So
 function Cell({ row, col, mark }: { row: TableRow; col: Column; mark: boolean }) {
   const text = cellText(row, col);
   if (col.role === "name" || col.role === "shape" || col.role === "wide_text") {
-    // Names from traces are text nodes (never HTML); the title shows long names in full.
+    // Names from traces are text nodes (never HTML); the title shows long names in full (a kernel's whole
+    // signature where the cell shows its short name).
     return (
-      <td class={col.role === "name" ? "c-name" : "c-shape"} title={text}>
+      <td class={col.role === "name" ? "c-name" : "c-shape"} title={cellFullText(row, col) || text}>
         {text}
       </td>
     );

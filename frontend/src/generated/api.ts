@@ -338,6 +338,17 @@ export interface components {
             summary: string;
         };
         /**
+         * Bound
+         * @description What bounds a run's profiled steps (analysis/device_idle.py:bound).
+         */
+        Bound: {
+            /** @enum {unknown} */
+            bound: "device" | "input" | "launch" | "other" | "sync";
+            words: string;
+            idle_pct: number;
+            cause_pct: components["schemas"]["DeviceIdle"];
+        };
+        /**
          * Breakdown
          * @description Per-step time by category, in the order time is assigned to them.
          */
@@ -381,6 +392,16 @@ export interface components {
         Crumb: {
             name: string;
             path: string;
+        };
+        /**
+         * DeviceIdle
+         * @description The step's device idle time by cause (analysis/device_idle.py); the causes sum to it.
+         */
+        DeviceIdle: {
+            data: number;
+            sync: number;
+            launch: number;
+            other: number;
         };
         /** DeviceInfo */
         DeviceInfo: {
@@ -577,6 +598,7 @@ export interface components {
         /** DiffKernelRow */
         DiffKernelRow: {
             name: string;
+            short_name: string | null;
             module: string | null;
             baseline_kernels: components["schemas"]["KernelShare"][] | null;
             experimental_kernels: components["schemas"]["KernelShare"][] | null;
@@ -632,6 +654,7 @@ export interface components {
             device: string | null;
             sentence: string;
             message: string | null;
+            snapshot: components["schemas"]["SnapshotDiff"] | null;
         };
         /** DiffModulesResponse */
         DiffModulesResponse: {
@@ -1066,6 +1089,7 @@ export interface components {
         /** KernelRow */
         KernelRow: {
             name: string;
+            short_name: string;
             calls: number;
             total_us: number;
             mean_us: number;
@@ -1085,6 +1109,7 @@ export interface components {
          */
         KernelShare: {
             name: string;
+            short_name: string;
             calls: number;
             total_us: number;
         };
@@ -1251,6 +1276,8 @@ export interface components {
             avg_step_time_us: number;
             breakdown_us: components["schemas"]["Breakdown"];
             gpu_utilization_pct: number | null;
+            device_idle_us: components["schemas"]["DeviceIdle"] | null;
+            bound: components["schemas"]["Bound"] | null;
             memory: components["schemas"]["MemorySummary"];
             warnings: string[];
         };
@@ -1634,6 +1661,86 @@ export interface components {
             cause: "memory" | "time";
             reason: string;
         };
+        /** SnapshotCurve */
+        SnapshotCurve: {
+            t_ms: (number)[];
+            allocated_bytes: (number)[];
+            active_bytes: (number)[];
+            reserved_bytes: (number)[];
+            steps: components["schemas"]["SnapshotStepMark"][];
+        };
+        /** SnapshotDeviceDiff */
+        SnapshotDeviceDiff: {
+            device: string;
+            baseline: components["schemas"]["SnapshotSide"] | null;
+            experimental: components["schemas"]["SnapshotSide"] | null;
+            metrics: components["schemas"]["SnapshotMetric"][];
+            by_category: components["schemas"]["SnapshotRow"][];
+            by_frame: components["schemas"]["SnapshotRow"][];
+            by_module: components["schemas"]["SnapshotRow"][];
+        };
+        /** SnapshotDiff */
+        SnapshotDiff: {
+            baseline_file: string | null;
+            experimental_file: string | null;
+            messages: string[];
+            devices: components["schemas"]["SnapshotDeviceDiff"][];
+            sentence: string;
+        };
+        /** SnapshotMetric */
+        SnapshotMetric: {
+            metric: string;
+            baseline_bytes: number | null;
+            experimental_bytes: number | null;
+            delta_bytes: number | null;
+            delta_pct: number | null;
+        };
+        /** SnapshotRow */
+        SnapshotRow: {
+            key: string;
+            detail: string;
+            baseline_bytes: number;
+            experimental_bytes: number;
+            delta_bytes: number;
+            delta_pct: number | null;
+            baseline_blocks: number;
+            experimental_blocks: number;
+        };
+        /** SnapshotSegment */
+        SnapshotSegment: {
+            address: number;
+            total_bytes: number;
+            allocated_bytes: number;
+            active_bytes: number;
+            stream: number;
+            segment_type: string;
+            blocks: number;
+        };
+        /** SnapshotSide */
+        SnapshotSide: {
+            peak_allocated_bytes: number;
+            peak_step: string | null;
+            reserved_at_peak_bytes: number;
+            peak_reserved_bytes: number;
+            end_reserved_bytes: number;
+            end_allocated_bytes: number;
+            start_allocated_bytes: number;
+            fragmentation_at_peak_bytes: number;
+            end_fragmentation_bytes: number;
+            largest_segments: components["schemas"]["SnapshotSegment"][];
+            step_peaks: components["schemas"]["SnapshotStepPeak"][];
+            curve: components["schemas"]["SnapshotCurve"];
+        };
+        /** SnapshotStepMark */
+        SnapshotStepMark: {
+            step: string;
+            t_ms: number;
+        };
+        /** SnapshotStepPeak */
+        SnapshotStepPeak: {
+            step: string;
+            peak_allocated_bytes: number;
+        };
         /**
          * SpanInfo
          * @description What the picker shows for one span (a trace file of the worker, as
@@ -1671,6 +1778,7 @@ export interface components {
             start_us: number;
             duration_us: number;
             breakdown_us: components["schemas"]["Breakdown"];
+            device_idle_us: components["schemas"]["DeviceIdle"] | null;
         };
         /** StepRange */
         StepRange: {
@@ -1766,6 +1874,8 @@ export interface components {
             delta_us: number;
             baseline_kernels: string[];
             experimental_kernels: string[];
+            baseline_kernel_short_names: string[];
+            experimental_kernel_short_names: string[];
         };
         /** WaterfallBar */
         WaterfallBar: {

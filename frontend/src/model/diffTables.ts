@@ -71,22 +71,35 @@ export const KERNEL_GROUPINGS: readonly { value: KernelGrouping; label: string; 
 ];
 
 /** Text columns a kernel table grouped by launch shows beside the name. */
-export function launchColumns(groupBy: string): { key: string; label: string; title: string; wide: boolean; sortable?: boolean }[] {
+export function launchColumns(groupBy: string): { key: string; label: string; title: string; wide: boolean; sortable?: boolean; display?: string }[] {
   // Made here from each row's kernel lists: not a field the route sorts by.
   const kernels = [
-    { key: "baseline_kernel", label: "Baseline kernel", title: "The baseline run's largest kernel of the row", wide: true, sortable: false },
-    { key: "experimental_kernel", label: "Experimental kernel", title: "The experimental run's largest kernel of the row", wide: true, sortable: false },
+    { key: "baseline_kernel", label: "Baseline kernel", title: "The baseline run's largest kernel of the row", wide: true, sortable: false, display: "baseline_kernel_short" },
+    { key: "experimental_kernel", label: "Experimental kernel", title: "The experimental run's largest kernel of the row", wide: true, sortable: false, display: "experimental_kernel_short" },
   ];
   return groupBy === "operator" ? [{ key: "module", label: "Module", title: "The operator's module path", wide: false }, ...kernels] : kernels;
 }
 
-/** A launch row's largest kernel on each side ("none" where a run ran none for it), as text cells. */
-export function kernelCells(row: { baseline_kernels: { name: string }[] | null; experimental_kernels: { name: string }[] | null }): {
+type Listed = { name: string; short_name?: string }[] | null;
+
+/**
+ * A launch row's largest kernel on each side ("none" where a run ran none for it), as text cells: the full
+ * name (tooltip, CSV) and the short name the cell shows.
+ */
+export function kernelCells(row: { baseline_kernels: Listed; experimental_kernels: Listed }): {
   baseline_kernel: string;
   experimental_kernel: string;
+  baseline_kernel_short: string;
+  experimental_kernel_short: string;
 } {
-  const first = (list: { name: string }[] | null) => (list && list.length ? list[0]!.name : "none");
-  return { baseline_kernel: first(row.baseline_kernels), experimental_kernel: first(row.experimental_kernels) };
+  const first = (list: Listed) => (list && list.length ? list[0]!.name : "none");
+  const short = (list: Listed) => (list && list.length ? (list[0]!.short_name ?? list[0]!.name) : "none");
+  return {
+    baseline_kernel: first(row.baseline_kernels),
+    experimental_kernel: first(row.experimental_kernels),
+    baseline_kernel_short: short(row.baseline_kernels),
+    experimental_kernel_short: short(row.experimental_kernels),
+  };
 }
 
 /** File name of a CSV export: `<table>_<baseline>_vs_<experimental>.csv`, safe characters only. */

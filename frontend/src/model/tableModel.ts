@@ -46,6 +46,11 @@ export interface Column {
   sortable?: boolean;
   /** The metric's group header, when it says more than its label and unit (what a time is summed over). */
   group?: string;
+  /**
+   * Field shown instead of `key` where the row has it (a kernel's short name, analysis/kernel_names.py);
+   * `key`'s value (the full name) is then the cell's tooltip, the sort, the filter and the CSV.
+   */
+  display?: string;
 }
 
 const METRIC_LABELS: Record<string, string> = {
@@ -130,6 +135,8 @@ export interface TextColumn {
   wide?: boolean;
   /** False: not a field the route sorts by (see Column). */
   sortable?: boolean;
+  /** Field shown instead of `key` where the row has it (see Column). */
+  display?: string;
 }
 
 /**
@@ -138,10 +145,11 @@ export interface TextColumn {
  * scrolling sideways; the others keep the server's order.
  */
 export function buildColumns(metrics: readonly string[], withShape: boolean | readonly TextColumn[], primary: string | null = null): Column[] {
-  const cols: Column[] = [{ key: "name", role: "name", metric: null, label: "Name", title: "Name" }];
+  const cols: Column[] = [{ key: "name", role: "name", metric: null, label: "Name", title: "Name", display: "short_name" }];
   const texts: readonly TextColumn[] = withShape === true ? [{ key: "input_shape", label: "Input shape" }] : withShape || [];
   for (const t of texts) {
     const col: Column = { key: t.key, role: t.wide ? "wide_text" : "shape", metric: null, label: t.label, title: t.title ?? t.label };
+    if (t.display) col.display = t.display;
     if (t.sortable === false) col.sortable = false;
     cols.push(col);
   }
@@ -358,7 +366,15 @@ function cmpStr(a: string | undefined, b: string | undefined): number {
 
 // ---------------------------------------------------------------- cell text
 
+/** A text cell's whole value (a kernel's full name where the cell shows its short name): its tooltip. */
+export function cellFullText(row: TableRow, col: Column): string {
+  const v = field(row, col.key);
+  return typeof v === "string" ? v : "";
+}
+
 export function cellText(row: TableRow, col: Column): string {
+  const shown = col.display ? field(row, col.display) : undefined;
+  if (typeof shown === "string" && shown !== "" && (col.role === "name" || col.role === "shape" || col.role === "wide_text")) return shown;
   const v = field(row, col.key);
   switch (col.role) {
     case "name":

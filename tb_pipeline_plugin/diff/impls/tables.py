@@ -6,6 +6,7 @@ no page has shown yet.
 """
 from __future__ import annotations
 
+from ...analysis.kernel_names import short_names
 from ..table_view import kernel_view, operator_view
 from ..tables import TableQuery
 
@@ -27,6 +28,14 @@ def _operators(pair, q: TableQuery) -> dict:
             **view.page(pair, q), "per_unit": view.per_unit, "per_unit_note": view.per_unit_note}
 
 
+def kernel_short_names(pair) -> dict[str, str]:
+    """Full kernel name -> display name over both runs' kernels (analysis/kernel_names.py), once per pair."""
+    def make() -> dict[str, str]:
+        b, e = pair.runs
+        return short_names([*b.kernels()["name"].astype(str), *e.kernels()["name"].astype(str)])
+    return pair.view("kernel_short_names", make)
+
+
 def diff_kernels_impl(pair, q: TableQuery = TableQuery()) -> dict:
     """Kernels joined by name, or device time joined by what launched it
     (`group_by` "operator" or "module": diff/launches.py); times per sample
@@ -37,8 +46,10 @@ def diff_kernels_impl(pair, q: TableQuery = TableQuery()) -> dict:
 def _kernels(pair, q: TableQuery) -> dict:
     view = kernel_view(pair, q.group_by, q.path)
     out = view.page(pair, q)
+    shorts = kernel_short_names(pair) if q.group_by == "name" else {}
     for row in out["rows"]:
         for field in _KERNEL_ROW_FIELDS:
             row.setdefault(field, None)
+        row["short_name"] = shorts.get(row["name"], row["name"]) if q.group_by == "name" else None
     return {"table": "kernels", "group_by": q.group_by, "path": q.path, "device_present": pair.device_present,
             **out, "per_unit": view.per_unit, "per_unit_note": view.per_unit_note}
