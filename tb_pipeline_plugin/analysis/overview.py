@@ -8,6 +8,8 @@ from ..trace.link import LinkedTrace, Steps, timed_window
 from ..trace.link import whole_window as linked_whole_window
 from ..trace.table import Kind, Phase
 from .device import device_info, distributed_info
+from .device_idle import CAUSES as IDLE_CAUSES
+from .device_idle import bound, device_idle
 from .intervals import measure_in, merge, union
 from .memory.series import memory_summary
 from ..trace.names import (
@@ -120,12 +122,16 @@ def overview(linked: LinkedTrace, whole_window: bool = False) -> dict:
     has no step annotations)."""
     windows = linked_whole_window(linked.steps) if whole_window else linked.steps
     frame = step_breakdown(linked, windows)
+    # The idle split is of the steps' own windows (a whole window has no steps to split).
+    idle = device_idle(linked) if linked.has_device and not whole_window else None
     steps = []
-    for rec in frame.to_dict("records"):
+    for i, rec in enumerate(frame.to_dict("records")):
         steps.append({
             "name": rec["name"], "step": int(rec["step"]), "start_us": float(rec["start_us"]),
             "duration_us": float(rec["duration_us"]),
             "breakdown_us": {c: float(rec[c]) for c in CATEGORIES},
+            "device_idle_us": ({c: float(idle[f"{c}_us"].iloc[i]) for c in IDLE_CAUSES}
+                               if idle is not None and i < len(idle) else None),
         })
     n = max(len(frame), 1)
     return {
@@ -137,6 +143,8 @@ def overview(linked: LinkedTrace, whole_window: bool = False) -> dict:
         "avg_step_time_us": float(frame["duration_us"].sum() / n),
         "breakdown_us": {c: float(frame[c].sum() / n) for c in CATEGORIES},
         "gpu_utilization_pct": gpu_utilization_pct(linked, windows),
+        "device_idle_us": {c: float(idle[f"{c}_us"].sum() / n) for c in IDLE_CAUSES} if idle is not None else None,
+        "bound": bound(idle, frame["duration_us"].to_numpy(np.float64)) if idle is not None else None,
         "memory": memory_summary(linked, windows),
         "warnings": list(linked.table.warnings),
     }

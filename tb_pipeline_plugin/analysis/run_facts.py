@@ -2,7 +2,8 @@
 their deltas to mean what they say (diff/comparability.py compares them).
 
 From the trace's metadata: the device and how many, the world size, the
-CUDA runtime, the profiler's options. From the pipeline statistics, when
+CUDA runtime, the profiler's options; from its events, the kernels, launch
+calls, CUDA graph launches and dtype casts a profiled step. From the pipeline statistics, when
 the run has them: torch and Python, the machine (host name, cores), the
 recorded steps, and the load other processes put on the host while it ran
 (the machine's CPU use minus the training processes', from the recorder's
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .device import device_info, distributed_info
+from .gpu_work import work_per_step
 
 # The profiler options that change what host time measures (torch.profiler's names).
 PROFILER_OPTIONS = ("with_stack", "record_shapes", "profile_memory", "with_modules")
@@ -25,6 +27,7 @@ def run_facts(run, statistics=None) -> dict:
     device = device_info(run.linked)
     distributed = distributed_info(run.linked.table) or {}
     meta = statistics.meta[0] if statistics is not None and statistics.meta else {}
+    work = work_per_step(run.linked) or {}
     return {
         "device": device["name"] or device["type"],
         "device_count": device["count"],
@@ -33,6 +36,11 @@ def run_facts(run, statistics=None) -> dict:
         "profiler": profiler_options(metadata),
         "profiled_steps": int(run.step_count) if run.has_steps else None,
         "compiled": bool(run.compiled_modules()),
+        # What the run asked of its GPU each profiled step (analysis/gpu_work.py); None without device work.
+        "kernels_per_step": work.get("kernels"),
+        "launch_calls_per_step": work.get("launch_calls"),
+        "graph_launches_per_step": work.get("graph_launches"),
+        "casts_per_step": work.get("casts"),
         "torch": meta.get("torch"),
         "python": meta.get("python"),
         "host": meta.get("hostname") or _str(metadata.get("host_name")),

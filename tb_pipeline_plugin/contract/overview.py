@@ -21,12 +21,32 @@ class Breakdown(_Shape):
     other: float
 
 
+class DeviceIdle(_Shape):
+    """The step's device idle time by cause (analysis/device_idle.py); the causes sum to it."""
+
+    data: float
+    sync: float
+    launch: float
+    other: float
+
+
 class StepInfo(_Shape):
     name: str
     step: int
     start_us: float
     duration_us: float
     breakdown_us: Breakdown
+    # Null without device work, or over a whole window.
+    device_idle_us: DeviceIdle | None
+
+
+class Bound(_Shape):
+    """What bounds a run's profiled steps (analysis/device_idle.py:bound)."""
+
+    bound: Literal["device", "input", "sync", "launch", "other"]
+    words: str
+    idle_pct: float  # the device's idle share of the steps' time
+    cause_pct: DeviceIdle  # each cause's share of the idle time (%)
 
 
 class DeviceInfo(_Shape):
@@ -72,6 +92,9 @@ class OverviewResponse(_Shape):
     avg_step_time_us: float
     breakdown_us: Breakdown
     gpu_utilization_pct: float | None
+    # Per step, mean: the device's idle time by cause, and the bound it implies; null without device work.
+    device_idle_us: DeviceIdle | None
+    bound: Bound | None
     memory: MemorySummary
     warnings: list[str]
 

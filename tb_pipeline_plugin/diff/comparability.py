@@ -29,6 +29,11 @@ PER_UNIT, NO_VERDICT, CAVEAT, NOTE = "per_unit", "no_verdict", "caveat", "note"
 # machine, before it is listed: a sampler's own noise is well below.
 LOAD_CORES = 0.5
 LOAD_SHARE_PCT = 10.0
+# Casts a step that tell mixed precision: this many more, and this many times the other run's.
+CASTS_MIN = 20.0
+CASTS_RATIO = 5.0
+# Kernels a step that changed by this share or more changed how the run uses its device.
+KERNELS_CHANGE_PCT = 10.0
 
 _OPTION_WORDS = {"with_stack": "stacks", "record_shapes": "input shapes", "profile_memory": "memory events",
                  "with_modules": "module hierarchy"}
@@ -71,6 +76,7 @@ def differences(b: dict, e: dict, units: dict) -> list[dict]:
         out.append(_item("compiled", "torch.compile", "yes" if b["compiled"] else "no", "yes" if e["compiled"] else "no",
                          NOTE, f"Only the {side} run ran compiled modules: compiled regions compare as one piece "
                                "against the other run's eager modules."))
+    out += _gpu_work(b, e)
     load = _load(b, e)
     if load:
         out.append(load)
@@ -97,6 +103,39 @@ def _options(b: dict, e: dict) -> dict | None:
     text = ("; ".join(said) + ": the profiler's own cost inflates that run's host time in its profiled steps, so "
             "host-time deltas of the profiled steps get no verdict. Record both runs with the same profiler options.")
     return _item("profiler_options", "Profiler options", _on(b), _on(e), NO_VERDICT, text[0].upper() + text[1:])
+
+
+def _gpu_work(b: dict, e: dict) -> list[dict]:
+    """How the runs use the device differently, from their profiled steps'
+    counts (analysis/gpu_work.py): often the change itself, said with what
+    it does to the numbers."""
+    out = []
+    bc, ec = b.get("casts_per_step"), e.get("casts_per_step")
+    if bc is not None and ec is not None and abs(ec - bc) >= CASTS_MIN and max(bc, ec) >= CASTS_RATIO * max(min(bc, ec), 1):
+        side = "experimental" if ec > bc else "baseline"
+        out.append(_item("casts_per_step", "Dtype casts a step", _fmt(bc), _fmt(ec), NOTE,
+                         f"The {side} run casts tensors {_fmt(max(bc, ec))} times a step (`aten::_to_copy`) against "
+                         f"{_fmt(min(bc, ec))}: mixed precision, as `torch.autocast` casts operator inputs to a lower "
+                         "precision, so its kernels (GEMMs above all) are other kernels, and the casts cost time of "
+                         "their own."))
+    bk, ek = b.get("kernels_per_step"), e.get("kernels_per_step")
+    if bk and ek and abs(ek - bk) >= KERNELS_CHANGE_PCT / 100.0 * bk:
+        fused = ek < bk and e.get("compiled") and not b.get("compiled") or bk < ek and b.get("compiled") and not e.get(
+            "compiled")
+        why = ("the compiled run fuses pointwise work into fewer, larger (Triton) kernels" if fused else
+               "the runs launch different work")
+        out.append(_item("kernels_per_step", "Kernels a step", _fmt(bk), _fmt(ek), NOTE,
+                         f"{_fmt(bk)} → {_fmt(ek)} kernels a step: {why}; kernel rows match by name only where "
+                         "the same kernel ran."))
+    bg, eg = b.get("graph_launches_per_step"), e.get("graph_launches_per_step")
+    bl, el = b.get("launch_calls_per_step"), e.get("launch_calls_per_step")
+    if bg is not None and eg is not None and (bg > 0) != (eg > 0) and bl is not None and el is not None:
+        side, calls, kernels = (("experimental", el, ek) if eg > 0 else ("baseline", bl, bk))
+        out.append(_item("launch_calls_per_step", "Launch calls a step", _fmt(bl), _fmt(el), NOTE,
+                         f"The {side} run replays CUDA graphs: {_fmt(calls)} launch calls a step for "
+                         f"{_fmt(kernels)} kernels, so its host spends far less on launching; which module ran a "
+                         "graph's kernel the trace does not say."))
+    return out
 
 
 def _load(b: dict, e: dict) -> dict | None:

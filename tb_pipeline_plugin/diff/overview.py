@@ -29,6 +29,12 @@ OVERVIEW_METRICS = [
     # From the trace: the share of the profiled steps' time a kernel ran. Not the Pipeline tab's figure, the
     # driver's samples over the whole process (start-up and loading included), so lower.
     ("gpu_utilization_pct", "GPU utilization (profiled steps)", "pct"),
+    # Why the device waited, per step (analysis/device_idle.py): the causes sum to its idle time.
+    ("device_idle_us.data", "Device idle: waiting for data (per step)", "us"),
+    ("device_idle_us.sync", "Device idle: after a synchronization (per step)", "us"),
+    ("device_idle_us.launch", "Device idle: waiting for launches (per step)", "us"),
+    ("device_idle_us.other", "Device idle: other (per step)", "us"),
+    ("bound.words", "Bound (profiled steps)", None),
     ("memory.avg_bytes", "Average memory", "bytes"),
     ("memory.peak_bytes", "Peak memory", "bytes"),
 ]
@@ -62,9 +68,9 @@ def step_samples(overview: dict, metric: str) -> np.ndarray | None:
     steps = overview.get("steps") or []
     if metric == "avg_step_time_us":
         values = [s.get("duration_us") for s in steps]
-    elif metric.startswith("breakdown_us."):
-        cat = metric.split(".", 1)[1]
-        values = [(s.get("breakdown_us") or {}).get(cat) for s in steps]
+    elif metric.startswith(("breakdown_us.", "device_idle_us.")):
+        group, cat = metric.split(".", 1)
+        values = [(s.get(group) or {}).get(cat) for s in steps]
     else:
         return None
     if not all(is_number(v) for v in values):

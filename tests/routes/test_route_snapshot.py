@@ -59,6 +59,10 @@ INTENDED: dict[str, str] = {
                  "analysis/kernels.py): its first step starts where that work ended, and the Kernels table "
                  "gives it a row of its own",
     "~hta_single": "issue 44: the explanation's note says its host ran ahead of its device",
+    "+device_idle_us": "issue 45: each step's device idle time by cause (analysis/device_idle.py)",
+    "+bound": "issue 45: what bounds a run's profiled steps",
+    "~/diff/explain?": "issue 45: the sentence names what changed on the GPU (casts, fused kernels, CUDA graphs) "
+                       "and a change of bound; the comparability check lists those counts",
     "+baseline_recording": "issue 47: a group's module diff and Timeline name the recording whose steps they show",
     "+experimental_recording": "issue 47: the same for the experimental side",
     "+recordings_note": "issue 47: and say so in a sentence (null unless a side is a group)",
@@ -70,6 +74,7 @@ INTENDED: dict[str, str] = {
     "+short_name": "issue 45: every kernel row carries its display name (analysis/kernel_names.py)",
     "+baseline_kernel_short_names": "issue 45: the explanation's top operator names its kernels short too",
     "+experimental_kernel_short_names": "issue 45: the same for the experimental run's kernels",
+    "+snapshot": "issue 46: diff/memory compares both runs' CUDA memory snapshots (null when neither has one)",
 }
 
 # Module-tree paths walked per pair (the root, its steps, then depth-first: every depth and kind of

@@ -5,6 +5,7 @@ from ...analysis.device_time import graph_us_per_step
 from .. import step_basis as B
 from .. import tree as T
 from ..delta import delta_pct
+from ..explain.bound import bound_clause, work_clause
 from ..explain.contributors import explain
 from ..explain.pipeline import pipeline_part, with_clause
 from ..explain.words import duration
@@ -76,6 +77,10 @@ def _explain(pair) -> dict:
         out["note"] = T.join_notes(out["note"], (
             f"{duration(graph_us)} per step ran in CUDA graphs: a graph's kernels count for the operator that "
             "launched the graph, and which module inside the graph ran each of them the trace does not say."))
+    bound = bound_clause(b.overview(), e.overview()) if present and not basis.whole_window else None
+    for clause in (work_clause(ctx["comparability"]), bound):
+        if clause is not None:
+            out["sentence"] = with_clause(out["sentence"], clause)
     if pair.pipelines is not None:
         out["pipeline"] = pipeline_part(*pair.pipelines, pair.noise)
         out["sentence"] = with_clause(out["sentence"], out["pipeline"]["clause"])
