@@ -53,6 +53,8 @@ from .diff.table_view import KERNEL_KEYS, KERNEL_PRIMARY, OPERATOR_KEYS, kernel_
 from .diff.units import Given
 from .sources.artifacts import make_loader
 from .sources.provider import RunProvider
+from .sources.snapshots import run_snapshot
+from .analysis.memory.snapshot import NO_SNAPSHOT
 
 
 @contextmanager
@@ -108,6 +110,17 @@ def _side(source, worker: str | None, span: str | None):
         return asked.value(), None if statistics is None else statistics.value(), list(provider.runs()[run].notes)
 
 
+def _snapshot_of(source):
+    """The CUDA memory snapshot of the run a source is (sources/snapshots.py), NO_SNAPSHOT for a loaded trace."""
+    if isinstance(source, (TraceProcessor, RecordingGroup)):
+        return NO_SNAPSHOT
+    path = os.fspath(source)
+    if os.path.isfile(path):
+        return run_snapshot(os.path.dirname(os.path.abspath(path)))
+    with _provider(path) as provider:
+        return provider.snapshot(_run(provider))
+
+
 def load(source, worker: str | None = None, span: str | None = None) -> TraceProcessor | RecordingGroup:
     """A trace file, a run directory (its traces directly inside; the first
     worker and its last span unless given), a group of recordings (each
@@ -144,6 +157,8 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     # The between-run spread a single recording is judged with (None: the environment's, else the default).
     noise: NoisePolicy | None = None
+    # Each run's CUDA memory snapshot (analysis/memory/snapshot.py:RunSnapshot).
+    snapshots: tuple = (NO_SNAPSHOT, NO_SNAPSHOT)
 
     @cached_property
     def pair(self) -> Pair:
@@ -169,7 +184,7 @@ class Comparison:
         """Where the memory peak went (the `diff/memory` route's answer, without
         the selections): `sentence`, `message` (a run without memory events),
         `device`, `devices`."""
-        return diff_memory_impl(self.pair)
+        return diff_memory_impl(self.pair, self.snapshots)
 
     @property
     def memory_rows(self) -> pd.DataFrame:
@@ -302,4 +317,7 @@ def compare(
             raise ValueError(f"{name} must be a positive count per step, got {value!r}")
     given = (Given(baseline_samples, baseline_tokens), Given(experimental_samples, experimental_tokens))
     said = [f"{side}: {note}" for side, notes in (("baseline", b_notes), ("experimental", e_notes)) for note in notes]
-    return Comparison(b, e, group_by, (b_stats, e_stats), given, said, noise)
+    snapshots = (_snapshot_of(baseline), _snapshot_of(experimental))
+    said += [f"{side}: {m}" for side, snap in (("baseline", snapshots[0]), ("experimental", snapshots[1]))
+             for m in snap.messages]
+    return Comparison(b, e, group_by, (b_stats, e_stats), given, said, noise, snapshots)

@@ -80,6 +80,94 @@ class MemoryDeviceDiff(_Shape):
     steady_by_operator: list[MemoryRow]
 
 
+class SnapshotSegment(_Shape):
+    address: int
+    total_bytes: int
+    allocated_bytes: int
+    active_bytes: int
+    stream: int
+    segment_type: str
+    blocks: int
+
+
+class SnapshotStepMark(_Shape):
+    step: str
+    t_ms: Number
+
+
+class SnapshotStepPeak(_Shape):
+    step: str
+    peak_allocated_bytes: int
+
+
+class SnapshotCurve(_Shape):
+    # ms from the history's first action; thinned keeping each bucket's highest allocated point.
+    t_ms: list[Number]
+    # alloc until free_completed; active: until free_requested; reserved: the segments.
+    allocated_bytes: list[Number]
+    active_bytes: list[Number]
+    reserved_bytes: list[Number]
+    steps: list[SnapshotStepMark]
+
+
+class SnapshotSide(_Shape):
+    peak_allocated_bytes: int
+    peak_step: str | None
+    reserved_at_peak_bytes: int
+    peak_reserved_bytes: int
+    end_reserved_bytes: int
+    end_allocated_bytes: int
+    # Allocated when the history began (the model's parameters when it began after `.to(device)`).
+    start_allocated_bytes: int
+    fragmentation_at_peak_bytes: int
+    end_fragmentation_bytes: int
+    largest_segments: list[SnapshotSegment]
+    step_peaks: list[SnapshotStepPeak]
+    curve: SnapshotCurve
+
+
+class SnapshotMetric(_Shape):
+    metric: str
+    baseline_bytes: int | None
+    experimental_bytes: int | None
+    delta_bytes: int | None
+    delta_pct: float | None
+
+
+class SnapshotRow(_Shape):
+    # A category (activations, gradients, ...), a user frame (`file:line function`) or a module path.
+    key: str
+    # The largest block's user frame (by category, by module) or category (by frame).
+    detail: str
+    baseline_bytes: int
+    experimental_bytes: int
+    delta_bytes: int
+    delta_pct: float | None
+    baseline_blocks: int
+    experimental_blocks: int
+
+
+class SnapshotDeviceDiff(_Shape):
+    device: str
+    baseline: SnapshotSide | None
+    experimental: SnapshotSide | None
+    metrics: list[SnapshotMetric]
+    # Bytes live at each run's peak, largest |delta| first.
+    by_category: list[SnapshotRow]
+    by_frame: list[SnapshotRow]
+    by_module: list[SnapshotRow]
+
+
+class SnapshotDiff(_Shape):
+    # The snapshot file each run's numbers are of (null: the run has none).
+    baseline_file: str | None
+    experimental_file: str | None
+    # Files refused or unreadable, one message each (the run's other data still serves).
+    messages: list[str]
+    devices: list[SnapshotDeviceDiff]
+    sentence: str
+
+
 class DiffMemoryResponse(_Shape):
     baseline: RunRef
     experimental: RunRef
@@ -89,3 +177,5 @@ class DiffMemoryResponse(_Shape):
     sentence: str
     # Why there is nothing to compare (a run recorded without profile_memory=True).
     message: str | None
+    # Both runs' CUDA memory snapshots (`*.pickle` in the run directories), null when neither has one.
+    snapshot: SnapshotDiff | None

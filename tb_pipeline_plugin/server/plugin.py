@@ -201,7 +201,8 @@ class PipelinePlugin(base_plugin.TBPlugin):
 
     def _diff_memory(self, p: Q.PairParams) -> dict:
         pair, refs = self._comparison(p, with_statistics=False)
-        return {**refs, **diff_memory_impl(pair)}
+        snapshots = (self.runs.snapshot(p.baseline), self.runs.snapshot(p.experimental))
+        return {**refs, **diff_memory_impl(pair, snapshots)}
 
     def _diff_explain(self, p: Q.PairParams) -> dict:
         pair, refs = self._comparison(p)

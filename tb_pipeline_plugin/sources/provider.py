@@ -32,6 +32,7 @@ from .artifacts import Source
 from .filesystem import stat_file
 from .logdir import discover_runs
 from .runs import RunInfo, TraceFile, default_traces, resolve, resolve_diagnostic, run_info
+from .snapshots import run_snapshot
 from .spans import span_labels
 from .rank_index import RankIndex, RunRanks, max_ranks_from_env
 from .store import LoadState, LoadStore, Pending, PendingAll
@@ -299,6 +300,11 @@ class RunProvider:
         return self._ask(self._traces, Source("diagnostic", path), stat_file(path),
                          f"the diagnostic results of run {run!r}", f"the diagnostic results of run {run!r} are gone",
                          plural=True)
+
+    def snapshot(self, run: str):
+        """The run's CUDA memory snapshot (sources/snapshots.py: `*.pickle` in its directory), read now."""
+        info = self._lookup(lambda runs: run_info(runs, run))
+        return run_snapshot(info.path)
 
     def statistics(self, run: str) -> Asked | None:
         """The run's recorded pipeline statistics, or None when it has none; a
