@@ -16,7 +16,9 @@ never started (or stopped, if the script starts its own later), and a
 SCHEDULE is `torch.profiler.schedule`'s keywords, `key=value` separated by
 commas, over the defaults below: `wait=5,warmup=2,active=3,repeat=1`;
 `memory=1` adds `profile_memory` (off by default: benchmarks/README.md,
-"Traces from the launcher", measures its cost).
+"Traces from the launcher", measures its cost) and, on CUDA, the allocator's
+history over the profiled window, dumped as a snapshot into the run's
+directory (record/memory_history.py).
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ import time
 
 from ..formats.pipeline import ProfilerRecord
 from ..import_hook import when_imported
+from .memory_history import MemoryHistory
 
 ENV_PROFILE = "TB_PIPELINE_PROFILE"
 DEFAULT_SCHEDULE = {"skip_first": 0, "wait": 1, "warmup": 1, "active": 3, "repeat": 1}
@@ -80,6 +83,7 @@ class LauncherProfiler:
         self.done = False
         self.closing = False  # set at exit: the next boundary is the last
         self._discard = False
+        self.memory_history = MemoryHistory(rec.run_dir, bool(schedule["memory"]))
         # torch.profiler.profile (`with profile(...)` calls start()) and the
         # older torch.autograd.profiler.profile, whose __enter__ torch.profiler
         # itself never calls.
@@ -138,6 +142,7 @@ class LauncherProfiler:
             record_shapes=True, with_stack=True, with_modules=True, profile_memory=bool(s["memory"]),
         )
         prof._tb_pipeline_launcher = True
+        self.memory_history.start()  # CUDA and memory=1 only (record/memory_history.py)
         prof.start()
         self.prof = prof
         self.rec.profiler = self
@@ -174,6 +179,7 @@ class LauncherProfiler:
         prof, self.prof = self.prof, None
         if prof is not None:
             prof.stop()  # exports the active steps recorded so far, if any
+        self.memory_history.dump()
 
     def finish(self) -> None:
         """At exit: `closing` set before the Recorder closed its last step."""
