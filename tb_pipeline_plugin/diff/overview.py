@@ -14,7 +14,8 @@ OVERVIEW_METRICS = [
     ("device", "Device", None),
     ("device_count", "Device count", "count"),
     ("device_memory_bytes", "Device memory", "bytes"),
-    ("steps", "Steps", "count"),
+    # Of the traces: the step time's own steps may be the recorded ones (its label says so: diff/impls/overview.py).
+    ("steps", "Profiled steps", "count"),
     ("avg_step_time_us", "Average step time", "us"),
     ("breakdown_us.kernel", "Kernel (per step)", "us"),
     ("breakdown_us.memcpy", "Memcpy (per step)", "us"),

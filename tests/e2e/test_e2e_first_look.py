@@ -103,3 +103,21 @@ def test_a_loops_end_is_no_reading_problem_and_what_was_not_measured_is_a_dash(t
     assert "Items/s" in note and "Workers busy %" in note and "no queue" in note, note
     _shot(page, "first_look_pipeline")
     assert not page.problems, page.problems
+
+
+def test_the_comparison_card_says_which_steps_each_figure_is_of(tensorboard, page):
+    """Issue 47, item 2: the step time (the recorded steps' steady state) and the traces' figures (3
+    profiled steps, the breakdown) stand side by side; each says which steps it is of."""
+    port = tensorboard
+    frame = _open_tab(page, port)
+    _pick(frame, COMPILE["baseline"], COMPILE["experimental"])
+    frame.wait_for_selector("[data-testid=explanation-sentence]", timeout=120_000)
+    answer = _get(port, "diff/overview", **COMPILE)
+    sig = next(r for r in answer["rows"] if r["metric"] == "avg_step_time_us")["significance"]
+    step = frame.locator("tr[data-metric=avg_step_time_us] th").inner_text()
+    assert f"{sig['baseline_steps']} vs {sig['experimental_steps']} steady recorded steps" in step, step
+    assert frame.locator("tr[data-metric=steps] th").inner_text().startswith("Profiled steps")
+    assert "average per profiled step" in frame.inner_text("[data-view=overview]")
+    notes = frame.locator("[data-chart^=breakdown-] .chart-note").all_inner_texts()
+    assert notes and all(n.startswith("average profiled step") for n in notes), notes
+    assert "steady state" in frame.inner_text("[data-testid=overview-note]")

@@ -161,7 +161,7 @@ function ComparisonTable({ rows, devicePresent }: { rows: DiffOverviewRow[]; dev
               {i === firstBreakdown && (
                 <tr class="group-head" key="bd-head">
                   <th scope="rowgroup" colSpan={5}>
-                    Step-time breakdown (average per step)
+                    Step-time breakdown (average per profiled step)
                   </th>
                 </tr>
               )}
@@ -281,7 +281,7 @@ function BreakdownCharts({
               <h3>
                 <span class={`swatch ${title.toLowerCase()}`} /> {title}: {traceName(ov)}
               </h3>
-              <span class="chart-note">average step {formatMsWithUnit(ov.avg_step_time_us)}</span>
+              <span class="chart-note">average profiled step {formatMsWithUnit(ov.avg_step_time_us)}</span>
             </div>
             <BreakdownChart ov={ov} cats={cats} yMax={yMax} title={title} />
           </div>

@@ -46,8 +46,12 @@ def _overview(pair) -> dict:
         sig = step["significance"]
         for row in rows:
             if row["metric"] == STEP_TIME:
+                # Which steps it is of, where the profiled steps' count stands beside it.
+                of = (f"{sig['baseline_steps']} vs {sig['experimental_steps']} steady recorded steps"
+                      if recorded is not None else "device intervals of the profiled steps" if pair.basis.ahead
+                      else "device time of the profiled steps")
                 row.update(baseline=step["baseline_us"], experimental=step["experimental_us"],
-                           delta=step["delta_us"], significance=sig,
+                           delta=step["delta_us"], significance=sig, label=f"{row['label']} ({of})",
                            delta_pct=delta_pct(step["baseline_us"], step["delta_us"]))
         note = (f"Average step time: {B.describe(pair, (sig['baseline_steps'], sig['experimental_steps']))}"
                 + ("; the breakdown is of the profiled steps." if recorded is not None else "."))
