@@ -9,6 +9,7 @@ import type uPlot from "uplot";
 import type { ApiClient, DiffSelection } from "../api";
 import { DeltaText } from "../components/Delta";
 import { Loading } from "../components/Loading";
+import { MemorySnapshot } from "../components/MemorySnapshot";
 import { ErrorMessage, Message } from "../components/Message";
 import { NoteText } from "../components/NoteText";
 import { Legend, UPlotChart } from "../components/UPlotChart";
@@ -36,9 +37,11 @@ export function MemoryView({ client, sel, reloadToken }: Props) {
   if (req.state === "loading" || req.state === "idle") return <Loading what="the memory comparison" waitingFor={req.state === "loading" ? req.waitingFor : null} />;
   if (req.state === "error") return <ErrorMessage error={req.error} what="the memory comparison" />;
   const data = req.data;
+  const snapshot = data.snapshot ? <MemorySnapshot snapshot={data.snapshot} /> : null;
   if (data.message) {
     return (
       <div data-view="memory">
+        {snapshot}
         <div data-testid="memory-message">
           <Message kind="info" title="No memory to compare">
             <NoteText text={data.message} />
@@ -53,6 +56,7 @@ export function MemoryView({ client, sel, reloadToken }: Props) {
   const row = picked !== null ? rows[picked] ?? null : null;
   return (
     <div data-view="memory">
+      {snapshot}
       {d.device === data.device && data.sentence && (
         <p class="explanation-sentence" data-testid="memory-sentence">
           {data.sentence}
