@@ -116,3 +116,33 @@ def test_the_walk_declines_what_it_cannot_match(case):
 def test_arrays_of_different_lengths_are_refused():
     with pytest.raises(ValueError, match="one length"):
         nesting._walk(np.zeros(3), np.ones(2), np.zeros(3, np.int64))
+
+
+def test_an_event_after_its_counted_parent_ended_nests_in_the_one_still_open():
+    """A [0, 43.2] holds B [10, 50], which outlasts it; C [47.6, 48] starts after A ended, inside B,
+    and D [47.7, 47.8] inside C (the demo's `_begin_request`, a Python frame overrunning it, and
+    `<built-in function next>`). A stack gives C the parent B, never the ended A."""
+    thread = np.zeros(4, np.int64)
+    ts = np.array([0.0, 10.0, 47.6, 47.7])
+    dur = np.array([43.2, 40.0, 0.4, 0.1])
+    parent, depth = nesting.nest(thread, ts, dur, np.arange(4))
+    assert parent.tolist() == [-1, 0, 1, 2]
+    assert depth.tolist() == [0, 1, 2, 3]
+    # Random events overrunning each other: a parent is always on the thread, starts no later than
+    # its child and is still open when the child starts; an event with an open earlier event has one.
+    rng = np.random.default_rng(7)
+    for _ in range(30):
+        n = int(rng.integers(2, 400))
+        thread = rng.integers(0, 3, n)
+        ts = rng.integers(0, 200, n).astype(np.float64)
+        dur = rng.choice([1.0, 5.0, 20.0, 60.0], n)
+        got, depth = nesting.nest(thread, ts, dur, np.arange(n))
+        for i, p in enumerate(got.tolist()):
+            open_before = [j for j in range(n) if j != i and thread[j] == thread[i]
+                           and (ts[j], -dur[j], j) < (ts[i], -dur[i], i) and ts[j] + dur[j] > ts[i]]
+            if p < 0:
+                assert not open_before, (i, open_before)
+                assert depth[i] == 0
+            else:
+                assert p in open_before, (i, p)
+                assert depth[i] == depth[p] + 1
