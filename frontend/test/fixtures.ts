@@ -63,6 +63,7 @@ export function piece(p: Partial<DiffPiece> & Pick<DiffPiece, "name" | "path">, 
     baseline_name: p.name,
     experimental_name: p.name,
     note: null,
+    compiled_region: null,
     baseline_host_us: host[0],
     experimental_host_us: host[1],
     delta_host_us: host[1] - host[0],
@@ -88,7 +89,7 @@ export function piece(p: Partial<DiffPiece> & Pick<DiffPiece, "name" | "path">, 
 
 export function step(n: number, breakdown: Partial<StepInfo["breakdown_us"]>): StepInfo {
   const breakdown_us = { kernel: 0, memcpy: 0, memset: 0, communication: 0, runtime: 0, data_loading: 0, cpu_exec: 0, other: 0, ...breakdown };
-  return { name: `ProfilerStep#${n}`, step: n, start_us: 0, duration_us: Object.values(breakdown_us).reduce((a, c) => a + c, 0), breakdown_us };
+  return { name: `ProfilerStep#${n}`, step: n, start_us: 0, duration_us: Object.values(breakdown_us).reduce((a, c) => a + c, 0), breakdown_us, device_idle_us: null };
 }
 
 /** A diff/modules answer for `children`, with a trend the caller gives (the server's running sums). */

@@ -284,3 +284,34 @@ def short_names(names: Iterable[str]) -> dict[str, str]:
             for n in group:
                 out[n] = f"{s} #{hashlib.sha1(n.encode()).hexdigest()[:4]}"
     return out
+
+
+# Kernel families, in the order a region's families are listed: Inductor's fused kinds, then what eager kernels compute.
+FAMILY_ORDER = ["gemm", "attention", "triton_poi", "triton_red", "triton_per", "triton_tem", "triton",
+                "pointwise", "reduction", "normalization", "copy", "memcpy", "memset", "communication", "other"]
+_FAMILY_RULES = [
+    ("memcpy", re.compile(r"^Memcpy")),
+    ("memset", re.compile(r"^Memset")),
+    ("triton_poi", re.compile(r"^triton_poi_")),
+    ("triton_red", re.compile(r"^triton_red_")),
+    ("triton_per", re.compile(r"^triton_per_")),
+    ("triton_tem", re.compile(r"^triton_tem_")),
+    ("triton", re.compile(r"^triton_")),
+    ("communication", re.compile(r"nccl|rccl", re.I)),
+    ("attention", re.compile(r"fmha|flash|sdpa|attention", re.I)),
+    ("gemm", re.compile(r"gemm|gemv|nvjet|cutlass|xmma|cublas|Cijk_|cudnn|conv", re.I)),
+    ("normalization", re.compile(r"norm|softmax|SoftMax|GammaBeta|RowwiseMoments", re.I)),
+    ("reduction", re.compile(r"reduce|reduction|Reduce|scan|Scan|sort|Sort|sum_|_sum", re.I)),
+    ("copy", re.compile(r"copy|Copy|cat|Cat|index|gather|scatter", re.I)),
+    ("pointwise", re.compile(r"elementwise|Functor|_kernel_cuda|multi_tensor_apply", re.I)),
+]
+
+
+def kernel_family(full: str) -> str:
+    """What a kernel is, in a word: Inductor's fused kinds (`triton_poi`, `triton_red`, `triton_per`), or for
+    other kernels what they compute (`gemm`, `attention`, `pointwise`, `reduction`, `normalization`, `copy`,
+    `memcpy`, `memset`, `communication`), else `other`."""
+    for family, pattern in _FAMILY_RULES:
+        if pattern.search(full):
+            return family
+    return "other"

@@ -84,7 +84,9 @@ class Piece:
 
     @property
     def intervals(self) -> tuple:
-        return self.gaps if self.kind == UNKNOWN else ((self.start_us, self.end_us),)
+        # Unknown pieces, and pieces made of several (a compiled region's sides, diff/compiled_region.py), are
+        # the intervals they cover.
+        return self.gaps if self.kind == UNKNOWN or self.gaps else ((self.start_us, self.end_us),)
 
 
 @dataclass

@@ -32,7 +32,9 @@ from .overview import (
 )
 from .tables import GroupBy, KernelRow, KernelsResponse, ModuleNode, ModulesResponse, OperatorRow, OperatorsResponse
 from .memory import DiffMemoryResponse, MemoryCurve, MemoryDeviceDiff, MemoryPeak, MemoryRow, MemoryStepPeak
-from .modules_diff import CompiledSide, Crumb, DiffModulesResponse, DiffPiece, DiffTrend, PieceKind, PieceStatus
+from .modules_diff import (
+    CompiledRegion, CompiledSide, Crumb, DiffModulesResponse, DiffPiece, DiffTrend, KernelFamily, PieceKind, PieceStatus,
+)
 from .explain import (
     BusyPair, Contributor, ContributorKind, DiffExplainResponse, ExplainDataWait, ExplainGilLimit,
     ExplainInputBound, ExplainLoaderLimit, ExplainPipeline, ExplainStageChange, ExplainStep, LaunchRow,

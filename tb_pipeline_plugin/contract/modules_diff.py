@@ -11,7 +11,33 @@ CompiledSide = Literal["baseline", "experimental", "both"]
 # Which runs have it: a piece of the module diff, a contributor of the explanation.
 # "inside_compiled": one run has it, inside a module the other run ran compiled (its work is that module's there).
 PieceStatus = Literal["matched", "baseline_only", "experimental_only", "inside_compiled"]
-PieceKind = Literal["root", "step", "data_loading", "module", "backward", "optimizer", "annotation", "unknown"]
+PieceKind = Literal["root", "step", "data_loading", "module", "backward", "optimizer", "annotation", "unknown",
+                    "compiled_region"]
+
+
+class KernelFamily(_Shape):
+    """A compiled region's device time of one kernel family on each side (analysis/kernel_names.py:kernel_family):
+    Inductor's fused `triton_poi` / `triton_red` / `triton_per`, or what eager kernels compute (`gemm`, ...)."""
+
+    family: str
+    baseline_us: float
+    experimental_us: float
+    delta_us: float
+    # Kernel launches of the family in the region, each side.
+    baseline_kernels: int
+    experimental_kernels: int
+
+
+class CompiledRegion(_Shape):
+    """A `compiled_region` piece (diff/compiled_region.py): one run's compiled graph calls of `module` compared
+    as one piece with the eager pieces the other run ran in their place."""
+
+    module: str
+    side: CompiledSide  # the run that ran it compiled
+    graphs: list[str]  # the graph calls' own names (`## Call CompiledFxGraph <hash> ##`)
+    graph_ids: list[str]  # their hashes
+    eager_pieces: list[str]  # the other run's pieces it replaced
+    kernel_families: list[KernelFamily]
 
 
 class DiffPiece(_Shape, kw_only=True):
@@ -59,6 +85,8 @@ class DiffPiece(_Shape, kw_only=True):
     significance: Significance | None = None
     forward_significance: Significance | None = None
     backward_significance: Significance | None = None
+    # A `compiled_region` piece's graphs, the eager pieces it replaced and its kernels by family; null otherwise.
+    compiled_region: CompiledRegion | None = None
 
 
 class DiffTrend(_Shape):

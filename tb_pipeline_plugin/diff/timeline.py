@@ -98,7 +98,8 @@ def _matches(bl, el, bi: P.PieceIndex, ei: P.PieceIndex, chain: list[T.Node]) ->
         if n.b is None or n.e is None:
             continue
         own(n)
-        if T.has_children(bi, ei, n):
+        # A compiled region's sides have no pieces in common: its operators are matched as a leaf's.
+        if T.has_children(bi, ei, n) and n.region is None:
             stack.extend(T.children(bi, ei, n))
         else:
             i, j = _align_ops(bl, el, P.op_rows(bi, n.b), P.op_rows(ei, n.e))

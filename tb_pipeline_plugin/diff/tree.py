@@ -29,6 +29,7 @@ from ..errors import BadRequest
 from ..analysis import pieces as P
 from ..bounded_cache import BoundedCache
 from .align import align_info
+from . import compiled_region as R
 from .delta import delta_fields
 from .pair import shared
 
@@ -56,6 +57,9 @@ class Node:
     note: str | None = None
     # The run that ran a module around this piece compiled, when the piece is one-sided below it.
     inside_compiled: str | None = None
+    # A compiled region (diff/compiled_region.py): each side's pieces it compares as one, and the module.
+    region: tuple | None = None
+    region_module: str | None = None
 
     @property
     def status(self) -> str:
@@ -148,6 +152,8 @@ def _children(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> tuple[tuple[Nod
         if note is not None:
             kids[0] = Node(kids[0].path, kids[0].b, kids[0].e, note, kids[0].inside_compiled)
         return tuple(kids), False
+    if node.region is not None:
+        return _region_children(node), False
     if not has_children(bi, ei, node):
         return (), False
     b_kids = _split(bi, node.b)
@@ -155,6 +161,17 @@ def _children(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> tuple[tuple[Nod
     # The unknown pieces close each level; they are paired with each other,
     # the rest is aligned on (kind, class / annotation family).
     b_body, e_body = b_kids[:-1], e_kids[:-1]
+    side = compiled_side(bi, ei, node)
+    parts = R.region_parts(b_body, e_body, side) if node.inside_compiled is None else None
+    if parts is not None:
+        # The compiled graph against the eager pieces it replaced, as one piece (diff/compiled_region.py).
+        prefix = f"{node.path}." if node.path else ""
+        b_region, e_region = R.region_pieces(node.any.name, parts, side)
+        region = Node(f"{prefix}0", b_region, e_region, R.region_note(node.any.name, parts, side),
+                      region=(parts[0], parts[1], side), region_module=node.any.name)
+        rest = Node(f"{prefix}1", b_kids[-1] if b_kids else None, e_kids[-1] if e_kids else None,
+                    inside_compiled=side)
+        return (region, rest), False
     pairs, approximate = align_info(
         [(p.kind, p.key) for p in b_body], [(p.kind, p.key) for p in e_body],
         [p.name for p in b_body], [p.name for p in e_body],
@@ -162,6 +179,14 @@ def _children(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> tuple[tuple[Nod
     pairs.append((len(b_body) if b_kids else None, len(e_body) if e_kids else None))
     around = node.inside_compiled or compiled_side(bi, ei, node)
     return tuple(_nodes(node.path, pairs, b_kids, e_kids, around)), approximate
+
+
+def _region_children(node: Node) -> tuple[Node, ...]:
+    """A compiled region's children: each side's own pieces, one-sided, the baseline's first."""
+    b_parts, e_parts, side = node.region
+    pairs = [(i, None) for i in range(len(b_parts))] + [(None, j) for j in range(len(e_parts))]
+    kids = _nodes(node.path, pairs, list(b_parts), list(e_parts), side)
+    return tuple(Node(k.path, k.b, k.e, k.note, k.inside_compiled, region_module=node.region_module) for k in kids)
 
 
 def compiled_side(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> str | None:
@@ -172,7 +197,7 @@ def compiled_side(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> str | None:
 
 
 def has_children(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> bool:
-    if node.any.kind == ROOT:
+    if node.any.kind == ROOT or node.region is not None:
         return True
     return (node.b is not None and bi.has_children(node.b)) or (node.e is not None and ei.has_children(node.e))
 
@@ -277,11 +302,23 @@ def row(bi: P.PieceIndex, ei: P.PieceIndex, node: Node) -> dict:
         "experimental_name": e.name if e is not None else None,
         "note": node.note,
     })
+    if node.region_module is not None and (node.region is not None or R.is_graph(p)):
+        # The graph named by its module; its own name (the hash) stays in baseline_name / experimental_name.
+        out["name"] = display_name(node)
+        if node.region is not None:
+            out.update(kind=R.REGION, key=R.REGION, compiled=node.region[2])
     for what in ("host", "device"):
         out.update(delta_fields(f"{what}_us", _value(b, what), _value(e, what)))
     bc, ec = (b.calls if b is not None else 0), (e.calls if e is not None else 0)
     out.update(baseline_calls=bc, experimental_calls=ec, delta_calls=ec - bc)
     return out
+
+
+def display_name(node: Node) -> str:
+    """A node's name as the module diff shows it: a compiled region and its graph calls by their module."""
+    if node.region_module is not None and (node.region is not None or R.is_graph(node.any)):
+        return f"{node.region_module} (compiled graph)"
+    return node.any.name
 
 
 def walk(bi: P.PieceIndex, ei: P.PieceIndex, path: str = "", max_depth: int | None = None):

@@ -8,6 +8,7 @@ import type { DiffPiece } from "../api";
 import type { Significance } from "../model/explain";
 import { formatMs, formatMsWithUnit, formatPct, formatSignedMs, formatSignedMsWithUnit } from "../model/format";
 import { BAND_TEXT, CLOCK_HEADING, clockHasMarks, pieceRow, type Clock, type PassCells } from "../model/moduleDiff";
+import { pieceTitle, regionTitle } from "../model/compiledRegion";
 import { DeltaText } from "./Delta";
 import { SignificanceMark } from "./Explanation";
 
@@ -109,8 +110,13 @@ export function ModuleDiffTable({
               return (
                 <tr key={p.path} class={selectedPath === p.path ? "selected" : ""} data-path={p.path} data-status={p.status} data-kind={p.kind}>
                   <td>{i + 1}</td>
-                  <td class="text name" title={row.renamed ?? row.name}>
+                  <td class="text name" title={pieceTitle(p, row.renamed ?? row.name)}>
                     {row.name}{" "}
+                    {p.compiled_region && (
+                      <span class="badge compiled_region" title={regionTitle(p.compiled_region)}>
+                        compiled vs eager
+                      </span>
+                    )}
                     {/* An unknown piece's name already says so: the badge only marks one-sided pieces. */}
                     {row.band && row.band !== "unknown" && <span class={`badge ${row.band}`}>{BAND_TEXT[row.band]}</span>}
                     {row.renamed && <span class="muted small"> ({row.renamed})</span>}

@@ -91,7 +91,7 @@ export function VirtualTable({ columns, rows, sort, onSort, label, height = 520,
   const last = items[items.length - 1];
   const padTop = first ? first.start - HEADER_H : 0;
   const padBottom = last ? v.getTotalSize() - last.end : 0;
-  const minWidth = columns.reduce((w, c) => w + WIDTHS[c.role], 0) + (rowExtra ? EXTRA_W : 0);
+  const minWidth = columns.reduce((w, c) => w + (c.width ?? WIDTHS[c.role]), 0) + (rowExtra ? EXTRA_W : 0);
   const span = columns.length + (rowExtra ? 1 : 0);
 
   // Group header: name/shape, then one group of 4 columns per metric.

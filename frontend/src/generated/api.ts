@@ -370,6 +370,20 @@ export interface components {
             baseline: number | null;
             experimental: number | null;
         };
+        /**
+         * CompiledRegion
+         * @description A `compiled_region` piece (diff/compiled_region.py): one run's compiled graph calls of `module` compared
+         *         as one piece with the eager pieces the other run ran in their place.
+         */
+        CompiledRegion: {
+            module: string;
+            /** @enum {unknown} */
+            side: "baseline" | "both" | "experimental";
+            graphs: string[];
+            graph_ids: string[];
+            eager_pieces: string[];
+            kernel_families: components["schemas"]["KernelFamily"][];
+        };
         /** Contributor */
         Contributor: {
             /** @enum {unknown} */
@@ -750,7 +764,7 @@ export interface components {
         DiffPiece: {
             name: string;
             /** @enum {unknown} */
-            kind: "annotation" | "backward" | "data_loading" | "module" | "optimizer" | "root" | "step" | "unknown";
+            kind: "annotation" | "backward" | "compiled_region" | "data_loading" | "module" | "optimizer" | "root" | "step" | "unknown";
             key: string;
             step: number | null;
             path: string;
@@ -787,6 +801,8 @@ export interface components {
             forward_significance: components["schemas"]["Significance"] | null;
             /** @default null */
             backward_significance: components["schemas"]["Significance"] | null;
+            /** @default null */
+            compiled_region: components["schemas"]["CompiledRegion"] | null;
         };
         /** DiffPipelineCallbackRow */
         DiffPipelineCallbackRow: {
@@ -871,7 +887,7 @@ export interface components {
             path: string;
             name: string;
             /** @enum {unknown} */
-            kind: "annotation" | "backward" | "data_loading" | "module" | "optimizer" | "root" | "step" | "unknown";
+            kind: "annotation" | "backward" | "compiled_region" | "data_loading" | "module" | "optimizer" | "root" | "step" | "unknown";
             /** @enum {unknown} */
             status: "baseline_only" | "experimental_only" | "inside_compiled" | "matched";
             breadcrumb: components["schemas"]["Crumb"][];
@@ -1085,6 +1101,19 @@ export interface components {
             data_wait_pct: number | null;
             summary: string;
             next_step: string;
+        };
+        /**
+         * KernelFamily
+         * @description A compiled region's device time of one kernel family on each side (analysis/kernel_names.py:kernel_family):
+         *         Inductor's fused `triton_poi` / `triton_red` / `triton_per`, or what eager kernels compute (`gemm`, ...).
+         */
+        KernelFamily: {
+            family: string;
+            baseline_us: number;
+            experimental_us: number;
+            delta_us: number;
+            baseline_kernels: number;
+            experimental_kernels: number;
         };
         /** KernelRow */
         KernelRow: {

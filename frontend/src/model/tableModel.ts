@@ -51,6 +51,8 @@ export interface Column {
    * `key`'s value (the full name) is then the cell's tooltip, the sort, the filter and the CSV.
    */
   display?: string;
+  /** The column's least width in px, where it is not its role's (a kernel table's names, short as they are). */
+  width?: number;
 }
 
 const METRIC_LABELS: Record<string, string> = {

@@ -76,6 +76,9 @@ interface Tagged {
 
 const TEXT_ROLES: ReadonlySet<Column["role"]> = new Set(["name", "shape", "wide_text"]);
 
+/** A kernel table's name column, in px: most short kernel names whole. */
+const KERNEL_NAME_W = 340;
+
 export function DiffTableView({ client, sel, table: asked, state, onChange, reloadToken, piece = null, height }: DiffTableViewProps) {
   const groupBy = groupByParam(asked, state.byShape, state.launch);
   const timeline = useProfilerPresent();
@@ -119,7 +122,10 @@ export function DiffTableView({ client, sel, table: asked, state, onChange, relo
     const shownMetrics = informativeMetrics(r.rows, r.columns, r.primary);
     const hidden = r.columns.filter((m) => !shownMetrics.includes(m));
     const texts = launched ? launchColumns(r.group_by ?? "") : byShape;
-    return { resp: r, byShape, columns: withSummedScope(buildColumns(shownMetrics, texts, r.primary), r.per_unit, r.path !== ""), hidden };
+    const built = withSummedScope(buildColumns(shownMetrics, texts, r.primary), r.per_unit, r.path !== "");
+    // Kernel names, short as they are (analysis/kernel_names.py), get room for about 48 characters.
+    const columns = r.table === "kernels" && !launched ? built.map((c) => (c.role === "name" ? { ...c, width: KERNEL_NAME_W } : c)) : built;
+    return { resp: r, byShape, columns, hidden };
   }, [all]);
 
   const sort: SortSpec = useMemo(() => {

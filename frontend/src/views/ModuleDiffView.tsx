@@ -6,6 +6,7 @@
  */
 import { useEffect, useRef } from "preact/hooks";
 import type { ApiClient, DiffModulesResponse, DiffPiece, DiffSelection } from "../api";
+import { CompiledRegionTable } from "../components/CompiledRegionTable";
 import { DeltaText } from "../components/Delta";
 import { Loading } from "../components/Loading";
 import { ErrorMessage, Message } from "../components/Message";
@@ -161,6 +162,11 @@ export function ModuleDiffView({ client, sel, state, onChange, reloadToken }: Pr
             onTimeline={(p) => onChange(timelineOf(p.path))}
             stepOf={(p) => pieceStep(p, d)}
           />
+          {pieces
+            .filter((p) => p.compiled_region)
+            .map((p) => (
+              <CompiledRegionTable key={p.path} piece={p} />
+            ))}
         </>
       )}
       <section aria-labelledby="md-ops">

@@ -5,6 +5,7 @@ import msgspec
 
 from ...analysis.labels import MODULE
 from ..significance import marks as significance_marks
+from .. import compiled_region
 from .. import tree as T
 from ..backward import add_backward, with_backward
 from ..units import pieces_note
@@ -53,12 +54,16 @@ def _modules(pair, q: ModulesQuery) -> dict:
     for child, fields in zip(children, kid_fields[page]):
         add_backward(child, *fields)
     trend.update({k: v[page] for k, v in backward_trend.items()})
+    for child, kid in zip(children, kids[page]):
+        if kid.region is not None:
+            child["compiled_region"] = compiled_region.region_fields(
+                b, e, bi, ei, kid.region_module, kid.region[:2], kid.region[2])
     level = [node] + list(kids)
     significance_marks.mark_pieces(b, e, chain, [(row, node)] + list(zip(children, kids[page])),
                                    family=sum(1 for n in level if n.any.kind == MODULE), noise=pair.noise)
     return {
         "path": node.path,
-        "breadcrumb": [{"name": n.any.name, "path": n.path} for n in chain],
+        "breadcrumb": [{"name": T.display_name(n), "path": n.path} for n in chain],
         "node": row,
         "approximate": approximate,
         "children_total": len(kids),
