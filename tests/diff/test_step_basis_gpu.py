@@ -135,7 +135,7 @@ def test_kernel_time_per_step_leaves_out_work_launched_before_the_window(client)
     assert row["total_us"] == pytest.approx(launched_us, rel=1e-6)
 
 
-@pytest.mark.parametrize("fmt", ["json", "markdown", "junit"])
+@pytest.mark.parametrize("fmt", ["json", "markdown", "html", "junit"])
 def test_the_cli_reports_state_the_pages_figures(client, fmt, tmp_path):
     runs = {"baseline": "amp_baseline", "experimental": "amp_experimental"}
     step = _get(client, "diff/explain", **runs)["step"]

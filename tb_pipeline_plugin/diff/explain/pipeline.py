@@ -135,7 +135,9 @@ def clause(part: dict) -> str:
                                                             "the baseline" if w["baseline_us"] is None
                                                             else "the experimental run")
     else:
-        verb = "grew" if w["delta_us"] > 0 else "fell" if w["delta_us"] < 0 else "stayed"
+        # Equal in the words the sentence prints ("fell from 106 µs to 106 µs" says nothing): stayed.
+        same = duration(w["baseline_us"]) == duration(w["experimental_us"])
+        verb = "stayed" if same else "grew" if w["delta_us"] > 0 else "fell" if w["delta_us"] < 0 else "stayed"
         span = (f"from {duration(w['baseline_us'])} to {duration(w['experimental_us'])}" if verb != "stayed"
                 else f"at {duration(w['baseline_us'])}")
         text = (f"the pipeline's data wait {verb} {span} per step "
