@@ -31,9 +31,9 @@ OVERVIEW_METRICS = [
     # driver's samples over the whole process (start-up and loading included), so lower.
     ("gpu_utilization_pct", "GPU utilization (profiled steps)", "pct"),
     # Why the device waited, per step (analysis/device_idle.py): the causes sum to its idle time.
-    ("device_idle_us.data", "Device idle: waiting for data (per step)", "us"),
-    ("device_idle_us.sync", "Device idle: after a synchronization (per step)", "us"),
-    ("device_idle_us.launch", "Device idle: waiting for launches (per step)", "us"),
+    ("device_idle_us.data", "Device idle: data (per step)", "us"),
+    ("device_idle_us.sync", "Device idle: sync (per step)", "us"),
+    ("device_idle_us.launch", "Device idle: launches (per step)", "us"),
     ("device_idle_us.other", "Device idle: other (per step)", "us"),
     ("bound.words", "Bound (profiled steps)", None),
     ("memory.avg_bytes", "Average memory", "bytes"),

@@ -144,13 +144,17 @@ def _phrase(c: dict) -> str:
 
 
 def _kernel_change(op: dict) -> str:
-    """` (kernel before → kernel after)`, or ` (kernel)` when both runs ran the same one."""
+    """` (kernel before → kernel after)`, or ` (kernel)` when both runs ran
+    the same one: their display names (analysis/kernel_names.py), as the
+    Kernels tab shows them."""
     b, e = op.get("baseline_kernels") or [], op.get("experimental_kernels") or []
     if not b and not e:
         return ""
+    bs = op.get("baseline_kernel_short_names") or [short_kernel(k) for k in b]
+    es = op.get("experimental_kernel_short_names") or [short_kernel(k) for k in e]
     if b[:1] == e[:1]:
-        return f" ({short_kernel(b[0])})"
-    return f" ({short_kernel(b[0]) if b else 'none'} → {short_kernel(e[0]) if e else 'none'})"
+        return f" ({bs[0]})"
+    return f" ({bs[0] if b else 'none'} → {es[0] if e else 'none'})"
 
 
 def short_kernel(name: str, max_chars: int = 32) -> str:
