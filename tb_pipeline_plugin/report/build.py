@@ -135,7 +135,7 @@ def _memory(answer: dict, top: int) -> dict:
     shown = next((d for d in answer["devices"] if d["device"] == answer["device"]), None)
     out = {"sentence": answer["sentence"], "message": answer["message"], "device": answer["device"],
            "baseline_peak_bytes": None, "experimental_peak_bytes": None, "growth_bytes": None, "growth_pct": None,
-           "rows": []}
+           "rows": [], "snapshot_rows": _snapshot_rows(answer.get("snapshot"), top)}
     if shown is None:
         return out
     for side in ("baseline", "experimental"):
@@ -144,6 +144,23 @@ def _memory(answer: dict, top: int) -> dict:
     out["rows"] = [_metric(r["key"], " · ".join(p for p in (r["key"], r["phase"], r["detail"]) if p), "bytes",
                            r["baseline_bytes"], r["experimental_bytes"], r["delta_bytes"], r["delta_pct"])
                    for r in shown["by_module"][:top]]
+    return out
+
+
+def _snapshot_rows(snapshot: dict | None, top: int) -> list[dict]:
+    """Each device's snapshot metrics, then what was live at the peaks by
+    category (largest change first, `top` of them), as metric rows."""
+    if not snapshot:
+        return []
+    out = []
+    for device in snapshot["devices"]:
+        for m in device["metrics"]:
+            out.append(_metric(f"snapshot.{device['device']}.{m['metric']}", f"{device['device']} · {m['metric']}",
+                               "bytes", m["baseline_bytes"], m["experimental_bytes"], m["delta_bytes"], m["delta_pct"]))
+        for r in device["by_category"][:top]:
+            out.append(_metric(f"snapshot.{device['device']}.live.{r['key']}", f"{device['device']} · live at the peak: "
+                               f"{r['key']}", "bytes", r["baseline_bytes"], r["experimental_bytes"], r["delta_bytes"],
+                               r["delta_pct"]))
     return out
 
 

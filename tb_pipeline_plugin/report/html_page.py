@@ -67,6 +67,8 @@ def render(r: Report) -> str:
     memory = f'<p>{escape(r.memory.sentence or r.memory.message or "No memory events in either run.")}</p>'
     if r.memory.rows:
         memory += _metrics("memory-table", r.memory.rows, None, "Bytes alive at the peak by module")
+    if r.memory.snapshot_rows:
+        memory += _metrics("snapshot-table", r.memory.snapshot_rows, None, "CUDA memory snapshots")
     parts.append(_section("memory", f"Memory ({r.memory.device or 'no device'})", memory))
     data = msgspec.json.encode(r).decode("utf-8").replace("<", "\\u003c")
     parts += [f'<footer>Written by <code>tb-pipeline diff --format html</code> (report_version {r.report_version}). '

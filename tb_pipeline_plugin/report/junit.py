@@ -62,7 +62,9 @@ def _verdict_case(suite: ET.Element, r: Report, lines: list[str]) -> None:
     case = ET.SubElement(suite, "testcase", classname=VERDICT_CLASS, name=f"step time per {step.unit}", time="0")
     _properties(case, {"verdict": step.significance.verdict, "direction": step.direction, "unit": "us",
                        "baseline": step.baseline_us, "experimental": step.experimental_us, "delta": step.delta_us,
-                       "delta_pct": step.delta_pct, "gates": len(r.gates)})
+                       "delta_pct": step.delta_pct, "gates": len(r.gates),
+                       # The CUDA memory snapshots' figures (bytes: baseline, experimental, delta), when any.
+                       **{m.name: f"{m.baseline} {m.experimental} {m.delta}" for m in r.memory.snapshot_rows}})
     ET.SubElement(case, "system-out").text = "\n".join(lines)
 
 

@@ -57,6 +57,8 @@ def render(r: Report) -> str:
     memory_rows = _metrics(r.memory.rows, "Bytes alive at the peak") if r.memory.rows else []
     out += _fold(f"Memory ({_html(r.memory.device or 'no device')})", memory_rows,
                  _text(r.memory.sentence or r.memory.message or "No memory events in either run."))
+    if r.memory.snapshot_rows:
+        out += _fold("CUDA memory snapshots", _metrics(r.memory.snapshot_rows, "Snapshot"))
     out += _fold("Waterfall: from the baseline's step to the experimental's", _waterfall(r))
     out += _fold("Step times of the profiled steps", _step_times(r))
     return "\n".join(out).rstrip() + "\n"

@@ -175,6 +175,10 @@ class Memory(_Shape):
     growth_pct: float | None
     # Bytes alive at each run's peak by module (label: "module path · phase · operator").
     rows: list[MetricRow]
+    # Both runs' CUDA memory snapshots (`diff/memory`'s `snapshot`): each device's peak allocated, reserved
+    # and fragmentation, then what was live at the peaks by category (label "device · metric" or
+    # "device · category"); empty when neither run has one (and in reports written before).
+    snapshot_rows: list[MetricRow] = []
 
 
 class StepTimes(_Shape):

@@ -42,6 +42,11 @@ def render(r: Report) -> str:
                     table([{"part": m.label, "baseline_bytes": m.baseline, "experimental_bytes": m.experimental,
                              "delta_bytes": m.delta, "delta_pct": m.delta_pct} for m in r.memory.rows],
                            ["part", "baseline_bytes", "experimental_bytes", "delta_bytes", "delta_pct"])]
+    if r.memory.snapshot_rows:
+        out += ["", "CUDA memory snapshots (bytes)",
+                table([{"metric": m.label, "baseline_bytes": m.baseline, "experimental_bytes": m.experimental,
+                         "delta_bytes": m.delta, "delta_pct": m.delta_pct} for m in r.memory.snapshot_rows],
+                      ["metric", "baseline_bytes", "experimental_bytes", "delta_bytes", "delta_pct"])]
     if r.contributors:
         out += ["", f"Top {r.top} contributors to the step-time delta (µs)",
                 table([{"name": c.name, "baseline_us": c.baseline_us, "experimental_us": c.experimental_us,
