@@ -233,6 +233,9 @@ def run_diff(args, out=None) -> int:
 
 
 def _diff(args, out) -> int:
+    from .snapshot_diff import is_snapshot_pair
+    if is_snapshot_pair(args.baseline, args.experimental):
+        return _diff_snapshots(args, out)
     from .compare import compare
     from .diff.significance.method import NoisePolicy
     from .report.build import build
@@ -251,6 +254,19 @@ def _diff(args, out) -> int:
             print(f"tb-pipeline: cannot evaluate {g.message}", file=sys.stderr)
     _write(report, args.format, args.output, out)
     return report.exit_status
+
+
+def _diff_snapshots(args, out) -> int:
+    """Two CUDA memory snapshots, without their runs (tb_pipeline_plugin/snapshot_diff.py)."""
+    from .snapshot_diff import render, snapshot_pair
+
+    text = render(snapshot_pair(args.baseline, args.experimental), args.format)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        out.write(text)
+    return EXIT_OK
 
 
 def run_report(args, out=None) -> int:

@@ -54,3 +54,35 @@ def test_every_format_carries_the_snapshots(runs):
     assert 'id="snapshot-table"' in html
     junit = _cli(runs, "junit")
     assert f'value="{peak["baseline_bytes"]} {peak["experimental_bytes"]} {peak["delta_bytes"]}"' in junit
+
+
+class _Touch:
+    """Unpickled, runs a command: what a hostile snapshot would hold."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_two_snapshots_compare_on_their_own_and_a_hostile_one_runs_nothing(runs, tmp_path):
+    fp32, bf16 = H200 / "snapshots" / "fp32.pickle", H200 / "snapshots" / "bf16.pickle"
+    done = subprocess.run([sys.executable, "-m", "tb_pipeline_plugin.cli", "diff", str(fp32), str(bf16), "--format",
+                           "json"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    alone = json.loads(done.stdout)
+    beside = compare(runs["baseline"], runs["experimental"]).memory["snapshot"]
+    assert alone["devices"][0]["metrics"] == beside["devices"][0]["metrics"]
+    assert alone["sentence"] == beside["sentence"]
+    import pickle
+
+    marker = tmp_path / "ran"
+    hostile = tmp_path / "hostile.pickle"
+    hostile.write_bytes(pickle.dumps(_Touch(marker)))
+    done = subprocess.run([sys.executable, "-m", "tb_pipeline_plugin.cli", "diff", str(fp32), str(hostile)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "hostile.pickle" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not marker.exists()
