@@ -1,8 +1,10 @@
 /** The Memory tab's CUDA memory snapshot part: the sentence, both runs' peaks, reserved and fragmentation,
- * and the bytes live at each peak by category, Python frame or module, largest change first. */
+ * both runs' allocated and reserved bytes over time, the bytes live at each peak by category, Python frame
+ * or module, largest change first, and each run's largest segments. */
 import { useState } from "preact/hooks";
 import { formatBytes, formatPct } from "../model/format";
 import { SNAPSHOT_BY, snapshotDevice, snapshotRows, type SnapshotBy, type SnapshotDiff } from "../model/memorySnapshot";
+import { SegmentTable, SnapshotChart } from "./MemorySnapshotChart";
 import { Message } from "./Message";
 
 export function MemorySnapshot({ snapshot }: { snapshot: SnapshotDiff }) {
@@ -36,6 +38,7 @@ export function MemorySnapshot({ snapshot }: { snapshot: SnapshotDiff }) {
               ))}
             </tbody>
           </table>
+          <SnapshotChart d={d} />
           <div class="toolbar" role="group" aria-label="Live at the peak by">
             {SNAPSHOT_BY.map((b) => (
               <button type="button" aria-pressed={by === b.id} onClick={() => setBy(b.id)}>{b.label}</button>
@@ -58,6 +61,7 @@ export function MemorySnapshot({ snapshot }: { snapshot: SnapshotDiff }) {
               ))}
             </tbody>
           </table>
+          <SegmentTable d={d} />
         </>
       )}
     </section>
