@@ -43,7 +43,7 @@ export function MemoryView({ client, sel, reloadToken }: Props) {
       <div data-view="memory">
         {snapshot}
         <div data-testid="memory-message">
-          <Message kind="info" title="No memory to compare">
+          <Message kind="info" title={snapshot ? "No memory events in the traces" : "No memory to compare"}>
             <NoteText text={data.message} />
           </Message>
         </div>
