@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .settle import WARMUP_FACTOR, epilogue_s, settle
+from .settle import WARMUP_FACTOR, drives_cuda, epilogue_s, settle
 from .stages import STAGE_COLUMNS, bottleneck, flag, stage_table
 
 SPLIT_PARTS = ("data_wait_s", "compute_s", "callbacks_s", "other_s")
@@ -60,7 +60,7 @@ def _main_steps(steps: pd.DataFrame) -> tuple[pd.DataFrame, list[str], int, int]
                      f"{int(cached.sum())} replayed steps used")
         steps = steps[cached]
     steps, warm, held = settle(steps)
-    if len(warm) and _drives_cuda(steps):
+    if len(warm) and drives_cuda(steps):
         notes.append(f"{_count(len(warm), 'warm-up step')} left out (the steps before the loop settled at its pace, "
                      f"{WARMUP_FACTOR:g}x faster or slower: a CUDA loop's host runs ahead of its device until the "
                      "launch queue fills, compiles, is profiled; and a last step that drained the queue)")
@@ -72,10 +72,6 @@ def _main_steps(steps: pd.DataFrame) -> tuple[pd.DataFrame, list[str], int, int]
         notes.append(f"the last recorded step ({seconds:.3g} s) held the loop's epilogue (time after the last "
                      "batch, such as DataLoader workers shutting down): left out")
     return steps, notes, len(warm), len(held)
-
-
-def _drives_cuda(steps: pd.DataFrame) -> bool:
-    return "drives_cuda" in steps and bool(steps["drives_cuda"].fillna(False).astype(bool).any())
 
 
 def _count(n: int, noun: str) -> str:

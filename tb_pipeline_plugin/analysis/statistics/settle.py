@@ -85,10 +85,15 @@ def _judged(steps: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     if "open_at_end" in steps:
         last = steps["open_at_end"].fillna(False).to_numpy(bool)
         tail |= last & (d > EPILOGUE_FACTOR * usual)
-    if "drives_cuda" in steps and steps["drives_cuda"].fillna(False).astype(bool).any():
+    if drives_cuda(steps):
         warm |= _settling(d) & ~tail
     warm &= ~tail
     return warm, tail
+
+
+def drives_cuda(steps: pd.DataFrame) -> bool:
+    """The steps' recording drove a CUDA device (readers/records.py)."""
+    return "drives_cuda" in steps and bool(steps["drives_cuda"].fillna(False).astype(bool).any())
 
 
 def _settling(d: np.ndarray) -> np.ndarray:
