@@ -90,8 +90,11 @@ def window_rows(index: TimelineIndex, linked: LinkedTrace, start_us: float, end_
             break
         seen.update(fresh)
         frontier = np.array(fresh, dtype=np.int64)
-        # Enclosing Python frames (the program's whole stack above the loop) are not drawn.
-        found.append(frontier[(index.kind[frontier] >= 0) & (index.kind[frontier] != _K["python"])])
+        # Enclosing Python frames (the program's whole stack above the loop) are not drawn, nor an
+        # ancestor that ended before the window began: the step before, reached through the loader's
+        # `next()` that it opened and the next step closed, encloses nothing drawn here.
+        encloses = ts[frontier] + linked.table.dur_us[frontier] > start_us
+        found.append(frontier[(index.kind[frontier] >= 0) & (index.kind[frontier] != _K["python"]) & encloses])
         frontier = linked.parent[frontier]
     dlo, dhi = np.searchsorted(index.dev_key_ts, [start_us, end_us], side="left")
     found.append(index.dev_rows[dlo:dhi])

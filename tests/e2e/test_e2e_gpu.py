@@ -68,7 +68,10 @@ def test_a_gpu_pair_is_explained_and_compared_on_device_time(tensorboard, page):
     head = next(r for r in rows if r["module"] == "LM_0/Linear_16")
     row = frame.locator("table.vt tbody tr:not(.spacer)", has_text="LM_0/Linear_16").first
     text = row.inner_text()
-    assert head["baseline_kernels"][0]["name"] in text and head["experimental_kernels"][0]["name"] in text
+    # Each side's largest kernel: its short name in the cell, the full name on hover.
+    cells = row.locator("td").evaluate_all("tds => tds.map(td => [td.textContent, td.title])")
+    for kernel in (head["baseline_kernels"][0], head["experimental_kernels"][0]):
+        assert [kernel["short_name"], kernel["name"]] in cells, (kernel, cells)
     assert "f32f32" in head["baseline_kernels"][0]["name"] and head["experimental_kernels"][0]["name"].startswith("nvjet")
     ARTIFACTS.mkdir(exist_ok=True)
     page.wait_for_timeout(250)

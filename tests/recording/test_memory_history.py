@@ -6,6 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from tb_pipeline_plugin.record import profiling  # noqa: E402
 from tb_pipeline_plugin.record.memory_history import MemoryHistory  # noqa: E402
 from tb_pipeline_plugin.record.profiling import LauncherProfiler, parse_schedule  # noqa: E402
 
@@ -26,6 +27,9 @@ def _forbid(monkeypatch):
 def test_on_the_cpu_nothing_changes(tmp_path, monkeypatch, memory):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     _forbid(monkeypatch)
+    # A LauncherProfiler wraps torch.profiler's start() for the whole process (a recording's); here that would
+    # outlive the test and send later tests' profilers to this stand-in recorder, which writes nothing.
+    monkeypatch.setattr(profiling, "when_imported", lambda *a, **k: None)
     launcher = LauncherProfiler(_Rec(tmp_path), parse_schedule(f"memory={memory}"))
     h = launcher.memory_history
     h.start()

@@ -97,7 +97,11 @@ def test_gpu_pair_lists_kernels(capsys, shared_traces):
     b_sum = duration_by_name(load_events(d / "control.json.gz")[1], ("kernel",))
     e_sum = duration_by_name(load_events(d / "test.json.gz")[1], ("kernel",))
     leader = max(set(b_sum) | set(e_sum), key=lambda n: abs(e_sum.get(n, 0.0) - b_sum.get(n, 0.0)))
-    assert kernels[1].startswith(leader[:50])
+    # Rows show the short display name (analysis/kernel_names.py); "Full names:" below maps it to the trace's.
+    full_names = dict(line.strip().split(" = ", 1)[::-1] for line in
+                      out.split("Full names:")[1].split("\n\n")[0].strip().splitlines())
+    assert leader in full_names, leader
+    assert kernels[1].startswith(full_names[leader][:50])
 
 
 def test_usage_errors_exit_2(capsys, tmp_path, recorded_logdir):
