@@ -147,10 +147,84 @@ done:
     return result;
 }
 
+/* The innermost event still open at each start, for the events whose
+ * counted parent had ended (nesting.py:_open_parents): what a stack gives.
+ * A stack of the thread's events so far, each popped once it has ended by
+ * the current start: what stays below an open top may have ended, but it
+ * started earlier, so the top is the latest-starting earlier event that has
+ * not ended. O(n), whatever the number of such events. */
+static int open_walk(const double *s, const double *e, const int64_t *t, Py_ssize_t n, const int64_t *asked,
+                     Py_ssize_t m, int64_t *found)
+{
+    int64_t *stack = NULL;
+    Py_ssize_t top = 0, cap = 0, k = 0;
+    for (Py_ssize_t i = 0; i < n && k < m; i++) {
+        if (i == 0 || t[i] != t[i - 1])
+            top = 0;
+        while (top && e[stack[top - 1]] <= s[i])
+            top--;
+        while (k < m && asked[k] == i)
+            found[k++] = top ? stack[top - 1] : -1;
+        if (reserve((void **)&stack, &cap, top + 1, sizeof(int64_t)) < 0) {
+            PyMem_RawFree(stack);
+            return NO_MEMORY;
+        }
+        stack[top++] = i;
+    }
+    for (; k < m; k++)
+        found[k] = -1;
+    PyMem_RawFree(stack);
+    return NESTED;
+}
+
+static PyObject *open_parents(PyObject *self, PyObject *args)
+{
+    Py_buffer s, e, t, asked;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*", &s, &e, &t, &asked))
+        return NULL;
+    PyObject *found = NULL;
+    Py_ssize_t n = s.len / (Py_ssize_t)sizeof(double), m = asked.len / (Py_ssize_t)sizeof(int64_t);
+    if (s.len % sizeof(double) || e.len != s.len || t.len != n * (Py_ssize_t)sizeof(int64_t)
+        || asked.len % sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "open_parents: starts, ends (float64), threads and asked positions (int64)");
+        goto done;
+    }
+    const int64_t *a = (const int64_t *)asked.buf;
+    for (Py_ssize_t k = 0; k < m; k++) {
+        if (a[k] < 0 || a[k] >= n || (k && a[k] < a[k - 1])) {
+            PyErr_SetString(PyExc_ValueError, "open_parents: asked positions ascending, inside the events");
+            goto done;
+        }
+    }
+    found = PyBytes_FromStringAndSize(NULL, m * (Py_ssize_t)sizeof(int64_t));
+    if (found == NULL)
+        goto done;
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = open_walk((const double *)s.buf, (const double *)e.buf, (const int64_t *)t.buf, n, a, m,
+                       (int64_t *)PyBytes_AS_STRING(found));
+    Py_END_ALLOW_THREADS
+    if (status == NO_MEMORY) {
+        Py_CLEAR(found);
+        PyErr_NoMemory();
+    }
+done:
+    PyBuffer_Release(&s);
+    PyBuffer_Release(&e);
+    PyBuffer_Release(&t);
+    PyBuffer_Release(&asked);
+    return found;
+}
+
 static PyMethodDef methods[] = {
     {"depths_and_parents", depths_and_parents, METH_VARARGS,
      "depths_and_parents(starts, ends, threads) -> (depth, parent position) as int64 bytes, or None\n"
      "for events sorted by (thread, start, longest first); None when an end is not above its start."},
+    {"open_parents", open_parents, METH_VARARGS,
+     "open_parents(starts, ends, threads, asked) -> int64 bytes: for each asked position (ascending) of events\n"
+     "sorted by (thread, start, longest first), the latest-starting earlier event of its thread not ended at its\n"
+     "start, or -1."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 try:
-    from ._nest import depths_and_parents as _walk
+    from ._nest import depths_and_parents as _walk, open_parents as _open_walk
 except ImportError:  # built without a C compiler (setup.py: optional)
-    _walk = None
+    _walk = _open_walk = None
 
 # Up to this many threads, each thread's ends are sorted on their own
 # (nearly sorted already: timsort's best case); beyond, one pass over all
@@ -104,23 +104,47 @@ def _open_parents(s: np.ndarray, e: np.ndarray, t: np.ndarray, depth: np.ndarray
     if not len(bad):
         return depth, parent
     parent = parent.copy()
-    for i in bad.tolist():
-        found = -1
+    parent[bad] = open_parent_positions(s, e, t, bad)
+    return ancestor_counts(parent).astype(depth.dtype), parent
+
+
+def ancestor_counts(parent: np.ndarray) -> np.ndarray:
+    """Each event's number of ancestors, by pointer doubling: `hops[i]`
+    edges lie between i and `up[i]`; each round adds the hops of `up[i]`
+    and jumps to its `up`, so a chain a million deep takes 20 rounds."""
+    hops = (parent >= 0).astype(np.int64)
+    up = parent.copy()
+    alive = np.flatnonzero(up >= 0)
+    while len(alive):
+        nxt = up[alive]
+        hops[alive] += hops[nxt]
+        up[alive] = up[nxt]
+        alive = alive[up[alive] >= 0]
+    return hops
+
+
+def open_parent_positions(s: np.ndarray, e: np.ndarray, t: np.ndarray, asked: np.ndarray,
+                          compiled: bool = True) -> np.ndarray:
+    """For each of `asked` (ascending sorted positions), the latest-starting
+    earlier event of its thread not ended at its start, or -1: one stack
+    walk over the thread (`_nest.c`) when built, else a scan back of at
+    most `_OPEN_PARENT_SCAN` events each (a hostile trace of a million such
+    events would cost minutes in Python). The same answer within the scan
+    (tests/trace/test_nesting.py)."""
+    asked = np.ascontiguousarray(asked, np.int64)
+    if compiled and _open_walk is not None:
+        got = _open_walk(np.ascontiguousarray(s, np.float64), np.ascontiguousarray(e, np.float64),
+                         np.ascontiguousarray(t, np.int64), asked)
+        return np.frombuffer(got, np.int64).copy()
+    out = np.full(len(asked), -1, dtype=np.int64)
+    for k, i in enumerate(asked.tolist()):
         for j in range(i - 1, max(i - 1 - _OPEN_PARENT_SCAN, -1), -1):
             if t[j] != t[i]:
                 break
             if e[j] > s[i]:
-                found = j
+                out[k] = j
                 break
-        parent[i] = found
-    # Depth: the number of ancestors, by pointer jumping (a parent sorts before its child).
-    depth = np.zeros(len(parent), dtype=depth.dtype)
-    up = parent.copy()
-    while (up >= 0).any():
-        alive = up >= 0
-        depth[alive] += 1
-        up[alive] = parent[up[alive]]
-    return depth, parent
+    return out
 
 
 def sorted_links(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
