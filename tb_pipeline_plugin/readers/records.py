@@ -24,7 +24,7 @@ def tables_from_records(records: list, warnings: list[str]) -> PipelineTables:
                 "callbacks_s": cb_total, "other_s": r.other_s, "batch_size": r.batch_size, "tokens": r.tokens, "cached": r.cached,
             })
             for name, s in r.callbacks_s.items():
-                callbacks.append({"step": r.step, "name": name, "kind": "callback", "time_s": s})
+                callbacks.append({"step": r.step, "loader": r.loader, "name": name, "kind": "callback", "time_s": s})
         elif isinstance(r, StageTasks):
             tasks.append(dict(msgspec.structs.asdict(r), t_s=r.wall_time_s - t0))
         elif isinstance(r, StageQueue):

@@ -21,7 +21,7 @@ STEP_COLUMNS = ["step", "loader", "t_s", "wall_start_s", "duration_s", "data_wai
                 "drives_cuda",
                 # The step on the device's clock (formats/pipeline.py:DeviceStep), NaN where not recorded.
                 "device_s"]
-CALLBACK_COLUMNS = ["step", "name", "kind", "time_s"]
+CALLBACK_COLUMNS = ["step", "loader", "name", "kind", "time_s"]
 STAGE_KEY = ["pipeline_id", "stage_id", "stage_name", "stage", "concurrency"]
 TASK_COLUMNS = ["t_s", "wall_time_s", *STAGE_KEY, "final", "tasks", "failures", "task_mean_s", "task_p90_s",
                 "task_p99_s", "task_cpu_mean_s", "task_call_mean_s", "task_runq_mean_s"]

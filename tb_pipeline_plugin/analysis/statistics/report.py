@@ -164,9 +164,15 @@ def throughput_summary(steps: pd.DataFrame) -> dict:
             "samples_per_s": samples / total if samples is not None and total > 0 else None}
 
 
-def slowest_callbacks(callbacks: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
+def slowest_callbacks(callbacks: pd.DataFrame, steps: pd.DataFrame, recorded: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per callback (name, kind): calls, total/mean/max seconds, seconds per
-    step and share of all step time; slowest (by total) first."""
+    step and share of all step time; slowest (by total) first. `steps`: the
+    steps every figure counts (`main_steps`); given the `recorded` steps
+    they were kept from, the callbacks of the steps left out (warm-up, the
+    epilogue) are left out too, so that calls and seconds per step are of
+    the same steps."""
+    if recorded is not None:
+        callbacks = _of_steps_kept(callbacks, recorded, steps)
     if not len(callbacks):
         return pd.DataFrame(columns=CALLBACK_COLUMNS)
     g = callbacks.groupby(["name", "kind"], sort=False)["time_s"]
@@ -176,6 +182,18 @@ def slowest_callbacks(callbacks: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFr
     out["per_step_s"] = out["total_s"] / n
     out["share_pct"] = 100.0 * out["total_s"] / total if total > 0 else np.nan
     return out.sort_values("total_s", ascending=False, kind="stable").reset_index(drop=True)[CALLBACK_COLUMNS]
+
+
+def _of_steps_kept(callbacks: pd.DataFrame, recorded: pd.DataFrame, kept: pd.DataFrame) -> pd.DataFrame:
+    """`callbacks` without those of the recorded steps not in `kept` (a subset of its rows), matched by
+    the step's recording, loader and number where both tables carry them."""
+    left_out = recorded.loc[recorded.index.difference(kept.index)]
+    if not len(left_out) or not len(callbacks) or "step" not in callbacks:
+        return callbacks
+    keys = [c for c in ("recording", "loader", "step")
+            if c in callbacks and c in left_out and callbacks[c].notna().all()]
+    dropped = pd.MultiIndex.from_frame(left_out[keys].astype(object))
+    return callbacks[~pd.MultiIndex.from_frame(callbacks[keys].astype(object)).isin(dropped)]
 
 
 def host_metrics(host: pd.DataFrame) -> pd.DataFrame:
@@ -235,7 +253,7 @@ def loop_span(steps: pd.DataFrame) -> tuple[float, float] | None:
 def report(tables) -> dict:
     """Everything the Pipeline view shows for one run, JSON-ready."""
     split = step_split(tables.steps)
-    callbacks = slowest_callbacks(tables.callbacks, main_steps(tables.steps)[0])
+    callbacks = slowest_callbacks(tables.callbacks, main_steps(tables.steps)[0], tables.steps)
     stages = stage_table(tables.stage_tasks, tables.stage_queues)
     metrics = host_metrics(tables.host)
     slowest_cb = str(callbacks["name"].iloc[0]) if len(callbacks) else None
