@@ -3,7 +3,8 @@ their deltas to mean what they say (diff/comparability.py compares them).
 
 From the trace's metadata: the device and how many, the world size, the
 CUDA runtime, the profiler's options; from its events, the kernels, launch
-calls, CUDA graph launches and dtype casts a profiled step. From the pipeline statistics, when
+calls, CUDA graph launches and dtype casts a profiled step, and the precision its matrix multiplies
+ran in (analysis/precision.py). From the pipeline statistics, when
 the run has them: torch and Python, the machine (host name, cores), the
 recorded steps, and the load other processes put on the host while it ran
 (the machine's CPU use minus the training processes', from the recorder's
@@ -16,6 +17,7 @@ import pandas as pd
 
 from .device import device_info, distributed_info
 from .gpu_work import work_per_step
+from .precision import gemm_precision
 
 # The profiler options that change what host time measures (torch.profiler's names).
 PROFILER_OPTIONS = ("with_stack", "record_shapes", "profile_memory", "with_modules")
@@ -41,6 +43,9 @@ def run_facts(run, statistics=None) -> dict:
         "launch_calls_per_step": work.get("launch_calls"),
         "graph_launches_per_step": work.get("graph_launches"),
         "casts_per_step": work.get("casts"),
+        # The GEMMs' dominant input dtype, its split and autocast's casts (analysis/precision.py); None
+        # without input types (`record_shapes` off) or matrix multiplies.
+        "precision": gemm_precision(run.linked),
         "torch": meta.get("torch"),
         "python": meta.get("python"),
         "host": meta.get("hostname") or _str(metadata.get("host_name")),

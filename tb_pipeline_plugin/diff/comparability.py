@@ -107,11 +107,16 @@ def _options(b: dict, e: dict) -> dict | None:
 
 def _gpu_work(b: dict, e: dict) -> list[dict]:
     """How the runs use the device differently, from their profiled steps'
-    counts (analysis/gpu_work.py): often the change itself, said with what
-    it does to the numbers."""
-    out = []
+    counts (analysis/gpu_work.py) and their GEMMs' input dtypes
+    (analysis/precision.py): often the change itself, said with what it does
+    to the numbers. A change of precision says the casts with it; casts
+    alone (no input types recorded, or the same GEMM dtype) are an item of
+    their own."""
+    precision = _precision(b.get("precision"), e.get("precision"))
+    out = [precision] if precision else []
     bc, ec = b.get("casts_per_step"), e.get("casts_per_step")
-    if bc is not None and ec is not None and abs(ec - bc) >= CASTS_MIN and max(bc, ec) >= CASTS_RATIO * max(min(bc, ec), 1):
+    if (not precision and bc is not None and ec is not None and abs(ec - bc) >= CASTS_MIN
+            and max(bc, ec) >= CASTS_RATIO * max(min(bc, ec), 1)):
         side = "experimental" if ec > bc else "baseline"
         out.append(_item("casts_per_step", "Dtype casts a step", _fmt(bc), _fmt(ec), NOTE,
                          f"The {side} run casts tensors {_fmt(max(bc, ec))} times a step (`aten::_to_copy`) against "
@@ -136,6 +141,44 @@ def _gpu_work(b: dict, e: dict) -> list[dict]:
                          f"{_fmt(kernels)} kernels, so its host spends far less on launching; which module ran a "
                          "graph's kernel the trace does not say."))
     return out
+
+
+def _precision(b: dict | None, e: dict | None) -> dict | None:
+    """The GEMMs' dominant input dtype changed (`fp32 → bf16`): the item,
+    with autocast's casts where the trace shows them; None when either run's
+    input types are unknown (`record_shapes` off) or the dtype is the same.
+    Its text's first sentence is the change (`precision_change`)."""
+    if not b or not e or b["dtype"] == e["dtype"]:
+        return None
+    bd, ed = b["dtype"], e["dtype"]
+    # The side whose GEMMs cast their inputs is the one autocast ran in.
+    side, mine = ("experimental", e) if e["gemm_casts_per_step"] >= b["gemm_casts_per_step"] else ("baseline", b)
+    if mine["gemm_casts_per_step"] > 0:
+        change = (f"GEMM inputs {bd} → {ed} (`torch.autocast`, dtype casts a step {_fmt(b['casts_per_step'])} → "
+                  f"{_fmt(e['casts_per_step'])})")
+        how = (f"The {side} run's matrix multiplies cast their inputs ({_fmt(mine['gemm_casts_per_step'])} "
+               "`aten::_to_copy` a step inside GEMM-like operators), as autocast does: its GEMM kernels are other "
+               "kernels, and the casts cost time of their own")
+    else:
+        change = f"GEMM inputs {bd} → {ed} (no autocast casts)"
+        how = ("No casts inside the GEMMs: the tensors themselves hold the other dtype (`.to(dtype)`, `.half()`), "
+               "so the GEMM kernels are other kernels")
+    basis = "device time" if b["by"] == e["by"] == "device_time" else "calls"
+    text = (f"{change}. {how}; kernel rows match by name only where the same kernel ran. The GEMMs' dtypes by "
+            f"{basis}: {_split(b)} (baseline), {_split(e)} (experimental).")
+    return _item("precision", "Precision", bd, ed, NOTE, text)
+
+
+def precision_change(item: dict) -> str:
+    """The change a `precision` item names, `GEMM inputs fp32 → bf16 (...)`: its text's first sentence."""
+    return item["text"].split(". ", 1)[0]
+
+
+def _split(precision: dict) -> str:
+    """`bf16 100 %`, or `bf16 92 %, fp32 8 %`: the GEMMs' dtypes by the run's weight."""
+    weight = "device_us_per_step" if precision["by"] == "device_time" else "calls_per_step"
+    total = sum(r[weight] for r in precision["dtypes"]) or 1.0
+    return ", ".join(f"{r['dtype']} {100.0 * r[weight] / total:.0f} %" for r in precision["dtypes"][:3])
 
 
 def _load(b: dict, e: dict) -> dict | None:

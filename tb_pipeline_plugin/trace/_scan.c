@@ -11,7 +11,7 @@
  * (tests/trace/test_decode_scan.py compares them on every shared trace).
  *
  * Every field the schema (trace/schema.py) declares is read here: the
- * dense ones (head, ts, dur, linking ids, shapes, stacks) into arrays of
+ * dense ones (head, ts, dur, linking ids, shapes, input types, stacks) into arrays of
  * one value an event, the sparse ones (memory, kernel launch properties,
  * flow ids, metadata names) as tuples for the events that carry them.
  * Heads and raw texts are interned here across chunks (one Scanner per
@@ -515,7 +515,7 @@ enum { L_EXTERNAL, L_EXTERNAL_2021, L_CORRELATION, L_PYTHON_ID, L_PYTHON_PARENT,
 enum { M_BYTES, M_TOTAL_ALLOCATED, M_TOTAL_RESERVED, M_DEVICE_TYPE, M_DEVICE_ID, M_ADDR };
 #define N_KERNEL 5
 enum { KN_REGISTERS, KN_SHARED_MEMORY, KN_BLOCKS_PER_SM, KN_WARPS_PER_SM, KN_OCCUPANCY };
-enum { A_OTHER = -1, A_MEMORY = 10, A_KERNEL = 20, A_GRID = 30, A_BLOCK, A_DIMS, A_STACK, A_NAME };
+enum { A_OTHER = -1, A_MEMORY = 10, A_KERNEL = 20, A_GRID = 30, A_BLOCK, A_DIMS, A_TYPES, A_STACK, A_NAME };
 
 typedef struct {
     size_t n;
@@ -531,6 +531,7 @@ static const arg_key_t ARG_KEYS[] = {
     {KEY("correlation"), L_CORRELATION},
     {KEY("device"), L_DEVICE},
     {KEY("Input Dims"), A_DIMS},
+    {KEY("Input type"), A_TYPES},
     {KEY("Call stack"), A_STACK},
     {KEY("registers per thread"), A_KERNEL + KN_REGISTERS},
     {KEY("shared memory"), A_KERNEL + KN_SHARED_MEMORY},
@@ -548,16 +549,21 @@ static const arg_key_t ARG_KEYS[] = {
     {KEY("name"), A_NAME},
 };
 
-/* Keys by length, then first byte: an event's args hold a dozen keys,
- * most of them none of these. */
-static signed char ARG_FIRST[32][128];
+#define N_ARG_KEYS (sizeof(ARG_KEYS) / sizeof(ARG_KEYS[0]))
 
-/* -1 when two keys share a length and first byte (the index holds one). */
+/* Keys by length, then first byte: an event's args hold a dozen keys,
+ * most of them none of these. Keys sharing both ("Input Dims" and
+ * "Input type") are chained through ARG_NEXT. */
+static signed char ARG_FIRST[32][128];
+static signed char ARG_NEXT[N_ARG_KEYS];
+
+/* -1 when a key is too long for the index or not ASCII-led. */
 static int arg_keys_index(void) {
     memset(ARG_FIRST, -1, sizeof(ARG_FIRST));
-    for (size_t i = 0; i < sizeof(ARG_KEYS) / sizeof(ARG_KEYS[0]); i++) {
+    for (size_t i = N_ARG_KEYS; i-- > 0;) {
+        if (ARG_KEYS[i].n >= 32 || (unsigned char)ARG_KEYS[i].s[0] >= 128) return -1;
         signed char *slot = &ARG_FIRST[ARG_KEYS[i].n][(unsigned char)ARG_KEYS[i].s[0]];
-        if (*slot >= 0) return -1;
+        ARG_NEXT[i] = *slot;
         *slot = (signed char)i;
     }
     return 0;
@@ -565,8 +571,8 @@ static int arg_keys_index(void) {
 
 static int arg_key(cp k, size_t n) {
     if (n >= 32 || k[0] >= 128) return A_OTHER;
-    int i = ARG_FIRST[n][k[0]];
-    if (i >= 0 && !memcmp(ARG_KEYS[i].s, k, n)) return ARG_KEYS[i].what;
+    for (int i = ARG_FIRST[n][k[0]]; i >= 0; i = ARG_NEXT[i])
+        if (!memcmp(ARG_KEYS[i].s, k, n)) return ARG_KEYS[i].what;
     return A_OTHER;
 }
 
@@ -588,7 +594,7 @@ typedef struct {
     span_t head[5]; /* ph, cat, name, pid, tid */
     double ts, dur;
     int64_t link[N_LINKS];
-    span_t dims, stack, grid, block;
+    span_t dims, types, stack, grid, block;
     span_t name;          /* args.name: a string or null */
     span_t id, bp;        /* top-level: a flow's id (int, string or null) and binding point (string) */
     int64_t memory[N_MEMORY];
@@ -598,12 +604,12 @@ typedef struct {
 } event_t;
 
 typedef struct {
-    buf_t head, ts, dur, link[N_LINKS], dims, stack;
+    buf_t head, ts, dur, link[N_LINKS], dims, types, stack;
     PyObject *memory, *kernel, *flow, *meta, *new_heads, *new_raws;
 } out_t;
 
 static void out_free(out_t *o) {
-    buf_t *bufs[] = {&o->head, &o->ts, &o->dur, &o->dims, &o->stack};
+    buf_t *bufs[] = {&o->head, &o->ts, &o->dur, &o->dims, &o->types, &o->stack};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) PyMem_Free(bufs[i]->data);
     for (int i = 0; i < N_LINKS; i++) PyMem_Free(o->link[i].data);
     Py_XDECREF(o->memory);
@@ -729,6 +735,8 @@ static int parse_args(cur_t *c, event_t *ev) {
             span_t sp = {v, c->p};
             if (what == A_DIMS) {
                 ev->dims = sp;
+            } else if (what == A_TYPES) {
+                ev->types = sp;
             } else if (what == A_STACK) {
                 ev->stack = sp;
             } else if (what == A_GRID) {
@@ -750,7 +758,7 @@ static int parse_event(cur_t *c, event_t *ev) {
      * struct was an eighth of the scan): memory values are read where their
      * state says VALUE, kernel numbers where has_kernel is set. */
     for (int i = 0; i < 5; i++) ev->head[i].e = NULL;
-    ev->dims.e = ev->stack.e = ev->grid.e = ev->block.e = ev->name.e = ev->id.e = ev->bp.e = NULL;
+    ev->dims.e = ev->types.e = ev->stack.e = ev->grid.e = ev->block.e = ev->name.e = ev->id.e = ev->bp.e = NULL;
     memset(ev->memory_state, 0, sizeof(ev->memory_state));
     ev->has_memory = ev->has_kernel = 0;
     ev->ts = ev->dur = NAN;
@@ -917,10 +925,12 @@ static int emit(Scanner *self, const event_t *ev, int64_t ordinal, out_t *o) {
     int32_t head = intern_id(&self->heads, key, kn, &is_new);
     if (head < 0) return FAILED;
     if (is_new && append_new(o->new_heads, head_tuple(key)) < 0) return FAILED;
-    int32_t dims, stack;
-    if (raw_id(self, ev->dims, o, &dims) < 0 || raw_id(self, ev->stack, o, &stack) < 0) return FAILED;
+    int32_t dims, types, stack;
+    if (raw_id(self, ev->dims, o, &dims) < 0 || raw_id(self, ev->types, o, &types) < 0 ||
+        raw_id(self, ev->stack, o, &stack) < 0)
+        return FAILED;
     if (buf_put(&o->head, &head, 4) < 0 || buf_put(&o->ts, &ev->ts, 8) < 0 || buf_put(&o->dur, &ev->dur, 8) < 0 ||
-        buf_put(&o->dims, &dims, 4) < 0 || buf_put(&o->stack, &stack, 4) < 0)
+        buf_put(&o->dims, &dims, 4) < 0 || buf_put(&o->types, &types, 4) < 0 || buf_put(&o->stack, &stack, 4) < 0)
         return FAILED;
     for (int i = 0; i < N_LINKS; i++)
         if (buf_put(&o->link[i], &ev->link[i], 8) < 0) return FAILED;
@@ -955,11 +965,12 @@ PyDoc_STRVAR(scan_doc,
 "The events in data[start:end] (events separated by commas, as a chunk of\n"
 "the event array; a trailing comma allowed). None when the chunk holds\n"
 "anything the scanner does not take. Else (count, heads, ts, dur, links,\n"
-"dims, stacks, memory, kernels, flows, meta, new_heads, new_raws). As bytes\n"
-"of native arrays, one value an event: int32 head ids, float64 ts and dur\n"
-"(NaN absent), 6*count int64 link ids (field-major, NO_ID absent or null),\n"
-"int32 raw ids of Input Dims and Call stack (-1 absent). As lists of\n"
-"tuples, for the events that carry them, each led by the event's ordinal:\n"
+"dims, types, stacks, memory, kernels, flows, meta, new_heads, new_raws). As\n"
+"bytes of native arrays, one value an event: int32 head ids, float64 ts and\n"
+"dur (NaN absent), 6*count int64 link ids (field-major, NO_ID absent or\n"
+"null), int32 raw ids of Input Dims, Input type and Call stack (-1 absent).\n"
+"As lists of tuples, for the events that carry them, each led by the event's\n"
+"ordinal:\n"
 "memory (the six fields, None absent or null), kernels (grid and block raw\n"
 "ids, five numbers, NaN absent or null), flows (id: int, str or None;\n"
 "whether bp is \"e\"), meta (args.name's JSON text). Then the heads\n"
@@ -1043,8 +1054,9 @@ static PyObject *Scanner_scan(Scanner *self, PyObject *args) {
             if (!PyErr_Occurred()) PyErr_NoMemory();
             goto done;
         }
-        result = Py_BuildValue("(LNNNNNNOOOOOO)", (long long)count, bytes_of(&o.head), bytes_of(&o.ts),
-                               bytes_of(&o.dur), links, bytes_of(&o.dims), bytes_of(&o.stack), o.memory, o.kernel,
+        result = Py_BuildValue("(LNNNNNNNOOOOOO)", (long long)count, bytes_of(&o.head), bytes_of(&o.ts),
+                               bytes_of(&o.dur), links, bytes_of(&o.dims), bytes_of(&o.types), bytes_of(&o.stack),
+                               o.memory, o.kernel,
                                o.flow, o.meta, o.new_heads, o.new_raws);
     }
 done:
@@ -1094,7 +1106,7 @@ static struct PyModuleDef scan_module = {
 
 PyMODINIT_FUNC PyInit__scan(void) {
     if (arg_keys_index() < 0) {
-        PyErr_SetString(PyExc_ImportError, "_scan: two Args keys share a length and first byte");
+        PyErr_SetString(PyExc_ImportError, "_scan: an Args key too long or not ASCII-led for the index");
         return NULL;
     }
     if (PyType_Ready(&ScannerType) < 0) return NULL;

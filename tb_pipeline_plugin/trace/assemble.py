@@ -30,6 +30,7 @@ def remap_ids(part: ChunkColumns, string_ids: np.ndarray, key_ids: np.ndarray) -
     if part.main:
         part.main["name_id"] = string_ids[part.main["name_id"]]
         part.main["shape_id"] = strings(part.main["shape_id"])
+        part.main["input_type_id"] = strings(part.main["input_type_id"])
         part.main["stack_id"] = strings(part.main["stack_id"])
         part.main["pid_key"] = key_ids[part.main["pid_key"]]
         part.main["thread_key"] = threads(part.main["thread_key"])
@@ -63,7 +64,7 @@ _MAIN_DTYPES = {
     "phase": np.uint8, "kind": np.uint8, "name_id": np.int32, "pid_key": np.int32, "thread_key": np.int64,
     "ts_us": np.float64, "dur_us": np.float64, "external_id": np.int64, "correlation": np.int64,
     "python_id": np.int64, "python_parent_id": np.int64, "device": np.int64, "shape_id": np.int32,
-    "stack_id": np.int32,
+    "input_type_id": np.int32, "stack_id": np.int32,
 }
 _KERNEL_DTYPES = {
     "row": np.int64, "grid_id": np.int32, "block_id": np.int32, "registers_per_thread": np.float64,
@@ -127,6 +128,7 @@ def build_table(parts: list[ChunkColumns], strings: Interner, keys: Interner, me
         python_parent_id=main["python_parent_id"],
         device=main["device"],
         shape_id=main["shape_id"],
+        input_type_id=main["input_type_id"],
         stack_id=main["stack_id"],
         kernels=KernelColumns(**kernel),
         memory=MemoryColumns(**memory, thread_id=inverse[n_main + n_flow:].astype(np.int32)),

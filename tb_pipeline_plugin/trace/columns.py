@@ -97,7 +97,7 @@ class EventFields:
         raise NotImplementedError
 
     def raw_ids(self, rows: np.ndarray, field: str) -> np.ndarray:
-        """Interned text ids of `input_dims` or `call_stack`, NO_ID where absent."""
+        """Interned text ids of `input_dims`, `input_types` or `call_stack`, NO_ID where absent."""
         raise NotImplementedError
 
     def kernel(self, rows: np.ndarray) -> dict[str, np.ndarray]:
@@ -149,6 +149,8 @@ def columns_of(head: np.ndarray, ts_all: np.ndarray, dur_all: np.ndarray, fields
     op_rows = np.flatnonzero(main_kind == Kind.CPU_OP)
     shape_id = np.full(len(rows), NO_ID, dtype=np.int32)
     shape_id[op_rows] = fields.raw_ids(rows[op_rows], "input_dims")
+    input_type_id = np.full(len(rows), NO_ID, dtype=np.int32)
+    input_type_id[op_rows] = fields.raw_ids(rows[op_rows], "input_types")
     stack_id = np.full(len(rows), NO_ID, dtype=np.int32)
     stack_id[op_rows] = fields.raw_ids(rows[op_rows], "call_stack")
     main = {
@@ -165,6 +167,7 @@ def columns_of(head: np.ndarray, ts_all: np.ndarray, dur_all: np.ndarray, fields
         "python_parent_id": links[4],
         "device": links[5],
         "shape_id": shape_id,
+        "input_type_id": input_type_id,
         "stack_id": stack_id,
     }
 

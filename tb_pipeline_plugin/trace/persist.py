@@ -31,7 +31,7 @@ from .table import EventTable, FlowColumns, KernelColumns, MemoryColumns
 MANIFEST = "manifest.json"
 COLUMNS = "columns.bin"
 _ALIGN = 64
-_FORMAT = 2  # 2: a CRC per segment of the columns file
+_FORMAT = 3  # 2: a CRC per segment of the columns file; 3: the operators' input types (`input_type_id`)
 SEGMENT_BYTES = 32 << 20
 _CLASSES = {c.__name__: c for c in (LinkedTrace, Steps, EventTable, KernelColumns, MemoryColumns, FlowColumns)}
 

@@ -56,7 +56,7 @@ class ChunkScanner:
         got = self._scanner.scan(data, a, b)
         if got is None:
             return None
-        n, heads, ts, dur, links, dims, stacks, memory, kernels, flows, meta, new_heads, new_raws = got
+        n, heads, ts, dur, links, dims, types, stacks, memory, kernels, flows, meta, new_heads, new_raws = got
         self._learn(new_heads, new_raws)
         if n == 0:
             return ChunkColumns({}, {}, {}, {})
@@ -64,7 +64,7 @@ class ChunkScanner:
         if not self._head_fits[local].all():
             return None
         fields = ScannedFields(self, np.frombuffer(links, np.int64).reshape(6, n), np.frombuffer(dims, np.int32),
-                               np.frombuffer(stacks, np.int32), memory, kernels, flows, meta)
+                               np.frombuffer(types, np.int32), np.frombuffer(stacks, np.int32), memory, kernels, flows, meta)
         return columns_of(self._intern_heads(local), np.frombuffer(ts, np.float64), np.frombuffer(dur, np.float64),
                           fields, self._interners)
 
@@ -116,11 +116,11 @@ def _first_appearances(local: np.ndarray, ids: np.ndarray) -> np.ndarray:
 class ScannedFields(EventFields):
     """The scanner's fields of one chunk, for `columns_of`."""
 
-    def __init__(self, scanner: ChunkScanner, links: np.ndarray, dims: np.ndarray, stacks: np.ndarray,
-                 memory: list, kernels: list, flows: list, meta: list) -> None:
+    def __init__(self, scanner: ChunkScanner, links: np.ndarray, dims: np.ndarray, types: np.ndarray,
+                 stacks: np.ndarray, memory: list, kernels: list, flows: list, meta: list) -> None:
         self._scanner = scanner
         self._links = links
-        self._raws = {"input_dims": dims, "call_stack": stacks}
+        self._raws = {"input_dims": dims, "input_types": types, "call_stack": stacks}
         # Sparse fields by the event's place in the chunk.
         self._memory = {t[0]: t[1:] for t in memory}
         self._kernels = {t[0]: t[1:] for t in kernels}

@@ -2,7 +2,7 @@
 
 Only the fields the analyses read are declared: msgspec skips unknown keys
 without allocating them, which is what keeps decoding a 1 GB trace cheap.
-`Input Dims`, `grid` and `block` stay `Raw` (bytes of the JSON text) because
+`Input Dims`, `Input type`, `grid` and `block` stay `Raw` (bytes of the JSON text) because
 they are only grouped on, never computed with.
 """
 from __future__ import annotations
@@ -26,6 +26,9 @@ class Args(msgspec.Struct, gc=False, frozen=True):
     python_parent_id: int | None = field(name="Python parent id", default=_NO_ID)
     python_id: int | None = field(name="Python id", default=_NO_ID)
     external_id: int | None = field(name="External id", default=_NO_ID)
+    # The inputs' dtypes as torch names them (`["float", "c10::BFloat16", "", "Scalar"]`), beside
+    # their shapes (`record_shapes=True`): the precision an operator ran in.
+    input_types: Raw = field(name="Input type", default=Raw())
     input_dims: Raw = field(name="Input Dims", default=Raw())
     # Kineto 2021's Python stack of an operator (`with_stack=True`), frames joined by ";".
     call_stack: Raw = field(name="Call stack", default=Raw())

@@ -130,6 +130,7 @@ class EventTable:
     python_parent_id: np.ndarray  # int64
     device: np.ndarray  # int64, args.device of device events, else -1
     shape_id: np.ndarray  # int32 string id of `Input Dims` JSON text, -1 if absent
+    input_type_id: np.ndarray  # int32 string id of `Input type` JSON text (the inputs' dtypes), -1 if absent
     stack_id: np.ndarray  # int32 string id of `Call stack` JSON text (Kineto 2021), -1 if absent
     kernels: KernelColumns
     memory: MemoryColumns

@@ -92,8 +92,8 @@ def test_work_per_step_is_the_traces(loaded, run):
 def test_what_changed_on_the_gpu_is_named():
     amp = compare(H200 / "amp" / "baseline", H200 / "amp" / "experimental").explanation
     keys = {d["key"]: d for d in amp["comparability"]}
-    assert "casts_per_step" in keys and "autocast" in keys["casts_per_step"]["text"]
-    assert "autocast" in amp["sentence"] and "host-bound: launches" in amp["sentence"], amp["sentence"]
+    assert "precision" in keys and "autocast" in keys["precision"]["text"] and "casts_per_step" not in keys
+    assert "fp32 → bf16" in amp["sentence"] and "autocast" in amp["sentence"] and "host-bound: launches" in amp["sentence"], amp["sentence"]
     comp = compare(H200 / "compile" / "baseline", H200 / "compile" / "experimental").explanation
     kernels = next(d for d in comp["comparability"] if d["key"] == "kernels_per_step")
     assert (kernels["baseline"], kernels["experimental"]) == ("474", "381") and "fuses" in kernels["text"]

@@ -235,12 +235,13 @@ def test_an_equal_batch_pair_reads_per_step_and_lists_nothing_false():
         ex = c.explanation
         assert ex["step"]["unit"] == "step" and ex["step"]["per_step"] is None
         assert "per step" in ex["sentence"] and "per sample" not in ex["sentence"]
-        # The same 32 samples a step in both; nothing differs but the change: amp's casts and kernels,
-        # compile's compiled side and its fused kernels (analysis/gpu_work.py).
+        # The same 32 samples a step in both; nothing differs but the change: amp's precision (its casts
+        # said with it) and kernels, compile's compiled side and its fused kernels (analysis/gpu_work.py,
+        # analysis/precision.py).
         units = c.overview_answer["units"]
         assert units["baseline"]["samples_per_step"] == units["experimental"]["samples_per_step"] == 32
         keys = [d["key"] for d in c.overview_answer["comparability"]]
-        assert keys == (["casts_per_step", "kernels_per_step"] if pair == "amp" else ["compiled", "kernels_per_step"])
+        assert keys == (["precision", "kernels_per_step"] if pair == "amp" else ["compiled", "kernels_per_step"])
         assert "time_per_sample_us" in c.overview.index
         assert c.operator_page(3)["per_unit"] is None and c.kernel_page(3)["per_unit"] is None  # totals, as before
 

@@ -61,8 +61,9 @@ INTENDED: dict[str, str] = {
     "~hta_single": "issue 44: the explanation's note says its host ran ahead of its device",
     "+device_idle_us": "issue 45: each step's device idle time by cause (analysis/device_idle.py)",
     "+bound": "issue 45: what bounds a run's profiled steps",
-    "~/diff/explain?": "issue 45: the sentence names what changed on the GPU (casts, fused kernels, CUDA graphs) "
-                       "and a change of bound; the comparability check lists those counts",
+    "~/diff/explain?": "issue 45: the sentence names what changed on the GPU (the GEMMs' precision and "
+                       "autocast's casts, fused kernels, CUDA graphs) and a change of bound; the comparability "
+                       "check lists those",
     "+baseline_recording": "issue 47: a group's module diff and Timeline name the recording whose steps they show",
     "+experimental_recording": "issue 47: the same for the experimental side",
     "+recordings_note": "issue 47: and say so in a sentence (null unless a side is a group)",

@@ -104,8 +104,9 @@ def test_a_recorded_trace_with_stacks_shapes_and_memory(tmp_path, monkeypatch):
     scanned, plain, taken, asked = _both(data, monkeypatch, chunk_bytes=8 << 10)
     _assert_same_outcome(scanned, plain)
     assert taken >= 0.9 * asked
-    # What the recording holds, so that each reader met it: memory events, shapes, Python frames.
+    # What the recording holds, so that each reader met it: memory events, shapes, input types, Python frames.
     assert len(plain.memory.ts_us) > 0 and (plain.shape_id >= 0).any() and (plain.python_id >= 0).any()
+    assert '"float"' in " ".join(plain.names(plain.input_type_id[plain.input_type_id >= 0]))
 
 
 def _doc(events: list) -> bytes:
@@ -170,6 +171,8 @@ ODD_EVENTS = {
     "deep nesting": b'{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 2, "ts": 5, "dur": 1, "args": {"x": '
                     + b"[" * 300 + b"]" * 300 + b"}}",
     "shapes of every kind": rb'{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 2, "ts": 5, "dur": 1, "args": {"Input Dims": null, "Call stack": "f;g"}}',
+    # `Input type` shares its length and first letter with `Input Dims` (the scanner's key index chains them).
+    "input types of every kind": rb'{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 5, "dur": 1, "args": {"Input type": ["float", "c10::BFloat16", "", "Scalar"], "Input Dims": [[2, 3], [3, 4], [], []]}}, {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 6, "dur": 1, "args": {"Input Dims": [[2]], "Input type": ["c10::Half"]}}, {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 2, "ts": 7, "dur": 1, "args": {"Input type": null}}, {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 2, "ts": 8, "dur": 1, "args": {"Input type": "float", "Input typo": [1]}}, {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 9, "dur": 1, "args": {"Input type": ["float"]}}',
     "not an object": b'[1, 2]',
     "empty object": b"{}",
     "begin and end": rb'{"ph": "B", "cat": "user_annotation", "name": "s", "pid": 1, "tid": 2, "ts": 3}, {"ph": "E", "pid": 1, "tid": 2, "ts": 40}',
@@ -196,7 +199,7 @@ SCANNED = {
     "empty object", "begin and end", "flow and kernel", "op with a flow id", "memory events", "metadata",
     "unknown phase", "whitespace everywhere", "null kernel numbers and grid", "string flow id",
     "null flow id, no bp",
-    "memory fields on an operator", "null memory fields", "metadata of every kind",
+    "memory fields on an operator", "null memory fields", "metadata of every kind", "input types of every kind",
 }
 
 

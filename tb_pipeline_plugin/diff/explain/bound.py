@@ -9,6 +9,7 @@ launches, removing `.item()` / `.cpu()` for a sync, more workers for data).
 """
 from __future__ import annotations
 
+from ..comparability import precision_change
 from .words import duration
 
 LEVERS = {
@@ -44,11 +45,14 @@ def bound_clause(b_overview: dict, e_overview: dict) -> str | None:
 
 def work_clause(comparability: list[dict]) -> str | None:
     """What changed in the GPU work itself (diff/comparability.py's counts
-    a step: mixed precision's casts, fused kernels, CUDA graphs), as a
-    clause; None when nothing did."""
+    a step and its GEMMs' dtype: mixed precision, fused kernels, CUDA
+    graphs), as a clause; None when nothing did."""
     said = []
     for d in comparability:
-        if d["key"] == "casts_per_step":
+        if d["key"] == "precision":
+            change = precision_change(d)
+            said.append(("mixed precision, " if "torch.autocast" in change else "precision, ") + change)
+        elif d["key"] == "casts_per_step":
             said.append(f"mixed precision (dtype casts a step {d['baseline']} → {d['experimental']}, as "
                         "`torch.autocast` adds)")
         elif d["key"] == "kernels_per_step" and "fuses" in d["text"]:
