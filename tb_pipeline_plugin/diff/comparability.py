@@ -127,8 +127,10 @@ def _gpu_work(b: dict, e: dict) -> list[dict]:
     if bk and ek and abs(ek - bk) >= KERNELS_CHANGE_PCT / 100.0 * bk:
         fused = ek < bk and e.get("compiled") and not b.get("compiled") or bk < ek and b.get("compiled") and not e.get(
             "compiled")
+        more_casts = bc is not None and ec is not None and (ec - bc) * (ek - bk) > 0 and abs(ec - bc) >= CASTS_MIN
         why = ("the compiled run fuses pointwise work into fewer, larger (Triton) kernels" if fused else
-               "the runs launch different work")
+               f"the casts launch kernels of their own (dtype casts a step {_fmt(bc)} → {_fmt(ec)})"
+               if more_casts else "the runs launch different work")
         out.append(_item("kernels_per_step", "Kernels a step", _fmt(bk), _fmt(ek), NOTE,
                          f"{_fmt(bk)} → {_fmt(ek)} kernels a step: {why}; kernel rows match by name only where "
                          "the same kernel ran."))
@@ -164,7 +166,10 @@ def _precision(b: dict | None, e: dict | None) -> dict | None:
         how = ("No casts inside the GEMMs: the tensors themselves hold the other dtype (`.to(dtype)`, `.half()`), "
                "so the GEMM kernels are other kernels")
     basis = "device time" if b["by"] == e["by"] == "device_time" else "calls"
-    text = (f"{change}. {how}; kernel rows match by name only where the same kernel ran. The GEMMs' dtypes by "
+    if basis == "calls":  # no device work: the host's GEMM operators run other code, no kernel tables to match
+        how = how.replace("GEMM kernels are other kernels", "GEMMs run other code")
+    matched = "; kernel rows match by name only where the same kernel ran" if basis == "device time" else ""
+    text = (f"{change}. {how}{matched}. The GEMMs' dtypes by "
             f"{basis}: {_split(b)} (baseline), {_split(e)} (experimental).")
     return _item("precision", "Precision", bd, ed, NOTE, text)
 

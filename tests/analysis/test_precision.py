@@ -203,6 +203,7 @@ def test_a_cpu_autocast_pair_is_fp32_against_bf16(cpu_runs):
     assert C.precision_change(item).startswith("GEMM inputs fp32 → bf16 (`torch.autocast`")
     assert "by calls" in item["text"]
     assert "fp32 → bf16" in c.explanation["sentence"] and "autocast" in c.explanation["sentence"]
+    assert "what changed in the computation: " in c.explanation["sentence"] and "GPU" not in c.explanation["sentence"]
 
 
 def test_without_input_types_nothing_is_said(cpu_runs):

@@ -43,10 +43,11 @@ def bound_clause(b_overview: dict, e_overview: dict) -> str | None:
             + (f": {lever}" if lever else ""))
 
 
-def work_clause(comparability: list[dict]) -> str | None:
+def work_clause(comparability: list[dict], device: bool = True) -> str | None:
     """What changed in the GPU work itself (diff/comparability.py's counts
     a step and its GEMMs' dtype: mixed precision, fused kernels, CUDA
-    graphs), as a clause; None when nothing did."""
+    graphs), as a clause; None when nothing did. `device`: either run has
+    device work (a CPU pair's precision is its operators', not the GPU's)."""
     said = []
     for d in comparability:
         if d["key"] == "precision":
@@ -59,4 +60,6 @@ def work_clause(comparability: list[dict]) -> str | None:
             said.append(f"fused kernels ({d['baseline']} → {d['experimental']} kernels a step)")
         elif d["key"] == "launch_calls_per_step":
             said.append(f"CUDA graphs ({d['baseline']} → {d['experimental']} launch calls a step)")
-    return "what changed on the GPU: " + ", ".join(said) if said else None
+    if not said:
+        return None
+    return ("what changed on the GPU: " if device else "what changed in the computation: ") + ", ".join(said)

@@ -78,7 +78,7 @@ def _explain(pair) -> dict:
             f"{duration(graph_us)} per step ran in CUDA graphs: a graph's kernels count for the operator that "
             "launched the graph, and which module inside the graph ran each of them the trace does not say."))
     bound = bound_clause(b.overview(), e.overview()) if present and not basis.whole_window else None
-    for clause in (work_clause(ctx["comparability"]), bound):
+    for clause in (work_clause(ctx["comparability"], device=present), bound):
         if clause is not None:
             out["sentence"] = with_clause(out["sentence"], clause)
     if pair.pipelines is not None:
