@@ -12,6 +12,10 @@ one place, and a warm answer costs a lookup.
 pair's views go with either run), bounded per pair of runs; the statistics
 count by identity, and the pair holds them, so an identity is not reused
 while the pair is kept.
+
+`StatisticsPair` is the same for a comparison that reads no trace: two
+runs' recorded pipeline statistics, or their diagnostic results, and the
+noise policy, memoised the same way (`statistics_pair_of`).
 """
 from __future__ import annotations
 
@@ -37,6 +41,8 @@ NOT_GIVEN = (Given(), Given())
 VIEWS_PER_PAIR = 64
 # Pairs kept per pair of runs (other statistics, counts or noise policies).
 PAIRS_PER_RUNS = 8
+# Statistics pairs kept in all (a page compares one or two pairs at a time; a reloaded file is a new pair).
+STATISTICS_PAIRS = 32
 
 
 @dataclass(frozen=True, eq=False)
@@ -137,3 +143,31 @@ def pair_of(b: Run, e: Run, statistics: tuple = NO_STATISTICS, given: tuple = NO
     pairs = shared(b, e, "pairs", lambda: BoundedCache(PAIRS_PER_RUNS))
     key = (tuple(map(id, statistics)), tuple(given), noise)
     return pairs.get_or_make(key, lambda: Pair(b, e, tuple(statistics), tuple(given), noise))
+
+
+@dataclass(frozen=True, eq=False)
+class StatisticsPair:
+    """Two runs' pipeline statistics (PipelineTables) or diagnostic results
+    (DiagnosticRun), compared without their traces, and the noise policy;
+    its views memoised as a `Pair`'s (`view`)."""
+
+    b: object
+    e: object
+    noise: NoisePolicy = field(default_factory=NoisePolicy)
+    _views: BoundedCache = field(default_factory=lambda: BoundedCache(VIEWS_PER_PAIR), repr=False)
+
+    def view(self, key: Hashable, make: Callable[[], V]) -> V:
+        return self._views.get_or_make(key, make)
+
+
+_STATISTICS_PAIRS: BoundedCache = BoundedCache(STATISTICS_PAIRS)
+
+
+def statistics_pair_of(b, e, noise: NoisePolicy | None = None) -> StatisticsPair:
+    """The one `StatisticsPair` of these statistics (or results) and noise
+    policy (None: the TensorBoard process's). Keyed by identity, as
+    `pair_of` keys statistics: a source hands out the same object until its
+    files change, and the pair holds both, so an identity is not reused
+    while it is kept."""
+    noise = NoisePolicy.from_environment() if noise is None else noise
+    return _STATISTICS_PAIRS.get_or_make((id(b), id(e), noise), lambda: StatisticsPair(b, e, noise))

@@ -23,8 +23,7 @@ from ..diff.impls.overview import diff_overview_impl
 from ..diff.impls.pipeline import diff_diagnostic_impl, diff_pipeline_impl
 from ..diff.impls.tables import diff_kernels_impl, diff_operators_impl
 from ..diff.impls.timeline import diff_timeline_impl
-from ..diff.pair import NO_STATISTICS, NOT_GIVEN, pair_of
-from ..diff.significance.method import NoisePolicy
+from ..diff.pair import NO_STATISTICS, NOT_GIVEN, pair_of, statistics_pair_of
 from ..sources.artifacts import make_loader
 from ..bounded_cache import BoundedCache
 from ..sources.provider import RunProvider, trace_ref
@@ -226,8 +225,8 @@ class PipelinePlugin(base_plugin.TBPlugin):
 
     def _diff_pipeline(self, p: Q.PipelinePairParams) -> dict:
         b, e = self.runs.pipeline(p.baseline), self.runs.pipeline(p.experimental)
-        return {**self._refs(p), **diff_pipeline_impl(b.value(), e.value(), NoisePolicy.from_environment())}
+        return {**self._refs(p), **diff_pipeline_impl(statistics_pair_of(b.value(), e.value()))}
 
     def _diff_diagnostic(self, p: Q.DiffDiagnosticParams) -> dict:
         b, e = self.runs.diagnostic(p.baseline), self.runs.diagnostic(p.experimental)
-        return {**self._refs(p), **diff_diagnostic_impl(b.value(), e.value())}
+        return {**self._refs(p), **diff_diagnostic_impl(statistics_pair_of(b.value(), e.value()))}
