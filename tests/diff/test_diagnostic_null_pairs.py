@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from conftest import _on_samples_path
+from tb_pipeline_plugin.analysis.diagnostic.report import verdicts
 from tb_pipeline_plugin.diff.diagnostic.compare import diff_diagnostic
 from tb_pipeline_plugin.readers.diagnostic import read_diagnostic
 
@@ -72,3 +73,24 @@ def test_a_stage_made_gil_bound_reads_changed(diagnostic_logdir, tmp_path):
     assert augment["change"] == "changed" and augment["verdict_changed"], augment["change_reason"]
     assert "GIL held" in augment["change_reason"]
     _assert_no_change({s: r for s, r in rows.items() if s != "augment"})
+
+
+def test_verdicts_hold_beside_more_cpu_hogs_than_cores(tmp_path):
+    """Three processes burning CPU on this 2-core box starve the sweep: a pure-Python stage gets 0-35 % of
+    a core and its level 1 least, so 4 threads once read "x9 at 4 workers with 0 % CPU": I/O-bound (3 of 4
+    recordings before the in-calls rule, analysis/diagnostic/report.py:IO_IN_CALLS). Its workers sit outside
+    their calls, a sleeping stage's inside them: the GIL-bound loops stay GIL-bound, the sleep I/O-bound."""
+    burners = [subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) for _ in range(3)]
+    try:
+        records = _record(tmp_path, "starved", "gil_augment")
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+    gil = [r for r in records if type(r).__name__ == "GilRecord"]
+    if gil and all(r.skipped for r in gil):
+        pytest.skip(f"GIL sampling impossible here: {gil[0].skipped}")
+    table = verdicts(records).set_index("stage")
+    for stage in ("decode", "augment"):  # pure-Python loops
+        assert table.loc[stage, "verdict"] not in ("io_bound", "scales"), (stage, table.loc[stage, "reason"])
+    assert table.loc["fetch", "verdict"] == "io_bound", table.loc["fetch", "reason"]

@@ -32,6 +32,11 @@ GIL_PARTLY = 0.5  # keeps processes from scaling does not hide it), or >= 50 % a
                   # with processes scaling, threads contend on something else
 IO_HALF_LINEAR = 0.5  # I/O-bound: QPS at the best level >= 0.5 x level x QPS at level 1, the level past the
 IO_CPU_PER_WORKER_PCT = 35.0  # core count (or >= 4 where the levels stop below it), each worker < 35 % of a core
+# ... and its workers inside their calls at least this share of the time (QPS x median latency / level, Little's
+# law): a waiting stage's workers wait in their calls (a 4 ms sleep at 4 threads: 0.9-1.0); a computing stage that
+# a machine busy with other work starves sits outside them, unscheduled (a pure-Python loop beside three CPU hogs
+# on 2 cores: 0.09, its CPU 0-35 % and its level 1 starved most, so "x9 at 4 workers with 0 % CPU").
+IO_IN_CALLS = 0.4
 CONTENTION_DROP = 0.7  # contention: QPS at the top level < 0.7 x the best QPS (machine not saturated)
 SATURATED_BUSY = 0.75  # saturated: the stage or the machine keeps >= 75 % of all cores busy
 
@@ -181,7 +186,9 @@ def _classify(threads: pd.DataFrame, procs: pd.DataFrame, cores: int, process_sk
     cpu_per_worker = float(best["cpu_pct"]) / level
     top_level = int(lead["concurrency"].max())
     past_cores = level > cores and speedup > cores if top_level > cores else level >= 4
-    if past_cores and speedup >= IO_HALF_LINEAR * level and cpu_per_worker < IO_CPU_PER_WORKER_PCT:
+    in_calls = float(best["qps"]) * float(best["p50_latency_s"]) / level
+    if (past_cores and speedup >= IO_HALF_LINEAR * level and cpu_per_worker < IO_CPU_PER_WORKER_PCT
+            and not in_calls < IO_IN_CALLS):  # NaN latency (an old file): the other conditions alone
         return "io_bound", (f"QPS x{speedup:.1f} at {level} workers (more than the {cores} cores can explain) "
                             f"with only {best['cpu_pct']:.0f} % CPU: the time is spent waiting, not computing")
 
