@@ -69,7 +69,7 @@ test-js: $(STAMPS)/npm $(STAMPS)/codegen
 test-py: setup chromium
 	$(PY) -m pytest -qq --collect-only --build-recordings tests | grep -v '^tests/.*: [0-9]*$$'; recorded=$${PIPESTATUS[0]}; \
 	$(PY) -m pytest -q --durations=15 -m timing tests; serial=$$?; \
-	$(PY) -m pytest -q --durations=15 -m "not timing" -n 2 --dist loadfile tests; parallel=$$?; \
+	$(PY) -m pytest -q --durations=15 -m "not timing" -n 2 --dist loadfile --no-loadscope-reorder tests; parallel=$$?; \
 	exit $$(( recorded || serial || parallel ))
 
 test: setup chromium test-js test-py

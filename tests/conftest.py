@@ -38,6 +38,31 @@ PLUGIN_PREFIX = "/data/plugin/tb_pipeline"
 # not timing-sensitive.
 TIMING_MARKER = "timing"
 
+# The parallel half hands out whole modules (`--dist loadfile --no-loadscope-reorder`) in collection order: these,
+# the slowest, go first, so that no worker is left with a long module while the other is idle at the end (xdist's
+# default order, most tests first, handed the 3-test wheel module out among the last). Seconds per module (setup,
+# call, teardown) of the parallel half, 2026-12-07, on this 2-core machine while others loaded it. A fixed list,
+# not the last run's times: every worker must collect the same order. A module grown slow belongs here.
+HEAVIEST_FIRST = {
+    "tests/package/test_wheel_install.py": 214,
+    "tests/e2e/test_e2e_timeline_diff.py": 75,
+    "tests/recording/test_record_repeat.py": 73,
+    "tests/diff/test_memory_diff.py": 69,
+    "tests/routes/test_route_snapshot.py": 68,
+    "tests/e2e/test_e2e_profiler_link.py": 50,
+    "tests/diff/test_groups.py": 49,
+    "tests/e2e/test_e2e_span_picker.py": 48,
+    "tests/e2e/test_e2e_browser.py": 40,
+    "tests/diff/test_group_pipeline.py": 37,
+    "tests/e2e/test_e2e_distributed.py": 36,
+    "tests/e2e/test_e2e_report.py": 35,
+    "tests/sources/test_rank_rollup.py": 34,
+    "tests/e2e/test_e2e_first_look.py": 33,
+    "tests/package/test_architecture.py": 32,
+    "tests/routes/test_route_fuzz.py": 32,
+    "tests/trace/test_decoder_fuzz.py": 31,
+}
+
 
 def as_in_a_terminal() -> None:
     """`preexec_fn` of a child that a test interrupts with Ctrl-C: SIGINT as
@@ -59,6 +84,8 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    # Stable: each module's tests keep their order, and the modules not listed theirs.
+    items.sort(key=lambda item: -HEAVIEST_FIRST.get(item.nodeid.split("::", 1)[0], 0))
     for item in items:
         for mark in item.iter_markers(TIMING_MARKER):
             why = mark.args[0] if mark.args else mark.kwargs.get("why")

@@ -14,34 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from support.group_runs import busy_core, get_ready, load_group, record_interleaved
+from support.group_runs import N, get_ready, load_group, recorded_groups
 from support.browser import browser, page  # noqa: F401 - fixtures
 from support.json_oracle import load_events
 from support.null_verdicts import assert_null
-from support.recordings import recording
 from conftest import PLUGIN_PREFIX, wait_ready
 from tb_pipeline_plugin.cli import main as cli_main
 from tb_pipeline_plugin.compare import compare
-from tb_pipeline_plugin.formats.group import GROUP_VERSION, MANIFEST_FILE, GroupManifest, encode_manifest
 from tb_pipeline_plugin.diff.significance import method as S
-
-N = 3
-WIDE = {"wide_block": 1}
-
-
-@recording(sources=["tests/support/group_runs.py", "tests/support/explain_runs.py"])
-def recorded_groups(root: Path) -> dict:
-    """5 groups of N recordings (3 configurations, then 2 beside a busy core), made once (support/recordings.py)."""
-    quiet = record_interleaved({"base": (root / "base", {}), "same": (root / "same", {}),
-                                "wide": (root / "wide", WIDE)}, N)
-    with busy_core():
-        busy = record_interleaved({"base_busy": (root / "base_busy", {}), "same_busy": (root / "same_busy", {})}, N)
-    out = {**quiet, **busy}
-    for name, paths in out.items():  # as `tb-pipeline record --repeat` leaves them
-        manifest = GroupManifest(version=GROUP_VERSION, recordings=[p.parent.name for p in paths])
-        (root / name / MANIFEST_FILE).write_bytes(encode_manifest(manifest))
-    out["_logdir"] = root
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -48,10 +48,12 @@ def test_every_linked_file_and_picture_exists():
 
 
 def test_the_quoted_sentence_is_the_one_the_overview_picture_shows():
-    from support.readme_quote import SENTENCE_FILE, quoted
+    from support.readme_quote import quoted, read_both
 
-    said = quoted(README)
+    # Both read now: tests/e2e/test_e2e_demo.py may have rewritten them since this module read the README.
+    readme, sentence = read_both()
+    said = quoted(readme)
     assert said, "README lost its quote of the demo's sentence (or its markers)"
     # Written with docs/screenshots/overview.png by tests/e2e/test_e2e_demo.py, from one demo run.
-    assert said == " ".join(SENTENCE_FILE.read_text().split())
+    assert said == " ".join(sentence.split())
     assert "per step" in said  # the explanation's form: how much slower or faster per step, and why

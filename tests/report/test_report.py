@@ -17,12 +17,11 @@ import msgspec
 import numpy as np
 import pytest
 
-from support.group_runs import record_interleaved, tb_client, get_ready
+from support.group_runs import recorded_groups, tb_client, get_ready
 from support.report_parsing import html_tables, junit_cases, markdown_headings, markdown_tables
 from tb_pipeline_plugin import cli
 from tb_pipeline_plugin.diff.significance import conclusive
 from tb_pipeline_plugin.diff.significance import method as S
-from tb_pipeline_plugin.formats.group import GROUP_VERSION, MANIFEST_FILE, GroupManifest, encode_manifest
 from tb_pipeline_plugin.report import FORMATS, render
 from tb_pipeline_plugin.report.json_format import decode
 from tb_pipeline_plugin.report.model import Report
@@ -261,12 +260,11 @@ def test_kernels_of_a_gpu_pair_are_the_routes(capsys, shared_traces, tmp_path, m
 @pytest.fixture(scope="module")
 def groups(tmp_path_factory):
     """Two groups of three recordings (tests/support/group_runs.py), the
-    second's block 4x wider, laid out as `tb-pipeline record --repeat 3` leaves them."""
-    root = tmp_path_factory.mktemp("report_groups")
-    recorded = record_interleaved({"base": (root / "base", {}), "wide": (root / "wide", {"wide_block": 1})}, 3)
-    for name, paths in recorded.items():
-        manifest = GroupManifest(version=GROUP_VERSION, recordings=[p.parent.name for p in paths])
-        (root / name / MANIFEST_FILE).write_bytes(encode_manifest(manifest))
+    second's block 4x wider, laid out as `tb-pipeline record --repeat 3` leaves them: `base` and `wide` of the
+    groups tests/diff/test_groups.py reads, recorded once (support/recordings.py); the others removed."""
+    root = recorded_groups.copy_to(tmp_path_factory.mktemp("report_groups"))["_logdir"]
+    for other in sorted(set(p.name for p in root.iterdir() if p.is_dir()) - {"base", "wide"}):
+        shutil.rmtree(root / other)
     return root
 
 

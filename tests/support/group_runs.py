@@ -13,6 +13,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 STEPS = 12
+N = 3
+WIDE = {"wide_block": 1}
 
 
 def record_one(out_dir: Path, steps: int = STEPS, **knobs) -> Path:
@@ -49,6 +51,23 @@ def busy_core():
     finally:
         proc.kill()
         proc.wait()
+
+
+def _recorded_groups(root: Path) -> dict:
+    """5 groups of N recordings (3 configurations, then 2 beside a busy core), made once (support/recordings.py):
+    tests/diff/test_groups.py reads all five, tests/report/test_report.py `base` and `wide`."""
+    from tb_pipeline_plugin.formats.group import GROUP_VERSION, MANIFEST_FILE, GroupManifest, encode_manifest
+
+    quiet = record_interleaved({"base": (root / "base", {}), "same": (root / "same", {}),
+                                "wide": (root / "wide", WIDE)}, N)
+    with busy_core():
+        busy = record_interleaved({"base_busy": (root / "base_busy", {}), "same_busy": (root / "same_busy", {})}, N)
+    out = {**quiet, **busy}
+    for name, paths in out.items():  # as `tb-pipeline record --repeat` leaves them
+        manifest = GroupManifest(version=GROUP_VERSION, recordings=[p.parent.name for p in paths])
+        (root / name / MANIFEST_FILE).write_bytes(encode_manifest(manifest))
+    out["_logdir"] = root
+    return out
 
 
 def load_group(paths: list[Path]):
@@ -116,3 +135,11 @@ def tb_client(logdir: Path):
         yield Client(app)
     finally:
         plugin.close()
+
+
+# Registered last: the recording's key hashes this file (support/recordings.py), and its name is the one it had
+# when tests/diff/test_groups.py defined it.
+from support.recordings import recording  # noqa: E402
+
+recorded_groups = recording(name="test_groups.recorded_groups", sources=["tests/support/explain_runs.py"])(
+    _recorded_groups)

@@ -5,6 +5,8 @@ and tests/package/test_readme.py checks that the README quotes what that file sa
 so the quote and the picture cannot drift apart between two demo runs."""
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import re
 from pathlib import Path
 
@@ -14,6 +16,9 @@ SENTENCE_FILE = REPO / "docs" / "screenshots" / "overview_sentence.txt"
 # Invisible on GitHub; they delimit the quote the demo test rewrites.
 START = "<!-- the demo's sentence, as in docs/screenshots/overview.png (tests/e2e/test_e2e_demo.py) -->"
 END = "<!-- end of the demo's sentence -->"
+# Held while the two files are written, and while they are read together: the demo test and the README test may
+# run at once on the two workers of `make test-py`.
+LOCK = REPO / ".cache" / "readme_quote.lock"
 _QUOTE = re.compile(re.escape(START) + r'\s*"(.*?)"\s*' + re.escape(END), re.S)
 
 
@@ -23,12 +28,27 @@ def quoted(readme: str) -> str | None:
     return " ".join(m[1].split()) if m else None
 
 
+@contextlib.contextmanager
+def _locked():
+    LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with open(LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def write(sentence: str) -> None:
     """The README's quote and the sentence file, from the sentence the overview shows."""
-    text = README.read_text()
-    assert _QUOTE.search(text), "README lost the markers of the demo's sentence"
-    SENTENCE_FILE.write_text(sentence.strip() + "\n")
-    README.write_text(_QUOTE.sub(lambda _: f'{START}\n  "{_wrap(sentence.strip())}"\n  {END}', text, count=1))
+    with _locked():
+        text = README.read_text()
+        assert _QUOTE.search(text), "README lost the markers of the demo's sentence"
+        SENTENCE_FILE.write_text(sentence.strip() + "\n")
+        README.write_text(_QUOTE.sub(lambda _: f'{START}\n  "{_wrap(sentence.strip())}"\n  {END}', text, count=1))
+
+
+def read_both() -> tuple[str, str]:
+    """(the README's text, the sentence file's), read now and together (never between the two writes of `write`)."""
+    with _locked():
+        return README.read_text(), SENTENCE_FILE.read_text()
 
 
 def _wrap(sentence: str, width: int = 74) -> str:
