@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import mmap
 import re
 from collections import Counter
 
@@ -73,7 +74,10 @@ def _load_by_ranges(path: str, processes: int, chunk_bytes: int = CHUNK_BYTES) -
         if len(ranges) < 2:
             return None
         with _gc_paused():
-            decoded = _decode_split(f.data, ranges, read=lambda k: f.read(ranges[k][0], ranges[k][-1]))
+            # Each range decoded from the file's own pages (`RangeFile.mapped`),
+            # in a child: a file cut meanwhile kills only that child.
+            decoded = _decode_split(f.data, ranges, read=lambda k: f.mapped(ranges[k][0], ranges[k][-1]),
+                                    in_caller=False)
             if decoded is None:
                 return None
             parts, interners = decoded
@@ -170,12 +174,13 @@ def _events_decoded(parts: list[ChunkColumns]) -> int:
 
 
 def _decode_chunks(data: bytes, bounds: list[int], closed: bool, interners: Interners,
-                   ends_file: bool) -> tuple[list[ChunkColumns], list[str], bool]:
+                   ends_file: bool, done=None) -> tuple[list[ChunkColumns], list[str], bool]:
     """The chunks between `bounds` -> (columns, warnings, complete). Not
     complete: the range's last chunk ends inside an event (`ends_file`
     False: the rest of it lies in the next range). Each chunk is read by the
     compiled scanner when there is one, and by msgspec when it refuses
-    (`scan.py`): the same columns either way."""
+    (`scan.py`): the same columns either way. `done(b)`: called once the
+    bytes before b are decoded."""
     bounds = list(bounds)
     parts: list[ChunkColumns] = []
     warnings: list[str] = []
@@ -188,6 +193,8 @@ def _decode_chunks(data: bytes, bounds: list[int], closed: bool, interners: Inte
         if part is not None:
             parts.append(part)
             i += 1
+            if done is not None:
+                done(b)
             continue
         events, consumed_to, warning = _decode_range(data, a, b, is_last=is_last and ends_file, closed=closed)
         if warning:
@@ -225,23 +232,27 @@ def _split_points(bounds: list[int], processes: int) -> list[list[int]]:
     return [bounds[a : b + 1] for a, b in zip(cuts, cuts[1:])]
 
 
-def _decode_split(data: bytes, ranges: list[list[int]], read=None):
+def _decode_split(data: bytes, ranges: list[list[int]], read=None, in_caller: bool = True):
     """(parts, interners) of `ranges` decoded at once, one process each, or
     None when anything was irregular (damage, a range ending inside an
     event, a failed child): the caller then decodes it in one process, where
-    the repairs and warnings are exact. `read(k)`: fills range k of `data`
-    in the process that decodes it, False when it could not."""
+    the repairs and warnings are exact. `read(k)`: the bytes to decode range
+    k from (at the same offsets as `data`), in the process that decodes it,
+    None when it could not. `in_caller`: as `fork_map`'s."""
 
     def decode_range(k: int):
-        if read is not None and not read(k):
+        source = data if read is None else read(k)
+        if source is None:
             return None
         interners = Interners()
-        parts, warnings, complete = _decode_chunks(data, ranges[k], True, interners, ends_file=k == len(ranges) - 1)
+        done = _page_dropper(source, ranges[k][0]) if source is not data and isinstance(source, mmap.mmap) else None
+        parts, warnings, complete = _decode_chunks(source, ranges[k], True, interners, ends_file=k == len(ranges) - 1,
+                                                   done=done)
         if warnings or not complete:
             return None
         return parts, interners.strings.values, interners.keys.values
 
-    first, *others = fork_map(decode_range, range(len(ranges)))
+    first, *others = fork_map(decode_range, range(len(ranges)), in_caller=in_caller)
     if first is None or any(o is None for o in others):
         return None
     parts, strings, keys = first
@@ -253,6 +264,26 @@ def _decode_split(data: bytes, ranges: list[list[int]], read=None):
             remap_ids(part, string_ids, key_ids)
         parts.extend(more_parts)
     return parts, interners
+
+
+def _page_dropper(mapped: mmap.mmap, start: int):
+    """`done` for a range decoded from a mapped file: the pages already
+    decoded leave this process (MADV_DONTNEED; the page cache keeps them),
+    so the file's text never adds up in its memory: a 1 GB trace's decoders
+    hold a chunk of it each, not the whole range."""
+    page = mmap.PAGESIZE
+    released = [start // page * page]
+
+    def done(upto: int) -> None:
+        end = upto // page * page
+        if end > released[0]:
+            try:
+                mapped.madvise(mmap.MADV_DONTNEED, released[0], end - released[0])
+            except (OSError, ValueError):
+                return  # only memory: the pages stay mapped
+            released[0] = end
+
+    return done
 
 
 def _error_byte(exc: Exception) -> int | None:

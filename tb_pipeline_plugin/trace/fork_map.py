@@ -23,18 +23,22 @@ def fork_available() -> bool:
     return hasattr(os, "fork") and sys.platform.startswith("linux")
 
 
-def fork_map(fn: Callable, inputs: Sequence) -> list:
+def fork_map(fn: Callable, inputs: Sequence, in_caller: bool = True) -> list:
     """[fn(x) for x in inputs]: inputs[0] in this process, the others each in
-    a forked child, all at once. An entry is None where a child failed."""
+    a forked child, all at once. An entry is None where a child failed.
+    `in_caller=False`: every input in a child, this process only waits (for
+    work that may kill its process, such as reading a mapped file that
+    another process can cut)."""
     children: list[tuple[int, int]] = []  # (pid, read end of its pipe)
+    mine = inputs[:1] if in_caller else inputs[:0]
     try:
-        for x in inputs[1:]:
+        for x in inputs[len(mine):]:
             children.append(_spawn(fn, x, [fd for _, fd in children]))
-        first = fn(inputs[0])
+        first = [fn(x) for x in mine]
     except BaseException:
         _reap(children)
         raise
-    return [first] + [_collect(pid, fd) for pid, fd in children]
+    return first + [_collect(pid, fd) for pid, fd in children]
 
 
 def _spawn(fn: Callable, x, inherited: list[int]) -> tuple[int, int]:

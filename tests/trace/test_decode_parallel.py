@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import dataclasses
+import faulthandler
 import json
 import os
 
@@ -172,12 +173,40 @@ def test_range_reading_leaves_every_irregular_file_to_the_whole_read(shared_trac
     assert decode_module._load_by_ranges(str(tmp_path / "corrupt.json"), 2) is None  # damage: exact warnings need one process
     with_damage = load_trace(str(tmp_path / "corrupt.json"), processes=2)
     assert_same(decode_trace(bytes(corrupt)), with_damage)
-    # A file that shrank after it was opened: the short read gives up, in the parent or in a child.
+    # A file that shrank after it was opened: the short read gives up in the parent ...
     real_read = range_read.RangeFile.read
-    monkeypatch.setattr(range_read.RangeFile, "read",
-                        lambda self, a, b: False if b - a > 64 << 10 else real_read(self, a, b))
-    assert decode_module._load_by_ranges(path, 2) is None
+    with monkeypatch.context() as m:
+        m.setattr(range_read.RangeFile, "read", lambda self, a, b: False if b - a > 4 << 10 else real_read(self, a, b))
+        assert decode_module._load_by_ranges(path, 2) is None
     assert_same(load_trace(path, processes=2), load_trace(path))
+    # ... and so does a child that maps it (the file now shorter than its range) ...
+    real_mapped = range_read.RangeFile.mapped
+    size = os.path.getsize(path)
+    (tmp_path / "before").mkdir()
+    cut_before = _plain_copy(shared_traces, name, tmp_path / "before")
+
+    def cut_then_map(self, a, b):
+        os.truncate(cut_before, size // 2)
+        return real_mapped(self, a, b)
+
+    with monkeypatch.context() as m:
+        m.setattr(range_read.RangeFile, "mapped", cut_then_map)
+        assert decode_module._load_by_ranges(cut_before, 2) is None
+    # ... and a file cut after a child mapped it kills that child (SIGBUS at the
+    # first page past the new end), never the caller: the whole read then.
+    (tmp_path / "after").mkdir()
+    cut_after = _plain_copy(shared_traces, name, tmp_path / "after")
+
+    def map_then_cut(self, a, b):
+        mapped = real_mapped(self, a, b)
+        os.truncate(cut_after, 0)
+        faulthandler.disable()  # this child's expected SIGBUS needs no traceback
+        return mapped
+
+    with monkeypatch.context() as m:
+        m.setattr(range_read.RangeFile, "mapped", map_then_cut)
+        assert decode_module._load_by_ranges(cut_after, 2) is None
+    assert os.path.getsize(cut_after) == 0
 
 
 def test_fork_map_results_and_failures():
@@ -188,9 +217,12 @@ def test_fork_map_results_and_failures():
             os._exit(9)
         return {"x": x, "squares": np.arange(x) ** 2}
 
-    got = fork_map(square_or_fail, [4, 1, 2, 3, 5])
-    assert got[0]["x"] == 4 and got[1]["squares"].tolist() == [0] and got[4]["squares"].tolist() == [0, 1, 4, 9, 16]
-    assert got[2] is None and got[3] is None
+    for in_caller in (True, False):
+        got = fork_map(square_or_fail, [4, 1, 2, 3, 5], in_caller=in_caller)
+        assert got[0]["x"] == 4 and got[1]["squares"].tolist() == [0] and got[4]["squares"].tolist() == [0, 1, 4, 9, 16]
+        assert got[2] is None and got[3] is None
+    # Every input in a child: even the first one's failure is a None, the caller untouched.
+    assert fork_map(square_or_fail, [3, 1], in_caller=False)[0] is None
     with pytest.raises(RuntimeError):  # the caller's own input fails as usual
         fork_map(square_or_fail, [2, 1])
 
