@@ -41,26 +41,17 @@ TIMING_MARKER = "timing"
 # The parallel half hands out whole modules (`--dist loadfile --no-loadscope-reorder`) in collection order: these,
 # the slowest, go first, so that no worker is left with a long module while the other is idle at the end (xdist's
 # default order, most tests first, handed the 3-test wheel module out among the last). Seconds per module (setup,
-# call, teardown) of the parallel half, 2026-12-07, on this 2-core machine while others loaded it. A fixed list,
-# not the last run's times: every worker must collect the same order. A module grown slow belongs here.
+# call, teardown) of the parallel half on this 2-core machine (the wheel module 130-214, as the load varies). A
+# fixed list, not the last run's times: every worker must collect the same order. A longer list (record_repeat,
+# memory_diff, span_picker, rank_rollup, ... moved ahead too) failed 10 tests of tests/sources (rank_rollup,
+# early_parse, summarize) on 2026-12-07 that pass alone and as a folder: an order dependence not yet found
+# (docs/development.md, "Test speed"); lengthen it only with a full run of the parallel half.
 HEAVIEST_FIRST = {
-    "tests/package/test_wheel_install.py": 214,
-    "tests/e2e/test_e2e_timeline_diff.py": 75,
-    "tests/recording/test_record_repeat.py": 73,
-    "tests/diff/test_memory_diff.py": 69,
-    "tests/routes/test_route_snapshot.py": 68,
-    "tests/e2e/test_e2e_profiler_link.py": 50,
-    "tests/diff/test_groups.py": 49,
-    "tests/e2e/test_e2e_span_picker.py": 48,
-    "tests/e2e/test_e2e_browser.py": 40,
-    "tests/diff/test_group_pipeline.py": 37,
-    "tests/e2e/test_e2e_distributed.py": 36,
-    "tests/e2e/test_e2e_report.py": 35,
-    "tests/sources/test_rank_rollup.py": 34,
-    "tests/e2e/test_e2e_first_look.py": 33,
-    "tests/package/test_architecture.py": 32,
-    "tests/routes/test_route_fuzz.py": 32,
-    "tests/trace/test_decoder_fuzz.py": 31,
+    "tests/package/test_wheel_install.py": 130,
+    "tests/routes/test_route_snapshot.py": 50,
+    "tests/e2e/test_e2e_timeline_diff.py": 47,
+    "tests/e2e/test_e2e_profiler_link.py": 26,
+    "tests/trace/test_decoder_fuzz.py": 23,
 }
 
 
