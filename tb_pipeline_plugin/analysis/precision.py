@@ -18,9 +18,8 @@ device work. The dominant dtype is the run's GEMM precision.
 Autocast leaves no annotation in the trace (the `autocast_mode.py` Python
 frames appear whether it is enabled or not): what it leaves is casts.
 `aten::_to_copy` calls made inside a GEMM-like operator are autocast's
-casts of its inputs (a GEMM does not cast its inputs on its own); the
-`aten::_to_copy` calls a step are counted too, as `analysis/gpu_work.py`
-counts them.
+casts of its inputs (a GEMM does not cast its inputs on its own); all the
+casts a step are `analysis/gpu_work.py`'s count.
 
 Counted in the steps' host windows (analysis/step_windows.py) by each
 operator's start; per step: the total over the profiled steps divided by
@@ -35,6 +34,7 @@ import numpy as np
 from ..trace.link import LinkedTrace
 from ..trace.names import ids_mask, name_mask
 from ..trace.table import Kind, Phase
+from .gpu_work import CASTS
 from .step_windows import step_of, step_windows
 
 GEMM_OPS = frozenset({
@@ -45,7 +45,6 @@ GEMM_OPS = frozenset({
     "aten::scaled_dot_product_attention",
 })
 GEMM_PREFIXES = ("aten::_scaled_dot_product_",)
-CASTS = frozenset({"aten::_to_copy"})
 # Operators a cast is seen through on its way up to the operator that asked for it.
 _CAST_WRAPPERS = frozenset({"aten::to", "aten::_to_copy", "aten::type_as"})
 
@@ -89,8 +88,7 @@ def gemm_precision(linked: LinkedTrace) -> dict | None:
     {"dtype": the dominant short dtype, "by": "device_time" or "calls",
      "share_pct": its share of the GEMMs' device time (or calls),
      "dtypes": [{"dtype", "calls_per_step", "device_us_per_step"}, ...] largest first,
-     "casts_per_step": `aten::_to_copy` calls a step,
-     "gemm_casts_per_step": those made inside a GEMM-like operator (autocast's)}."""
+     "gemm_casts_per_step": `aten::_to_copy` calls a step made inside a GEMM-like operator (autocast's)}."""
     t = linked.table
     n = len(linked.steps.name)
     if n == 0:
@@ -126,10 +124,10 @@ def gemm_precision(linked: LinkedTrace) -> dict | None:
     weight = "device_us_per_step" if by_device else "calls_per_step"
     rows.sort(key=lambda r: (-r[weight], -r["calls_per_step"], r["dtype"]))
     total = sum(r[weight] for r in rows)
-    casts, gemm_casts = _casts(linked, ops, gemm_mask, start, end)
+    gemm_casts = _gemm_casts(linked, ops, gemm_mask, start, end)
     return {"dtype": rows[0]["dtype"], "by": "device_time" if by_device else "calls",
             "share_pct": round(100.0 * rows[0][weight] / total, 1) if total else 100.0,
-            "dtypes": rows, "casts_per_step": round(casts / n, 1), "gemm_casts_per_step": round(gemm_casts / n, 1)}
+            "dtypes": rows, "gemm_casts_per_step": round(gemm_casts / n, 1)}
 
 
 def _dtypes_of(t, rows: np.ndarray) -> np.ndarray:
@@ -141,14 +139,14 @@ def _dtypes_of(t, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def _casts(linked: LinkedTrace, ops: np.ndarray, gemm_mask: np.ndarray, start, end) -> tuple[int, int]:
-    """(casts in the steps, those whose nearest operator other than a cast
-    or `aten::to` is GEMM-like)."""
+def _gemm_casts(linked: LinkedTrace, ops: np.ndarray, gemm_mask: np.ndarray, start, end) -> int:
+    """The casts in the steps whose nearest operator other than a cast or
+    `aten::to` is GEMM-like."""
     t = linked.table
     casts = ops[name_mask(t, ops, lambda s: s in CASTS)]
     casts = casts[step_of(start, end, t.ts_us[casts]) >= 0]
     if not len(casts):
-        return 0, 0
+        return 0
     is_op = np.zeros(len(t), dtype=bool)
     is_op[ops] = True
     wrapper = np.zeros(len(t), dtype=bool)
@@ -165,4 +163,4 @@ def _casts(linked: LinkedTrace, ops: np.ndarray, gemm_mask: np.ndarray, start, e
         live = live[~gone & ~stop]
         up[live] = linked.parent[up[live]]
     inside = found >= 0
-    return len(casts), int(gemm_mask[found[inside]].sum())
+    return int(gemm_mask[found[inside]].sum())

@@ -112,9 +112,9 @@ def _gpu_work(b: dict, e: dict) -> list[dict]:
     to the numbers. A change of precision says the casts with it; casts
     alone (no input types recorded, or the same GEMM dtype) are an item of
     their own."""
-    precision = _precision(b.get("precision"), e.get("precision"))
-    out = [precision] if precision else []
     bc, ec = b.get("casts_per_step"), e.get("casts_per_step")
+    precision = _precision(b.get("precision"), e.get("precision"), (bc, ec))
+    out = [precision] if precision else []
     if (not precision and bc is not None and ec is not None and abs(ec - bc) >= CASTS_MIN
             and max(bc, ec) >= CASTS_RATIO * max(min(bc, ec), 1)):
         side = "experimental" if ec > bc else "baseline"
@@ -145,32 +145,32 @@ def _gpu_work(b: dict, e: dict) -> list[dict]:
     return out
 
 
-def _precision(b: dict | None, e: dict | None) -> dict | None:
+def _precision(b: dict | None, e: dict | None, casts: tuple) -> dict | None:
     """The GEMMs' dominant input dtype changed (`fp32 → bf16`): the item,
-    with autocast's casts where the trace shows them; None when either run's
-    input types are unknown (`record_shapes` off) or the dtype is the same.
-    Its text's first sentence is the change (`precision_change`)."""
+    with autocast's casts where the trace shows them (`casts`: each run's
+    casts a step); None when either run's input types are unknown
+    (`record_shapes` off) or the dtype is the same. Its text's first
+    sentence is the change (`precision_change`)."""
     if not b or not e or b["dtype"] == e["dtype"]:
         return None
     bd, ed = b["dtype"], e["dtype"]
+    on_device = b["by"] == e["by"] == "device_time"
+    # Without device work the host's GEMM operators run other code: there are no kernel rows to match.
+    other = "GEMM kernels are other kernels" if on_device else "GEMMs run other code"
     # The side whose GEMMs cast their inputs is the one autocast ran in.
     side, mine = ("experimental", e) if e["gemm_casts_per_step"] >= b["gemm_casts_per_step"] else ("baseline", b)
     if mine["gemm_casts_per_step"] > 0:
-        change = (f"GEMM inputs {bd} → {ed} (`torch.autocast`, dtype casts a step {_fmt(b['casts_per_step'])} → "
-                  f"{_fmt(e['casts_per_step'])})")
+        change = (f"GEMM inputs {bd} → {ed} (`torch.autocast`, dtype casts a step {_fmt(casts[0])} → "
+                  f"{_fmt(casts[1])})")
         how = (f"The {side} run's matrix multiplies cast their inputs ({_fmt(mine['gemm_casts_per_step'])} "
-               "`aten::_to_copy` a step inside GEMM-like operators), as autocast does: its GEMM kernels are other "
-               "kernels, and the casts cost time of their own")
+               f"`aten::_to_copy` a step inside GEMM-like operators), as autocast does: its {other}, and the casts "
+               "cost time of their own")
     else:
         change = f"GEMM inputs {bd} → {ed} (no autocast casts)"
-        how = ("No casts inside the GEMMs: the tensors themselves hold the other dtype (`.to(dtype)`, `.half()`), "
-               "so the GEMM kernels are other kernels")
-    basis = "device time" if b["by"] == e["by"] == "device_time" else "calls"
-    if basis == "calls":  # no device work: the host's GEMM operators run other code, no kernel tables to match
-        how = how.replace("GEMM kernels are other kernels", "GEMMs run other code")
-    matched = "; kernel rows match by name only where the same kernel ran" if basis == "device time" else ""
+        how = f"No casts inside the GEMMs: the tensors themselves hold the other dtype (`.to(dtype)`, `.half()`), so the {other}"
+    matched = "; kernel rows match by name only where the same kernel ran" if on_device else ""
     text = (f"{change}. {how}{matched}. The GEMMs' dtypes by "
-            f"{basis}: {_split(b)} (baseline), {_split(e)} (experimental).")
+            f"{'device time' if on_device else 'calls'}: {_split(b)} (baseline), {_split(e)} (experimental).")
     return _item("precision", "Precision", bd, ed, NOTE, text)
 
 

@@ -123,21 +123,25 @@ def ancestor_counts(parent: np.ndarray) -> np.ndarray:
     return hops
 
 
-def open_parent_positions(s: np.ndarray, e: np.ndarray, t: np.ndarray, asked: np.ndarray,
-                          compiled: bool = True) -> np.ndarray:
+def open_parent_positions(s: np.ndarray, e: np.ndarray, t: np.ndarray, asked: np.ndarray) -> np.ndarray:
     """For each of `asked` (ascending sorted positions), the latest-starting
     earlier event of its thread not ended at its start, or -1: one stack
-    walk over the thread (`_nest.c`) when built, else a scan back of at
-    most `_OPEN_PARENT_SCAN` events each (a hostile trace of a million such
-    events would cost minutes in Python). The same answer within the scan
-    (tests/trace/test_nesting.py)."""
+    walk over the threads (`_nest.c`) when built, else `scan_open_parents`
+    (the same answer within its scan: tests/trace/test_nesting.py)."""
     asked = np.ascontiguousarray(asked, np.int64)
-    if compiled and _open_walk is not None:
-        got = _open_walk(np.ascontiguousarray(s, np.float64), np.ascontiguousarray(e, np.float64),
-                         np.ascontiguousarray(t, np.int64), asked)
-        return np.frombuffer(got, np.int64).copy()
+    if _open_walk is None:
+        return scan_open_parents(s, e, t, asked)
+    got = _open_walk(np.ascontiguousarray(s, np.float64), np.ascontiguousarray(e, np.float64),
+                     np.ascontiguousarray(t, np.int64), asked)
+    return np.frombuffer(got, np.int64).copy()
+
+
+def scan_open_parents(s: np.ndarray, e: np.ndarray, t: np.ndarray, asked: np.ndarray) -> np.ndarray:
+    """`open_parent_positions` without a compiler: a scan back of at most
+    `_OPEN_PARENT_SCAN` events each (a hostile trace of a million such
+    events would cost minutes in Python)."""
     out = np.full(len(asked), -1, dtype=np.int64)
-    for k, i in enumerate(asked.tolist()):
+    for k, i in enumerate(np.asarray(asked).tolist()):
         for j in range(i - 1, max(i - 1 - _OPEN_PARENT_SCAN, -1), -1):
             if t[j] != t[i]:
                 break

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from support.json_oracle import DEVICE_WORK_CATEGORIES, category, launches_by_correlation, load_events
+from tb_pipeline_plugin.analysis.gpu_work import work_per_step
 from tb_pipeline_plugin.analysis.precision import first_floating, gemm_precision, short_dtype
 from tb_pipeline_plugin.analysis.processor import TraceProcessor
 from tb_pipeline_plugin.compare import compare
@@ -104,7 +105,9 @@ def h200_runs():
     for pair in ("amp", "compile"):
         for side in ("baseline", "experimental"):
             path = _trace(pair, side)
-            runs[pair, side] = (gemm_precision(TraceProcessor.load(path).linked), precision_oracle(load_events(path)[1]))
+            linked = TraceProcessor.load(path).linked
+            runs[pair, side] = ({**gemm_precision(linked), "casts_per_step": work_per_step(linked)["casts"]},
+                                precision_oracle(load_events(path)[1]))
     return runs
 
 

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from conftest import PLUGIN_PREFIX, wait_ready
+from support.json_oracle import settled_steps
 from support.recordings import recording
 from support.route_answers import answer as _get, answer_when_ready as _get_ready
 from tb_pipeline_plugin.record import Recorder
@@ -60,24 +61,12 @@ def _lines(run_dir) -> list[dict]:
     return out
 
 
-def _settled(steps: list[dict]) -> list[dict]:
-    """The steps every figure counts, by the rule docs/numbers.md states (analysis/statistics/settle.py),
-    coded here from the JSON lines: of the first three steps, those in a row each slower than 1.5x the
-    median of the steps after them (but the last) are warm-up, left out. A step of these sleep-timed loops
-    takes 5-17 ms; on a busy box the first can take twice that."""
-    steps = sorted(steps, key=lambda r: r["wall_start_s"])
-    later = sorted(r["duration_s"] for r in steps[3:-1])
-    usual = (later[(len(later) - 1) // 2] + later[len(later) // 2]) / 2
-    warm = 0
-    while warm < 3 and steps[warm]["duration_s"] > 1.5 * usual:
-        warm += 1
-    return steps[warm:]
-
-
 def _oracle(run_dir) -> dict:
     recorded = [r for r in _lines(run_dir) if r["type"] == "step"]
     assert len(recorded) == STEPS
-    steps = _settled(recorded)
+    # The steps every figure counts, by docs/pipeline_format.md's warm-up rule, coded from the JSON lines (a step
+    # of these sleep-timed loops takes 5-17 ms; on a busy box the first can take twice that).
+    steps = settled_steps(recorded)
     total = sum(s["duration_s"] for s in steps)
     cb: dict[str, list[float]] = {}
     for s in steps:

@@ -161,7 +161,7 @@ def test_the_compiled_open_parent_walk_answers_as_the_scan():
         e = s + rng.choice([0.5, 3.0, 17.0, 80.0], n)
         asked = np.sort(rng.choice(n, size=int(rng.integers(0, n + 1)), replace=False)).astype(np.int64)
         assert (nesting.open_parent_positions(s, e, t, asked)
-                == nesting.open_parent_positions(s, e, t, asked, compiled=False)).all()
+                == nesting.scan_open_parents(s, e, t, asked)).all()
     with pytest.raises(ValueError):
         nesting._open_walk(np.zeros(3), np.ones(3), np.zeros(3, np.int64), np.array([2, 1], np.int64))
     # A chain: each event starts inside the one before and outlasts it.

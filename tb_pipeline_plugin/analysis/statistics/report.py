@@ -164,15 +164,14 @@ def throughput_summary(steps: pd.DataFrame) -> dict:
             "samples_per_s": samples / total if samples is not None and total > 0 else None}
 
 
-def slowest_callbacks(callbacks: pd.DataFrame, steps: pd.DataFrame, recorded: pd.DataFrame | None = None) -> pd.DataFrame:
+def slowest_callbacks(callbacks: pd.DataFrame, recorded: pd.DataFrame) -> pd.DataFrame:
     """Per callback (name, kind): calls, total/mean/max seconds, seconds per
-    step and share of all step time; slowest (by total) first. `steps`: the
-    steps every figure counts (`main_steps`); given the `recorded` steps
-    they were kept from, the callbacks of the steps left out (warm-up, the
-    epilogue) are left out too, so that calls and seconds per step are of
-    the same steps."""
-    if recorded is not None:
-        callbacks = _of_steps_kept(callbacks, recorded, steps)
+    step and share of all step time, over the steps every figure counts
+    (`main_steps` of the `recorded` steps): the callbacks of the steps left
+    out (warm-up, the epilogue, another loader's) are left out too, so that
+    calls and seconds per step are of the same steps; slowest (by total) first."""
+    steps = main_steps(recorded)[0]
+    callbacks = _of_steps_kept(callbacks, recorded, steps)
     if not len(callbacks):
         return pd.DataFrame(columns=CALLBACK_COLUMNS)
     g = callbacks.groupby(["name", "kind"], sort=False)["time_s"]
@@ -253,7 +252,7 @@ def loop_span(steps: pd.DataFrame) -> tuple[float, float] | None:
 def report(tables) -> dict:
     """Everything the Pipeline view shows for one run, JSON-ready."""
     split = step_split(tables.steps)
-    callbacks = slowest_callbacks(tables.callbacks, main_steps(tables.steps)[0], tables.steps)
+    callbacks = slowest_callbacks(tables.callbacks, tables.steps)
     stages = stage_table(tables.stage_tasks, tables.stage_queues)
     metrics = host_metrics(tables.host)
     slowest_cb = str(callbacks["name"].iloc[0]) if len(callbacks) else None

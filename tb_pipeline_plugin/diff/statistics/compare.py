@@ -77,8 +77,8 @@ def stage_rows(b_tables, e_tables) -> pd.DataFrame:
 
 def callback_rows(b_tables, e_tables) -> pd.DataFrame:
     """Callbacks joined on (name, kind); sorted by |delta per_step_s|."""
-    b = ap.slowest_callbacks(b_tables.callbacks, ap.main_steps(b_tables.steps)[0], b_tables.steps)
-    e = ap.slowest_callbacks(e_tables.callbacks, ap.main_steps(e_tables.steps)[0], e_tables.steps)
+    b = ap.slowest_callbacks(b_tables.callbacks, b_tables.steps)
+    e = ap.slowest_callbacks(e_tables.callbacks, e_tables.steps)
     return _by_abs_delta(join(b, e, CALLBACK_KEYS, CALLBACK_DIFF_COLUMNS), CALLBACK_PRIMARY)
 
 
