@@ -34,8 +34,10 @@ def view_calls(path: str):
         return TraceProcessor.load(str(path))
 
     def per_run(tp) -> None:
-        for v in (views.overview_impl(tp), views.operators_impl(tp, "name"),
-                  views.operators_impl(tp, "name_and_shape"), views.kernels_impl(tp), views.modules_impl(tp)):
+        ref = {"run": "r", "worker": "", "span": ""}
+        for v in (views.overview_impl(tp, ref), views.operators_impl(tp, "name", ref),
+                  views.operators_impl(tp, "name_and_shape", ref), views.kernels_impl(tp, ref),
+                  views.modules_impl(tp, ref)):
             encode_json(v)
 
     def diff(tp) -> None:

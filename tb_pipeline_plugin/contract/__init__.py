@@ -27,8 +27,8 @@ from .pair import CountSource, Difference, DifferenceEffect, WorkCounts, WorkUni
 from .significance import Advice, AdviceReason, ExplainNoise, NoiseSource, Significance, SignificanceVerdict
 from .runs import RunInfo, RunKind, RunStatus, RunsResponse, SpanInfo, StepRange, WorkerInfo
 from .overview import (
-    Breakdown, DeviceInfo, DiffOverviewResponse, DiffOverviewRow, DiffUnit, DistributedInfo, MemoryDevice,
-    MemorySummary, OverviewResponse, StepInfo,
+    Bound, Breakdown, DeviceIdle, DeviceInfo, DiffOverviewResponse, DiffOverviewRow, DiffUnit, DistributedInfo,
+    MemoryDevice, MemorySummary, OverviewResponse, StepInfo,
 )
 from .tables import GroupBy, KernelRow, KernelsResponse, ModuleNode, ModulesResponse, OperatorRow, OperatorsResponse
 from .memory import DiffMemoryResponse, MemoryCurve, MemoryDeviceDiff, MemoryPeak, MemoryRow, MemoryStepPeak

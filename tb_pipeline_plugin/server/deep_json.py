@@ -4,12 +4,23 @@ msgspec's encoder recurses once per nesting level and stops at Python's
 recursion limit; a module tree 500 levels deep (a recursive model, or a
 crafted trace) would fail to encode. This walks with an explicit stack and
 lets msgspec encode the flat parts, so the output is the same JSON document.
+A Struct (the contract's answers) is walked as the object of its encoded
+fields.
 """
 from __future__ import annotations
 
 from typing import Callable
 
-_CONTAINERS = (dict, list, tuple)
+from msgspec import Struct
+
+_CONTAINERS = (dict, list, tuple, Struct)
+
+
+def _fields(item: Struct) -> dict:
+    """A Struct's fields as msgspec encodes them: by their encoded names, in
+    declared order (every contract Struct encodes its defaults too)."""
+    return {name: getattr(item, field)
+            for name, field in zip(item.__struct_encode_fields__, item.__struct_fields__)}
 
 
 def encode_deep(obj, encode: Callable[[object], bytes]) -> bytes:
@@ -23,7 +34,10 @@ def encode_deep(obj, encode: Callable[[object], bytes]) -> bytes:
         raw, item = stack.pop()
         if raw:
             out.append(item)
-        elif isinstance(item, dict):
+            continue
+        if isinstance(item, Struct):
+            item = _fields(item)
+        if isinstance(item, dict):
             flat = {k: v for k, v in item.items() if not isinstance(v, _CONTAINERS)}
             nested = [(k, v) for k, v in item.items() if isinstance(v, _CONTAINERS)]
             head = encode(flat)[:-1]  # without its closing brace

@@ -15,6 +15,7 @@ import msgspec
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
+from .. import contract as C
 from ..analysis.distributed import ranks_summary
 from ..diff.impls.explain import diff_explain_impl
 from ..diff.impls.memory import diff_memory_impl
@@ -126,24 +127,24 @@ class PipelinePlugin(base_plugin.TBPlugin):
     def _serve_profiler_js(self, request):
         return self._static_file("profiler.js", "text/javascript; charset=utf-8")
 
-    def _list_runs(self, _: Q.NoParams) -> dict:
+    def _list_runs(self, _: Q.NoParams) -> C.RunsResponse:
         return run_impls.runs_impl(*self.runs.listing())
 
-    def _overview(self, p: Q.RunParams) -> dict:
+    def _overview(self, p: Q.RunParams) -> C.OverviewResponse:
         trace, ref = self.runs.side(p.run, p.worker, p.span)
-        return {**ref, **run_impls.overview_impl(trace.value())}
+        return run_impls.overview_impl(trace.value(), ref)
 
-    def _operators(self, p: Q.OperatorsParams) -> dict:
+    def _operators(self, p: Q.OperatorsParams) -> C.OperatorsResponse:
         trace, ref = self.runs.side(p.run, p.worker, p.span)
-        return {**ref, **run_impls.operators_impl(trace.value(), p.group_by)}
+        return run_impls.operators_impl(trace.value(), p.group_by, ref)
 
-    def _kernels(self, p: Q.RunParams) -> dict:
+    def _kernels(self, p: Q.RunParams) -> C.KernelsResponse:
         trace, ref = self.runs.side(p.run, p.worker, p.span)
-        return {**ref, **run_impls.kernels_impl(trace.value())}
+        return run_impls.kernels_impl(trace.value(), ref)
 
-    def _modules(self, p: Q.RunParams) -> dict:
+    def _modules(self, p: Q.RunParams) -> C.ModulesResponse:
         trace, ref = self.runs.side(p.run, p.worker, p.span)
-        return {**ref, **run_impls.modules_impl(trace.value())}
+        return run_impls.modules_impl(trace.value(), ref)
 
     def _pipeline(self, p: Q.PipelineParams) -> dict:
         return {**trace_ref(p.run), **run_impls.pipeline_impl(self.runs.pipeline(p.run).value())}
@@ -151,10 +152,10 @@ class PipelinePlugin(base_plugin.TBPlugin):
     def _diagnostic(self, p: Q.DiagnosticParams) -> dict:
         return {**trace_ref(p.run), **run_impls.diagnostic_impl(self.runs.diagnostic(p.run).value())}
 
-    def _profiler_link(self, p: Q.RunParams) -> dict:
+    def _profiler_link(self, p: Q.RunParams) -> C.ProfilerLinkResponse:
         # Discovery only: the link must work before (or without) our parse.
         tf = self.runs.resolve(p.run, p.worker, p.span)
-        return {**tf.selection(), **run_impls.profiler_link_impl(tb_profiler_names(self._logdir, tf))}
+        return run_impls.profiler_link_impl(tb_profiler_names(self._logdir, tf), tf.selection())
 
     def _distributed(self, p: Q.DistributedParams) -> msgspec.Raw:
         # Every rank of both runs asked for before either side is read; the

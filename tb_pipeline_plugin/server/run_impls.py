@@ -1,15 +1,21 @@
 """Every one-run route's implementation: a loaded run (or its statistics,
-or its diagnostic results) and typed values in, the route's answer out, all
-but the run's reference (`run`, `worker`, `span`), which the route adds.
+or its diagnostic results), typed values and the run's reference (`ref`:
+`run`, `worker`, `span`, as the provider names what it read) in, the
+route's answer out.
 
 No HTTP and no loading here: `plugin.py` parses the parameters and asks the
-provider for the loaded values; each `*_impl` returns the shape its
-`contract` Struct declares (the route tests decode every body with it). The
-pair routes' impls are `diff/impls/` (each on a `Pair`, diff/pair.py).
+provider for the loaded values. Most `*_impl` return their route's
+`contract` Struct, built here from the analysis' rows, which msgspec encodes
+(server/http.py); `pipeline`, `diagnostic` and `distributed` still return
+the dicts their reports build, of the shape the Struct declares (the route
+tests decode every body with it). The pair routes' impls are `diff/impls/`
+(each on a `Pair`, diff/pair.py).
 """
 from __future__ import annotations
 
 from typing import Callable
+
+from .. import contract as C
 
 from ..analysis.diagnostic.report import report as diagnostic_report
 from ..analysis.distributed import ranks_summary
@@ -25,7 +31,7 @@ from ..sources.store import LoadState
 
 
 def runs_impl(runs: dict[str, RunInfo], states: dict[str, LoadState], labels: dict[str, dict] | None = None,
-              spans_loading: bool = False) -> dict:
+              spans_loading: bool = False) -> C.RunsResponse:
     """`states`: load state of each run's default trace (runs without traces
     absent); `labels`: what names each trace file's span (by path: its steps and
     start, sources/spans.py) as far as loaded; `spans_loading`: some are
@@ -35,37 +41,86 @@ def runs_impl(runs: dict[str, RunInfo], states: dict[str, LoadState], labels: di
     for name, info in runs.items():
         state = states.get(name)
         status = state.status if state else "ready"
-        out.append({
-            "name": name,
-            "workers": [{**w, "span_info": span_info(w["spans"], lambda span, w=w: labels.get(
-                info.traces[w["name"]][span].path))} for w in info.workers()],
-            "kinds": list(info.kinds),
-            "status": status,
-            "error": state.error if state and status == "failed" else None,
+        out.append(C.RunInfo(
+            name=name,
+            workers=[C.WorkerInfo(name=w["name"], spans=w["spans"], span_info=[_span(s) for s in span_info(
+                w["spans"], lambda span, w=w: labels.get(info.traces[w["name"]][span].path))])
+                for w in info.workers()],
+            kinds=list(info.kinds),
+            status=status,
+            error=state.error if state and status == "failed" else None,
             # What discovery left out (a name clash), then what the load lost.
-            "warnings": list(info.notes) + (list(state.warnings) if state else []),
-            "recordings": list(info.recordings),
-        })
-    return {"runs": out, "loading": spans_loading or any(r["status"] == "loading" for r in out)}
+            warnings=list(info.notes) + (list(state.warnings) if state else []),
+            recordings=list(info.recordings),
+        ))
+    return C.RunsResponse(runs=out, loading=spans_loading or any(r.status == "loading" for r in out))
 
 
-def overview_impl(tp: Run) -> dict:
-    return {**tp.overview(), "device_present": tp.has_device}
+def _span(s: dict) -> C.SpanInfo:
+    steps = s["steps"]
+    return C.SpanInfo(span=s["span"], order=s["order"], written_unix_s=s["written_unix_s"],
+                      start_unix_s=s["start_unix_s"], steps=None if steps is None else C.StepRange(**steps))
 
 
-def operators_impl(tp: Run, group_by: str) -> dict:
+def overview_impl(tp: Run, ref: dict) -> C.OverviewResponse:
+    o = tp.overview()
+    return C.OverviewResponse(
+        **ref,
+        device=C.DeviceInfo(**o["device"]),
+        device_present=tp.has_device,
+        distributed=_maybe(C.DistributedInfo, o["distributed"]),
+        trace_duration_us=o["trace_duration_us"],
+        start_unix_s=o["start_unix_s"],
+        steps=[C.StepInfo(name=s["name"], step=s["step"], start_us=s["start_us"], duration_us=s["duration_us"],
+                          breakdown_us=C.Breakdown(**s["breakdown_us"]),
+                          device_idle_us=_maybe(C.DeviceIdle, s["device_idle_us"])) for s in o["steps"]],
+        avg_step_time_us=o["avg_step_time_us"],
+        breakdown_us=C.Breakdown(**o["breakdown_us"]),
+        gpu_utilization_pct=o["gpu_utilization_pct"],
+        device_idle_us=_maybe(C.DeviceIdle, o["device_idle_us"]),
+        bound=None if o["bound"] is None else C.Bound(**{**o["bound"], "cause_pct": C.DeviceIdle(**o["bound"]["cause_pct"])}),
+        memory=_memory(o["memory"]),
+        warnings=o["warnings"],
+    )
+
+
+def _maybe(struct: type, fields: dict | None):
+    return None if fields is None else struct(**fields)
+
+
+def _memory(m: dict) -> C.MemorySummary:
+    return C.MemorySummary(avg_bytes=m["avg_bytes"], peak_bytes=m["peak_bytes"], device=m["device"],
+                           devices=[C.MemoryDevice(**d) for d in m["devices"]])
+
+
+def operators_impl(tp: Run, group_by: str, ref: dict) -> C.OperatorsResponse:
     frame = tp.operators(group_by)
-    return {"group_by": group_by, "device_present": tp.has_device, "total": len(frame),
-            "rows": frame.to_dict("records")}
+    return C.OperatorsResponse(**ref, group_by=group_by, device_present=tp.has_device, total=len(frame),
+                               rows=[C.OperatorRow(**r) for r in frame.to_dict("records")])
 
 
-def kernels_impl(tp: Run) -> dict:
+def kernels_impl(tp: Run, ref: dict) -> C.KernelsResponse:
     frame = tp.kernels()
-    return {"device_present": tp.has_device, "total": len(frame), "rows": frame.to_dict("records")}
+    return C.KernelsResponse(**ref, device_present=tp.has_device, total=len(frame),
+                             rows=[C.KernelRow(**r) for r in frame.to_dict("records")])
 
 
-def modules_impl(tp: Run) -> dict:
-    return {"device_present": tp.has_device, "roots": tp.modules()}
+def modules_impl(tp: Run, ref: dict) -> C.ModulesResponse:
+    return C.ModulesResponse(**ref, device_present=tp.has_device, roots=module_nodes(tp.modules()))
+
+
+def module_nodes(roots: list[dict]) -> list[C.ModuleNode]:
+    """The module tree (analysis/modules.py's dicts) as `ModuleNode`s, built
+    without recursion: a tree may nest thousands of levels deep."""
+    order, stack = [], list(roots)
+    while stack:  # depth first, each node before its descendants
+        node = stack.pop()
+        order.append(node)
+        stack.extend(node["children"])
+    made: dict[int, C.ModuleNode] = {}
+    for node in reversed(order):  # each node after its descendants
+        made[id(node)] = C.ModuleNode(**{**node, "children": [made[id(k)] for k in node["children"]]})
+    return [made[id(r)] for r in roots]
 
 
 def pipeline_impl(statistics) -> dict:
@@ -80,8 +135,8 @@ def diagnostic_impl(results) -> dict:
 
 # ---- timeline links (torch-tb-profiler) ------------------------------------------
 
-def profiler_link_impl(names: ProfilerNames) -> dict:
-    return {"profiler": {"run": names.run, "worker": names.worker, "span": names.span}}
+def profiler_link_impl(names: ProfilerNames, ref: dict) -> C.ProfilerLinkResponse:
+    return C.ProfilerLinkResponse(**ref, profiler=C.RunRef(run=names.run, worker=names.worker, span=names.span))
 
 
 # ---- distributed ----------------------------------------------------------------
