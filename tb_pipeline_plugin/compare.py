@@ -42,6 +42,7 @@ from .analysis.operators import GROUP_BY
 from .diff import tables
 from .diff import step_basis
 from .diff import tree as T
+from .diff.impls import plain
 from .diff.impls.explain import diff_explain_impl
 from .diff.impls.memory import diff_memory_impl
 from .diff.impls.modules import ModulesQuery, diff_modules_impl
@@ -258,11 +259,11 @@ class Comparison:
         """The `diff/operators` route's first page of `limit` rows in its
         default order (largest |delta| of the primary time first), each with
         the significance mark the route gives it, and `total`."""
-        return diff_operators_impl(self.pair, tables.TableQuery(group_by=self.group_by, limit=limit))
+        return plain(diff_operators_impl(self.pair, tables.TableQuery(group_by=self.group_by, limit=limit)))
 
     def kernel_page(self, limit: int) -> dict:
         """The `diff/kernels` route's first page of `limit` rows, as `operator_page`."""
-        return diff_kernels_impl(self.pair, tables.TableQuery(limit=limit))
+        return plain(diff_kernels_impl(self.pair, tables.TableQuery(limit=limit)))
 
     @property
     def step_times(self) -> tuple[dict, dict]:

@@ -212,13 +212,13 @@ class PipelinePlugin(base_plugin.TBPlugin):
         pair, refs = self._comparison(p)
         return {**refs, **diff_modules_impl(pair, p.query())}
 
-    def _diff_operators(self, p: Q.DiffOperatorsParams) -> dict:
+    def _diff_operators(self, p: Q.DiffOperatorsParams) -> C.DiffOperatorsResponse:
         pair, refs = self._comparison(p)
-        return {**refs, **diff_operators_impl(pair, p.query())}
+        return diff_operators_impl(pair, p.query(), refs)
 
-    def _diff_kernels(self, p: Q.DiffKernelsParams) -> dict:
+    def _diff_kernels(self, p: Q.DiffKernelsParams) -> C.DiffKernelsResponse:
         pair, refs = self._comparison(p)
-        return {**refs, **diff_kernels_impl(pair, p.query())}
+        return diff_kernels_impl(pair, p.query(), refs)
 
     def _diff_timeline(self, p: Q.DiffTimelineParams) -> dict:
         pair, refs = self._comparison(p, with_statistics=False)

@@ -19,6 +19,7 @@ from tb_pipeline_plugin.analysis.labels import DEVICE_IDLE, DEVICE_OVERLAP, PRE_
 from tb_pipeline_plugin.analysis.processor import TraceProcessor
 from tb_pipeline_plugin.compare import compare, load
 from support.diff_calls import diff_modules_impl
+from tb_pipeline_plugin.diff.impls import plain
 from tb_pipeline_plugin.diff.impls.tables import diff_kernels_impl
 from tb_pipeline_plugin.diff.pair import pair_of
 from tb_pipeline_plugin.trace import decode_trace
@@ -207,7 +208,7 @@ def test_compile_aligns_the_compiled_region_with_the_eager_subtree(runs):
     assert lm_piece["compiled"] == "experimental" and lm_piece["status"] == "matched"
     # The compiled LM_0 against the eager LM_0 subtree, device time against device time.
     b, e = runs["compile", "baseline"], runs["compile", "experimental"]
-    by_module = {r["name"]: r for r in diff_kernels_impl(pair_of(b, e), _all("module"))["rows"]}
+    by_module = {r["name"]: r for r in plain(diff_kernels_impl(pair_of(b, e), _all("module")))["rows"]}
     eager = b.launch_table()
     eager_lm = eager[eager["key"].str.startswith("LM_0")]["total_us"].sum()
     assert by_module["LM_0"]["baseline_total_us"] == pytest.approx(eager_lm, rel=REL, abs=ABS_US)
@@ -216,7 +217,7 @@ def test_compile_aligns_the_compiled_region_with_the_eager_subtree(runs):
 def test_the_kernels_of_one_operator_line_up_across_precisions(runs):
     """Kernels tab, by launching operator: the fp32 and bf16 GEMMs of aten::addmm side by side."""
     b, e = runs["amp", "baseline"], runs["amp", "experimental"]
-    rows = diff_kernels_impl(pair_of(b, e), _all("operator"))["rows"]
+    rows = plain(diff_kernels_impl(pair_of(b, e), _all("operator")))["rows"]
     head = next(r for r in rows if r["name"] == "aten::addmm" and r["module"] == "LM_0/Linear_16")
     assert any("f32f32" in k["name"] for k in head["baseline_kernels"])
     assert any(k["name"].startswith("nvjet") for k in head["experimental_kernels"])

@@ -9,6 +9,7 @@ import pytest
 from support.json_oracle import category, launches_by_correlation, load_events
 from tb_pipeline_plugin.analysis.processor import TraceProcessor
 from tb_pipeline_plugin.compare import compare
+from tb_pipeline_plugin.diff.impls import plain
 from tb_pipeline_plugin.diff.impls.tables import diff_kernels_impl, diff_operators_impl
 from tb_pipeline_plugin.diff.pair import pair_of
 from tb_pipeline_plugin.diff.tables import TableQuery
@@ -63,7 +64,7 @@ def test_operator_steps_match_trace_json(recorded_logdir):
 
 def test_table_rows_carry_significance(shared_traces):
     c = compare(shared_traces / "trace_diff" / "control.json.gz", shared_traces / "trace_diff" / "test.json.gz")
-    out = diff_kernels_impl(pair_of(c.baseline, c.experimental), TableQuery(limit=20))
+    out = plain(diff_kernels_impl(pair_of(c.baseline, c.experimental), TableQuery(limit=20)))
     verdicts = [r["significance"]["verdict"] for r in out["rows"]]
     assert "significant" in verdicts
     # The delta judged is that of the per-step means (checked against the JSON above).
@@ -75,8 +76,8 @@ def test_table_rows_carry_significance(shared_traces):
         want = (e_sum.get(r["name"], 0.0) - b_sum.get(r["name"], 0.0)) / 6
         assert sig["delta"] == pytest.approx(want, abs=1e-3)
     # The same run on both sides: every row within noise.
-    same = diff_operators_impl(pair_of(c.baseline, c.baseline), TableQuery(limit=50))
+    same = plain(diff_operators_impl(pair_of(c.baseline, c.baseline), TableQuery(limit=50)))
     assert {r["significance"]["verdict"] for r in same["rows"]} == {"within_noise"}
     # Inside a piece (one step's part) there is no spread to judge by.
-    inside = diff_kernels_impl(pair_of(c.baseline, c.experimental), TableQuery(limit=5, path="0"))
+    inside = plain(diff_kernels_impl(pair_of(c.baseline, c.experimental), TableQuery(limit=5, path="0")))
     assert all(r["significance"] is None for r in inside["rows"])

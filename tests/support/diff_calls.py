@@ -4,10 +4,12 @@ Each helper takes the query strings a client would send, parses them with
 the server's own parameter parser (`server.params.parse`, so a bad value is
 the same BadRequest a route answers 400 with) and calls the pure function
 in `diff/impls/` on the runs' `Pair` (diff/pair.py): the tests exercise the
-real path minus TensorBoard.
+real path minus TensorBoard. An answer that is its contract Struct comes
+back as builtins (`diff.impls.plain`: dicts, without the runs' references).
 """
 from __future__ import annotations
 
+from tb_pipeline_plugin.diff.impls import plain
 from tb_pipeline_plugin.diff.impls.modules import diff_modules_impl as _modules
 from tb_pipeline_plugin.diff.impls.overview import diff_overview_impl as _overview
 from tb_pipeline_plugin.diff.impls.tables import diff_kernels_impl as _kernels
@@ -37,12 +39,12 @@ def diff_modules_impl(b, e, path: str | None = "", args: dict | None = None) -> 
 
 def diff_operators_impl(b, e, args: dict) -> dict:
     p = Q.parse(Q.DiffOperatorsParams, {**_PAIR, **args})
-    return _operators(pair_of(b, e), p.query())
+    return plain(_operators(pair_of(b, e), p.query()))
 
 
 def diff_kernels_impl(b, e, args: dict) -> dict:
     p = Q.parse(Q.DiffKernelsParams, {**_PAIR, **args})
-    return _kernels(pair_of(b, e), p.query())
+    return plain(_kernels(pair_of(b, e), p.query()))
 
 
 def operator_table(b, e, group_by: str = "name", path: str = ""):
