@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import msgspec
 import numpy as np
 
+from .. import contract as C
 from ..analysis import pieces as P
 from ..bounded_cache import BoundedCache
 from ..analysis.timeline import KINDS, depths, first_named, lanes, level_of_detail, window_rows
@@ -160,7 +161,9 @@ def _device_pairs(bl, el, host_b: np.ndarray, host_e: np.ndarray) -> tuple[np.nd
 def timeline_diff(b, e, path: str = "", from_us: float | None = None, to_us: float | None = None,
                   width_px: int = DEFAULT_WIDTH_PX, max_events: int = DEFAULT_MAX_EVENTS, find: str = "",
                   devices_first: bool = False) -> dict:
-    """Both runs' events of the piece at `path` (optionally the window
+    """The fields of the `diff/timeline` answer (contract DiffTimelineResponse)
+    but the runs' references, `device_bound` and the recordings: both runs'
+    events of the piece at `path` (optionally the window
     [from_us, to_us) after each side's piece start), matched, each side cut
     to what `width_px` pixels draw (0: every event); the first event named
     `find` in the window is drawn whatever its length. The bounds of the
@@ -178,7 +181,7 @@ def timeline_diff(b, e, path: str = "", from_us: float | None = None, to_us: flo
         "name": node.any.name,
         "kind": node.any.kind,
         "status": node.status,
-        "breadcrumb": [{"name": n.any.name, "path": n.path} for n in chain],
+        "breadcrumb": [C.Crumb(name=n.any.name, path=n.path) for n in chain],
         "kinds": list(KINDS),
         "from_us": from_us,
         "to_us": to_us,
@@ -189,7 +192,7 @@ def timeline_diff(b, e, path: str = "", from_us: float | None = None, to_us: flo
 
 
 def _side(side: str, tp, index: P.PieceIndex, piece: P.Piece, matches: Matches, from_us, to_us,
-          width_px: int, max_events: int, find: str, devices_first: bool) -> dict:
+          width_px: int, max_events: int, find: str, devices_first: bool) -> C.TimelineSide:
     linked = tp.linked
     t = linked.table
     start, end = piece.start_us, piece.end_us
@@ -210,36 +213,41 @@ def _side(side: str, tp, index: P.PieceIndex, piece: P.Piece, matches: Matches, 
     kinds = tp.timeline_index().kind[krows]
     # The events of the window, not the ones enclosing it (a step or an `epoch` annotation around a module).
     ends = (ts + dur)[ts >= w0]
-    return {
-        "piece_name": piece.name,
-        "start_us": round(start, 3),
-        "end_us": round(end, 3),
-        "window_start_us": round(w0, 3),
-        "window_end_us": round(w1, 3),
+    return C.TimelineSide(
+        piece_name=piece.name,
+        start_us=round(start, 3),
+        end_us=round(end, 3),
+        window_start_us=round(w0, 3),
+        window_end_us=round(w1, 3),
         # Device activity can outlast the host window of the piece that launched it.
-        "events_end_us": round(max(float(ends.max()), w1) if len(ends) else w1, 3),
-        "lanes": [{"label": lb, "device": dv} for lb, dv in zip(ln.label, ln.device)],
-        "names": [s if s is not None else "" for s in t.names(name_ids).tolist()],
-        "events": {
-            "name": name_index.astype(np.int64),
-            "kind": kinds.astype(np.int64),
-            "ts_us": np.round(ts[kept] - start, 3),
-            "dur_us": np.round(dur[kept], 3),
-            "lane": ln.of_row[kept],
-            "depth": depth[kept],
-            "match": [None if i < 0 else i for i in ids.tolist()],
-            "delta_us": np.round(delta, 3),
-        },
-        "events_total": int(len(rows)),
-        "min_draw_us": round(float(detail.min_draw_us), 3),
-        "merged": {
-            "lane": detail.merged_lane,
-            "depth": detail.merged_depth,
-            "ts_us": np.round(detail.merged_ts_us - start, 3),
-            "dur_us": np.round(detail.merged_dur_us, 3),
-            "count": detail.merged_count,
-            "merged_us": np.round(detail.merged_us, 3),
-        },
-        "merged_count": int(detail.merged_count.sum()),
-        "merged_us": round(float(detail.merged_us.sum()), 3),
-    }
+        events_end_us=round(max(float(ends.max()), w1) if len(ends) else w1, 3),
+        lanes=[C.TimelineLane(label=lb, device=dv) for lb, dv in zip(ln.label, ln.device)],
+        names=[s if s is not None else "" for s in t.names(name_ids).tolist()],
+        events=C.TimelineEvents(
+            name=name_index.astype(np.int64).tolist(),
+            kind=kinds.astype(np.int64).tolist(),
+            ts_us=np.round(ts[kept] - start, 3).tolist(),
+            dur_us=np.round(dur[kept], 3).tolist(),
+            lane=_list(ln.of_row[kept]),
+            depth=_list(depth[kept]),
+            match=[None if i < 0 else i for i in ids.tolist()],
+            delta_us=np.round(delta, 3).tolist(),  # NaN (unmatched) is encoded null
+        ),
+        events_total=int(len(rows)),
+        min_draw_us=round(float(detail.min_draw_us), 3),
+        merged=C.TimelineMerged(
+            lane=_list(detail.merged_lane),
+            depth=_list(detail.merged_depth),
+            ts_us=np.round(detail.merged_ts_us - start, 3).tolist(),
+            dur_us=np.round(detail.merged_dur_us, 3).tolist(),
+            count=_list(detail.merged_count),
+            merged_us=np.round(detail.merged_us, 3).tolist(),
+        ),
+        merged_count=int(detail.merged_count.sum()),
+        merged_us=round(float(detail.merged_us.sum()), 3),
+    )
+
+
+def _list(values) -> list:
+    """An array's (or a list's) values as Python numbers, as the Struct declares them."""
+    return np.asarray(values).tolist()

@@ -220,9 +220,9 @@ class PipelinePlugin(base_plugin.TBPlugin):
         pair, refs = self._comparison(p)
         return diff_kernels_impl(pair, p.query(), refs)
 
-    def _diff_timeline(self, p: Q.DiffTimelineParams) -> dict:
+    def _diff_timeline(self, p: Q.DiffTimelineParams) -> C.DiffTimelineResponse:
         pair, refs = self._comparison(p, with_statistics=False)
-        return {**refs, **diff_timeline_impl(pair, p.query())}
+        return diff_timeline_impl(pair, p.query(), refs)
 
     def _diff_pipeline(self, p: Q.PipelinePairParams) -> dict:
         b, e = self.runs.pipeline(p.baseline), self.runs.pipeline(p.experimental)
