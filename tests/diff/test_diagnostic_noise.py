@@ -1,8 +1,9 @@
 """A level's spread (slices of its window) and the noise rule of diagnostic
 comparisons, on hand-built records whose answers are worked out here: QPS
 per slice with calls across slice edges, intervals, a verdict flip within
-noise, a real change, a crowded machine, results without slices, a best
-concurrency that moved or not."""
+noise, a real change, a change that rests on one level measured once, a
+crowded machine, results without slices, a best concurrency that moved or
+not."""
 from __future__ import annotations
 
 import math
@@ -108,6 +109,26 @@ def test_a_stage_made_gil_bound_reads_changed():
     assert row.verdict_experimental == "gil_bound" and row.change == "changed" and row.verdict_changed
     assert "beyond noise" in row.change_reason and "thread speed-up at 2 x0.70" in row.change_reason
     assert "GIL held 10 % vs 98 %" in row.change_reason
+
+
+def test_a_change_that_rests_on_one_window_is_within_noise():
+    # Same code; the baseline's two-thread window ran wholly at half speed (a host's slow second), every slice
+    # steady: the speed-up at 2 moves beyond its interval, and it is the only evidence that does.
+    slow_at_2 = [(1, 100.0, 100, 100), (2, 100.0, 190, 195), (4, 146.0, 195, 198)]
+    procs = [(1, 100.0, 100, 100), (2, 190.0, 198, 198)]
+    row = _row(_run(slow_at_2, 0.10, procs=procs), _run(SCALES, 0.10, procs=procs))
+    assert (row.verdict_baseline, row.verdict_experimental) == ("cpu_saturated", "scales")
+    assert row.change == "within_noise" and not row.verdict_changed
+    assert "beyond noise (thread speed-up at 2 x1.45 ± " in row.change_reason
+    assert ("rests on the baseline run's thread x1 and x2 levels and the experimental run's thread x1 and x2 "
+            "levels, each measured once, by less than a host that slowed one of those windows moves it (x2)") \
+        in row.change_reason
+    # The stage made slower at every level, GIL share unchanged: the processes' best QPS, read at other levels,
+    # agrees with the threads', so the change no longer rests on one window.
+    slower = [(1, 50.0, 100, 100), (2, 52.0, 100, 100), (4, 51.0, 100, 100)]
+    row = _row(_run(SCALES, 0.10, procs=procs), _run(slower, 0.10, procs=[(1, 50.0, 100, 100), (2, 95.0, 198, 198)]))
+    assert row.verdict_baseline != row.verdict_experimental
+    assert row.change == "changed" and "best process QPS x0.50" in row.change_reason
 
 
 def test_a_machine_crowded_by_other_processes_is_said_apart():

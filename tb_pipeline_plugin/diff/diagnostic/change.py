@@ -15,6 +15,20 @@ Each interval is analysis/diagnostic/spread.py's: a single recording's
 modelled spread at the normal quantile, a group's level measured on its own
 recordings at Student t's (ratio_interval, difference_half_width).
 
+A single window may be off by up to `ONE_WINDOW_FACTOR`. A level of a
+single recording is one window of 0.3 s or so, and a virtual machine's
+host can run a stage at half its speed for longer than that (measured: the
+same `augment` at two threads read 15,000 QPS in one recording and 26,000
+in the next, x1.7, the slow window's slices steady, at the slow rate from
+end to end; tests/diff/test_diagnostic_null_pairs.py), which
+no modelled spread of the window sees. So where every QPS item beyond noise
+rests on one same level measured once (each run's levels a speed-up reads,
+or a level that is both a run's best and one a speed-up reads), that
+evidence counts only beyond its interval widened by the factor: the GIL
+share (its own sampling), a second level, a group's level measured over
+its recordings, or an effect larger than a slowed window makes, before two
+verdicts' difference is called a change.
+
 QPS evidence of a stage that other processes crowded in either run
 (`others_cpu_pct`) does not count as a change: it is said apart
 ("machine_busy"), since a neighbour halves a CPU-bound stage's QPS as
@@ -43,6 +57,9 @@ from ...analysis.diagnostic.spread import (CROWDED_OTHERS_PCT, difference_half_w
                                           ratio_interval)
 from ..significance.method import WITHIN_NOISE
 
+# How far a host can move one window of a single recording (module docstring: x1.7 measured, rounded up).
+ONE_WINDOW_FACTOR = 2.0
+
 # "within noise" is the significance policy's verdict, the one word for it everywhere.
 SAME, CHANGED, MACHINE_BUSY, NO_INTERVAL, ONE_SIDE = "same", "changed", "machine_busy", "no_interval", "one_side"
 CHANGES = (SAME, CHANGED, WITHIN_NOISE, MACHINE_BUSY, NO_INTERVAL, ONE_SIDE)
@@ -60,21 +77,25 @@ def _level(spread: pd.DataFrame, executor: str, level) -> tuple[float, tuple[flo
     return float(row["qps"].iloc[0]), (float(row["qps_log_se"].iloc[0]), float(row["qps_df"].iloc[0]))
 
 
-def _ratio_item(what: str, ratio: float, terms, crowded: bool) -> dict:
-    """`terms`: each QPS figure's (log standard error, degrees of freedom)."""
+def _ratio_item(what: str, ratio: float, terms, crowded: bool, levels: dict) -> dict:
+    """`terms`: each QPS figure's (log standard error, degrees of freedom);
+    `levels`: (run, executor, concurrency) -> that term, of each QPS figure
+    the ratio reads (`once`: those measured by a single recording)."""
     low, high = ratio_interval(ratio, [t[0] for t in terms], [t[1] for t in terms])
     measured = not math.isnan(low)
     text = (f"{what} x{ratio:.2f} ± {(high - low) / 2:.2f}" if measured else f"{what} x{ratio:.2f} (no interval)")
     return {"what": what, "ratio": ratio, "low": low, "high": high, "interval": measured, "crowded": crowded,
-            "beyond": measured and (low > 1.0 or high < 1.0), "text": text}
+            "beyond": measured and (low > 1.0 or high < 1.0), "text": text,
+            "once": frozenset(key for key, term in levels.items() if math.isinf(term[1]))}
 
 
 def _best_qps_ratio(base, exp, b_row: dict, e_row: dict, executor: str, crowded: bool) -> dict | None:
-    b = _level(base, executor, b_row[f"best_{executor}_concurrency"])
-    e = _level(exp, executor, e_row[f"best_{executor}_concurrency"])
+    lb, le = b_row[f"best_{executor}_concurrency"], e_row[f"best_{executor}_concurrency"]
+    b, e = _level(base, executor, lb), _level(exp, executor, le)
     if b is None or e is None or not (b[0] > 0 and e[0] > 0):
         return None
-    return _ratio_item(f"best {executor} QPS", e[0] / b[0], (b[1], e[1]), crowded)
+    return _ratio_item(f"best {executor} QPS", e[0] / b[0], (b[1], e[1]), crowded,
+                       {("baseline", executor, lb): b[1], ("experimental", executor, le): e[1]})
 
 
 def _gain(spread: pd.DataFrame, executor: str, low, high) -> tuple[float, tuple, tuple] | None:
@@ -91,7 +112,9 @@ def _gain_ratio(base, exp, executor: str, low, high, what: str, crowded: bool) -
     gb, ge = _gain(base, executor, low, high), _gain(exp, executor, low, high)
     if gb is None or ge is None:
         return None
-    return _ratio_item(what, ge[0] / gb[0], (gb[1], gb[2], ge[1], ge[2]), crowded)
+    levels = {("baseline", executor, low): gb[1], ("baseline", executor, high): gb[2],
+              ("experimental", executor, low): ge[1], ("experimental", executor, high): ge[2]}
+    return _ratio_item(what, ge[0] / gb[0], (gb[1], gb[2], ge[1], ge[2]), crowded, levels)
 
 
 def _decisive_levels(base: pd.DataFrame, exp: pd.DataFrame, b_row: dict, e_row: dict) -> list[int]:
@@ -113,7 +136,34 @@ def _gil_item(b_gil: dict | None, e_gil: dict | None) -> dict | None:
     half = difference_half_width((b[1], e[1]), (gil_share_df(b_gil), gil_share_df(e_gil)))
     return {"what": "GIL held", "ratio": None, "low": None, "high": None, "interval": True, "crowded": False,
             "beyond": abs(e[0] - b[0]) > half,
-            "text": f"GIL held {100 * b[0]:.0f} % vs {100 * e[0]:.0f} % (± {100 * half:.0f} points)"}
+            "text": f"GIL held {100 * b[0]:.0f} % vs {100 * e[0]:.0f} % (± {100 * half:.0f} points)",
+            "once": frozenset()}
+
+
+def one_level(items: list[dict]) -> list[tuple]:
+    """The levels measured once on which every item of `items` rests (any
+    one of them moved alone moves them all: module docstring), sorted; []
+    where there is none or an item is the GIL's. `items`: the evidence
+    beyond noise."""
+    if not items or any(i["ratio"] is None for i in items):
+        return []
+    return sorted(frozenset.intersection(*(i["once"] for i in items)), key=lambda k: (k[0], k[1], float(k[2])))
+
+
+def _beyond_one_window(item: dict) -> bool:
+    """The ratio beyond its interval widened by ONE_WINDOW_FACTOR either way."""
+    return item["low"] / ONE_WINDOW_FACTOR > 1.0 or item["high"] * ONE_WINDOW_FACTOR < 1.0
+
+
+def _levels_words(keys: list[tuple]) -> str:
+    """"the baseline run's thread x1 and x2 levels and the experimental run's thread x2 level"."""
+    parts = []
+    for run in ("baseline", "experimental"):
+        for executor in ("thread", "process"):
+            counts = [f"x{int(k[2])}" for k in keys if k[0] == run and k[1] == executor]
+            if counts:
+                parts.append(f"the {run} run's {executor} {' and '.join(counts)} level{'s' if len(counts) > 1 else ''}")
+    return " and ".join(parts)
 
 
 def evidence(base: pd.DataFrame, exp: pd.DataFrame, b_row: dict, e_row: dict, b_gil: dict | None = None,
@@ -170,6 +220,12 @@ def _verdict_change(b_row: dict | None, e_row: dict | None, items: list[dict],
     pair = f"verdicts differ ({VERDICT_LABELS[vb]} vs {VERDICT_LABELS[ve]})"
     if vb in _WITHOUT_CURVES or ve in _WITHOUT_CURVES:
         return CHANGED, pair
+    lone = one_level(clean)
+    if lone and not any(_beyond_one_window(i) for i in clean):
+        return WITHIN_NOISE, (f"{pair} and so do the curves beyond noise ({', '.join(i['text'] for i in clean)}), "
+                              f"but all of it rests on {_levels_words(lone)}, each measured once, by less than a "
+                              f"host that slowed one of those windows moves it (x{ONE_WINDOW_FACTOR:g}): within "
+                              f"noise; record repeats (tb-pipeline record --repeat) to tell")
     if clean:
         return CHANGED, f"{pair} beyond noise: {', '.join(i['text'] for i in clean)}"
     if crowded:
