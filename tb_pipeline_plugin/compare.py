@@ -185,7 +185,7 @@ class Comparison:
         """Where the memory peak went (the `diff/memory` route's answer, without
         the selections): `sentence`, `message` (a run without memory events),
         `device`, `devices`."""
-        return diff_memory_impl(self.pair, self.snapshots)
+        return plain(diff_memory_impl(self.pair, self.snapshots))
 
     @property
     def memory_rows(self) -> pd.DataFrame:

@@ -31,7 +31,11 @@ from .overview import (
     MemoryDevice, MemorySummary, OverviewResponse, StepInfo,
 )
 from .tables import GroupBy, KernelRow, KernelsResponse, ModuleNode, ModulesResponse, OperatorRow, OperatorsResponse
-from .memory import DiffMemoryResponse, MemoryCurve, MemoryDeviceDiff, MemoryPeak, MemoryRow, MemoryStepPeak
+from .memory import (
+    DiffMemoryResponse, MemoryCurve, MemoryDeviceDiff, MemoryPeak, MemoryRow, MemoryStepPeak, SnapshotCurve,
+    SnapshotDeviceDiff, SnapshotDiff, SnapshotMetric, SnapshotRow, SnapshotSegment, SnapshotSide, SnapshotStepMark,
+    SnapshotStepPeak,
+)
 from .modules_diff import (
     CompiledRegion, CompiledSide, Crumb, DiffModulesResponse, DiffPiece, DiffTrend, KernelFamily, PieceKind, PieceStatus,
 )

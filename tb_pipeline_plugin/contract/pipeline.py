@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from msgspec import UNSET, UnsetType
+
 from .common import Number, RunRef, _Shape
 from .significance import ExplainNoise, Significance
 
@@ -165,22 +167,24 @@ class PipelineProfiler(_Shape, kw_only=True):
 
 
 class PipelineMeta(_Shape, kw_only=True):
-    """One writing process (recorder or launcher), or the Composer file read."""
+    """One writing process (recorder or launcher), or the Composer file read.
+    A field its writer did not record is absent (UNSET: not encoded), as in
+    the file: Composer's names only its source and path, a recorder's no path."""
 
     source: str
-    wall_time_s: float | None = None
-    command: list[str] | None = None
-    pid: int | None = None
-    python: str | None = None
-    cpu_count: int | None = None
-    schema: int | None = None
-    hostname: str | None = None
-    torch: str | None = None
-    spdl: str | None = None
-    headspace_batches: int | None = None
-    host_interval_s: float | None = None
-    path: str | None = None
-    profilers: list[PipelineProfiler] = []
+    wall_time_s: float | None | UnsetType = UNSET
+    command: list[str] | None | UnsetType = UNSET
+    pid: int | None | UnsetType = UNSET
+    python: str | None | UnsetType = UNSET
+    cpu_count: int | None | UnsetType = UNSET
+    schema: int | None | UnsetType = UNSET
+    hostname: str | None | UnsetType = UNSET
+    torch: str | None | UnsetType = UNSET
+    spdl: str | None | UnsetType = UNSET
+    headspace_batches: int | None | UnsetType = UNSET
+    host_interval_s: float | None | UnsetType = UNSET
+    path: str | None | UnsetType = UNSET
+    profilers: list[PipelineProfiler] | UnsetType = UNSET
 
 
 class PipelineRecording(_Shape):

@@ -146,8 +146,8 @@ class PipelinePlugin(base_plugin.TBPlugin):
         trace, ref = self.runs.side(p.run, p.worker, p.span)
         return run_impls.modules_impl(trace.value(), ref)
 
-    def _pipeline(self, p: Q.PipelineParams) -> dict:
-        return {**trace_ref(p.run), **run_impls.pipeline_impl(self.runs.pipeline(p.run).value())}
+    def _pipeline(self, p: Q.PipelineParams) -> C.PipelineResponse:
+        return run_impls.pipeline_impl(self.runs.pipeline(p.run).value(), trace_ref(p.run))
 
     def _diagnostic(self, p: Q.DiagnosticParams) -> dict:
         return {**trace_ref(p.run), **run_impls.diagnostic_impl(self.runs.diagnostic(p.run).value())}
@@ -199,10 +199,10 @@ class PipelinePlugin(base_plugin.TBPlugin):
         pair, refs = self._comparison(p)
         return {**refs, **diff_overview_impl(pair)}
 
-    def _diff_memory(self, p: Q.PairParams) -> dict:
+    def _diff_memory(self, p: Q.PairParams) -> C.DiffMemoryResponse:
         pair, refs = self._comparison(p, with_statistics=False)
         snapshots = (self.runs.snapshot(p.baseline), self.runs.snapshot(p.experimental))
-        return {**refs, **diff_memory_impl(pair, snapshots)}
+        return diff_memory_impl(pair, snapshots, refs)
 
     def _diff_explain(self, p: Q.PairParams) -> dict:
         pair, refs = self._comparison(p)
@@ -224,9 +224,9 @@ class PipelinePlugin(base_plugin.TBPlugin):
         pair, refs = self._comparison(p, with_statistics=False)
         return diff_timeline_impl(pair, p.query(), refs)
 
-    def _diff_pipeline(self, p: Q.PipelinePairParams) -> dict:
+    def _diff_pipeline(self, p: Q.PipelinePairParams) -> C.DiffPipelineResponse:
         b, e = self.runs.pipeline(p.baseline), self.runs.pipeline(p.experimental)
-        return {**self._refs(p), **diff_pipeline_impl(statistics_pair_of(b.value(), e.value()))}
+        return diff_pipeline_impl(statistics_pair_of(b.value(), e.value()), self._refs(p))
 
     def _diff_diagnostic(self, p: Q.DiffDiagnosticParams) -> dict:
         b, e = self.runs.diagnostic(p.baseline), self.runs.diagnostic(p.experimental)

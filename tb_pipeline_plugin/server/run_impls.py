@@ -6,7 +6,7 @@ route's answer out.
 No HTTP and no loading here: `plugin.py` parses the parameters and asks the
 provider for the loaded values. Most `*_impl` return their route's
 `contract` Struct, built here from the analysis' rows, which msgspec encodes
-(server/http.py); `pipeline`, `diagnostic` and `distributed` still return
+(server/http.py); `diagnostic` and `distributed` still return
 the dicts their reports build, of the shape the Struct declares (the route
 tests decode every body with it). The pair routes' impls are `diff/impls/`
 (each on a `Pair`, diff/pair.py).
@@ -20,6 +20,7 @@ from .. import contract as C
 from ..analysis.diagnostic.report import report as diagnostic_report
 from ..analysis.distributed import ranks_summary
 from ..analysis.rank_distribution import histogram, histogram_edges
+from ..analysis.statistics.answer import report_fields
 from ..analysis.statistics.report import report as pipeline_report
 from ..analysis.run import Run
 from ..diff.distributed import diff_percentiles, diff_ranks
@@ -123,9 +124,9 @@ def module_nodes(roots: list[dict]) -> list[C.ModuleNode]:
     return [made[id(r)] for r in roots]
 
 
-def pipeline_impl(statistics) -> dict:
+def pipeline_impl(statistics, ref: dict) -> C.PipelineResponse:
     """A run's pipeline statistics (PipelineTables) as the Pipeline view reads them."""
-    return pipeline_report(statistics)
+    return C.PipelineResponse(**report_fields(pipeline_report(statistics)), **ref)
 
 
 def diagnostic_impl(results) -> dict:

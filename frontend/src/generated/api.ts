@@ -1349,35 +1349,24 @@ export interface components {
         /**
          * PipelineMeta
          * @description One writing process (recorder or launcher), or the Composer file read.
+         *         A field its writer did not record is absent (UNSET: not encoded), as in
+         *         the file: Composer's names only its source and path, a recorder's no path.
          */
         PipelineMeta: {
             source: string;
-            /** @default null */
-            wall_time_s: number | null;
-            /** @default null */
-            command: string[] | null;
-            /** @default null */
-            pid: number | null;
-            /** @default null */
-            python: string | null;
-            /** @default null */
-            cpu_count: number | null;
-            /** @default null */
-            schema: number | null;
-            /** @default null */
-            hostname: string | null;
-            /** @default null */
-            torch: string | null;
-            /** @default null */
-            spdl: string | null;
-            /** @default null */
-            headspace_batches: number | null;
-            /** @default null */
-            host_interval_s: number | null;
-            /** @default null */
-            path: string | null;
-            /** @default [] */
-            profilers: components["schemas"]["PipelineProfiler"][];
+            wall_time_s?: number | null;
+            command?: string[] | null;
+            pid?: number | null;
+            python?: string | null;
+            cpu_count?: number | null;
+            schema?: number | null;
+            hostname?: string | null;
+            torch?: string | null;
+            spdl?: string | null;
+            headspace_batches?: number | null;
+            host_interval_s?: number | null;
+            path?: string | null;
+            profilers?: components["schemas"]["PipelineProfiler"][];
         };
         /**
          * PipelineProfiler
