@@ -208,7 +208,7 @@ class Comparison:
     def overview_answer(self) -> dict:
         """The `diff/overview` route's answer (without the selections): `rows`
         (each with its `significance`, the step time's the explanation's), `note`."""
-        return diff_overview_impl(self.pair)
+        return plain(diff_overview_impl(self.pair))
 
     @cached_property
     def overview(self) -> pd.DataFrame:
@@ -225,7 +225,7 @@ class Comparison:
         limit = T.MODULES_MAX_LIMIT
         rows, trend, offset = [], {}, 0
         while True:
-            out = diff_modules_impl(self.pair, ModulesQuery(path=path, offset=offset, limit=limit))
+            out = plain(diff_modules_impl(self.pair, ModulesQuery(path=path, offset=offset, limit=limit)))
             rows += out["children"]
             for key, values in out["trend"].items():
                 trend.setdefault(key, []).extend(values)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from msgspec import UNSET, UnsetType
+
 from .common import Number, RunRef, _Shape
 from .significance import Significance
 
@@ -65,8 +67,8 @@ class DiffPiece(_Shape, kw_only=True):
     baseline_calls: Number
     experimental_calls: Number
     delta_calls: Number
-    # The node only: its children were aligned by an approximate fallback.
-    approximate: bool | None = None
+    # The node only (absent on its children: UNSET): its children were aligned by an approximate fallback.
+    approximate: bool | None | UnsetType = UNSET
     # Module pieces (diff/modules only): backward operators whose forward
     # operator ran inside the call (fwdbwd flows); null on other pieces.
     baseline_backward_us: float | None
@@ -85,8 +87,9 @@ class DiffPiece(_Shape, kw_only=True):
     significance: Significance | None = None
     forward_significance: Significance | None = None
     backward_significance: Significance | None = None
-    # A `compiled_region` piece's graphs, the eager pieces it replaced and its kernels by family; null otherwise.
-    compiled_region: CompiledRegion | None = None
+    # A `compiled_region` piece's graphs, the eager pieces it replaced and its kernels by family; absent
+    # (UNSET) on other pieces.
+    compiled_region: CompiledRegion | None | UnsetType = UNSET
 
 
 class DiffTrend(_Shape):

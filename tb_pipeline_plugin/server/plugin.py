@@ -195,9 +195,9 @@ class PipelinePlugin(base_plugin.TBPlugin):
         statistics = tuple(None if a is None else a.value() for a in asked) or NO_STATISTICS
         return pair_of(b, e, statistics, p.given() if with_statistics else NOT_GIVEN), refs
 
-    def _diff_overview(self, p: Q.PairParams) -> dict:
+    def _diff_overview(self, p: Q.PairParams) -> C.DiffOverviewResponse:
         pair, refs = self._comparison(p)
-        return {**refs, **diff_overview_impl(pair)}
+        return diff_overview_impl(pair, refs)
 
     def _diff_memory(self, p: Q.PairParams) -> C.DiffMemoryResponse:
         pair, refs = self._comparison(p, with_statistics=False)
@@ -208,9 +208,9 @@ class PipelinePlugin(base_plugin.TBPlugin):
         pair, refs = self._comparison(p)
         return {**refs, **diff_explain_impl(pair)}
 
-    def _diff_modules(self, p: Q.DiffModulesParams) -> dict:
+    def _diff_modules(self, p: Q.DiffModulesParams) -> C.DiffModulesResponse:
         pair, refs = self._comparison(p)
-        return {**refs, **diff_modules_impl(pair, p.query())}
+        return diff_modules_impl(pair, p.query(), refs)
 
     def _diff_operators(self, p: Q.DiffOperatorsParams) -> C.DiffOperatorsResponse:
         pair, refs = self._comparison(p)

@@ -61,10 +61,11 @@ def test_the_step_verdict_is_one_number(groups, pair, as_groups):
         c = compare(load_group(groups[pair[0]]), load_group(groups[pair[1]]))
     else:
         c = compare(TraceProcessor.load(str(groups[pair[0]][0])), TraceProcessor.load(str(groups[pair[1]][0])))
+    from tb_pipeline_plugin.diff.impls import plain
     from tb_pipeline_plugin.diff.impls.overview import diff_overview_impl
     from tb_pipeline_plugin.diff.pair import pair_of
 
-    rows = diff_overview_impl(pair_of(c.baseline, c.experimental))["rows"]
+    rows = plain(diff_overview_impl(pair_of(c.baseline, c.experimental)))["rows"]
     row = next(r for r in rows if r["metric"] == "avg_step_time_us")
     assert row["significance"] == c.explanation["step"]["significance"]
 

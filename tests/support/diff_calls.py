@@ -29,12 +29,12 @@ def piece_index(tp):
 
 
 def diff_overview_impl(b, e) -> dict:
-    return _overview(pair_of(b, e))
+    return plain(_overview(pair_of(b, e)))
 
 
 def diff_modules_impl(b, e, path: str | None = "", args: dict | None = None) -> dict:
     p = Q.parse(Q.DiffModulesParams, {**_PAIR, **(args or {}), "path": path or ""})
-    return _modules(pair_of(b, e), p.query())
+    return plain(_modules(pair_of(b, e), p.query()))
 
 
 def diff_operators_impl(b, e, args: dict) -> dict:

@@ -786,8 +786,7 @@ export interface components {
             baseline_calls: number;
             experimental_calls: number;
             delta_calls: number;
-            /** @default null */
-            approximate: boolean | null;
+            approximate?: boolean | null;
             baseline_backward_us: number | null;
             experimental_backward_us: number | null;
             delta_backward_us: number | null;
@@ -801,8 +800,7 @@ export interface components {
             forward_significance: components["schemas"]["Significance"] | null;
             /** @default null */
             backward_significance: components["schemas"]["Significance"] | null;
-            /** @default null */
-            compiled_region: components["schemas"]["CompiledRegion"] | null;
+            compiled_region?: components["schemas"]["CompiledRegion"] | null;
         };
         /** DiffPipelineCallbackRow */
         DiffPipelineCallbackRow: {

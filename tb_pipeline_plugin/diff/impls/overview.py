@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import contract as C
 from ...analysis.run import Run
 from .. import step_basis as B
 from ..delta import delta_pct
@@ -10,16 +11,40 @@ from .. import tree as T
 from ..overview import STEP_TIME, overview_rows
 from ..significance.pipeline import data_wait_significance, data_wait_us
 from ..work_rows import caveat_rows, void_rows, work_rows
+from . import UNNAMED, named
 
 DATA_LOADING = "breakdown_us.data_loading"
 
 
-def diff_overview_impl(pair) -> dict:
+def diff_overview_impl(pair, refs: dict | None = None) -> C.DiffOverviewResponse:
     """Every overview metric side by side. When both runs have recorded
     statistics, the step time's verdict is the one from every recorded step
     (as the explanation's). Work per step, when known, adds rows per sample
     or token (diff/units.py); the pair's differences come with the rows."""
-    return pair.view(("diff/overview",), lambda: _overview(pair))
+    return named(pair.view(("diff/overview",), lambda: _answer(pair)), refs)
+
+
+def _answer(pair) -> C.DiffOverviewResponse:
+    out = _overview(pair)
+    return C.DiffOverviewResponse(
+        baseline=UNNAMED, experimental=UNNAMED, device_present=out["device_present"],
+        rows=[C.DiffOverviewRow(**{**r, "significance": _significance(r["significance"])}) for r in out["rows"]],
+        note=out["note"], units=work_units(out["units"]), comparability=differences(out["comparability"]))
+
+
+def work_units(u: dict) -> C.WorkUnits:
+    """The pair's unit (diff/units.py's dict) as its Struct."""
+    return C.WorkUnits(unit=u["unit"], baseline=C.WorkCounts(**u["baseline"]),
+                       experimental=C.WorkCounts(**u["experimental"]))
+
+
+def differences(rows: list[dict]) -> list[C.Difference]:
+    """The pair's differences (diff/comparability.py's dicts) as their Structs."""
+    return [C.Difference(**d) for d in rows]
+
+
+def _significance(mark: dict | None) -> C.Significance | None:
+    return None if mark is None else C.Significance(**mark)
 
 
 def _overview(pair) -> dict:
