@@ -178,7 +178,7 @@ class Comparison:
         `contributors`, `waterfall`, `launch`, `note`, and `pipeline` (data
         wait, input-bound verdicts, the stage that changed most) when both
         runs have recorded pipeline statistics."""
-        return diff_explain_impl(self.pair)
+        return plain(diff_explain_impl(self.pair))
 
     @cached_property
     def memory(self) -> dict:

@@ -4,17 +4,24 @@
 tb_pipeline_plugin.server.openapi`), and the frontend's TypeScript types are
 generated from that document (`npm run gen:api` in frontend/), so Python,
 the schema and TypeScript cannot drift apart: `make test` fails when a
-generated file is stale, and the route tests decode every response body with
-these types (`forbid_unknown_fields`: an undeclared field fails too).
+generated file is stale. The impls return these Structs, built with their
+nested Structs (server/run_impls.py, diff/impls/; `diagnostic`,
+`diff/diagnostic` and `distributed` still build dicts of their shape), and
+msgspec encodes them (server/http.py). A constructor checks no types, so
+the route tests decode every response body with these types
+(`forbid_unknown_fields`: an undeclared field fails too).
 
 Units are in the field names (`_us`, `_s`, `_bytes`, `_pct`); `None` is JSON
 `null`: a percentage whose baseline is 0, a value the trace does not record.
 A delta % is named as diff/delta.py says (`pct_name`): `delta_<c without its
-unit>_pct`, and `delta_<c without _pct>_rel_pct` for a percentage `c`.
+unit>_pct`, and `delta_<c without _pct>_rel_pct` for a percentage `c`. A
+field an answer may lack defaults to `msgspec.UNSET` (absent from the JSON,
+optional in TypeScript), never to a null it would then encode.
 
 A leaf: it imports nothing of ours (only msgspec and typing), so any layer
-may import it: the server's route table and OpenAPI, diff/'s impls that
-return these Structs, the report of `tb-pipeline diff` (report/model.py).
+may import it: the server's route table, OpenAPI and one-run impls, diff/'s
+impls, analysis/statistics/answer.py, the report of `tb-pipeline diff`
+(report/model.py).
 One module per subject; this package re-exports every public name, the one
 import surface (`from tb_pipeline_plugin import contract as C`). A name is
 defined once across the package (tests/routes/test_contract.py): annotations are

@@ -29,7 +29,9 @@ _ENCODER = msgspec.json.Encoder(enc_hook=_enc_hook)
 
 
 def encode_json(obj) -> bytes:
-    # NaN and infinities become null: JSON has no spelling for them.
+    """An answer (a contract Struct, or builtins) as JSON. NaN and
+    infinities become null: JSON has no spelling for them; numpy numbers and
+    arrays go through `_enc_hook`."""
     try:
         return _ENCODER.encode(obj)
     except RecursionError:  # nested deeper than msgspec goes (a deep module tree)
@@ -61,7 +63,8 @@ def _json_bytes(body: bytes, status: int) -> wrappers.Response:
 
 def json_routes(handlers: dict) -> dict:
     """WSGI apps for the routes of `routes.ROUTES`, from `handlers`: path ->
-    `handler(params) -> dict`, one for each route exactly."""
+    `handler(params) -> answer` (the route's response Struct, or a dict or
+    `msgspec.Raw` of its shape), one for each route exactly."""
     declared = {r.path for r in ROUTES}
     if set(handlers) != declared:
         raise ValueError(f"handlers do not match routes.ROUTES: missing {sorted(declared - set(handlers))}, "
@@ -71,7 +74,8 @@ def json_routes(handlers: dict) -> dict:
 
 def json_route(route: Route, handler):
     """The WSGI app of one route: its parameter Struct parsed from the query
-    string, `handler(params) -> dict`, JSON out, every error as JSON.
+    string, `handler(params) -> answer` (its response Struct), JSON out,
+    every error as JSON.
 
     Typed errors carry their status. Anything else is a failure inside an
     analysis of one run: 422 with the reason, never a 500 that would hide it.

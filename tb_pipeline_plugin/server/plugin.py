@@ -204,9 +204,9 @@ class PipelinePlugin(base_plugin.TBPlugin):
         snapshots = (self.runs.snapshot(p.baseline), self.runs.snapshot(p.experimental))
         return diff_memory_impl(pair, snapshots, refs)
 
-    def _diff_explain(self, p: Q.PairParams) -> dict:
+    def _diff_explain(self, p: Q.PairParams) -> C.DiffExplainResponse:
         pair, refs = self._comparison(p)
-        return {**refs, **diff_explain_impl(pair)}
+        return diff_explain_impl(pair, refs)
 
     def _diff_modules(self, p: Q.DiffModulesParams) -> C.DiffModulesResponse:
         pair, refs = self._comparison(p)

@@ -12,6 +12,7 @@ every surface shows the same numbers; those that read dicts take
 from __future__ import annotations
 
 import msgspec
+import numpy as np
 
 from ... import contract as C
 
@@ -33,8 +34,17 @@ def named(answer, refs: dict | None):
 def plain(answer) -> dict:
     """A pair answer as builtins (dicts and lists), without the runs'
     references: what the notebook API and the reports read."""
-    out = msgspec.to_builtins(answer)
+    out = msgspec.to_builtins(answer, enc_hook=_numbers)
     for side in ("baseline", "experimental"):
         if out.get(side) == {"run": "", "worker": "", "span": ""}:
             del out[side]
     return out
+
+
+def _numbers(obj):
+    """numpy's numbers and arrays as Python's, as the server's encoder takes them (server/http.py)."""
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise NotImplementedError(f"cannot convert {type(obj).__name__}")

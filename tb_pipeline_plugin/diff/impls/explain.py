@@ -1,6 +1,7 @@
 """`diff/explain`: the step-time delta split into ranked contributors."""
 from __future__ import annotations
 
+from ... import contract as C
 from ...analysis.device_time import graph_us_per_step
 from .. import step_basis as B
 from .. import tree as T
@@ -13,9 +14,11 @@ from ..launch_health import launch_rows
 from ..launches import top_operator
 from ..significance.conclusive import advice
 from ..units import STEP, per_step_of, scaled
+from . import UNNAMED, named
+from .overview import differences, work_units
 
 
-def diff_explain_impl(pair) -> dict:
+def diff_explain_impl(pair, refs: dict | None = None) -> C.DiffExplainResponse:
     """The step-time delta split into ranked contributors (diff/explain/contributors.py),
     on the clock and steps of the pair's basis (diff/step_basis.py). When
     both runs have recorded statistics, their part
@@ -25,7 +28,56 @@ def diff_explain_impl(pair) -> dict:
     per-step figures beside them; host-time verdicts of the profiled steps
     are withheld when the runs' profiler options differ
     (diff/comparability.py)."""
-    return pair.view(("diff/explain",), lambda: _explain(pair))
+    return named(pair.view(("diff/explain",), lambda: _answer(_explain(pair))), refs)
+
+
+# ---- the Struct, from the explanation's dict (its sentence and the gates read that) ----------
+
+def _answer(x: dict) -> C.DiffExplainResponse:
+    busy, pipeline, conclusive = x["device_busy_pct"], x["pipeline"], x["conclusive"]
+    return C.DiffExplainResponse(
+        baseline=UNNAMED, experimental=UNNAMED,
+        device_present=x["device_present"], sentence=x["sentence"], step=_step(x["step"]),
+        spikiness=C.SpikinessPair(baseline=C.Spikiness(**x["spikiness"]["baseline"]),
+                                  experimental=C.Spikiness(**x["spikiness"]["experimental"])),
+        contributors=[_contributor(c) for c in x["contributors"]],
+        waterfall=[C.WaterfallBar(**w) for w in x["waterfall"]],
+        launch=[C.LaunchRow(**{**r, "significance": C.Significance(**r["significance"])}) for r in x["launch"]],
+        note=x["note"], clock=x["clock"],
+        device_busy_pct=None if busy is None else C.BusyPair(**busy),
+        pipeline=None if pipeline is None else _pipeline(pipeline),
+        between_run_pct=x["between_run_pct"], noise=C.ExplainNoise(**x["noise"]),
+        comparability=differences(x["comparability"]),
+        conclusive=None if conclusive is None else C.Advice(**conclusive),
+    )
+
+
+def _step(s: dict) -> C.ExplainStep:
+    profiled, units, per_step = s["profiled"], s["units"], s["per_step"]
+    return C.ExplainStep(**{
+        **s, "significance": C.Significance(**s["significance"]),
+        "profiled": None if profiled is None else C.ProfiledStep(
+            **{**profiled, "significance": C.Significance(**profiled["significance"])}),
+        "units": None if units is None else work_units(units),
+        "per_step": None if per_step is None else C.StepFigures(**per_step),
+    })
+
+
+def _contributor(c: dict) -> C.Contributor:
+    top = c["top_operator"]
+    return C.Contributor(**{**c, "significance": C.Significance(**c["significance"]),
+                            "top_operator": None if top is None else C.TopOperator(**top)})
+
+
+def _pipeline(p: dict) -> C.ExplainPipeline:
+    wait, stage, gil, loader = p["data_wait"], p["stage"], p["gil"], p["loader"]
+    return C.ExplainPipeline(
+        data_wait=C.ExplainDataWait(**{**wait, "significance": C.Significance(**wait["significance"])}),
+        input_bound=C.ExplainInputBound(**p["input_bound"]),
+        stage=None if stage is None else C.ExplainStageChange(**stage),
+        gil=None if gil is None else C.ExplainGilLimit(**gil),
+        loader=None if loader is None else C.ExplainLoaderLimit(**loader),
+        clause=p["clause"])
 
 
 def _explain(pair) -> dict:
