@@ -64,13 +64,16 @@ test-js: $(STAMPS)/npm $(STAMPS)/codegen
 	cd frontend && npm run typecheck && npm test
 
 # Every recording the tests read, made once and alone (tests/support/recordings.py: a cache under
-# .cache/test-recordings keyed by what records them); then the modules marked `timing` alone, and every
-# other module on two workers (tests/conftest.py); all three always run.
+# .cache/test-recordings keyed by what records them), by the serial half's process before its first test; then
+# the modules marked `timing` alone, and every other module on two workers (tests/conftest.py); both halves
+# always run. Bytecode is written (git-ignored __pycache__/) even where the environment says
+# PYTHONDONTWRITEBYTECODE: each pytest process would otherwise compile and assertion-rewrite every test module
+# again, ~4 s of CPU each.
 test-py: setup chromium
-	$(PY) -m pytest -qq --collect-only --build-recordings tests | grep -v '^tests/.*: [0-9]*$$'; recorded=$${PIPESTATUS[0]}; \
-	$(PY) -m pytest -q --durations=15 -m timing tests; serial=$$?; \
+	unset PYTHONDONTWRITEBYTECODE; \
+	$(PY) -m pytest -q --durations=15 --build-recordings -m timing tests; serial=$$?; \
 	$(PY) -m pytest -q --durations=15 -m "not timing" -n 2 --dist loadfile --no-loadscope-reorder tests; parallel=$$?; \
-	exit $$(( recorded || serial || parallel ))
+	exit $$(( serial || parallel ))
 
 test: setup chromium test-js test-py
 

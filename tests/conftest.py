@@ -65,8 +65,9 @@ def as_in_a_terminal() -> None:
 
 def pytest_addoption(parser):
     parser.addoption("--build-recordings", action="store_true",
-                     help="build every recording of tests/support/recordings.py's cache after collection "
-                          "(alone, one after another; with --collect-only, nothing else runs)")
+                     help="build every recording of tests/support/recordings.py's cache after collection, "
+                          "before the first test (alone, one after another; with --collect-only, nothing else "
+                          "runs); a recording that fails fails the session, its tests still run")
 
 
 def pytest_configure(config):
@@ -86,13 +87,29 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_collection_finish(session):
+    # `make test-py` builds the recordings in the serial half's own process (one collection fewer than a
+    # `--collect-only` run of its own): after collection, before any test, so each is still made alone.
     if session.config.getoption("build_recordings"):
         from support import recordings
 
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         failed = recordings.build_all(lambda line: reporter.write_line(line, flush=True))
-        if failed:
+        if failed and session.config.getoption("collectonly"):
             raise pytest.UsageError(f"recordings failed: {', '.join(failed)}")
+        # Tests run on: each one reading a failed recording builds it again and fails with its error.
+        session.config.stash[_FAILED_RECORDINGS] = failed
+
+
+_FAILED_RECORDINGS = pytest.StashKey[list]()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    failed = session.config.stash.get(_FAILED_RECORDINGS, [])
+    if failed:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        reporter.write_line(f"recordings failed: {', '.join(failed)}", red=True)
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,8 @@ into place when complete; the others wait on the lock and read it. A failed buil
 `copy_to(dest)` copies the entry to a folder of the test's (so no test writes into another's recording)
 and returns what the recording function returned, its paths moved under `dest` (None: `dest` itself).
 
-`make test-py` first builds every recording alone (`pytest --build-recordings --collect-only`, which
+`make test-py` first builds every recording alone (`pytest --build-recordings`, in the serial half's process after
+collection and before its first test; `--collect-only` with it builds and runs nothing else; collecting
 registers them by importing every test module), so that none is recorded beside another test's load:
 their verdicts are timings. Run one module alone and it builds what it needs, once.
 """
