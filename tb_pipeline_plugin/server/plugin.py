@@ -164,7 +164,7 @@ class PipelinePlugin(base_plugin.TBPlugin):
         refs = {"baseline": trace_ref(p.baseline), "experimental": trace_ref(p.experimental) if p.experimental else None}
 
         def answer() -> tuple:
-            body = encode_json({**refs, **run_impls.distributed_impl(*sides, summarise=self._rank_summary)})
+            body = encode_json(run_impls.distributed_impl(*sides, summarise=self._rank_summary, refs=refs))
             return [s.ready for s in sides], msgspec.Raw(body)
 
         key = (p.baseline, p.experimental, *(s.key for s in sides))

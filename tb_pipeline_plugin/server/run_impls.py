@@ -4,12 +4,12 @@ or its diagnostic results), typed values and the run's reference (`ref`:
 route's answer out.
 
 No HTTP and no loading here: `plugin.py` parses the parameters and asks the
-provider for the loaded values. Most `*_impl` return their route's
-`contract` Struct, built here from the analysis' rows, which msgspec encodes
-(server/http.py); `diagnostic` and `distributed` still return
-the dicts their reports build, of the shape the Struct declares (the route
-tests decode every body with it). The pair routes' impls are `diff/impls/`
-(each on a `Pair`, diff/pair.py).
+provider for the loaded values. Each `*_impl` but `diagnostic_impl`
+returns its route's `contract` Struct, built here from the analyses' rows,
+which msgspec encodes (server/http.py); `diagnostic_impl` still returns the
+dict its report builds, of the shape the Struct declares (the route tests
+decode every body with its Struct). The pair routes' impls are
+`diff/impls/` (each on a `Pair`, diff/pair.py).
 """
 from __future__ import annotations
 
@@ -147,12 +147,14 @@ NOTED_RANKS = 20
 
 
 def distributed_impl(baseline: RunRanks, experimental: RunRanks | None = None,
-                     summarise: Callable[[RunRanks], dict] = lambda s: ranks_summary(s.ready)) -> dict:
+                     summarise: Callable[[RunRanks], dict] = lambda s: ranks_summary(s.ready),
+                     refs: dict | None = None) -> C.DistributedResponse:
     """Each run's ranks ready so far (`provider.ranks`), their distribution
     and, with `experimental`, the two rank by rank and percentile by
     percentile. `complete` is false while a rank of either is loading.
     `summarise`: `ranks_summary` of a run's ranks, maybe remembered (left
-    unchanged here: its rows are shared, its top level copied)."""
+    unchanged here: its rows are shared, its top level copied). `refs`:
+    {"baseline": ref, "experimental": ref or None} (unnamed without)."""
     sides = [s for s in (baseline, experimental) if s is not None]
     shaped = [dict(summarise(s)) for s in sides]
     edges = histogram_edges([[r["step_time_us"] for r in x["ranks"]] for x in shaped])
@@ -161,11 +163,42 @@ def distributed_impl(baseline: RunRanks, experimental: RunRanks | None = None,
         x["coverage"] = _coverage(s)
     b, e = shaped[0], shaped[1] if experimental is not None else None
     complete = all(s.loading == 0 for s in sides)
+    refs = refs or {"baseline": _UNNAMED, "experimental": _UNNAMED if e is not None else None}
+    named = {k: None if v is None else C.RunRef(**v) for k, v in refs.items()}
     if e is None:
-        return {"baseline_ranks": b, "experimental_ranks": None, "rows": [], "unmatched_ranks": [],
-                "by_percentile": [], "complete": complete}
-    return {"baseline_ranks": b, "experimental_ranks": e, **diff_ranks(b, e), "by_percentile": diff_percentiles(b, e),
-            "complete": complete}
+        return C.DistributedResponse(**named, baseline_ranks=_run_ranks(b), experimental_ranks=None, rows=[],
+                                     unmatched_ranks=[], by_percentile=[], complete=complete)
+    joined = diff_ranks(b, e)
+    return C.DistributedResponse(
+        **named, baseline_ranks=_run_ranks(b), experimental_ranks=_run_ranks(e),
+        rows=[C.RankDeltaRow(**r) for r in joined["rows"]], unmatched_ranks=joined["unmatched_ranks"],
+        by_percentile=[C.PercentileDeltaRow(**r) for r in diff_percentiles(b, e)], complete=complete)
+
+
+_UNNAMED = {"run": "", "worker": "", "span": ""}
+
+
+def _run_ranks(x: dict) -> C.RunRanks:
+    """One run's summary (analysis/distributed.py's dict, with its histogram
+    and coverage) as its Struct; a rank row `slowest_ranks` shares with
+    `ranks` is built once."""
+    made: dict[int, C.RankRow] = {}
+
+    def row(r: dict) -> C.RankRow:
+        hit = made.get(id(r))
+        if hit is None:
+            hit = made[id(r)] = C.RankRow(**r)
+        return hit
+
+    cov = x["coverage"]
+    return C.RunRanks(
+        ranks=[row(r) for r in x["ranks"]], slowest=_maybe(C.Straggler, x["slowest"]),
+        median_step_time_us=x["median_step_time_us"], slowest_ranks=[row(r) for r in x["slowest_ranks"]],
+        percentiles=[C.RankAtPercentile(**p) for p in x["percentiles"]],
+        spread_percentiles=x["spread_percentiles"], spread=[C.QuantitySpread(**s) for s in x["spread"]],
+        histogram=C.RankHistogram(**x["histogram"]),
+        coverage=C.RankCoverage(**{**cov, "failures": [C.RankNote(**n) for n in cov["failures"]],
+                                   "warnings": [C.RankNote(**n) for n in cov["warnings"]]}))
 
 
 def _coverage(s: RunRanks) -> dict:
