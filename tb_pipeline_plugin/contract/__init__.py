@@ -5,9 +5,9 @@ tb_pipeline_plugin.server.openapi`), and the frontend's TypeScript types are
 generated from that document (`npm run gen:api` in frontend/), so Python,
 the schema and TypeScript cannot drift apart: `make test` fails when a
 generated file is stale. The impls return these Structs, built with their
-nested Structs (server/run_impls.py, diff/impls/; `diagnostic` and
-`diff/diagnostic` still build dicts of their shape), and
-msgspec encodes them (server/http.py). A constructor checks no types, so
+nested Structs (server/run_impls.py, diff/impls/; the pipeline and
+diagnostic reports by analysis/statistics/answer.py and
+analysis/diagnostic/answer.py), and msgspec encodes them (server/http.py). A constructor checks no types, so
 the route tests decode every response body with these types
 (`forbid_unknown_fields`: an undeclared field fails too).
 

@@ -63,7 +63,7 @@ def _json_bytes(body: bytes, status: int) -> wrappers.Response:
 
 def json_routes(handlers: dict) -> dict:
     """WSGI apps for the routes of `routes.ROUTES`, from `handlers`: path ->
-    `handler(params) -> answer` (the route's response Struct, or a dict or
+    `handler(params) -> answer` (the route's response Struct, or a
     `msgspec.Raw` of its shape), one for each route exactly."""
     declared = {r.path for r in ROUTES}
     if set(handlers) != declared:

@@ -149,8 +149,8 @@ class PipelinePlugin(base_plugin.TBPlugin):
     def _pipeline(self, p: Q.PipelineParams) -> C.PipelineResponse:
         return run_impls.pipeline_impl(self.runs.pipeline(p.run).value(), trace_ref(p.run))
 
-    def _diagnostic(self, p: Q.DiagnosticParams) -> dict:
-        return {**trace_ref(p.run), **run_impls.diagnostic_impl(self.runs.diagnostic(p.run).value())}
+    def _diagnostic(self, p: Q.DiagnosticParams) -> C.DiagnosticResponse:
+        return run_impls.diagnostic_impl(self.runs.diagnostic(p.run).value(), trace_ref(p.run))
 
     def _profiler_link(self, p: Q.RunParams) -> C.ProfilerLinkResponse:
         # Discovery only: the link must work before (or without) our parse.
@@ -228,6 +228,6 @@ class PipelinePlugin(base_plugin.TBPlugin):
         b, e = self.runs.pipeline(p.baseline), self.runs.pipeline(p.experimental)
         return diff_pipeline_impl(statistics_pair_of(b.value(), e.value()), self._refs(p))
 
-    def _diff_diagnostic(self, p: Q.DiffDiagnosticParams) -> dict:
+    def _diff_diagnostic(self, p: Q.DiffDiagnosticParams) -> C.DiffDiagnosticResponse:
         b, e = self.runs.diagnostic(p.baseline), self.runs.diagnostic(p.experimental)
-        return {**self._refs(p), **diff_diagnostic_impl(statistics_pair_of(b.value(), e.value()))}
+        return diff_diagnostic_impl(statistics_pair_of(b.value(), e.value()), self._refs(p))

@@ -4,12 +4,10 @@ or its diagnostic results), typed values and the run's reference (`ref`:
 route's answer out.
 
 No HTTP and no loading here: `plugin.py` parses the parameters and asks the
-provider for the loaded values. Each `*_impl` but `diagnostic_impl`
-returns its route's `contract` Struct, built here from the analyses' rows,
-which msgspec encodes (server/http.py); `diagnostic_impl` still returns the
-dict its report builds, of the shape the Struct declares (the route tests
-decode every body with its Struct). The pair routes' impls are
-`diff/impls/` (each on a `Pair`, diff/pair.py).
+provider for the loaded values. Each `*_impl` returns its route's
+`contract` Struct, built here from the analyses' rows (or by the subject's
+`answer` module from its report), which msgspec encodes (server/http.py).
+The pair routes' impls are `diff/impls/` (each on a `Pair`, diff/pair.py).
 """
 from __future__ import annotations
 
@@ -17,6 +15,7 @@ from typing import Callable
 
 from .. import contract as C
 
+from ..analysis.diagnostic.answer import report_fields as diagnostic_fields
 from ..analysis.diagnostic.report import report as diagnostic_report
 from ..analysis.distributed import ranks_summary
 from ..analysis.rank_distribution import histogram, histogram_edges
@@ -129,9 +128,9 @@ def pipeline_impl(statistics, ref: dict) -> C.PipelineResponse:
     return C.PipelineResponse(**report_fields(pipeline_report(statistics)), **ref)
 
 
-def diagnostic_impl(results) -> dict:
+def diagnostic_impl(results, ref: dict) -> C.DiagnosticResponse:
     """A run's diagnostic results (DiagnosticRun) as the Diagnostic view reads them."""
-    return diagnostic_report(results)
+    return C.DiagnosticResponse(**diagnostic_fields(diagnostic_report(results)), **ref)
 
 
 # ---- timeline links (torch-tb-profiler) ------------------------------------------

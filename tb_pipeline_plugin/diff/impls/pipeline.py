@@ -5,6 +5,7 @@ statistics, or diagnostic results, compared. These read no trace: a
 from __future__ import annotations
 
 from ... import contract as C
+from ...analysis.diagnostic.answer import report_struct as diagnostic_struct
 from ...analysis.statistics.answer import report_struct, significance_struct
 from ..diagnostic.compare import compare_diagnostic
 from ..pair import StatisticsPair
@@ -31,6 +32,16 @@ def _compared(c: dict) -> C.DiffPipelineResponse:
     )
 
 
-def diff_diagnostic_impl(pair: StatisticsPair) -> dict:
+def diff_diagnostic_impl(pair: StatisticsPair, refs: dict | None = None) -> C.DiffDiagnosticResponse:
     """Both runs' diagnostic results (DiagnosticRun) compared (diff/diagnostic/compare.py)."""
-    return pair.view(("diff/diagnostic",), lambda: compare_diagnostic(pair.b, pair.e))
+    return named(pair.view(("diff/diagnostic",), lambda: _diagnosed(compare_diagnostic(pair.b, pair.e))), refs)
+
+
+def _diagnosed(c: dict) -> C.DiffDiagnosticResponse:
+    return C.DiffDiagnosticResponse(
+        baseline=UNNAMED, experimental=UNNAMED,
+        baseline_report=diagnostic_struct(c["baseline_report"]),
+        experimental_report=diagnostic_struct(c["experimental_report"]),
+        interval_confidence=c["interval_confidence"],
+        stages=[C.DiagnosticStageDiff(**s) for s in c["stages"]],
+    )
