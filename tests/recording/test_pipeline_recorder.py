@@ -221,7 +221,11 @@ def test_slow_callbacks_are_named_and_diffed(tmp_path):
     a, b = load_pipeline_run(str(tmp_path / "a")), load_pipeline_run(str(tmp_path / "b"))
     ra = report(a)
     assert [c["name"] for c in ra["callbacks"]] == ["metrics", "logger"]  # slowest first
-    assert ra["callbacks"][0]["calls"] == 8 and ra["callbacks"][0]["mean_s"] >= 0.006
+    # One call a step over the steps the report keeps: all 8 on a quiet box; on a busy one a slow first
+    # step can read as warm-up and leave 7 (CI, load 4-5), which every figure then leaves out alike.
+    split = ra["split"]
+    assert split["steps"] + split["warmup_steps"] + split["epilogue_steps"] == 8 and split["steps"] >= 6
+    assert ra["callbacks"][0]["calls"] == split["steps"] and ra["callbacks"][0]["mean_s"] >= 0.006
     # Callbacks are most of these steps: the advice names the slowest one.
     assert ra["split"]["callbacks_pct"] > 90 and "metrics" in ra["input_bound"]["next_step"]
     rows = compare_pipeline(a, b, noise=NoisePolicy())["callbacks"]
