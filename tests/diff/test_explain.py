@@ -111,6 +111,13 @@ def test_gil_contention_is_host_time_waiting(tps):
     band over 20 steps); backward itself hardly moved."""
     out = _explain(tps, "gil")
     significant = _significant(out)
+    if out["step"]["significance"]["verdict"] != S.SIGNIFICANT:
+        # A loaded box can widen the step's band past the hog's few ms (a CI run at load 4-5 did): a change
+        # not established is apportioned to no part, and the sentence says so; the waiting still moved most.
+        assert all(c["share_pct"] is None for c in out["contributors"]), out["sentence"]
+        assert out["sentence"].startswith("Experimental and baseline take the same time"), out["sentence"]
+        assert max(out["contributors"], key=lambda c: c["delta_us"])["kind"] in ("host", "stall"), out["sentence"]
+        return
     waiting = sum(c["share_pct"] for c in out["contributors"] if c["kind"] in ("host", "stall"))
     assert waiting >= 70, out["sentence"]
     if significant:
