@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, Union
 
+import numpy as np
 from msgspec import Struct
 
 Number = Union[int, float]
@@ -30,3 +31,14 @@ class RunRef(_Shape):
     run: str
     worker: str
     span: str
+
+
+def numpy_hook(obj):
+    """numpy's numbers and arrays, which the analyses' rows carry, as Python's:
+    the `enc_hook` of every encoding of an answer (server/http.py) and of its
+    builtins (diff/impls:plain)."""
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise NotImplementedError(f"cannot encode {type(obj).__name__}")

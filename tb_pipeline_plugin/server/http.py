@@ -6,9 +6,9 @@ import os
 import time
 
 import msgspec
-import numpy as np
 from werkzeug import wrappers
 
+from ..contract.common import numpy_hook
 from ..errors import Conflict, PluginError
 from .deep_json import encode_deep
 from . import params as Q
@@ -17,21 +17,13 @@ from .routes import ROUTES, Route
 logger = logging.getLogger(__name__)
 
 
-def _enc_hook(obj):
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    raise NotImplementedError(f"cannot encode {type(obj).__name__}")
-
-
-_ENCODER = msgspec.json.Encoder(enc_hook=_enc_hook)
+_ENCODER = msgspec.json.Encoder(enc_hook=numpy_hook)
 
 
 def encode_json(obj) -> bytes:
     """An answer (a contract Struct, or builtins) as JSON. NaN and
     infinities become null: JSON has no spelling for them; numpy numbers and
-    arrays go through `_enc_hook`."""
+    arrays go through `contract.common.numpy_hook`."""
     try:
         return _ENCODER.encode(obj)
     except RecursionError:  # nested deeper than msgspec goes (a deep module tree)

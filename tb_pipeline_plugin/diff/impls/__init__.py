@@ -12,9 +12,9 @@ every surface shows the same numbers; those that read dicts take
 from __future__ import annotations
 
 import msgspec
-import numpy as np
 
 from ... import contract as C
+from ...contract.common import numpy_hook
 
 # The runs' reference of an answer made before any caller named them.
 UNNAMED = C.RunRef(run="", worker="", span="")
@@ -34,17 +34,9 @@ def named(answer, refs: dict | None):
 def plain(answer) -> dict:
     """A pair answer as builtins (dicts and lists), without the runs'
     references: what the notebook API and the reports read."""
-    out = msgspec.to_builtins(answer, enc_hook=_numbers)
+    out = msgspec.to_builtins(answer, enc_hook=numpy_hook)
     for side in ("baseline", "experimental"):
         if out.get(side) == {"run": "", "worker": "", "span": ""}:
             del out[side]
     return out
 
-
-def _numbers(obj):
-    """numpy's numbers and arrays as Python's, as the server's encoder takes them (server/http.py)."""
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    raise NotImplementedError(f"cannot convert {type(obj).__name__}")
