@@ -31,7 +31,8 @@ from __future__ import annotations
 
 from .common import ErrorResponse, Number, RunRef
 from .pair import CountSource, Difference, DifferenceEffect, WorkCounts, WorkUnit, WorkUnits
-from .significance import Advice, AdviceReason, ExplainNoise, NoiseSource, Significance, SignificanceVerdict
+from .significance import (Advice, AdviceReason, ExplainNoise, NoiseSource, Significance, SignificanceVerdict,
+                           significance_of)
 from .runs import RunInfo, RunKind, RunStatus, RunsResponse, SpanInfo, StepRange, WorkerInfo
 from .overview import (
     Bound, Breakdown, DeviceIdle, DeviceInfo, DiffOverviewResponse, DiffOverviewRow, DiffUnit, DistributedInfo,

@@ -59,3 +59,8 @@ class ExplainNoise(_Shape):
     baseline_recordings: int
     experimental_recordings: int
     note: str
+
+
+def significance_of(mark: dict | None) -> Significance | None:
+    """A row's significance mark (diff/significance's dict) as its Struct; None where the row has none."""
+    return None if mark is None else Significance(**mark)

@@ -40,6 +40,3 @@ def _meta(m: dict) -> C.PipelineMeta:
 def report_struct(r: dict) -> C.PipelineReport:
     return C.PipelineReport(**report_fields(r))
 
-
-def significance_struct(mark: dict | None) -> C.Significance | None:
-    return None if mark is None else C.Significance(**mark)

@@ -28,7 +28,7 @@ def _answer(pair) -> C.DiffOverviewResponse:
     out = _overview(pair)
     return C.DiffOverviewResponse(
         baseline=UNNAMED, experimental=UNNAMED, device_present=out["device_present"],
-        rows=[C.DiffOverviewRow(**{**r, "significance": _significance(r["significance"])}) for r in out["rows"]],
+        rows=[C.DiffOverviewRow(**{**r, "significance": C.significance_of(r["significance"])}) for r in out["rows"]],
         note=out["note"], units=work_units(out["units"]), comparability=differences(out["comparability"]))
 
 
@@ -43,8 +43,6 @@ def differences(rows: list[dict]) -> list[C.Difference]:
     return [C.Difference(**d) for d in rows]
 
 
-def _significance(mark: dict | None) -> C.Significance | None:
-    return None if mark is None else C.Significance(**mark)
 
 
 def _overview(pair) -> dict:

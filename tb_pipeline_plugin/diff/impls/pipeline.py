@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ... import contract as C
 from ...analysis.diagnostic.answer import report_struct as diagnostic_struct
-from ...analysis.statistics.answer import report_struct, significance_struct
+from ...analysis.statistics.answer import report_struct
 from ..diagnostic.compare import compare_diagnostic
 from ..pair import StatisticsPair
 from ..statistics.compare import compare_pipeline
@@ -23,9 +23,9 @@ def _compared(c: dict) -> C.DiffPipelineResponse:
     return C.DiffPipelineResponse(
         baseline=UNNAMED, experimental=UNNAMED,
         baseline_report=report_struct(c["baseline_report"]), experimental_report=report_struct(c["experimental_report"]),
-        summary=[C.PipelineSummaryRow(**{**s, "significance": significance_struct(s["significance"])})
+        summary=[C.PipelineSummaryRow(**{**s, "significance": C.significance_of(s["significance"])})
                  for s in c["summary"]],
-        stages=[C.DiffPipelineStageRow(**{**s, "significance": significance_struct(s["significance"])})
+        stages=[C.DiffPipelineStageRow(**{**s, "significance": C.significance_of(s["significance"])})
                 for s in c["stages"]],
         callbacks=[C.DiffPipelineCallbackRow(**cb) for cb in c["callbacks"]],
         noise=C.ExplainNoise(**c["noise"]),

@@ -24,7 +24,7 @@ def diff_operators_impl(pair, q: TableQuery = TableQuery(), refs: dict | None = 
 def _operators(pair, q: TableQuery) -> C.DiffOperatorsResponse:
     view = operator_view(pair, q.group_by, q.path)
     page = view.page(pair, q)
-    rows = [C.DiffOperatorRow(**{**r, "significance": _significance(r["significance"])}) for r in page.pop("rows")]
+    rows = [C.DiffOperatorRow(**{**r, "significance": C.significance_of(r["significance"])}) for r in page.pop("rows")]
     return C.DiffOperatorsResponse(
         baseline=UNNAMED, experimental=UNNAMED, table="operators", group_by=q.group_by, path=q.path,
         device_present=pair.device_present, **page, rows=rows, per_unit=view.per_unit,
@@ -55,7 +55,7 @@ def _kernels(pair, q: TableQuery) -> C.DiffKernelsResponse:
     for r in page.pop("rows"):
         # Each grouping's table has its own columns only: the other grouping's fields are null.
         fields = dict.fromkeys(_KERNEL_FIELDS - r.keys())
-        fields.update(r, significance=_significance(r["significance"]),
+        fields.update(r, significance=C.significance_of(r["significance"]),
                       short_name=shorts.get(r["name"], r["name"]) if by_name else None)
         for side in ("baseline_kernels", "experimental_kernels"):
             if fields[side] is not None:
@@ -65,7 +65,3 @@ def _kernels(pair, q: TableQuery) -> C.DiffKernelsResponse:
         baseline=UNNAMED, experimental=UNNAMED, table="kernels", group_by=q.group_by, path=q.path,
         device_present=pair.device_present, **page, rows=rows, per_unit=view.per_unit,
         per_unit_note=view.per_unit_note)
-
-
-def _significance(mark: dict | None) -> C.Significance | None:
-    return None if mark is None else C.Significance(**mark)
