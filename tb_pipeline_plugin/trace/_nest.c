@@ -217,6 +217,86 @@ done:
     return found;
 }
 
+/* Each event's number of ancestors, when every parent comes before its
+ * child (sorted positions: a parent is an earlier event): one pass, each
+ * depth one more than its parent's, already known. None when a parent does
+ * not come first (nesting.py then counts by pointer doubling). */
+static PyObject *ancestor_counts(PyObject *self, PyObject *args)
+{
+    Py_buffer parent;
+    if (!PyArg_ParseTuple(args, "y*", &parent))
+        return NULL;
+    PyObject *out = NULL;
+    if (parent.len % sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "ancestor_counts: parent positions (int64)");
+        goto done;
+    }
+    Py_ssize_t n = parent.len / (Py_ssize_t)sizeof(int64_t);
+    out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    if (out == NULL)
+        goto done;
+    const int64_t *up = (const int64_t *)parent.buf;
+    int64_t *depth = (int64_t *)PyBytes_AS_STRING(out);
+    int ordered = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t p = up[i];
+        if (p < 0) {
+            depth[i] = 0;
+        } else if (p < i) {
+            depth[i] = depth[p] + 1;
+        } else {
+            ordered = 0;
+            break;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (!ordered) {
+        Py_CLEAR(out);
+        out = Py_None;
+        Py_INCREF(out);
+    }
+done:
+    PyBuffer_Release(&parent);
+    return out;
+}
+
+/* total[parent[r]] += total[r] for each r of rows in turn (link.py:_propagate_up: rows deepest first, each level
+ * in row order, so every sum adds the same numbers in the same order as one np.add.at per level). False when a row
+ * or a parent lies outside total (nothing added then). */
+static PyObject *add_up(PyObject *self, PyObject *args)
+{
+    Py_buffer total, parent, rows;
+    if (!PyArg_ParseTuple(args, "w*y*y*", &total, &parent, &rows))
+        return NULL;
+    PyObject *out = NULL;
+    Py_ssize_t n = total.len / (Py_ssize_t)sizeof(double), m = rows.len / (Py_ssize_t)sizeof(int64_t);
+    if (total.len % sizeof(double) || parent.len != n * (Py_ssize_t)sizeof(int64_t) || rows.len % sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "add_up: totals (float64), parents and rows (int64)");
+        goto done;
+    }
+    double *sum = (double *)total.buf;
+    const int64_t *up = (const int64_t *)parent.buf, *r = (const int64_t *)rows.buf;
+    int inside = 1;
+    for (Py_ssize_t k = 0; k < m && inside; k++)
+        inside = r[k] >= 0 && r[k] < n && up[r[k]] < n;
+    if (inside) {
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t k = 0; k < m; k++) {
+            int64_t p = up[r[k]];
+            if (p >= 0)
+                sum[p] += sum[r[k]];
+        }
+        Py_END_ALLOW_THREADS
+    }
+    out = PyBool_FromLong(inside);
+done:
+    PyBuffer_Release(&total);
+    PyBuffer_Release(&parent);
+    PyBuffer_Release(&rows);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"depths_and_parents", depths_and_parents, METH_VARARGS,
      "depths_and_parents(starts, ends, threads) -> (depth, parent position) as int64 bytes, or None\n"
@@ -225,6 +305,12 @@ static PyMethodDef methods[] = {
      "open_parents(starts, ends, threads, asked) -> int64 bytes: for each asked position (ascending) of events\n"
      "sorted by (thread, start, longest first), the latest-starting earlier event of its thread not ended at its\n"
      "start, or -1."},
+    {"ancestor_counts", ancestor_counts, METH_VARARGS,
+     "ancestor_counts(parent) -> int64 bytes: each event's number of ancestors, where every parent position\n"
+     "(int64, -1 none) is below its child's; None otherwise."},
+    {"add_up", add_up, METH_VARARGS,
+     "add_up(total, parent, rows) -> bool: total[parent[r]] += total[r] for each of rows in turn (float64 totals,\n"
+     "written in place; int64 parents, -1 none, and rows); False, nothing added, when one lies outside total."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -6,6 +6,7 @@ as warnings; and a forked range's ids re-expressed in the first range's
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -14,7 +15,7 @@ from .heads import PH_BEGIN as _PH_BEGIN, PH_END as _PH_END
 from .intern import Interner
 from .names import ids_mask, is_profiler_annotation
 from .table import NO_ID, EventTable, FlowColumns, Kind, KernelColumns, MemoryColumns, Phase
-from .unique import unique_inverse
+from .unique import pair_unique_inverse, small_unique_inverse
 
 
 def remap_ids(part: ChunkColumns, string_ids: np.ndarray, key_ids: np.ndarray) -> None:
@@ -78,24 +79,56 @@ _MEMORY_DTYPES = {
 }
 
 
-def build_table(parts: list[ChunkColumns], strings: Interner, keys: Interner, metadata: dict) -> EventTable:
+# The joined columns' types, by table: what every chunk's columns become.
+JOINED_DTYPES = {
+    "main": _MAIN_DTYPES, "kernel": _KERNEL_DTYPES, "memory": _MEMORY_DTYPES,
+    "flow": {**FLOW_DTYPES, "thread_key": np.int64},
+}
+
+
+@dataclass
+class JoinedColumns:
+    """Every chunk's columns, one array per column (`JOINED_DTYPES`), kernel
+    rows counted over all chunks' main rows; and what the chunks named and
+    counted, in chunk order."""
+    main: dict[str, np.ndarray]
+    kernel: dict[str, np.ndarray]
+    memory: dict[str, np.ndarray]
+    flow: dict[str, np.ndarray]
+    process_names: dict = field(default_factory=dict)
+    thread_names: dict = field(default_factory=dict)
+    issues: Counter = field(default_factory=Counter)
+
+    def add_named_and_counted(self, parts: list[ChunkColumns]) -> None:
+        for p in parts:
+            self.process_names.update(p.process_names)
+            self.thread_names.update(p.thread_names)
+            self.issues.update(p.issues)
+
+
+def join_parts(parts: list[ChunkColumns]) -> JoinedColumns:
     offsets = np.cumsum([0] + [len(p.main.get("ts_us", ())) for p in parts])
     for part, off in zip(parts, offsets):
         if "row" in part.kernel:
             part.kernel["row"] = part.kernel["row"] + off
-    main = {k: _concat([p.main for p in parts], k, t) for k, t in _MAIN_DTYPES.items()}
-    kernel = {k: _concat([p.kernel for p in parts], k, t) for k, t in _KERNEL_DTYPES.items()}
-    memory = {k: _concat([p.memory for p in parts], k, t) for k, t in _MEMORY_DTYPES.items()}
-    flow = {k: _concat([p.flow for p in parts], k, t) for k, t in {**FLOW_DTYPES, "thread_key": np.int64}.items() if k != "flow_id"}
-    flow["flow_id"] = _dense_flow_ids([p.flow["flow_id"] for p in parts if "flow_id" in p.flow])
-    process_names: dict = {}
-    thread_names: dict = {}
-    issues: Counter = Counter()
-    for p in parts:
-        process_names.update(p.process_names)
-        thread_names.update(p.thread_names)
-        issues.update(p.issues)
-    warnings = issue_warnings(issues)
+    groups = {group: {k: _concat([getattr(p, group) for p in parts], k, t) for k, t in dtypes.items() if k != "flow_id"}
+              for group, dtypes in JOINED_DTYPES.items()}
+    groups["flow"]["flow_id"] = _dense_flow_ids([p.flow["flow_id"] for p in parts if "flow_id" in p.flow])
+    joined = JoinedColumns(**groups)
+    joined.add_named_and_counted(parts)
+    return joined
+
+
+def build_table(parts: list[ChunkColumns], strings: Interner, keys: Interner, metadata: dict) -> EventTable:
+    return table_of(join_parts(parts), strings, keys, metadata)
+
+
+def table_of(joined: JoinedColumns, strings: Interner, keys: Interner, metadata: dict) -> EventTable:
+    """The joined columns -> the `EventTable`: B/E pairs made complete
+    events, dense thread and process ids, the counted issues worded."""
+    main, kernel, memory, flow = joined.main, joined.kernel, dict(joined.memory), joined.flow
+    process_names, thread_names = joined.process_names, joined.thread_names
+    warnings = issue_warnings(joined.issues)
     _reclassify_profiler_annotations(main, strings.values)
 
     if np.any(main["phase"] >= _PH_BEGIN):
@@ -108,10 +141,10 @@ def build_table(parts: list[ChunkColumns], strings: Interner, keys: Interner, me
 
     # Dense thread ids over (pid, tid) pairs seen anywhere (events, flows, memory events).
     all_keys = np.concatenate([main["thread_key"], flow["thread_key"], memory.pop("thread_key")])
-    uniq, inverse = unique_inverse(all_keys)
+    uniq, inverse = pair_unique_inverse(all_keys, len(keys.values))
     n_main, n_flow = len(main["thread_key"]), len(flow["thread_key"])
     threads = [(keys.values[int(u) >> 32], keys.values[int(u) & 0xFFFFFFFF]) for u in uniq]
-    pid_uniq, pid_inverse = unique_inverse(main["pid_key"])
+    pid_uniq, pid_inverse = small_unique_inverse(main["pid_key"], len(keys.values))
 
     return EventTable(
         strings=strings.values,

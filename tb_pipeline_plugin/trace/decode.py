@@ -5,11 +5,10 @@ import contextlib
 import gc
 import mmap
 import re
-from collections import Counter
 
 import msgspec
 
-from .assemble import build_table, issue_warnings, remap_ids
+from .assemble import JoinedColumns, issue_warnings, join_parts, remap_ids, table_of
 from .columns import ChunkColumns
 from .fork_map import fork_available, fork_map
 from .intern import Interners
@@ -17,7 +16,7 @@ from .locate import BOUNDARY, EventRegion, chunk_bounds, chunk_text, guess_event
 from .range_read import RangeFile
 from .reader import TraceTooLarge, check_limits, read_trace_bytes
 from .repair import repair
-from . import scan
+from . import scan, shared_join
 from .scan import ChunkScanner
 from .schema import Event, LenientEvent
 from .coerce import coerce_events
@@ -80,10 +79,10 @@ def _load_by_ranges(path: str, processes: int, chunk_bytes: int = CHUNK_BYTES) -
                                     in_caller=False)
             if decoded is None:
                 return None
-            parts, interners = decoded
-            if not _events_decoded(parts):
+            joined, interners = decoded
+            if not _events_decoded(joined):
                 return None  # the whole-file read says why
-            return build_table(parts, interners.strings, interners.keys, region.metadata)
+            return table_of(joined, interners.strings, interners.keys, region.metadata)
     finally:
         f.close()
 
@@ -154,23 +153,21 @@ def _decode_events(data: bytes, region: EventRegion, warnings: list[str], chunk_
         if guessed and chunk_warnings:
             return None
         warnings.extend(chunk_warnings)
+        joined = join_parts(parts)
     else:
-        parts, interners = decoded_in_parallel
-    if not _events_decoded(parts) and data[region.start : region.end].strip():
+        joined, interners = decoded_in_parallel
+    if not _events_decoded(joined) and data[region.start : region.end].strip():
         if guessed:
             return None
-        issues = Counter()
-        for p in parts:
-            issues.update(p.issues)
-        reasons = issue_warnings(issues) + warnings[-1:]
+        reasons = issue_warnings(joined.issues) + warnings[-1:]
         raise ValueError("no trace event could be decoded" + (": " + "; ".join(reasons) if reasons else ""))
-    table = build_table(parts, interners.strings, interners.keys, region.metadata)
+    table = table_of(joined, interners.strings, interners.keys, region.metadata)
     table.warnings.extend(warnings)
     return table
 
 
-def _events_decoded(parts: list[ChunkColumns]) -> int:
-    return sum(len(p.main.get("ts_us", ())) + len(p.flow.get("ts_us", ())) + len(p.memory.get("ts_us", ())) for p in parts)
+def _events_decoded(joined: JoinedColumns) -> int:
+    return len(joined.main["ts_us"]) + len(joined.flow["ts_us"]) + len(joined.memory["ts_us"])
 
 
 def _decode_chunks(data: bytes, bounds: list[int], closed: bool, interners: Interners,
@@ -233,12 +230,15 @@ def _split_points(bounds: list[int], processes: int) -> list[list[int]]:
 
 
 def _decode_split(data: bytes, ranges: list[list[int]], read=None, in_caller: bool = True):
-    """(parts, interners) of `ranges` decoded at once, one process each, or
-    None when anything was irregular (damage, a range ending inside an
-    event, a failed child): the caller then decodes it in one process, where
-    the repairs and warnings are exact. `read(k)`: the bytes to decode range
-    k from (at the same offsets as `data`), in the process that decodes it,
-    None when it could not. `in_caller`: as `fork_map`'s."""
+    """(joined columns, interners) of `ranges` decoded at once, one process
+    each, or None when anything was irregular (damage, a range ending inside
+    an event, a failed child): the caller then decodes it in one process,
+    where the repairs and warnings are exact. `read(k)`: the bytes to decode
+    range k from (at the same offsets as `data`), in the process that
+    decodes it, None when it could not. `in_caller`: as `fork_map`'s, where
+    the children's columns come back pickled (no `memfd`); else every range
+    is decoded in a child that writes its rows into the joined columns
+    (`shared_join.py`)."""
 
     def decode_range(k: int):
         source = data if read is None else read(k)
@@ -252,6 +252,8 @@ def _decode_split(data: bytes, ranges: list[list[int]], read=None, in_caller: bo
             return None
         return parts, interners.strings.values, interners.keys.values
 
+    if shared_join.available():
+        return shared_join.decode_and_join(decode_range, len(ranges))
     first, *others = fork_map(decode_range, range(len(ranges)), in_caller=in_caller)
     if first is None or any(o is None for o in others):
         return None
@@ -263,7 +265,7 @@ def _decode_split(data: bytes, ranges: list[list[int]], read=None, in_caller: bo
         for part in more_parts:
             remap_ids(part, string_ids, key_ids)
         parts.extend(more_parts)
-    return parts, interners
+    return join_parts(parts), interners
 
 
 def _page_dropper(mapped: mmap.mmap, start: int):

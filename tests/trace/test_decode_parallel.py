@@ -8,7 +8,9 @@
   equals the full structural read (`locate_events`); where the guess is
   wrong (a list of objects among the trailing keys), the table is still the
   one `locate_events` gives, without warnings.
-- The nesting order and the hashed unique match np.lexsort / np.unique.
+- The nesting order and the hashed and tabled uniques match np.lexsort / np.unique.
+- The columns joined in one shared file equal those pickled back, and
+  columns that are not plain numbers (string flow ids) go pickled.
 """
 from __future__ import annotations
 
@@ -23,14 +25,15 @@ import pytest
 from support.json_oracle import load_events
 from tb_pipeline_plugin.trace import decode as decode_module
 from tb_pipeline_plugin.trace import decode_trace, load_trace, range_read
-from tb_pipeline_plugin.trace.fork_map import fork_map
+from tb_pipeline_plugin.trace import shared_join
+from tb_pipeline_plugin.trace.fork_map import fork_map, fork_talking
 from tb_pipeline_plugin.trace import link as link_module
 from tb_pipeline_plugin.trace.link import HOST_KINDS, link
 from tb_pipeline_plugin.trace.locate import chunk_bounds, guess_events, locate_events
 from tb_pipeline_plugin.trace.nesting import _by_thread_start_longest
 from tb_pipeline_plugin.trace.reader import read_trace_bytes
 from tb_pipeline_plugin.trace.table import Kind, Phase
-from tb_pipeline_plugin.trace.unique import unique_inverse
+from tb_pipeline_plugin.trace.unique import pair_unique_inverse, small_unique_inverse, unique_inverse
 
 SMALL_CHUNK = 64 << 10
 
@@ -74,8 +77,17 @@ def _data(shared_traces, name: str) -> bytes:
     return data
 
 
+@pytest.fixture(params=["shared", "pickled"])
+def join(request, monkeypatch):
+    """How the forked decoders' columns are joined: written into one shared
+    file (`shared_join.py`), or pickled back as where there is no memfd."""
+    if request.param == "pickled":
+        monkeypatch.setattr(shared_join, "available", lambda: False)
+    return request.param
+
+
 @pytest.mark.parametrize("name", SHARED)
-def test_parallel_decode_equals_one_process(shared_traces, split_small, name):
+def test_parallel_decode_equals_one_process(shared_traces, split_small, join, name):
     data = _data(shared_traces, name)
     chunk = chunk_size(data)
     region = guess_events(data)
@@ -114,7 +126,48 @@ def test_parallel_decode_of_damage_falls_back_with_exact_warnings(shared_traces,
     assert_same(one, many)
 
 
-def test_a_failed_child_is_redone_in_the_caller(shared_traces, split_small, monkeypatch):
+def test_string_flow_ids_are_joined_pickled_and_equal_one_process(split_small):
+    """A decoder holding columns that are not plain numbers (string flow ids:
+    1 and "1" must stay distinct) sends its chunks pickled: the same table."""
+    events = []
+    for i in range(3000):
+        events.append({"ph": "X", "name": f"op{i % 7}", "cat": "cpu_op", "ts": 10 * i, "dur": 5, "pid": 1, "tid": 2})
+        flow_id = str(i) if i % 2 else i
+        events.append({"ph": "s", "name": "fwdbwd", "cat": "fwdbwd", "id": flow_id, "ts": 10 * i, "pid": 1, "tid": 2})
+        events.append({"ph": "f", "name": "fwdbwd", "cat": "fwdbwd", "id": flow_id, "ts": 10 * i + 3, "pid": 1,
+                       "tid": 2, "bp": "e"})
+    data = json.dumps({"traceEvents": events}).encode()
+    chunk = max(4 << 10, len(data) // 64)
+    region = guess_events(data)
+    ranges = decode_module._split_points(chunk_bounds(data, region.start, region.end, chunk), 2)
+    assert len(ranges) == 2 and decode_module._decode_split(data, ranges) is not None
+    one, many = decode_trace(data, chunk), decode_trace(data, chunk, processes=2)
+    assert_same(one, many)
+    assert len(np.unique(many.flows.flow_id)) == 3000  # 1 and "1" distinct, each pair one id
+
+
+def test_fork_talking_rounds_and_failures():
+    def child(x, talk):
+        if x == 3:
+            os._exit(9)
+        talk.send({"x": x, "squares": np.arange(x) ** 2})
+        reply = talk.recv()
+        talk.send(reply * x)
+
+    children = fork_talking(child, [2, 3, 4])
+    try:
+        first = [c.recv() for c in children]
+        assert first[0]["x"] == 2 and first[2]["squares"].tolist() == [0, 1, 4, 9] and first[1] is None
+        assert children[0].send(10) and children[2].send(100)
+        assert children[0].recv() == 20 and children[2].recv() == 400
+    finally:
+        assert [c.close() for c in children] == [True, False, True]
+    # A child waiting for a message the caller never sends leaves once its pipes close.
+    (waiting,) = fork_talking(lambda x, talk: talk.recv(), [1])
+    assert waiting.close() is False  # it left on the end of its pipe, not cleanly
+
+
+def test_a_failed_child_is_redone_in_the_caller(shared_traces, split_small, join, monkeypatch):
     data = _data(shared_traces, SHARED[4])
     one = decode_trace(data, SMALL_CHUNK)
     real_decode_chunks = decode_module._decode_chunks
@@ -295,3 +348,20 @@ def test_unique_inverse_equals_np_unique():
         want_uniq, want_inverse = np.unique(values, return_inverse=True)
         assert uniq.dtype == values.dtype and np.array_equal(uniq, want_uniq)
         assert np.array_equal(inverse, want_inverse)
+
+
+@pytest.mark.parametrize("bound", [1, 3, 200, 5000])
+def test_small_and_pair_unique_inverse_equal_np_unique(bound):
+    """By table (small ids, a pid's and a tid's key ids), by hashing beyond
+    the table's size, and for values outside the bound: as np.unique."""
+    rng = np.random.default_rng(bound)
+    small = rng.integers(0, bound, 20_000).astype(np.int32)
+    pairs = rng.integers(0, bound, 20_000).astype(np.int64) << 32 | rng.integers(0, bound, 20_000)
+    outside = np.concatenate([small, [bound, -1]]).astype(np.int32)
+    lo_outside = np.concatenate([pairs, [bound]])
+    for got, values in ((small_unique_inverse(small, bound), small), (pair_unique_inverse(pairs, bound), pairs),
+                        (small_unique_inverse(outside, bound), outside),
+                        (pair_unique_inverse(lo_outside, bound), lo_outside)):
+        want_uniq, want_inverse = np.unique(values, return_inverse=True)
+        assert got[0].dtype == values.dtype and np.array_equal(got[0], want_uniq)
+        assert np.array_equal(got[1], want_inverse)

@@ -170,3 +170,40 @@ def test_the_compiled_open_parent_walk_answers_as_the_scan():
     parent, depth = nesting.nest(np.zeros(n, np.int64), ts, np.full(n, 1.5), np.arange(n))
     assert parent[1:].tolist() == list(range(n - 1)) and parent[0] == -1
     assert depth.tolist() == list(range(n))
+
+
+def test_the_compiled_ancestor_count_equals_pointer_doubling():
+    """`_nest.c:ancestor_counts` (one pass, parents before children) against
+    the pointer doubling it replaces, on random forests and a deep chain; a
+    parent after its child is declined and counted by doubling."""
+    assert nesting._count_walk is not None
+    rng = np.random.default_rng(5)
+    for n in (0, 1, 7, 1000, 50_000):
+        parent = np.array([int(rng.integers(-1, i)) if i else -1 for i in range(n)], np.int64)
+        assert (nesting.ancestor_counts(parent) == nesting.doubled_ancestor_counts(parent)).all()
+    chain = np.arange(-1, 99_999, dtype=np.int64)
+    assert nesting.ancestor_counts(chain).tolist() == list(range(100_000))
+    backwards = np.array([1, 2, -1], np.int64)  # 0 -> 1 -> 2: parents after their children
+    assert nesting._count_walk(backwards) is None
+    assert nesting.ancestor_counts(backwards).tolist() == [2, 1, 0]
+
+
+def test_the_compiled_sum_up_the_tree_equals_the_level_by_level_sums(monkeypatch):
+    """`_nest.c:add_up` (link.py:_propagate_up in one loop) gives bit for bit
+    the sums of one np.add.at per level (wide levels) and the Python loop
+    (narrow ones), on random forests wide and deep, with rows left out."""
+    from tb_pipeline_plugin.trace import link as link_module
+
+    assert link_module._add_up is not None
+    rng = np.random.default_rng(9)
+    for n, width in ((1, 1), (2000, 3), (50_000, 2000), (20_000, 1)):
+        parent = np.array([int(rng.integers(max(-1, i - width), i)) if i else -1 for i in range(n)], np.int64)
+        depth = nesting.ancestor_counts(parent).astype(np.int32)
+        values = rng.random(n) * 10.0 ** rng.integers(-3, 6, n)
+        rows = np.sort(rng.choice(n, size=max(1, n * 9 // 10), replace=False)).astype(np.int64)
+        parent[np.setdiff1d(np.arange(n), rows)] = -1  # rows left out are nobody's child here
+        compiled = link_module._propagate_up(values, parent, depth, rows)
+        with monkeypatch.context() as m:
+            m.setattr(link_module, "_add_up", None)
+            assert compiled.tobytes() == link_module._propagate_up(values, parent, depth, rows).tobytes()
+    assert not link_module._add_up(np.zeros(2), np.array([-1, 5], np.int64), np.array([1], np.int64))
