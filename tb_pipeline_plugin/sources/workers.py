@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import os
 import shutil
 import struct
 import sys
@@ -27,8 +28,9 @@ from concurrent.futures import ThreadPoolExecutor
 from ..analysis.processor import TraceProcessor
 from ..trace import load_trace
 from ..trace.link import link
-from ..trace.persist import load_linked, save_linked
+from ..trace.persist import COLUMNS, load_linked, save_linked
 from ..trace.reader import GZIP_MAGIC
+from ..trace.shared_join import JoinFile
 from .cache import CacheConfig, TraceCache
 from .filesystem import is_remote, open_binary, stat_file
 from .logdir import discover_runs
@@ -158,11 +160,13 @@ def parse_to_entry(path: str, size: int, mtime: float, cache_root: str | None, c
     try:
         # A local file without an opener: the decoding processes read it themselves.
         opener = open_binary if is_remote(path) else None
-        linked = link(load_trace(path, opener=opener, processes=decode_processes))
+        # Forked decoders write the table straight into the entry's columns file; only the link's are left to write.
+        with JoinFile(os.path.join(staged, COLUMNS)) as into:
+            linked = link(load_trace(path, opener=opener, processes=decode_processes, into=into))
         # Writing the columns (file writes and checksums, without the GIL)
         # overlaps building the views: no analysis modifies `linked`.
         with ThreadPoolExecutor(1) as writer:
-            saving = writer.submit(save_linked, linked, staged)
+            saving = writer.submit(save_linked, linked, staged, into)
             computed = record = None
             if views:
                 tp = TraceProcessor.from_linked(linked, source=path)

@@ -33,12 +33,13 @@ _EVENTS = msgspec.json.Decoder(list[Event])
 _LENIENT = msgspec.json.Decoder(list[LenientEvent])
 
 
-def load_trace(path: str, opener=None, processes: int = 1) -> EventTable:
+def load_trace(path: str, opener=None, processes: int = 1, into: shared_join.JoinFile | None = None) -> EventTable:
     """`opener(path)` -> binary file object; local files when None.
     `processes` > 1: see `decode_trace`; a big local file is then read by
-    the processes that decode it, each its own range (`range_read.py`)."""
+    the processes that decode it, each its own range (`range_read.py`),
+    and `into` (a cache entry's columns file) gets their joined columns."""
     if opener is None and processes > 1:
-        table = _load_by_ranges(path, processes)
+        table = _load_by_ranges(path, processes, into=into)
         if table is not None:
             return table
     data, warnings = read_trace_bytes(path, opener)
@@ -47,7 +48,8 @@ def load_trace(path: str, opener=None, processes: int = 1) -> EventTable:
     return table
 
 
-def _load_by_ranges(path: str, processes: int, chunk_bytes: int = CHUNK_BYTES) -> EventTable | None:
+def _load_by_ranges(path: str, processes: int, chunk_bytes: int = CHUNK_BYTES,
+                    into: shared_join.JoinFile | None = None) -> EventTable | None:
     """The table of a big, intact, local plain-JSON trace, decoded in
     `processes` forked processes that each read their own byte range; None
     for anything else (the caller reads the whole file): the same table
@@ -76,7 +78,7 @@ def _load_by_ranges(path: str, processes: int, chunk_bytes: int = CHUNK_BYTES) -
             # Each range decoded from the file's own pages (`RangeFile.mapped`),
             # in a child: a file cut meanwhile kills only that child.
             decoded = _decode_split(f.data, ranges, read=lambda k: f.mapped(ranges[k][0], ranges[k][-1]),
-                                    in_caller=False)
+                                    in_caller=False, into=into)
             if decoded is None:
                 return None
             joined, interners = decoded
@@ -229,7 +231,8 @@ def _split_points(bounds: list[int], processes: int) -> list[list[int]]:
     return [bounds[a : b + 1] for a, b in zip(cuts, cuts[1:])]
 
 
-def _decode_split(data: bytes, ranges: list[list[int]], read=None, in_caller: bool = True):
+def _decode_split(data: bytes, ranges: list[list[int]], read=None, in_caller: bool = True,
+                  into: shared_join.JoinFile | None = None):
     """(joined columns, interners) of `ranges` decoded at once, one process
     each, or None when anything was irregular (damage, a range ending inside
     an event, a failed child): the caller then decodes it in one process,
@@ -238,7 +241,7 @@ def _decode_split(data: bytes, ranges: list[list[int]], read=None, in_caller: bo
     decodes it, None when it could not. `in_caller`: as `fork_map`'s, where
     the children's columns come back pickled (no `memfd`); else every range
     is decoded in a child that writes its rows into the joined columns
-    (`shared_join.py`)."""
+    (`shared_join.py`), into `into` when given."""
 
     def decode_range(k: int):
         source = data if read is None else read(k)
@@ -253,7 +256,7 @@ def _decode_split(data: bytes, ranges: list[list[int]], read=None, in_caller: bo
         return parts, interners.strings.values, interners.keys.values
 
     if shared_join.available():
-        return shared_join.decode_and_join(decode_range, len(ranges))
+        return shared_join.decode_and_join(decode_range, len(ranges), into)
     first, *others = fork_map(decode_range, range(len(ranges)), in_caller=in_caller)
     if first is None or any(o is None for o in others):
         return None

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..cores import usable_cores
 from .link import LinkedTrace, Steps
+from .shared_join import JoinFile
 from .table import EventTable, FlowColumns, KernelColumns, MemoryColumns
 
 MANIFEST = "manifest.json"
@@ -55,21 +56,33 @@ class CorruptEntry(ValueError):
     """A persisted entry that does not match its manifest."""
 
 
-def save_linked(linked: LinkedTrace, directory: str) -> int:
-    """Writes `linked` into an existing empty `directory`; returns the bytes written.
+def save_linked(linked: LinkedTrace, directory: str, in_place: JoinFile | None = None) -> int:
+    """Writes `linked` into an existing empty `directory`; returns the entry's bytes.
 
     Every column goes into one file (`COLUMNS`), each at a 64-byte aligned
     offset: one write and one mapping however many columns a trace has
-    (a file per column costs milliseconds each, which dominates small ranks)."""
+    (a file per column costs milliseconds each, which dominates small ranks).
+    `in_place`: that file, already holding the table's columns (the forked
+    decoders wrote them there, `shared_join.py`): columns lying in it are
+    listed where they are, and only the others are written, after them."""
     arrays: dict[str, np.ndarray] = {}
     tree = _encode(linked, arrays, "")
+    path = os.path.join(directory, COLUMNS)
+    arrays = {name: np.ascontiguousarray(arr) for name, arr in arrays.items()}
+    # Columns the decoders wrote stay (a mapped file cut short kills whoever reads the lost pages: never truncated).
+    written = in_place is not None and in_place.mapped is not None and in_place.size > 0 \
+        and os.path.abspath(in_place.path) == os.path.abspath(path)
+    kept = _kept_in_place(arrays, in_place) if written else {}
     layout = {}
     buffers: list = []
-    offset = 0
+    offset = -(-in_place.size // _ALIGN) * _ALIGN if written else 0
+    start = offset
     for name, arr in arrays.items():
-        arr = np.ascontiguousarray(arr)
         if arr.dtype.hasobject:
             raise TypeError(f"column {name} holds Python objects and cannot be persisted")
+        if name in kept:
+            layout[name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "offset": kept[name]}
+            continue
         pad = -offset % _ALIGN
         if pad:
             buffers.append(b"\0" * pad)
@@ -78,11 +91,12 @@ def save_linked(linked: LinkedTrace, directory: str) -> int:
             buffers.append(memoryview(arr).cast("B"))
         layout[name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "offset": offset}
         offset += arr.nbytes
-    path = os.path.join(directory, COLUMNS)
     # One gathered write and one checksum of the written file: this runs on
     # a thread beside the views, and a call per column would give the GIL up
     # and wait to get it back a hundred times.
-    with open(path, "wb") as f:
+    with open(path, "r+b" if written else "wb") as f:
+        f.truncate(start)
+        f.seek(start)
         _write_all(f.fileno(), buffers)
     # On the writer's thread alone: the views are being built beside it.
     crcs = _segment_crcs(_map_columns(path, offset), SEGMENT_BYTES, threads=1)
@@ -93,6 +107,20 @@ def save_linked(linked: LinkedTrace, directory: str) -> int:
     with open(os.path.join(directory, MANIFEST), "w", encoding="utf-8") as f:
         f.write(manifest)
     return offset + len(manifest)
+
+
+def _kept_in_place(arrays: dict[str, np.ndarray], in_place: JoinFile) -> dict[str, int]:
+    """Offset in `in_place`'s file of each array that is a view of the
+    columns the decoders wrote there."""
+    anchor = np.frombuffer(in_place.mapped, np.uint8, count=1)
+    base = anchor.__array_interface__["data"][0]
+    del anchor
+    kept = {}
+    for name, arr in arrays.items():
+        at = arr.__array_interface__["data"][0] - base
+        if arr.nbytes and arr.flags.c_contiguous and 0 <= at and at + arr.nbytes <= in_place.size:
+            kept[name] = at
+    return kept
 
 
 _IOV_MAX = 1024  # buffers per writev call (Linux's limit)

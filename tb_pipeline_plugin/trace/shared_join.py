@@ -11,6 +11,10 @@ the decoders re-express their ids and write their rows at once, each on its
 core; the caller's columns are views of that file. One copy of the table,
 made in parallel, and nothing of it in the caller's heap.
 
+Given a `JoinFile` (a cache entry's columns file), the decoders write into
+that file instead: `persist.save_linked` then leaves the table's columns
+where they are and writes only the link's, so the table is written once.
+
 A decoder whose columns are not all plain numbers (string flow ids, rare)
 sends its chunks pickled instead, joined as before (`assemble.join_parts`):
 the same table either way (tests/trace/test_decode_parallel.py).
@@ -35,24 +39,52 @@ def available() -> bool:
     return hasattr(os, "memfd_create")
 
 
-def decode_and_join(decode_range: Callable[[int], tuple | None], n: int) -> tuple[JoinedColumns, Interners] | None:
+class JoinFile:
+    """A file for the joined columns to be written into, opened (emptied)
+    here; once a join has written it, `mapped` is its mapping and `size` the
+    bytes the columns take from its start. Closing leaves the mapping."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        self.mapped: mmap.mmap | None = None
+        self.size = 0
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> "JoinFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def decode_and_join(decode_range: Callable[[int], tuple | None], n: int,
+                    into: JoinFile | None = None) -> tuple[JoinedColumns, Interners] | None:
     """Ranges 0..n-1 each decoded in a forked child by `decode_range(k)` ->
     (parts, strings, keys) or None, joined in order as `join_parts` joins
-    them; None when any child failed or sent nothing usable (the caller then
-    decodes in one process)."""
-    fd = os.memfd_create("tb-pipeline-columns", os.MFD_CLOEXEC)
+    them, into a memory file or `into`; None when any child failed or sent
+    nothing usable (the caller then decodes in one process)."""
+    fd = into.fd if into is not None else os.memfd_create("tb-pipeline-columns", os.MFD_CLOEXEC)
     try:
         children = fork_talking(lambda k, talk: _decoder(decode_range, k, talk, fd), range(n))
         try:
-            return _join(children, fd)
+            got = _join(children, fd)
         finally:
             for child in children:
                 child.close()
     finally:
-        os.close(fd)
+        if into is None:
+            os.close(fd)
+    if got is not None and into is not None and got[2] is not None:
+        into.mapped, into.size = got[2], got[3]
+    return None if got is None else (got[0], got[1])
 
 
-def _join(children, fd: int) -> tuple[JoinedColumns, Interners] | None:
+def _join(children, fd: int) -> tuple | None:
     counts = [child.recv() for child in children]
     if any(c is None for c in counts):
         return None
@@ -61,7 +93,8 @@ def _join(children, fd: int) -> tuple[JoinedColumns, Interners] | None:
     for c in counts[1:]:
         mappings.append((interners.strings.codes(c["strings"]), interners.keys.codes(c["keys"])))
     if not all(c["plain"] for c in counts):
-        return _join_pickled(children, mappings, interners)
+        joined = _join_pickled(children, mappings, interners)
+        return None if joined is None else (joined, interners, None, 0)
     layout, size = _layout([c["rows"] for c in counts])
     os.ftruncate(fd, max(size, 1))
     main_rows = 0
@@ -73,15 +106,15 @@ def _join(children, fd: int) -> tuple[JoinedColumns, Interners] | None:
         main_rows += counts[k]["rows"]["main"].get("ts_us", 0)
     if any(child.recv() != "written" for child in children):
         return None
-    joined = _views(fd, size, layout)
+    mapped, joined = _views(fd, size, layout)
     for c in counts:
         joined.process_names.update(c["process_names"])
         joined.thread_names.update(c["thread_names"])
         joined.issues.update(c["issues"])
-    return joined, interners
+    return joined, interners, mapped, size
 
 
-def _join_pickled(children, mappings, interners: Interners) -> tuple[JoinedColumns, Interners] | None:
+def _join_pickled(children, mappings, interners: Interners) -> JoinedColumns | None:
     parts: list[ChunkColumns] = []
     for child, (string_ids, key_ids) in zip(children, mappings):
         if not child.send("pickled"):
@@ -93,7 +126,7 @@ def _join_pickled(children, mappings, interners: Interners) -> tuple[JoinedColum
             for part in got:
                 remap_ids(part, string_ids, key_ids)
         parts.extend(got)
-    return join_parts(parts), interners
+    return join_parts(parts)
 
 
 def _layout(rows: list[dict]) -> tuple[dict, int]:
@@ -114,7 +147,7 @@ def _layout(rows: list[dict]) -> tuple[dict, int]:
     return layout, at
 
 
-def _views(fd: int, size: int, layout: dict) -> JoinedColumns:
+def _views(fd: int, size: int, layout: dict) -> tuple[mmap.mmap, JoinedColumns]:
     # Every page mapped at once (MAP_POPULATE): faulted in one by one by the first reads instead, a 1 GB trace's
     # columns cost the link 0.1-0.2 s more.
     mapped = mmap.mmap(fd, max(size, 1), mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
@@ -123,7 +156,7 @@ def _views(fd: int, size: int, layout: dict) -> JoinedColumns:
                                          offset=layout[group][key][0][0])
                       for key, dtype in dtypes.items()}
               for group, dtypes in JOINED_DTYPES.items()}
-    return JoinedColumns(**groups)
+    return mapped, JoinedColumns(**groups)
 
 
 def _decoder(decode_range: Callable[[int], tuple | None], k: int, talk, fd: int) -> None:

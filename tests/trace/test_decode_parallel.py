@@ -25,7 +25,7 @@ import pytest
 from support.json_oracle import load_events
 from tb_pipeline_plugin.trace import decode as decode_module
 from tb_pipeline_plugin.trace import decode_trace, load_trace, range_read
-from tb_pipeline_plugin.trace import shared_join
+from tb_pipeline_plugin.trace import persist, shared_join
 from tb_pipeline_plugin.trace.fork_map import fork_map, fork_talking
 from tb_pipeline_plugin.trace import link as link_module
 from tb_pipeline_plugin.trace.link import HOST_KINDS, link
@@ -205,6 +205,38 @@ def test_processes_reading_their_own_ranges_give_the_one_process_table(shared_tr
     assert_same(one, by_ranges)
     assert one.warnings == by_ranges.warnings
     assert_same(load_trace(path), load_trace(path, processes=2))
+
+
+@pytest.mark.parametrize("child_dies", [False, True])
+def test_columns_written_into_the_entry_are_kept_there_and_read_back_the_same(shared_traces, range_small, tmp_path,
+                                                                              monkeypatch, child_dies):
+    """The decoders write the joined columns into the cache entry's columns
+    file (`load_trace(..., into=JoinFile)`); `save_linked` lists the table's
+    columns where they lie and writes only the link's after them; the entry
+    reads back (every checksum verified) as the one-process linked trace.
+    When a child dies the table comes from the whole read and the file is
+    written whole: the same entry."""
+    name = SHARED[4]
+    path = _plain_copy(shared_traces, name, tmp_path)
+    entry = tmp_path / "entry"
+    entry.mkdir()
+    if child_dies:
+        real, parent = decode_module._decode_chunks, os.getpid()
+        monkeypatch.setattr(decode_module, "_decode_chunks",
+                            lambda *a, **k: os._exit(3) if os.getpid() != parent else real(*a, **k))
+    with shared_join.JoinFile(str(entry / persist.COLUMNS)) as into:
+        linked = link(load_trace(path, processes=2, into=into))
+    table_bytes = into.size
+    persist.save_linked(linked, str(entry), into)
+    back = persist.load_linked(str(entry), verify=True)
+    assert_same(link(load_trace(path)), back, "linked")
+    layout = json.loads(json.loads((entry / persist.MANIFEST).read_text())["body"])["columns"]
+    in_place = {name for name, column in layout.items() if column["offset"] < table_bytes}
+    if child_dies:
+        assert table_bytes == 0 and not in_place
+    else:
+        assert {"table.ts_us", "table.dur_us", "table.name_id", "table.flows.ts_us"} <= in_place
+        assert "parent" not in in_place and "table.thread_id" not in in_place  # made after the join: written
 
 
 def test_range_reading_leaves_every_irregular_file_to_the_whole_read(shared_traces, range_small, tmp_path,
