@@ -9,7 +9,9 @@ file, the CRC-32 of each 32 MiB segment of that file and the CRC of the
 manifest itself, so a truncated or altered entry is detected (`CorruptEntry`)
 and never served. A restart checks the segments on every core: the check is
 most of a warm load (0.19 s of one CRC over a 1 GB trace's 451 MB of
-columns). Only plain data is written (JSON and raw numbers, no pickles): a
+columns). A big trace's table is already in the columns file when it is
+saved (its forked decoders wrote it there, `shared_join.JoinFile`): only the
+link's columns are appended. Only plain data is written (JSON and raw numbers, no pickles): a
 cache directory is no place for code.
 """
 from __future__ import annotations
