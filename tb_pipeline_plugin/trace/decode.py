@@ -37,8 +37,11 @@ def load_trace(path: str, opener=None, processes: int = 1, into: shared_join.Joi
     """`opener(path)` -> binary file object; local files when None.
     `processes` > 1: see `decode_trace`; a big local file is then read by
     the processes that decode it, each its own range (`range_read.py`),
-    and `into` (a cache entry's columns file) gets their joined columns."""
-    if opener is None and processes > 1:
+    and `into` (a cache entry's columns file) gets their joined columns.
+    With `into` (a single-threaded caller: a parse worker), a big local file
+    is decoded so even by one process, a forked child: its text is read from
+    the page cache instead of copied into memory, and the table written once."""
+    if opener is None and (processes > 1 or into is not None):
         table = _load_by_ranges(path, processes, into=into)
         if table is not None:
             return table
@@ -72,7 +75,7 @@ def _load_by_ranges(path: str, processes: int, chunk_bytes: int = CHUNK_BYTES,
         if bounds is None:
             return None
         ranges = _split_points(bounds, processes)
-        if len(ranges) < 2:
+        if len(ranges) < 2 and into is None:
             return None
         with _gc_paused():
             # Each range decoded from the file's own pages (`RangeFile.mapped`),

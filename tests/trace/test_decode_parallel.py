@@ -207,15 +207,17 @@ def test_processes_reading_their_own_ranges_give_the_one_process_table(shared_tr
     assert_same(load_trace(path), load_trace(path, processes=2))
 
 
+@pytest.mark.parametrize("processes", [1, 2])
 @pytest.mark.parametrize("child_dies", [False, True])
 def test_columns_written_into_the_entry_are_kept_there_and_read_back_the_same(shared_traces, range_small, tmp_path,
-                                                                              monkeypatch, child_dies):
+                                                                              monkeypatch, child_dies, processes):
     """The decoders write the joined columns into the cache entry's columns
     file (`load_trace(..., into=JoinFile)`); `save_linked` lists the table's
     columns where they lie and writes only the link's after them; the entry
     reads back (every checksum verified) as the one-process linked trace.
-    When a child dies the table comes from the whole read and the file is
-    written whole: the same entry."""
+    With one process too (one forked child decodes the whole file). When a
+    child dies the table comes from the whole read and the file is written
+    whole: the same entry."""
     name = SHARED[4]
     path = _plain_copy(shared_traces, name, tmp_path)
     entry = tmp_path / "entry"
@@ -225,7 +227,7 @@ def test_columns_written_into_the_entry_are_kept_there_and_read_back_the_same(sh
         monkeypatch.setattr(decode_module, "_decode_chunks",
                             lambda *a, **k: os._exit(3) if os.getpid() != parent else real(*a, **k))
     with shared_join.JoinFile(str(entry / persist.COLUMNS)) as into:
-        linked = link(load_trace(path, processes=2, into=into))
+        linked = link(load_trace(path, processes=processes, into=into))
     table_bytes = into.size
     persist.save_linked(linked, str(entry), into)
     back = persist.load_linked(str(entry), verify=True)
