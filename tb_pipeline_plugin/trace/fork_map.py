@@ -31,58 +31,14 @@ def fork_map(fn: Callable, inputs: Sequence, in_caller: bool = True) -> list:
     `in_caller=False`: every input in a child, this process only waits (for
     work that may kill its process, such as reading a mapped file that
     another process can cut)."""
-    children: list[tuple[int, int]] = []  # (pid, read end of its pipe)
     mine = inputs[:1] if in_caller else inputs[:0]
+    children = fork_talking(lambda x, talk: talk.send(fn(x)), inputs[len(mine):])
     try:
-        for x in inputs[len(mine):]:
-            children.append(_spawn(fn, x, [fd for _, fd in children]))
         first = [fn(x) for x in mine]
-    except BaseException:
-        _reap(children)
-        raise
-    return first + [_collect(pid, fd) for pid, fd in children]
-
-
-def _spawn(fn: Callable, x, inherited: list[int]) -> tuple[int, int]:
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into the caller's code
-        status = 1
-        try:
-            # Earlier children's pipes: held open here, they would keep a
-            # child that the caller gave up on blocked in its write.
-            for fd in [r, *inherited]:
-                os.close(fd)
-            result = fn(x)
-            with os.fdopen(w, "wb") as out:
-                pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
-            status = 0
-        except BaseException:
-            pass
-        finally:
-            os._exit(status)
-    os.close(w)
-    return pid, r
-
-
-def _collect(pid: int, fd: int):
-    try:
-        with os.fdopen(fd, "rb") as src:
-            result = pickle.load(src)
-    except Exception:  # the child died before or while writing (killed, out of memory)
-        result = None
-    _, status = os.waitpid(pid, 0)
-    return result if os.waitstatus_to_exitcode(status) == 0 else None
-
-
-def _reap(children: list[tuple[int, int]]) -> None:
-    for _, fd in children:
-        os.close(fd)  # a child still writing gets EPIPE and exits
-    for pid, _ in children:
-        try:
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
+        results = [child.recv() for child in children]
+    finally:
+        clean = [child.close() for child in children]
+    return first + [r if ok else None for r, ok in zip(results, clean)]
 
 
 class Child:

@@ -15,12 +15,12 @@ from .fold import fold_same_name
 from .names import is_step, name_mask, step_number
 from .forest import nearest_marked_ancestor
 from .nesting import nest
+from .table import DEVICE_ACTIVITY_KINDS, DEVICE_KINDS, EventTable, FlowKind, Kind, Phase
 
 try:
     from ._nest import add_up as _add_up
 except ImportError:  # built without a C compiler (setup.py: optional)
     _add_up = None
-from .table import DEVICE_ACTIVITY_KINDS, DEVICE_KINDS, EventTable, FlowKind, Kind, Phase
 
 HOST_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON_FUNCTION, Kind.RUNTIME, Kind.DRIVER, Kind.OTHER)
 # From this many events the links that do not depend on the nesting (Python

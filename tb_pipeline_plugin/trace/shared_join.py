@@ -107,10 +107,7 @@ def _join(children, fd: int) -> tuple | None:
     if any(child.recv() != "written" for child in children):
         return None
     mapped, joined = _views(fd, size, layout)
-    for c in counts:
-        joined.process_names.update(c["process_names"])
-        joined.thread_names.update(c["thread_names"])
-        joined.issues.update(c["issues"])
+    joined.add_named_and_counted([c["named"] for c in counts])
     return joined, interners, mapped, size
 
 
@@ -168,10 +165,9 @@ def _decoder(decode_range: Callable[[int], tuple | None], k: int, talk, fd: int)
     plain = all(a.dtype != object for p in parts for g in (p.main, p.kernel, p.memory, p.flow) for a in g.values())
     rows = {group: {key: sum(len(getattr(p, group)[key]) for p in parts if key in getattr(p, group)) for key in dtypes}
             for group, dtypes in JOINED_DTYPES.items()}
-    named = JoinedColumns({}, {}, {}, {})
+    named = JoinedColumns({}, {}, {}, {})  # what its chunks named and counted, without their columns
     named.add_named_and_counted(parts)
-    talk.send({"rows": rows, "strings": strings, "keys": keys, "plain": plain, "process_names": named.process_names,
-               "thread_names": named.thread_names, "issues": named.issues})
+    talk.send({"rows": rows, "strings": strings, "keys": keys, "plain": plain, "named": named})
     order = talk.recv()
     if order == "pickled":
         talk.send(parts)
