@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from urllib.parse import urlencode
 import shutil
 from pathlib import Path
 
@@ -63,22 +64,51 @@ def _frame_offset(page) -> tuple[float, float]:
     return box["x"], box["y"]
 
 
-def _hover_until_tip(page, frame, kind: str | None = None) -> tuple[float, float, str, str]:
-    """Sweeps the pointer along the baseline's rows (under the step's own
-    row) until the tooltip shows an event of `kind`; returns the page point
-    and the event's name and the tip's text."""
+def _read_tip(frame):
+    # Read without waiting: a tip that is not there now is not one to wait for.
+    return frame.evaluate("() => { const t = document.querySelector('[data-testid=timeline-tip]');"
+                          " return t ? [t.querySelector('strong').innerText, t.innerText] : null; }")
+
+
+def _aimed_points(st: dict, answer: dict | None, kind: str | None):
+    """Points (canvas x, row y) at the middle of the baseline's first-lane events of `kind` in the
+    answer, the widest on screen first: where a user would point. Each pointer step costs two round trips to
+    the browser, so sweeping a row pixel by pixel took ~20 s a hover; these usually take one."""
+    if answer is None:
+        return []
+    side, kinds = answer["baseline_side"], answer.get("kinds", [])
+    ev = side["events"]
+    left, _, width, _ = st["box"]
+    span = st["t1"] - st["t0"]
+    if span <= 0:
+        return []
+    px_per_us = (width - GUTTER) / span
+    points = []
+    for i in range(len(ev["ts_us"])):
+        if ev["lane"][i] != 0 or ev["depth"][i] < 1 or (kind is not None and kinds[ev["kind"][i]] != kind):
+            continue
+        a, b = max(ev["ts_us"][i], st["t0"]), min(ev["ts_us"][i] + ev["dur_us"][i], st["t1"])
+        if (b - a) * px_per_us >= 4:
+            x = left + GUTTER + ((a + b) / 2 - st["t0"]) * px_per_us
+            points.append(((b - a) * px_per_us, x, AXIS_H + SIDE_HEAD + ev["depth"][i] * ROW_H + ROW_H / 2))
+    return [(x, y) for _, x, y in sorted(points, reverse=True)[:20]]
+
+
+def _hover_until_tip(page, frame, kind: str | None = None, answer: dict | None = None) -> tuple[float, float, str, str]:
+    """Points at the baseline's events of `kind` (from `answer`, the view's
+    own route answer), else sweeps the pointer along the baseline's rows
+    (under the step's own row), until the tooltip shows an event of `kind`;
+    returns the page point and the event's name and the tip's text."""
     st = _canvas_state(frame)
     ox, oy = _frame_offset(page)
     left, top, width, _ = st["box"]
-    for depth in range(1, 25):
-        y = AXIS_H + SIDE_HEAD + depth * ROW_H + ROW_H / 2
-        for x in range(int(left + GUTTER + 2), int(left + width - 2), 4):
-            page.mouse.move(ox + x, oy + top + y)
-            # Read without waiting: a tip that is not there now is not one to wait for.
-            tip = frame.evaluate("() => { const t = document.querySelector('[data-testid=timeline-tip]');"
-                                 " return t ? [t.querySelector('strong').innerText, t.innerText] : null; }")
-            if tip and (kind is None or f"{kind}," in tip[1]):
-                return ox + x, oy + top + y, tip[0], tip[1]
+    sweep = ((x, AXIS_H + SIDE_HEAD + depth * ROW_H + ROW_H / 2)
+             for depth in range(1, 25) for x in range(int(left + GUTTER + 2), int(left + width - 2), 4))
+    for x, y in (*_aimed_points(st, answer, kind), *sweep):
+        page.mouse.move(ox + x, oy + top + y)
+        tip = _read_tip(frame)
+        if tip and (kind is None or f"{kind}," in tip[1]):
+            return ox + x, oy + top + y, tip[0], tip[1]
     raise AssertionError(f"no {kind or 'event'} under the pointer in the baseline's first rows")
 
 
@@ -111,7 +141,7 @@ def test_timeline_view_draws_hovers_zooms_and_leads_to_the_operator(tensorboard,
     page.screenshot(path=str(ARTIFACTS / "timeline_diff.png"))
 
     # Hover an operator of the baseline (the step's children are one row below the step).
-    x, y, name, tip = _hover_until_tip(page, frame, "operator")
+    x, y, name, tip = _hover_until_tip(page, frame, "operator", api)
     side = api["baseline_side"]
     names = side["names"]
     ev = side["events"]
@@ -140,7 +170,7 @@ def test_timeline_view_draws_hovers_zooms_and_leads_to_the_operator(tensorboard,
                             timeout=60_000)
 
     # Click an operator: selected, its match outlined, and its row one click away.
-    x, y, name, tip = _hover_until_tip(page, frame, "operator")
+    x, y, name, tip = _hover_until_tip(page, frame, "operator", api)
     page.mouse.click(x, y)
     frame.wait_for_selector("[data-testid=timeline-selection]", timeout=10_000)
     assert name in frame.inner_text("[data-testid=timeline-selection]")
@@ -155,7 +185,7 @@ def test_timeline_view_draws_hovers_zooms_and_leads_to_the_operator(tensorboard,
     frame.click(f"table.vt tbody tr:not(.spacer) button[data-timeline-of='{name}']")
     frame.wait_for_selector("[data-testid=timeline-selection]", timeout=60_000)
     assert name in frame.inner_text("[data-testid=timeline-selection] h3")
-    assert f"find={name}".replace(":", "%3A") in frame.evaluate("location.hash")
+    assert urlencode({"find": name}) in frame.evaluate("location.hash")  # as URLSearchParams writes it
 
     # Export: one Chrome trace, the two pieces as two processes, every event of the full-detail answer.
     with page.expect_download(timeout=60_000) as dl:
