@@ -50,7 +50,9 @@ def host_lines(run_dir) -> list[dict]:
 
 
 def test_contention_sampled_while_threads_hold_the_gil_and_compared(tmp_path):
-    record(tmp_path, "spin", lambda: spin_threads(0.4))
+    # 0.8 s a step: the sampler thread waits its turn at the GIL behind three spinning threads, and in a
+    # process that ran other tests first it got one sample in the 1.2 s that 0.4 s steps gave.
+    record(tmp_path, "spin", lambda: spin_threads(0.8))
     record(tmp_path, "sleep", lambda: time.sleep(0.4))
     record(tmp_path, "old", lambda: time.sleep(0.4), gil_contention=False)
     readings = [h.get("gil_contention_pct") for h in host_lines(tmp_path / "spin")]
