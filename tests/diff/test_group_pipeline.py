@@ -91,7 +91,7 @@ def _record_group(cwd: Path, run: str, delay_s: float) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
 
 
-@recording()
+@recording(one_core=True)
 def recorded_groups(cwd: Path) -> Path:
     """`tb-pipeline record --repeat N` of SCRIPT for each of DELAYS, made once (support/recordings.py)."""
     (cwd / "train.py").write_text(SCRIPT)

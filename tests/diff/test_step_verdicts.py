@@ -90,7 +90,7 @@ def _record(logdir: Path, run: str, script: Path, *args: str, repeat: int | None
     return proc
 
 
-@recording()
+@recording(one_core=True)
 def recorded_groups(root: Path) -> Path:
     """The three groups of SCRIPT, made once (support/recordings.py)."""
     script = root / "train.py"

@@ -26,7 +26,9 @@ and returns what the recording function returned, its paths moved under `dest` (
 `make test-py` first builds every recording alone (`pytest --build-recordings`, in the serial half's process after
 collection and before its first test; `--collect-only` with it builds and runs nothing else; collecting
 registers them by importing every test module), so that none is recorded beside another test's load:
-their verdicts are timings. Run one module alone and it builds what it needs, once.
+their verdicts are timings. Those registered `one_core=True` (one intra-op thread, loading in the main process,
+mostly sleeping, no verdict reading the machine's load) are then made two at a time, each on a core of its own.
+Run one module alone and it builds what it needs, once.
 """
 from __future__ import annotations
 
@@ -147,6 +149,7 @@ class Recording:
     name: str
     build: Callable[[Path], Any]
     sources: tuple[Path, ...]
+    one_core: bool = False
     _key: str | None = field(default=None, repr=False)
 
     def key(self) -> str:
@@ -203,15 +206,19 @@ class Recording:
         return dest if value is None else value
 
 
-def recording(name: str | None = None, sources: tuple | list = ()) -> Callable[[Callable[[Path], Any]], Recording]:
+def recording(name: str | None = None, sources: tuple | list = (), one_core: bool = False
+              ) -> Callable[[Callable[[Path], Any]], Recording]:
     """Registers `fn(out)`, which records into the empty folder `out` and may return paths under it (and other
-    JSON values). `sources`: repository-relative files it records from, besides the file defining it."""
+    JSON values). `sources`: repository-relative files it records from, besides the file defining it.
+    `one_core`: what it records runs within one core and no verdict of its tests reads the machine's load (its
+    scripts set one intra-op thread, load in the main process, and mostly sleep), so `build_all` may make it
+    beside another such recording, each on a core of its own."""
 
     def register(fn: Callable[[Path], Any]) -> Recording:
         module = Path(inspect.getsourcefile(fn)).resolve()
         rec_name = name or f"{module.stem}.{fn.__name__}"
         files = (module, *(REPO_ROOT / s for s in sources))
-        rec = Recording(rec_name, fn, tuple(sorted(set(files))))
+        rec = Recording(rec_name, fn, tuple(sorted(set(files))), one_core)
         if rec_name in REGISTRY and REGISTRY[rec_name].sources != rec.sources:
             raise ValueError(f"two recordings named {rec_name!r}")
         REGISTRY.setdefault(rec_name, rec)
@@ -221,20 +228,100 @@ def recording(name: str | None = None, sources: tuple | list = ()) -> Callable[[
 
 
 def build_all(say: Callable[[str], None] = print) -> list[str]:
-    """Every registered recording, one after another (a failed one said and skipped: its tests build it again
-    and fail with its error); returns the names of those that failed."""
+    """Every registered recording (a failed one said and skipped: its tests build it again and fail with its
+    error); returns the names of those that failed. Those that need the whole machine are made one after another,
+    alone; then the `one_core` ones in two lanes at once, each lane a forked process pinned to a core of its own
+    (no hyper-threads share a core on this kind of machine), so that they take the time of the longer lane."""
     t0 = time.perf_counter()
-    failed = []
-    for rec in list(REGISTRY.values()):
-        t = time.perf_counter()
-        was_there = (cache_root() / f"{rec.name}-{rec.key()}" / META).is_file()
-        try:
-            rec.path()
-        except Exception as e:  # noqa: BLE001 - said, and raised again where a test reads it
-            failed.append(rec.name)
-            say(f"recording {rec.name}: FAILED after {time.perf_counter() - t:.1f} s: {type(e).__name__}: {e}"[:2000])
-            continue
-        say(f"recording {rec.name}: {'cached' if was_there else f'recorded in {time.perf_counter() - t:.1f} s'}")
+    whole = [rec for rec in REGISTRY.values() if not rec.one_core]
+    lanes = _lanes([rec for rec in REGISTRY.values() if rec.one_core])
+    failed = [name for rec in whole for name in _build_one(rec, say)]
+    if len(lanes) < 2:
+        failed += [name for lane in lanes for rec in lane for name in _build_one(rec, say)]
+    else:
+        failed += _build_lanes(lanes, say)
     say(f"{len(REGISTRY) - len(failed)} of {len(REGISTRY)} recordings ready in {time.perf_counter() - t0:.1f} s "
         f"({cache_root()})")
+    return failed
+
+
+def _build_one(rec: Recording, say: Callable[[str], None]) -> list[str]:
+    """[] when `rec` is ready, else [its name], said either way."""
+    t = time.perf_counter()
+    was_there = (cache_root() / f"{rec.name}-{rec.key()}" / META).is_file()
+    try:
+        rec.path()
+    except Exception as e:  # noqa: BLE001 - said, and raised again where a test reads it
+        say(f"recording {rec.name}: FAILED after {time.perf_counter() - t:.1f} s: {type(e).__name__}: {e}"[:2000])
+        return [rec.name]
+    say(f"recording {rec.name}: {'cached' if was_there else f'recorded in {time.perf_counter() - t:.1f} s'}")
+    return []
+
+
+def _lanes(recs: list[Recording]) -> list[list[Recording]]:
+    """The one-core recordings still to build, split over two cores by their last build's time (registration
+    order where unknown); [] or one lane where fewer than two cores or recordings."""
+    todo = [rec for rec in recs if not (cache_root() / f"{rec.name}-{rec.key()}" / META).is_file()]
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(todo) < 2 or len(cores) < 2 or not hasattr(os, "fork"):
+        return [recs] if recs else []
+    lanes: list[list[Recording]] = [[], []]
+    took = [0.0, 0.0]
+    for rec in sorted(todo, key=lambda r: -_last_built_s(r)):
+        i = took.index(min(took))
+        lanes[i].append(rec)
+        took[i] += _last_built_s(rec) or 1.0
+    return [lane for lane in lanes if lane] + [[rec for rec in recs if rec not in todo]]
+
+
+def _last_built_s(rec: Recording) -> float:
+    """How long the newest entry of `rec`'s name took to build (any key), 0 when none is there."""
+    best, newest = 0.0, -1.0
+    for old in cache_root().glob(f"{rec.name}-*/{META}"):
+        try:
+            mtime, built = old.stat().st_mtime, float(json.loads(old.read_text()).get("built_s", 0.0))
+        except (OSError, ValueError):
+            continue
+        if mtime > newest:
+            best, newest = built, mtime
+    return best
+
+
+def _build_lanes(lanes: list[list[Recording]], say: Callable[[str], None]) -> list[str]:
+    """The first two lanes each in a forked child pinned to one core (the rest, already built, just said);
+    each child reports its lines through a pipe, said here once it ends."""
+    cores = sorted(os.sched_getaffinity(0))
+    children = []
+    for core, lane in zip(cores, lanes[:2]):
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: builds its lane on its core, writes JSON lines, exits without pytest's atexit
+            code = 1
+            try:
+                os.close(read_fd)
+                os.sched_setaffinity(0, {core})
+                lines: list[str] = []
+                bad = [name for rec in lane for name in _build_one(rec, lines.append)]
+                with os.fdopen(write_fd, "w") as out:
+                    json.dump({"lines": [f"{line} (core {core})" for line in lines], "failed": bad}, out)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write_fd)
+        children.append((pid, read_fd, lane))
+    failed = []
+    for pid, read_fd, lane in children:
+        with os.fdopen(read_fd) as got:
+            text = got.read()
+        _, status = os.waitpid(pid, 0)
+        try:
+            report = json.loads(text)
+        except ValueError:
+            report = {"lines": [f"recording lane of {', '.join(r.name for r in lane)}: its process ended "
+                                f"(status {status}) without a report"], "failed": [r.name for r in lane]}
+        for line in report["lines"]:
+            say(line)
+        failed += report["failed"]
+    for lane in lanes[2:]:
+        failed += [name for rec in lane for name in _build_one(rec, say)]
     return failed

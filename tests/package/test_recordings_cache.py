@@ -1,0 +1,63 @@
+"""The recordings cache's build (tests/support/recordings.py): whole-machine recordings one after another, the
+`one_core` ones two at a time, each in a process pinned to a core of its own, a failure said and returned."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from support import recordings
+from support.recordings import Recording
+
+
+@pytest.fixture
+def registry(tmp_path, monkeypatch):
+    monkeypatch.setenv(recordings.ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(recordings, "REGISTRY", {})
+    return recordings.REGISTRY
+
+
+def _register(name: str, build, one_core: bool) -> Recording:
+    rec = Recording(name, build, (Path(__file__).resolve(),), one_core)
+    recordings.REGISTRY[name] = rec
+    return rec
+
+
+def _where(out: Path) -> dict:
+    """What a build saw: its process, its cores and when it ran."""
+    t0 = time.time()
+    time.sleep(0.4)
+    return {"pid": os.getpid(), "cores": sorted(os.sched_getaffinity(0)), "t0": t0, "t1": time.time()}
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: the one-core lanes are one lane")
+def test_one_core_recordings_are_built_side_by_side_on_a_core_each(registry, tmp_path):
+    whole = _register("whole", _where, one_core=False)
+    a = _register("lane_a", _where, one_core=True)
+    b = _register("lane_b", _where, one_core=True)
+
+    def fails(out: Path):
+        raise RuntimeError("the script exited 3")
+
+    bad = _register("lane_bad", fails, one_core=True)
+    said: list[str] = []
+    assert recordings.build_all(said.append) == ["lane_bad"]
+    got = {rec.name: rec.copy_to(tmp_path / rec.name) for rec in (whole, a, b)}
+    assert got["whole"]["pid"] == os.getpid() and len(got["whole"]["cores"]) >= 2  # made here, on every core
+    assert got["lane_a"]["pid"] != os.getpid() and got["lane_b"]["pid"] != os.getpid()
+    assert len(got["lane_a"]["cores"]) == len(got["lane_b"]["cores"]) == 1
+    assert got["lane_a"]["cores"] != got["lane_b"]["cores"]
+    # At once: each started before the other ended; and after the whole-machine one.
+    assert got["lane_a"]["t0"] < got["lane_b"]["t1"] and got["lane_b"]["t0"] < got["lane_a"]["t1"]
+    assert min(got["lane_a"]["t0"], got["lane_b"]["t0"]) >= got["whole"]["t1"]
+    assert not (recordings.cache_root() / f"lane_bad-{bad.key()}").exists()
+    assert any(line.startswith("recording lane_bad: FAILED") and "exited 3" in line for line in said), said
+    assert said[-1].startswith("3 of 4 recordings ready")
+
+    # Built once: a second build says each is cached, in this process.
+    said.clear()
+    assert recordings.build_all(said.append) == ["lane_bad"]
+    assert {line.split(":")[0] for line in said if line.endswith("cached")} == {
+        "recording whole", "recording lane_a", "recording lane_b"}
