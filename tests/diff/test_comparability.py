@@ -118,7 +118,7 @@ def runs(tmp_path_factory):
     return recorded_runs.copy_to(tmp_path_factory.mktemp("comparability"))
 
 
-@recording()
+@recording(one_core=True)  # one intra-op thread, no pipeline statistics, no timing asserted
 def recorded_trace_only(root: Path) -> Path:
     """Trace-only runs: stacks on, stacks off, and a bigger batch; made once (support/recordings.py)."""
     script = root / "profiled.py"
