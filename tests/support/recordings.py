@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from tb_pipeline_plugin.trace.fork_map import fork_available, fork_map
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ENV = "TB_PIPELINE_TEST_RECORDINGS"
 META = "_recording.json"
@@ -160,11 +162,15 @@ class Recording:
             self._key = h.hexdigest()[:16]
         return self._key
 
+    def built(self) -> bool:
+        """Whether its entry is complete in the cache."""
+        return (cache_root() / f"{self.name}-{self.key()}" / META).is_file()
+
     def path(self) -> Path:
         """The entry's folder, built if it is not there yet (read it, never write into it)."""
         root = cache_root()
         entry = root / f"{self.name}-{self.key()}"
-        if (entry / META).is_file():
+        if self.built():
             return entry
         root.mkdir(parents=True, exist_ok=True)
         with open(root / f"{self.name}.lock", "w") as lock:
@@ -230,16 +236,17 @@ def recording(name: str | None = None, sources: tuple | list = (), one_core: boo
 def build_all(say: Callable[[str], None] = print) -> list[str]:
     """Every registered recording (a failed one said and skipped: its tests build it again and fail with its
     error); returns the names of those that failed. Those that need the whole machine are made one after another,
-    alone; then the `one_core` ones in two lanes at once, each lane a forked process pinned to a core of its own
-    (no hyper-threads share a core on this kind of machine), so that they take the time of the longer lane."""
+    alone; then the `one_core` ones still to build in two lanes at once, each lane a forked process pinned to a
+    core of its own (no hyper-threads share a core on this kind of machine), so that they take the time of the
+    longer lane."""
     t0 = time.perf_counter()
-    whole = [rec for rec in REGISTRY.values() if not rec.one_core]
-    lanes = _lanes([rec for rec in REGISTRY.values() if rec.one_core])
-    failed = [name for rec in whole for name in _build_one(rec, say)]
-    if len(lanes) < 2:
-        failed += [name for lane in lanes for rec in lane for name in _build_one(rec, say)]
-    else:
-        failed += _build_lanes(lanes, say)
+    todo = [rec for rec in REGISTRY.values() if rec.one_core and not rec.built()]
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    side_by_side = len(todo) >= 2 and len(cores) >= 2 and fork_available()
+    alone = [rec for rec in REGISTRY.values() if not (side_by_side and rec in todo)]
+    failed = [name for rec in alone for name in _build_one(rec, say)]
+    if side_by_side:
+        failed += _build_lanes(_split(todo), cores[:2], say)
     say(f"{len(REGISTRY) - len(failed)} of {len(REGISTRY)} recordings ready in {time.perf_counter() - t0:.1f} s "
         f"({cache_root()})")
     return failed
@@ -248,7 +255,7 @@ def build_all(say: Callable[[str], None] = print) -> list[str]:
 def _build_one(rec: Recording, say: Callable[[str], None]) -> list[str]:
     """[] when `rec` is ready, else [its name], said either way."""
     t = time.perf_counter()
-    was_there = (cache_root() / f"{rec.name}-{rec.key()}" / META).is_file()
+    was_there = rec.built()
     try:
         rec.path()
     except Exception as e:  # noqa: BLE001 - said, and raised again where a test reads it
@@ -258,20 +265,15 @@ def _build_one(rec: Recording, say: Callable[[str], None]) -> list[str]:
     return []
 
 
-def _lanes(recs: list[Recording]) -> list[list[Recording]]:
-    """The one-core recordings still to build, split over two cores by their last build's time (registration
-    order where unknown); [] or one lane where fewer than two cores or recordings."""
-    todo = [rec for rec in recs if not (cache_root() / f"{rec.name}-{rec.key()}" / META).is_file()]
-    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    if len(todo) < 2 or len(cores) < 2 or not hasattr(os, "fork"):
-        return [recs] if recs else []
+def _split(recs: list[Recording]) -> list[list[Recording]]:
+    """`recs` in two lanes of about equal time, by each one's last build (any key; 1 s where none is known)."""
     lanes: list[list[Recording]] = [[], []]
     took = [0.0, 0.0]
-    for rec in sorted(todo, key=lambda r: -_last_built_s(r)):
+    for rec in sorted(recs, key=lambda r: -_last_built_s(r)):
         i = took.index(min(took))
         lanes[i].append(rec)
         took[i] += _last_built_s(rec) or 1.0
-    return [lane for lane in lanes if lane] + [[rec for rec in recs if rec not in todo]]
+    return lanes
 
 
 def _last_built_s(rec: Recording) -> float:
@@ -287,41 +289,22 @@ def _last_built_s(rec: Recording) -> float:
     return best
 
 
-def _build_lanes(lanes: list[list[Recording]], say: Callable[[str], None]) -> list[str]:
-    """The first two lanes each in a forked child pinned to one core (the rest, already built, just said);
-    each child reports its lines through a pipe, said here once it ends."""
-    cores = sorted(os.sched_getaffinity(0))
-    children = []
-    for core, lane in zip(cores, lanes[:2]):
-        read_fd, write_fd = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: builds its lane on its core, writes JSON lines, exits without pytest's atexit
-            code = 1
-            try:
-                os.close(read_fd)
-                os.sched_setaffinity(0, {core})
-                lines: list[str] = []
-                bad = [name for rec in lane for name in _build_one(rec, lines.append)]
-                with os.fdopen(write_fd, "w") as out:
-                    json.dump({"lines": [f"{line} (core {core})" for line in lines], "failed": bad}, out)
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(write_fd)
-        children.append((pid, read_fd, lane))
+def _build_lanes(lanes: list[list[Recording]], cores: list[int], say: Callable[[str], None]) -> list[str]:
+    """Each lane in a forked child pinned to its core (`fork_map`, none in this process); the lines each child
+    said, said here once all have ended."""
+    def build_lane(lane_core):
+        lane, core = lane_core
+        os.sched_setaffinity(0, {core})
+        lines: list[str] = []
+        bad = [name for rec in lane for name in _build_one(rec, lines.append)]
+        return [f"{line} (core {core})" for line in lines], bad
+
     failed = []
-    for pid, read_fd, lane in children:
-        with os.fdopen(read_fd) as got:
-            text = got.read()
-        _, status = os.waitpid(pid, 0)
-        try:
-            report = json.loads(text)
-        except ValueError:
-            report = {"lines": [f"recording lane of {', '.join(r.name for r in lane)}: its process ended "
-                                f"(status {status}) without a report"], "failed": [r.name for r in lane]}
-        for line in report["lines"]:
+    for lane, report in zip(lanes, fork_map(build_lane, list(zip(lanes, cores)), in_caller=False)):
+        if report is None:
+            report = ([f"recording lane of {', '.join(r.name for r in lane)}: its process ended without a report"],
+                      [r.name for r in lane])
+        for line in report[0]:
             say(line)
-        failed += report["failed"]
-    for lane in lanes[2:]:
-        failed += [name for rec in lane for name in _build_one(rec, say)]
+        failed += report[1]
     return failed
