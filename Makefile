@@ -70,7 +70,7 @@ test-js: $(STAMPS)/npm $(STAMPS)/codegen
 
 # Every recording the tests read, made once and alone (the one-core ones two at a time, a core each;
 # tests/support/recordings.py: a cache under
-# .cache/test-recordings keyed by what records them), by the serial half's process before its first test; then
+# ~/.cache/tb_pipeline_plugin/test-recordings, shared by every clone, keyed by what records them), by the serial half's process before its first test; then
 # the modules marked `timing` alone, and every other module on two workers (tests/conftest.py); both halves
 # always run. Bytecode is written (git-ignored __pycache__/) even where the environment says
 # PYTHONDONTWRITEBYTECODE: each pytest process would otherwise compile and assertion-rewrite every test module

@@ -102,6 +102,29 @@ def pytest_collection_finish(session):
 _FAILED_RECORDINGS = pytest.StashKey[list]()
 
 
+def _module_of(item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    from support import recordings
+
+    recordings.reading_for(_module_of(item))  # before its fixtures read any
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = (yield).get_result()
+    if report.failed and call.when in ("setup", "call"):
+        from support import recordings
+
+        doubted = recordings.doubt(_module_of(item))
+        if doubted:
+            report.sections.append(("recordings", f"read by {_module_of(item)}, recorded again by the next "
+                                                  f"`make test`: {', '.join(doubted)}"))
+
+
 def pytest_sessionfinish(session, exitstatus):
     failed = session.config.stash.get(_FAILED_RECORDINGS, [])
     if failed:

@@ -61,3 +61,43 @@ def test_one_core_recordings_are_built_side_by_side_on_a_core_each(registry, tmp
     assert recordings.build_all(said.append) == ["lane_bad"]
     assert {line.split(":")[0] for line in said if line.endswith("cached")} == {
         "recording whole", "recording lane_a", "recording lane_b"}
+
+
+def test_the_cache_is_the_users_shared_by_every_clone_unless_told_or_unwritable(tmp_path, monkeypatch):
+    monkeypatch.delenv(recordings.ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert recordings.cache_root() == tmp_path / "xdg" / "tb_pipeline_plugin" / "test-recordings"
+    assert recordings.cache_root().is_dir()
+    monkeypatch.setenv(recordings.ENV, str(tmp_path / "told"))
+    assert recordings.cache_root() == tmp_path / "told"
+    monkeypatch.delenv(recordings.ENV)
+    (tmp_path / "file").write_text("not a folder")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))  # cannot hold the cache: the checkout's
+    assert recordings.cache_root() == recordings.REPO_ROOT / ".cache" / "test-recordings"
+
+
+def test_an_entry_a_failed_test_read_is_recorded_again_by_the_next_build(registry, tmp_path):
+    built: list[int] = []
+
+    def count(out: Path):
+        built.append(os.getpid())
+        return len(built)
+
+    rec = _register("counted", count, one_core=False)
+    other = _register("other", count, one_core=False)
+    recordings.build_all(lambda line: None)
+    assert built and len(built) == 2
+    recordings.reading_for("tests/x/test_reads.py")
+    try:
+        assert rec.copy_to(tmp_path / "a") == 1
+        assert recordings.doubt("tests/x/test_reads.py") == ["counted"]
+        assert recordings.doubt("tests/x/test_other.py") == []
+    finally:
+        recordings.reading_for(None)
+    assert rec.copy_to(tmp_path / "b") == 1  # this session reads it still, the mark not copied
+    assert not (tmp_path / "b" / recordings.SUSPECT).exists()
+    said: list[str] = []
+    recordings.build_all(said.append)
+    assert rec.copy_to(tmp_path / "c") == 3 and other.copy_to(tmp_path / "d") == 2
+    assert any(line.startswith("recording counted: recorded again (a test of tests/x/test_reads.py failed")
+               for line in said), said

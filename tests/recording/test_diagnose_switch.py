@@ -1,11 +1,16 @@
 """Diagnostic mode switched on by TB_PIPELINE_DIAGNOSTIC_MODE=1 with no code
 change: real user scripts in real processes, results read back with the
-reader and judged by the same verdict functions the UI uses."""
+reader and judged by the same verdict functions the UI uses.
+
+The scripts' sweeps (and SPDL's own sweep of the same pipeline, for the QPS cross-check) are one recording
+(`switched_on_runs`, tests/support/recordings.py), made alone before the tests: what each script printed, its
+exit status and its results, read here; the tests measure nothing while they run."""
 from __future__ import annotations
 
 import inspect
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -16,27 +21,54 @@ from tb_pipeline_plugin.formats import diagnostic as fmt
 from tb_pipeline_plugin.readers.diagnostic import read_diagnostic
 
 from support.diagnose_helpers import SCRIPTS, diagnostic_env, run_script
+from support.recordings import recording
 
 sys.path.insert(0, str(SCRIPTS))
 import three_stages  # noqa: E402
 
-pytestmark = pytest.mark.timing(
-    "diagnostic mode sweeps real scripts in the test; the verdicts it checks are QPS per level"
-)
-
 FAST = dict(levels="1,2,4", duration_s=0.8, warmup_s=0.2, gil_duration_s=1)
+# Run name -> (script, options beyond FAST).
+SWEEPS = {
+    "three": ("three_stages.py", {}),
+    "loader": ("dataloader_user.py", {}),
+    "spdl": ("spdl_user.py", dict(num_inputs=64, duration_s=1.5)),
+}
 
 
-def _run(tmp_path, script, run, **options):
-    env = diagnostic_env(tmp_path, run, **{**FAST, **options})
-    proc = run_script(script, env)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 1, out  # the RFC: profile, then exit with status 1
+@recording(sources=["tests/support/diagnose_helpers.py"] +
+           [f"tests/diagnose_scripts/{script}" for script, _ in SWEEPS.values()])
+def switched_on_runs(out: Path) -> dict:
+    """Each script of SWEEPS run under diagnostic mode into `out/logs`, then SPDL's `profile_pipeline` of
+    spdl_user's pipeline (as SPDL's diagnostic mode runs it): SPDL's QPS by (stage, concurrency)."""
+    # As parts: a path string under `out` would come back as the copy's path, and the scripts printed this one.
+    got: dict = {"logs_when_recorded": (out / "logs").parts}
+    for run, (script, options) in SWEEPS.items():
+        proc = run_script(script, diagnostic_env(out, run, **{**FAST, **options}))
+        got[run] = {"returncode": proc.returncode, "output": proc.stdout + proc.stderr}
+    import spdl_user
+    from spdl.pipeline import profile_pipeline
+
+    got["spdl_qps"] = [[result.name, stat.concurrency, stat.qps]
+                       for result in profile_pipeline(spdl_user.make_builder().get_config(), num_inputs=96)
+                       for stat in result.stats]
+    return got
+
+
+@pytest.fixture(scope="module")
+def switched_on(tmp_path_factory) -> tuple[Path, dict]:
+    where = tmp_path_factory.mktemp("switched_on")
+    return where, switched_on_runs.copy_to(where)
+
+
+def _run(switched_on, run):
+    where, got = switched_on
+    out = got[run]["output"]
+    assert got[run]["returncode"] == 1, out  # the RFC: profile, then exit with status 1
     assert "TRAINED" not in out, "the run trained instead of profiling"
-    results = tmp_path / "logs" / run / "diagnostic" / "diagnostic.jsonl"
-    assert f"results written to {results.parent}" in out
-    assert f"tensorboard --logdir {tmp_path / 'logs'}" in out
-    data = read_diagnostic(tmp_path / "logs" / run)
+    logs = Path(*got["logs_when_recorded"])  # where the script wrote, as it printed it
+    assert f"results written to {logs / run / 'diagnostic'}" in out
+    assert f"tensorboard --logdir {logs}" in out
+    data = read_diagnostic(where / "logs" / run)
     assert data.complete and not data.cut_short and not data.torn_tail, data.warnings
     return data, out
 
@@ -51,8 +83,8 @@ def _curves_complete(sweep, stage, executors=("thread", "process"), levels=(1, 2
         assert (curve.cpu_pct >= 0).all() and not curve.cut_short.any()
 
 
-def test_three_stages_gil_sleep_numpy(tmp_path):
-    data, out = _run(tmp_path, "three_stages.py", "three")
+def test_three_stages_gil_sleep_numpy(switched_on):
+    data, out = _run(switched_on, "three")
     env = data.records[0]
     assert isinstance(env, fmt.Environment) and env.cpu_count >= 1 and env.gil_enabled and not env.free_threaded
     sweep = sweep_frame(data.records)
@@ -69,10 +101,12 @@ def test_three_stages_gil_sleep_numpy(tmp_path):
     assert loop.gil_function == "pure_python_loop" and loop.gil_file.endswith("three_stages.py")
     assert first < loop.gil_line < first + len(lines)
     assert loop.gil_held_share > 0.8 and loop.gil_share > 0.8
-    # Holders are the user's code, never the diagnose loop's own frames.
+    # Holders are the user's code, never the diagnose loop's own frames (the package's folder by name: the
+    # recording may have been made by another clone's package).
     holders = gil_holders(data.records)
-    package = os.path.dirname(os.path.abspath(tb_pipeline_plugin.__file__))
-    assert not holders.empty and not holders["file"].str.startswith(package).any(), holders[["function", "file"]]
+    package = f"{os.sep}{os.path.basename(os.path.dirname(os.path.abspath(tb_pipeline_plugin.__file__)))}{os.sep}"
+    assert not holders.empty and not holders["file"].str.contains(package, regex=False).any(), \
+        holders[["function", "file"]]
     assert "pure_python_loop" in out and "GIL-BOUND" in out  # terminal summary agrees with the verdicts
 
     # Oracle for the sleep stage: no call is shorter than the sleep, so QPS <= concurrency / sleep; and
@@ -89,8 +123,8 @@ def test_three_stages_gil_sleep_numpy(tmp_path):
     assert best.loc[("sleep_wait", "thread"), "best_concurrency"] == 4
 
 
-def test_dataloader_getitem_and_collate(tmp_path):
-    data, out = _run(tmp_path, "dataloader_user.py", "loader")
+def test_dataloader_getitem_and_collate(switched_on):
+    data, out = _run(switched_on, "loader")
     assert data.records[0].source == "dataloader"
     table = verdicts(data.records).set_index("stage")
     assert {"__getitem__", "transform", "collate_fn", "batch"} <= set(table.index)
@@ -114,8 +148,8 @@ def test_dataloader_getitem_and_collate(tmp_path):
     assert "__getitem__" in out and "collate_fn" in out
 
 
-def test_spdl_pipeline_every_stage_and_qps_agrees_with_spdl(tmp_path):
-    data, out = _run(tmp_path, "spdl_user.py", "spdl", num_inputs=64, duration_s=1.5)
+def test_spdl_pipeline_every_stage_and_qps_agrees_with_spdl(switched_on):
+    data, out = _run(switched_on, "spdl")
     assert data.records[0].source == "spdl"
     sweep = sweep_frame(data.records)
     for stage in ("decode", "tokenize"):
@@ -129,13 +163,7 @@ def test_spdl_pipeline_every_stage_and_qps_agrees_with_spdl(tmp_path):
     # SPDL's QPS includes starting and stopping a pipeline per level (0.1-0.3 s on a busy 2-core
     # box) and its thread hand-offs per item (several ms there): 100 ms calls and 96 items keep
     # both under ~12 % at levels 1 and 4.
-    import spdl_user
-    from spdl.pipeline import profile_pipeline
-
-    spdl_qps = {}
-    for result in profile_pipeline(spdl_user.make_builder().get_config(), num_inputs=96):
-        for stat in result.stats:
-            spdl_qps[(result.name, stat.concurrency)] = stat.qps
+    spdl_qps = {(name, concurrency): qps for name, concurrency, qps in switched_on[1]["spdl_qps"]}
     ours = sweep[(sweep.stage == "decode") & (sweep.executor == "thread")].set_index("concurrency")["qps"]
     for level in (1, 4):
         print(f"decode x{level}: ours {ours[level]:.2f} QPS, SPDL {spdl_qps[('decode', level)]:.2f} QPS")

@@ -32,6 +32,7 @@ from tb_pipeline_plugin.readers.diagnostic import read_diagnostic
 
 from conftest import as_in_a_terminal, get_when_ready
 from support.diagnose_helpers import REPO_ROOT, SCRIPTS
+from support.recordings import recording
 
 pytestmark = pytest.mark.timing("measures each stage's QPS per thread and process level while the test runs")
 
@@ -54,17 +55,26 @@ def _main_threads() -> int:
     return int(subprocess.check_output([sys.executable, "-c", "import torch; print(torch.get_num_threads())"]))
 
 
+@recording(sources=["tests/support/diagnose_helpers.py", "tests/diagnose_scripts/heavy_collate.py"])
+def heavy_collate_sweep(out: Path) -> dict:
+    """The heavy collate_fn script swept once, through the launcher, into `out/logs`: its exit status, what it
+    printed and its wall seconds."""
+    t0 = time.monotonic()
+    proc = _record(out, "heavy_collate.py", "heavy", **HEAVY)
+    printed, _ = proc.communicate(timeout=BUDGET_S + 120)
+    return {"returncode": proc.returncode, "output": printed, "wall_s": time.monotonic() - t0}
+
+
 @pytest.fixture(scope="module")
 def heavy(tmp_path_factory):
-    """The heavy collate_fn script swept once: (logdir, its DiagnosticRun, the terminal output, wall seconds)."""
+    """The heavy collate_fn script's sweep (`heavy_collate_sweep`, made alone before the tests): (logdir, its
+    DiagnosticRun, the terminal output, wall seconds)."""
     tmp_path = tmp_path_factory.mktemp("heavy_collate")
-    t0 = time.monotonic()
-    proc = _record(tmp_path, "heavy_collate.py", "heavy", **HEAVY)
-    out, _ = proc.communicate(timeout=BUDGET_S + 120)
-    wall_s = time.monotonic() - t0
-    assert proc.returncode == 1, out[-4000:]  # diagnostic mode profiles, then exits with status 1
+    got = heavy_collate_sweep.copy_to(tmp_path)
+    out = got["output"]
+    assert got["returncode"] == 1, out[-4000:]  # diagnostic mode profiles, then exits with status 1
     assert "TRAINED" not in out
-    return tmp_path / "logs", read_diagnostic(tmp_path / "logs" / "heavy"), out, wall_s
+    return tmp_path / "logs", read_diagnostic(tmp_path / "logs" / "heavy"), out, got["wall_s"]
 
 
 def _points(data, stage: str, executor: str) -> list:

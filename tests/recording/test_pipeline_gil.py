@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import textwrap
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -23,8 +24,10 @@ from tb_pipeline_plugin.diff.statistics.compare import compare_pipeline
 from tb_pipeline_plugin.readers import load_pipeline_run
 from tb_pipeline_plugin.record.task_cpu import TaskClock, timed
 
+from support.recordings import recording
+
 pytestmark = pytest.mark.timing(
-    "worker threads' CPU time per task, measured while the pipeline runs, names the limiting stage"
+    "a task clock's CPU and wall time measured in the test (the pipelines' runs are recordings, made alone)"
 )
 
 # argv: first stage (pure_python | numpy_heavy), loop iterations, sleep seconds.
@@ -71,16 +74,25 @@ MIXES = {
 }
 
 
-@pytest.fixture(scope="module")
-def mixes(tmp_path_factory) -> dict:
-    """Each mix's PipelineTables, recorded once for the module."""
-    tmp = tmp_path_factory.mktemp("gil")
-    out = {}
+@recording(sources=["tests/recording/test_pipeline_launcher.py"])
+def spdl_mix_runs(out: Path) -> dict:
+    """Each mix's SPDL script through `tb-pipeline record` into `out/logs`; what each printed."""
+    printed = {}
     for run, (first, loops, sleep_s) in MIXES.items():
         script = MIX_SCRIPT.replace("sys.argv[1]", repr(first)).replace("sys.argv[2]", loops).replace(
             "sys.argv[3]", sleep_s)
-        done = launch(tmp, script, run, "--spdl-interval", "0.5")
-        assert "consumed 300" in done.stdout
+        printed[run] = launch(out, script, run, "--spdl-interval", "0.5").stdout
+    return printed
+
+
+@pytest.fixture(scope="module")
+def mixes(tmp_path_factory) -> dict:
+    """Each mix's PipelineTables, recorded once (`spdl_mix_runs`, made alone before the tests)."""
+    tmp = tmp_path_factory.mktemp("gil")
+    printed = spdl_mix_runs.copy_to(tmp)
+    out = {}
+    for run in MIXES:
+        assert "consumed 300" in printed[run]
         out[run] = load_pipeline_run(str(tmp / "logs" / run))
     return out
 
@@ -120,17 +132,29 @@ LOADER_SCRIPT = textwrap.dedent("""
 LOADER_BATCHES = 60
 
 
-@pytest.fixture(scope="module")
-def loader_mixes(tmp_path_factory) -> dict:
-    """{(mix, num_workers): PipelineTables} for the three mixes at 0 and 2 workers."""
-    tmp = tmp_path_factory.mktemp("loader_gil")
-    out = {}
+@recording(sources=["tests/recording/test_pipeline_launcher.py"])
+def loader_mix_runs(out: Path) -> dict:
+    """The three mixes as DataLoader scripts at 0 and 2 workers through `tb-pipeline record` into `out/logs`;
+    what each printed, by run."""
+    printed = {}
     for mix, (kind, loops, sleep_s) in MIXES.items():
         for workers in (0, 2):
             run = f"{mix}_w{workers}"
             script = LOADER_SCRIPT.format(kind=kind, loops=loops, sleep_s=sleep_s, workers=workers)
-            done = launch(tmp, script, run)
-            assert f"consumed {LOADER_BATCHES}" in done.stdout
+            printed[run] = launch(out, script, run).stdout
+    return printed
+
+
+@pytest.fixture(scope="module")
+def loader_mixes(tmp_path_factory) -> dict:
+    """{(mix, num_workers): PipelineTables} for the three mixes at 0 and 2 workers (`loader_mix_runs`)."""
+    tmp = tmp_path_factory.mktemp("loader_gil")
+    printed = loader_mix_runs.copy_to(tmp)
+    out = {}
+    for mix in MIXES:
+        for workers in (0, 2):
+            run = f"{mix}_w{workers}"
+            assert f"consumed {LOADER_BATCHES}" in printed[run]
             out[mix, workers] = load_pipeline_run(str(tmp / "logs" / run))
     return out
 

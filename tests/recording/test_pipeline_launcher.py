@@ -1,6 +1,9 @@
 """`tb-pipeline record` runs unmodified scripts with the recording hooks: a
 DataLoader script gets the same kind of statistics as the in-loop recorder, `--headspace` gives its upper bound, and
-a real SPDL pipeline's stage table agrees with SPDL's own log lines."""
+a real SPDL pipeline's stage table agrees with SPDL's own log lines.
+
+The scripts' runs are one recording (`launcher_runs`, tests/support/recordings.py), made alone before the tests:
+the tests read what they wrote and printed, and measure nothing while they run."""
 from __future__ import annotations
 
 import os
@@ -15,9 +18,7 @@ import pytest
 from tb_pipeline_plugin.analysis.statistics.report import report, stage_table
 from tb_pipeline_plugin.readers import load_pipeline_run
 
-pytestmark = pytest.mark.timing(
-    "records scripts in the test; data wait, --headspace's upper bound and stage QPS are timings"
-)
+from support.recordings import recording
 
 REPO = Path(__file__).resolve().parents[2]
 DELAY_S = 0.03
@@ -93,14 +94,32 @@ def launch(tmp_path: Path, script: str, run: str, *extra: str) -> subprocess.Com
     return done
 
 
+@recording()
+def launcher_runs(out: Path) -> dict:
+    """TRAIN_SCRIPT plain and with `--headspace 2`, then SPDL_SCRIPT, each through `tb-pipeline record` into
+    `out/logs`; what each printed (stdout, stderr)."""
+    runs = {"plain": (TRAIN_SCRIPT,), "headspace": (TRAIN_SCRIPT, "--headspace", "2"),
+            "spdl": (SPDL_SCRIPT, "--spdl-interval", "0.5")}
+    printed = {}
+    for run, (script, *extra) in runs.items():
+        done = launch(out, script, run, *extra)
+        printed[run] = [done.stdout, done.stderr]
+    return printed
+
+
 @pytest.fixture(scope="module")
-def launched(tmp_path_factory):
+def recorded(tmp_path_factory) -> tuple[Path, dict]:
     tmp = tmp_path_factory.mktemp("launched")
-    out = launch(tmp, TRAIN_SCRIPT, "plain")
-    hs = launch(tmp, TRAIN_SCRIPT, "headspace", "--headspace", "2")
-    assert "trained" in out.stdout and "trained" in hs.stdout
-    slept_s = float(out.stdout.split("slept_mean_s")[1])
-    return load_pipeline_run(str(tmp / "logs" / "plain")), load_pipeline_run(str(tmp / "logs" / "headspace")), slept_s
+    return tmp / "logs", launcher_runs.copy_to(tmp)
+
+
+@pytest.fixture(scope="module")
+def launched(recorded):
+    logs, printed = recorded
+    out, hs = printed["plain"][0], printed["headspace"][0]
+    assert "trained" in out and "trained" in hs
+    slept_s = float(out.split("slept_mean_s")[1])
+    return load_pipeline_run(str(logs / "plain")), load_pipeline_run(str(logs / "headspace")), slept_s
 
 
 def test_launcher_records_an_unmodified_script(launched):
@@ -134,10 +153,11 @@ def test_headspace_takes_data_loading_out(launched):
     assert hs_rate >= 0.5 * ceiling
 
 
-def test_spdl_pipeline_stage_table_matches_spdl_logs(tmp_path):
-    done = launch(tmp_path, SPDL_SCRIPT, "spdl", "--spdl-interval", "0.5")
-    assert "consumed 300" in done.stdout
-    tables = load_pipeline_run(str(tmp_path / "logs" / "spdl"))
+def test_spdl_pipeline_stage_table_matches_spdl_logs(recorded):
+    logs, printed = recorded
+    stdout, stderr = printed["spdl"]
+    assert "consumed 300" in stdout
+    tables = load_pipeline_run(str(logs / "spdl"))
     stages = stage_table(tables.stage_tasks, tables.stage_queues).set_index("stage")
     slowest = stages.index[stages["is_slowest"]].tolist()
     assert slowest == ["0:1:gil_bound"]
@@ -147,7 +167,7 @@ def test_spdl_pipeline_stage_table_matches_spdl_logs(tmp_path):
     assert starving in ([], ["0:1:gil_bound"]), stages[["occupancy_pct", "busy_pct"]].to_string()
 
     logged: dict[str, list[float]] = {}
-    for m in SPDL_QUEUE_LINE.finditer(done.stderr):
+    for m in SPDL_QUEUE_LINE.finditer(stderr):
         logged.setdefault(m.group("stage"), []).append(float(m.group("qps")))
     assert set(logged) == set(stages.index)
     queues = tables.stage_queues

@@ -13,8 +13,10 @@ A recording is a function that records into an empty folder, registered with
     def demo(tmp_path_factory):
         logdir = demo_pair.copy_to(tmp_path_factory.mktemp("demo"))
 
-Its entry is `<root>/<name>-<key>/`, where `root` is $TB_PIPELINE_TEST_RECORDINGS if set, else
-`.cache/test-recordings/` of the repository (git-ignored), and `key` is a hash of
+Its entry is `<root>/<name>-<key>/`, where `root` is $TB_PIPELINE_TEST_RECORDINGS if set, else the user's
+cache (`$XDG_CACHE_HOME` or `~/.cache`, then `tb_pipeline_plugin/test-recordings/`; the repository's git-ignored
+`.cache/test-recordings/` where that cannot be written): shared by every clone on the machine, as pip's and npm's
+caches are, so that a fresh clone records only what its code changed. `key` is a hash of
 the file that defines the recording, the `sources` it names (the recording scripts and helpers), the
 package code it records with (RECORDS_WITH), setup.py, and the Python and torch versions. The first
 process that needs an entry builds it under an exclusive `fcntl.flock`, into a temporary folder renamed
@@ -29,6 +31,9 @@ registers them by importing every test module), so that none is recorded beside 
 their verdicts are timings. Those registered `one_core=True` (one intra-op thread, loading in the main process,
 mostly sleeping, no verdict reading the machine's load) are then made two at a time, each on a core of its own.
 Run one module alone and it builds what it needs, once.
+
+A test that fails after reading a recording marks that entry suspect (`doubt`, from tests/conftest.py): the next
+`build_all` records it again, so that a recording made on a disturbed machine is not kept by every later run.
 """
 from __future__ import annotations
 
@@ -50,15 +55,30 @@ from tb_pipeline_plugin.trace.fork_map import fork_available, fork_map
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ENV = "TB_PIPELINE_TEST_RECORDINGS"
 META = "_recording.json"
+# In an entry that a failed test read: `build_all` records it again (the failure may be a recording made on a
+# disturbed machine, which a cache shared by every later run would otherwise keep failing on).
+SUSPECT = "_suspect"
 # Entries of an older key are removed this long after they were last built (another process may still read one
 # while the code changes under it).
 STALE_S = 24 * 3600
 
 REGISTRY: dict[str, "Recording"] = {}
+# Which recordings each test module read in this process (`reading_for`, `doubt`).
+_reads: dict[str, set[str]] = {}
+_reader: str | None = None
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get(ENV) or REPO_ROOT / ".cache" / "test-recordings")
+    if os.environ.get(ENV):
+        return Path(os.environ[ENV])
+    user = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tb_pipeline_plugin" / "test-recordings"
+    try:
+        user.mkdir(parents=True, exist_ok=True)
+        if os.access(user, os.W_OK):
+            return user
+    except OSError:
+        pass
+    return REPO_ROOT / ".cache" / "test-recordings"
 
 
 # What a recording records with: the recorder and launcher, diagnostic mode, the record schemas they write
@@ -164,12 +184,17 @@ class Recording:
 
     def built(self) -> bool:
         """Whether its entry is complete in the cache."""
-        return (cache_root() / f"{self.name}-{self.key()}" / META).is_file()
+        return (self.entry() / META).is_file()
+
+    def entry(self) -> Path:
+        return cache_root() / f"{self.name}-{self.key()}"
 
     def path(self) -> Path:
         """The entry's folder, built if it is not there yet (read it, never write into it)."""
+        if _reader is not None:
+            _reads.setdefault(_reader, set()).add(self.name)
         root = cache_root()
-        entry = root / f"{self.name}-{self.key()}"
+        entry = self.entry()
         if self.built():
             return entry
         root.mkdir(parents=True, exist_ok=True)
@@ -207,7 +232,7 @@ class Recording:
         paths under `dest` (`dest` itself when it returned None)."""
         src = self.path()
         dest = Path(dest)
-        shutil.copytree(src, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns(META))
+        shutil.copytree(src, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns(META, SUSPECT))
         value = _from_json(json.loads((src / META).read_text())["value"], dest)
         return dest if value is None else value
 
@@ -233,6 +258,37 @@ def recording(name: str | None = None, sources: tuple | list = (), one_core: boo
     return register
 
 
+def reading_for(reader: str | None) -> None:
+    """The test module whose tests read recordings from now on in this process (None: none)."""
+    global _reader
+    _reader = reader
+
+
+def doubt(reader: str) -> list[str]:
+    """Marks the entries that `reader` read in this process `SUSPECT` (a test of it failed): the next `build_all`
+    records them again, alone; this session's readers keep reading them. Returns their names."""
+    doubted = []
+    for name in sorted(_reads.get(reader, ())):
+        rec = REGISTRY.get(name)
+        entry = rec.entry() if rec else None
+        if entry is not None and (entry / META).is_file():
+            (entry / SUSPECT).write_text(reader)
+            doubted.append(name)
+    return doubted
+
+
+def _drop_suspect(rec: "Recording", say: Callable[[str], None]) -> None:
+    entry = rec.entry()
+    mark = entry / SUSPECT
+    if not mark.is_file():
+        return
+    reader = mark.read_text(errors="replace")
+    gone = entry.parent / f".{entry.name}.suspect-{os.getpid()}"
+    os.rename(entry, gone)
+    shutil.rmtree(gone, ignore_errors=True)
+    say(f"recording {rec.name}: recorded again (a test of {reader} failed after reading it)")
+
+
 def build_all(say: Callable[[str], None] = print) -> list[str]:
     """Every registered recording (a failed one said and skipped: its tests build it again and fail with its
     error); returns the names of those that failed. Those that need the whole machine are made one after another,
@@ -240,6 +296,8 @@ def build_all(say: Callable[[str], None] = print) -> list[str]:
     core of its own (no hyper-threads share a core on this kind of machine), so that they take the time of the
     longer lane."""
     t0 = time.perf_counter()
+    for rec in REGISTRY.values():
+        _drop_suspect(rec, say)
     todo = [rec for rec in REGISTRY.values() if rec.one_core and not rec.built()]
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     side_by_side = len(todo) >= 2 and len(cores) >= 2 and fork_available()
