@@ -24,6 +24,7 @@ from support import memory_oracle as O
 from tb_pipeline_plugin.byte_units import bytes_text
 from conftest import PLUGIN_PREFIX, REPO_ROOT, wait_ready
 from support.memory_runs import SCRATCH_BYTES, record_pair
+from support.recordings import recording
 
 SHARED = REPO_ROOT.parent / "shared" / "traces"
 
@@ -315,6 +316,21 @@ for x, y in DataLoader(TensorDataset(torch.randn(96, 64), torch.randn(96, 1)), b
 """
 
 
+@recording()
+def launched_memory_pair(out: Path) -> None:
+    """LAUNCHED_SCRIPT through `tb-pipeline record --profile memory=1` twice, runs a and b of `out/logs`."""
+    import subprocess
+    import sys
+
+    (out / "train.py").write_text(LAUNCHED_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    for run in ("a", "b"):
+        done = subprocess.run([sys.executable, "-m", "tb_pipeline_plugin.cli", "record", "--logdir", "logs", "--run", run,
+                               "--host-interval", "0", "--profile", "memory=1", "--", sys.executable, "train.py"],
+                              cwd=out, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+
+
 def test_call_paths_name_the_users_code_not_the_recorders(tmp_path):
     """Through the launcher the recorder's DataLoader wrapper is on every step's stack; a call path
     points at the user's script only (the way the Memory tab's empty state says to record)."""
@@ -323,13 +339,7 @@ def test_call_paths_name_the_users_code_not_the_recorders(tmp_path):
 
     from tb_pipeline_plugin.compare import compare
 
-    (tmp_path / "train.py").write_text(LAUNCHED_SCRIPT)
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    for run in ("a", "b"):
-        done = subprocess.run([sys.executable, "-m", "tb_pipeline_plugin.cli", "record", "--logdir", "logs", "--run", run,
-                               "--host-interval", "0", "--profile", "memory=1", "--", sys.executable, "train.py"],
-                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr[-3000:]
+    launched_memory_pair.copy_to(tmp_path)
     memory = compare(tmp_path / "logs" / "a", tmp_path / "logs" / "b").memory
     rows = [r for d in memory["devices"] for key in ("by_module", "by_operator") for r in d[key]]
     paths = [r["call_path"] for r in rows if r["call_path"]]

@@ -24,6 +24,8 @@ from tb_pipeline_plugin.readers import load_pipeline_run
 from tb_pipeline_plugin.record import gil_contention, trace_dir
 from tb_pipeline_plugin.sources.logdir import discover_runs
 
+from support.recordings import recording
+
 REPO = Path(__file__).resolve().parents[2]
 BATCHES = 4
 SCRIPT_TRACE_DIR = "some/dir"
@@ -83,10 +85,18 @@ def manifest(group_dir: Path):
     return decode_manifest((group_dir / "recordings.json").read_bytes())
 
 
+@recording()
+def repeated_runs(out: Path) -> dict:
+    """`tb-pipeline record --run baseline --repeat 3` of PROFILED_SCRIPT in `out`: its exit status and output."""
+    done = record(out, PROFILED_SCRIPT, "--run", "baseline", "--repeat", "3")
+    return {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
+
+
 @pytest.fixture(scope="module")
 def repeated(tmp_path_factory):
+    """(the folder it ran in, what it said), the recording copied (`repeated_runs`, made before the tests)."""
     cwd = tmp_path_factory.mktemp("repeat")
-    done = record(cwd, PROFILED_SCRIPT, "--run", "baseline", "--repeat", "3")
+    done = types.SimpleNamespace(**repeated_runs.copy_to(cwd))
     assert done.returncode == 0, done.stderr[-3000:]
     return cwd, done
 

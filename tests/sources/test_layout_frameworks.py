@@ -17,6 +17,7 @@ from werkzeug.test import Client
 
 from conftest import PLUGIN_PREFIX, build_tb_app, get_when_ready
 from support.json_oracle import load_events, step_windows
+from support.recordings import recording
 from tb_pipeline_plugin import cli
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -103,18 +104,21 @@ if __name__ == "__main__":
 '''
 
 
-@pytest.fixture(scope="module")
-def ddp_logdir(tmp_path_factory):
+@recording()
+def ddp_job(out: Path) -> None:
+    """DDP_SCRIPT's two processes profiled into `out/job`."""
     from support.tb_cli import free_port
 
-    logdir = tmp_path_factory.mktemp("ddp")
-    script = logdir / "ddp_job.py"
+    script = out / "ddp_job.py"
     script.write_text(DDP_SCRIPT)
-    run = logdir / "job"
-    subprocess.run([sys.executable, str(script), str(run), str(free_port())], check=True, timeout=300,
+    subprocess.run([sys.executable, str(script), str(out / "job"), str(free_port())], check=True, timeout=300,
                    env={**os.environ, "OMP_NUM_THREADS": "1"})
     script.unlink()
-    return logdir
+
+
+@pytest.fixture(scope="module")
+def ddp_logdir(tmp_path_factory):
+    return ddp_job.copy_to(tmp_path_factory.mktemp("ddp"))
 
 
 def test_tensorboard_trace_handler_workers_and_spans(clients, ddp_logdir):
