@@ -21,7 +21,9 @@ from support.route_answers import answer_when_ready as _get_ready
 from tb_pipeline_plugin.formats.group import decode_manifest
 from tb_pipeline_plugin.record.profiling import parse_schedule, steps_needed
 
-pytestmark = pytest.mark.timing(
+# The tests that record and compare each traced step's time with the recorder's: the rest record too but
+# assert no time, and run on the parallel workers.
+TIMING = pytest.mark.timing(
     "records in the test; each traced step's time against the recorder's own step time, microseconds "
     "apart"
 )
@@ -148,6 +150,7 @@ def demo_run(tmp_path_factory):
     return cwd, done
 
 
+@TIMING
 def test_default_schedule_traces_its_active_steps(demo_run):
     cwd, done = demo_run
     run_dir = cwd / "logs" / "demo"
@@ -163,6 +166,7 @@ def test_default_schedule_traces_its_active_steps(demo_run):
     assert any("Input Dims" in e.get("args", {}) for e in events if e.get("cat") == "cpu_op")
 
 
+@TIMING
 def test_trace_step_times_agree_with_the_statistics(demo_run):
     cwd, _ = demo_run
     run_dir = cwd / "logs" / "demo"
@@ -170,6 +174,7 @@ def test_trace_step_times_agree_with_the_statistics(demo_run):
     assert_steps_agree(profiler_steps(trace), statistics(run_dir))
 
 
+@TIMING
 def test_the_run_says_whose_profiler_it_has(demo_run, make_tb_client):
     cwd, _ = demo_run
     [rec] = [r for r in statistics(cwd / "logs" / "demo") if r["type"] == "profiler"]
@@ -184,6 +189,7 @@ def test_the_run_says_whose_profiler_it_has(demo_run, make_tb_client):
     assert [p["owner"] for m in meta for p in m["profilers"]] == ["launcher"]
 
 
+@TIMING
 def test_schedule_with_repeat_in_each_recording(tmp_path):
     """--repeat 2 with a schedule that repeats: each recording, two traces of `active` steps."""
     done = record(tmp_path, "grp", [sys.executable, str(DEMO), "--steps", "10"],
@@ -199,6 +205,7 @@ def test_schedule_with_repeat_in_each_recording(tmp_path):
             assert_steps_agree(profiler_steps(t), statistics(group / member))
 
 
+@TIMING
 def test_spdl_pipeline_loop_is_profiled(tmp_path):
     (tmp_path / "train_spdl.py").write_text(SPDL_SCRIPT)
     done = record(tmp_path, "spdl", [sys.executable, "train_spdl.py"], "--profile", "wait=2,warmup=1,active=4")
@@ -234,6 +241,7 @@ def test_the_older_autograd_profiler_counts_as_the_scripts_own(tmp_path):
     assert rec["owner"] == "script" and "starts none" in rec["note"]
 
 
+@TIMING
 def test_a_script_ending_before_the_schedule_keeps_what_it_traced(tmp_path):
     done = record(tmp_path, "short", [sys.executable, str(DEMO), "--steps", "3"], "--profile")
     assert done.returncode == 0, done.stderr[-3000:]
@@ -248,6 +256,7 @@ def test_a_script_ending_before_the_schedule_keeps_what_it_traced(tmp_path):
     assert "ended after 3 steps, before the schedule's 5" in done.stderr
 
 
+@TIMING
 def test_a_loop_left_mid_way_ends_its_last_traced_step_with_the_statistics(tmp_path):
     (tmp_path / "train_break.py").write_text(BREAK_SCRIPT)
     done = record(tmp_path, "brk", [sys.executable, "train_break.py"], "--profile")
