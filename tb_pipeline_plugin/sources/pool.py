@@ -6,7 +6,8 @@ before the plugin's own modules, to start a worker that imports the parser
 waits for its first parse instead of the first parse waiting for it
 (benchmarks/README.md, "TensorBoard's start to every view").
 `TB_PIPELINE_PARSE_WORKERS` sets the number of processes (0: parse in the
-calling thread).
+calling thread), `TB_PIPELINE_PARSE_NICE` how far below the server's
+priority they run (`nice`; 0: the same).
 """
 from __future__ import annotations
 
@@ -33,6 +34,11 @@ _MAX_WORKERS = 8
 _PLAN_WAIT_S = 30.0
 # What a worker runs: imported by it before its first parse.
 WORKER_MODULE = "tb_pipeline_plugin.sources.workers"
+# Parse workers (and the decoders they fork) run this much below the server's priority: a request that arrives
+# while every core decodes a big trace then preempts a decoder instead of waiting for its time slice to end
+# (benchmarks/README.md: the slowest other request while a 1 GB trace parses). On an idle machine the decoders
+# still have every core; beside other work (a training job on the same host) they yield to it.
+DEFAULT_NICE = 10
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,25 @@ class WorkerConfig:
     @staticmethod
     def processes_from_env(env=os.environ) -> int:
         return max(0, int(env.get("TB_PIPELINE_PARSE_WORKERS", min(usable_cores(), _MAX_WORKERS))))
+
+
+def nice_from_env(env=os.environ) -> int:
+    """`TB_PIPELINE_PARSE_NICE` (0-19), DEFAULT_NICE when unset or not a number."""
+    try:
+        return min(19, max(0, int(env.get("TB_PIPELINE_PARSE_NICE", DEFAULT_NICE))))
+    except ValueError:
+        logger.warning("TB_PIPELINE_PARSE_NICE=%r is not a whole number: using %d",
+                       env.get("TB_PIPELINE_PARSE_NICE"), DEFAULT_NICE)
+        return DEFAULT_NICE
+
+
+def _lower_priority(increment: int) -> None:
+    """A new worker's initializer: `increment` below the priority it was started with."""
+    if increment:
+        try:
+            os.nice(increment)
+        except OSError:  # not permitted here: the worker runs at the server's priority
+            pass
 
 
 def _import(module: str) -> types.ModuleType:
@@ -145,7 +170,8 @@ class ParsePool:
         with self._lock:
             if self._executor is None:
                 # spawn: forking a multi-threaded server process can deadlock.
-                self._executor = ProcessPoolExecutor(self.processes, mp_context=_WorkerContext())
+                self._executor = ProcessPoolExecutor(self.processes, mp_context=_WorkerContext(),
+                                                     initializer=_lower_priority, initargs=(nice_from_env(),))
             return self._executor
 
     def warm(self) -> None:

@@ -202,3 +202,19 @@ def test_the_plugin_and_the_decoder_import_without_scipy():
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout[:500]
+
+
+@pytest.mark.parametrize("setting, below", [(None, 10), ("3", 3), ("0", 0), ("99", 19), ("soon", 10)])
+def test_parse_workers_run_below_the_servers_priority(monkeypatch, setting, below):
+    """A request arriving while every core decodes a big trace preempts a decoder (TB_PIPELINE_PARSE_NICE,
+    default 10; benchmarks/README.md: the slowest other request while a 1 GB trace parses)."""
+    if setting is None:
+        monkeypatch.delenv("TB_PIPELINE_PARSE_NICE", raising=False)
+    else:
+        monkeypatch.setenv("TB_PIPELINE_PARSE_NICE", setting)
+    pool = ParsePool(1)
+    try:
+        worker_nice = pool.run(os.nice, 0)
+    finally:
+        pool.shutdown(wait=True)
+    assert worker_nice == min(19, os.nice(0) + below)
