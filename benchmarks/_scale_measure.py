@@ -57,18 +57,26 @@ class TreeMemory:
 
         me = psutil.Process()
         while not self._stop.wait(0.02):
-            total = 0
-            for p in [me, *me.children(recursive=True)]:
-                try:
-                    total += p.memory_full_info().pss
-                except (psutil.Error, OSError):
-                    pass
-            self.peak_bytes = max(self.peak_bytes, total)
+            self.peak_bytes = max(self.peak_bytes, self.now_bytes())
 
     def stop(self) -> int:
         self._stop.set()
         self._thread.join()
         return self.peak_bytes
+
+    @staticmethod
+    def now_bytes() -> int:
+        """The summed PSS of this process and its descendants, once."""
+        import psutil
+
+        me = psutil.Process()
+        total = 0
+        for p in [me, *me.children(recursive=True)]:
+            try:
+                total += p.memory_full_info().pss
+            except (psutil.Error, OSError):
+                pass
+        return total
 
 
 def _cpu_s() -> dict:
@@ -123,6 +131,9 @@ def ours(paths: list[str], sample_memory: bool = False) -> dict:
     t0 = time.perf_counter()
     loader.pool.start()
     pool_start_s = time.perf_counter() - t0
+    # Idle: the server and its started workers with their imports, before any trace (what TensorBoard with our
+    # plugin holds anyway); the load's own memory is the peak over it.
+    idle_bytes = TreeMemory.now_bytes() if sample_memory else 0
     memory = TreeMemory() if sample_memory else None
     t0 = time.perf_counter()
     with ThreadPoolExecutor(loader.concurrency) as ex:  # as many loads at once as the plugin's store runs
@@ -134,6 +145,7 @@ def ours(paths: list[str], sample_memory: bool = False) -> dict:
            "processes": loader.pool.processes}
     if memory is not None:
         out["peak_tree_pss_bytes"] = memory.stop()
+        out["idle_tree_pss_bytes"] = idle_bytes
     loader.pool.shutdown(wait=True)  # reaped: counted in RUSAGE_CHILDREN and children's CPU
     out["cpu_s"] = _cpu_s()
     return out

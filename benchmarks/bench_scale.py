@@ -292,10 +292,12 @@ def bench_input(kind: str, size_mb: int, ttp_py: str | None, ttp_note: str, repe
                     + ": what a single core does"))
     mem = _fastest(1, "coldmem", path, cold=True)
     if "error" not in mem:
-        tree_mb = mem["peak_tree_pss_bytes"] / MIB
+        tree_mb, idle_mb = mem["peak_tree_pss_bytes"] / MIB, mem.get("idle_tree_pss_bytes", 0) / MIB
         rows.append(row(name, "  memory of a cold load", dict(mem, wall_s=mem["wall_s"]), None, file_mb,
                         f"peak PSS summed over the server and every worker and fork: {tree_mb:.0f} MB = "
-                        f"{tree_mb / file_mb:.2f}x the file (sampled every 20 ms, which slows this run)"))
+                        f"{tree_mb / file_mb:.2f}x the file; over the idle tree's {idle_mb:.0f} MB (started "
+                        f"workers, no trace): {tree_mb - idle_mb:.0f} MB = {(tree_mb - idle_mb) / file_mb:.2f}x "
+                        "(sampled every 20 ms, which slows this run)"))
     cache = tempfile.mkdtemp(prefix="tb_pipeline_bench_cache_")
     try:
         measure("cold", cache, path)  # fills the cache
