@@ -207,3 +207,24 @@ def test_the_compiled_sum_up_the_tree_equals_the_level_by_level_sums(monkeypatch
             m.setattr(link_module, "_add_up", None)
             assert compiled.tobytes() == link_module._propagate_up(values, parent, depth, rows).tobytes()
     assert not link_module._add_up(np.zeros(2), np.array([-1, 5], np.int64), np.array([1], np.int64))
+
+
+def test_device_time_sums_up_chains_shallower_and_deeper_than_a_narrow_sort_key():
+    """_propagate_up sorts by depth as int16 when every depth fits, else as it is: either way each event's total
+    is its own value plus every descendant's (a chain: the sums from its end), compiled or not."""
+    from tb_pipeline_plugin.trace import link as link_module
+
+    rng = np.random.default_rng(3)
+    for n in (20_000, 40_000):  # below and above int16's range of depths
+        parent = np.arange(-1, n - 1, dtype=np.int64)
+        depth = np.arange(n, dtype=np.int32)
+        values = rng.random(n)
+        expected = np.cumsum(values[::-1])[::-1]
+        np.testing.assert_allclose(link_module._propagate_up(values, parent, depth, np.arange(n)), expected, rtol=1e-9)
+        saved = link_module._add_up
+        link_module._add_up = None
+        try:
+            np.testing.assert_allclose(link_module._propagate_up(values, parent, depth, np.arange(n)), expected,
+                                       rtol=1e-9)
+        finally:
+            link_module._add_up = saved
