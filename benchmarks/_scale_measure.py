@@ -57,7 +57,7 @@ class TreeMemory:
 
         me = psutil.Process()
         while not self._stop.wait(0.02):
-            self.peak_bytes = max(self.peak_bytes, self.now_bytes())
+            self.peak_bytes = max(self.peak_bytes, self.now_bytes(me))
 
     def stop(self) -> int:
         self._stop.set()
@@ -65,11 +65,11 @@ class TreeMemory:
         return self.peak_bytes
 
     @staticmethod
-    def now_bytes() -> int:
-        """The summed PSS of this process and its descendants, once."""
+    def now_bytes(me=None) -> int:
+        """The summed PSS of `me` (this process) and its descendants, once."""
         import psutil
 
-        me = psutil.Process()
+        me = me or psutil.Process()
         total = 0
         for p in [me, *me.children(recursive=True)]:
             try:

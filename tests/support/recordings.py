@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import inspect
 import json
@@ -71,7 +72,13 @@ _reader: str | None = None
 def cache_root() -> Path:
     if os.environ.get(ENV):
         return Path(os.environ[ENV])
-    user = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tb_pipeline_plugin" / "test-recordings"
+    return _user_or_checkout(os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache"))
+
+
+@functools.lru_cache(maxsize=None)
+def _user_or_checkout(user_cache: str) -> Path:
+    """The user's cache folder for recordings, made once per process; the checkout's where it cannot be written."""
+    user = Path(user_cache) / "tb_pipeline_plugin" / "test-recordings"
     try:
         user.mkdir(parents=True, exist_ok=True)
         if os.access(user, os.W_OK):
