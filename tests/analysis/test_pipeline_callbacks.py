@@ -32,7 +32,9 @@ def test_a_warm_up_steps_callbacks_are_left_out_with_it(tmp_path):
     # Oracle from the recorded steps, by hand: the later steps' callback seconds over their number.
     later = tables.callbacks[tables.callbacks["step"].isin(recorded["step"].iloc[1:])]
     assert abs(log["per_step_s"] - later["time_s"].sum() / (STEPS - 1)) < 1e-12
-    assert log["max_s"] < 0.003  # the warm-up step's 3 ms call is not among them
+    # The slowest call is the later steps' slowest, not the warm-up's: by the table, since a 0.5 ms sleep has
+    # taken over 3 ms on a busy CI box, so no fixed bound tells the two apart.
+    assert abs(log["max_s"] - later["time_s"].max()) < 1e-12
 
 
 def test_without_warm_up_every_call_counts(tmp_path):
