@@ -101,3 +101,44 @@ def test_an_entry_a_failed_test_read_is_recorded_again_by_the_next_build(registr
     assert rec.copy_to(tmp_path / "c") == 3 and other.copy_to(tmp_path / "d") == 2
     assert any(line.startswith("recording counted: recorded again (a test of tests/x/test_reads.py failed")
                for line in said), said
+
+
+def test_a_recording_made_from_another_is_made_again_when_that_one_is(registry, tmp_path):
+    """`after`: the route snapshot of commit BEFORE is taken on the demo pair's entry, so a demo pair recorded
+    again (same key, other numbers) must not be compared with a snapshot of the old one."""
+    made: list[int] = []
+
+    def base_build(out: Path):
+        (out / "numbers").write_text(str(time.perf_counter_ns()))
+        return None
+
+    def registered() -> tuple[Recording, Recording]:  # as a new process registers them (keys not yet known)
+        recordings.REGISTRY.clear()
+        base = _register("base", base_build, one_core=False)
+
+        def from_base(out: Path):
+            made.append(1)
+            return (base.path() / "numbers").read_text()
+
+        derived = Recording("derived", from_base, (Path(__file__).resolve(),), False, (base,))
+        recordings.REGISTRY["derived"] = derived
+        return base, derived
+
+    base, derived = registered()
+    assert recordings.build_all(lambda line: None) == []
+    first = derived.copy_to(tmp_path / "a")
+    assert first == (base.path() / "numbers").read_text() and len(made) == 1
+    base2, derived2 = registered()
+    assert derived2.key() == derived.key()  # nothing changed: the same entry
+    assert recordings.build_all(lambda line: None) == [] and len(made) == 1
+    recordings.reading_for("tests/x/test_reads.py")
+    try:
+        base2.copy_to(tmp_path / "b")
+        assert recordings.doubt("tests/x/test_reads.py") == ["base"]
+    finally:
+        recordings.reading_for(None)
+    base3, derived3 = registered()
+    assert recordings.build_all(lambda line: None) == []
+    again = derived3.copy_to(tmp_path / "c")
+    assert base3.key() == base.key() and derived3.key() != derived.key()
+    assert len(made) == 2 and again == (base3.path() / "numbers").read_text() != first

@@ -7,13 +7,16 @@ identical except for the changes listed in INTENDED.
 
 The demo pair is recorded on each machine (support/recorded.py), so its numbers
 differ between machines and no stored snapshot could be its golden: both
-sides are taken here, now, from the same copy of the runs. BEFORE's package
+sides are taken on this machine, from the same recording of the runs.
+BEFORE's side is itself a recording (`before_snapshot`, support/recordings.py),
+made once from the demo pair's entry and kept while BEFORE, the snapshot
+script, the pinned libraries and that entry are the same: BEFORE's package
 is `git archive`d into a temporary folder (its C extensions copied from the
 current package when their sources are the same, else built there, else the
-package's own fallback decodes); each side runs the current tree's snapshot
-script in its own process, with its own parse cache, and checks that it
-imported the package it was meant to (the venv's editable install points at
-this checkout).
+package's own fallback decodes). The current tree's side is taken here, now.
+Each side runs the current tree's snapshot script in its own process, with
+its own parse cache, and checks that it imported the package it was meant to
+(the venv's editable install points at this checkout).
 
 It measures no time and shares nothing with another process: it runs on the
 parallel workers (tests/conftest.py).
@@ -31,11 +34,10 @@ import tarfile
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 from conftest import REPO_ROOT
 from support import route_snapshot
 from support.recorded import demo_pair
+from support.recordings import recording
 
 # The commit the refactor of issue 43 starts from (the first-parent ancestor of its first commit).
 BEFORE = "d8d9a3cf585754f5382118930b9f02e4f7bf118c"
@@ -85,6 +87,7 @@ INTENDED: dict[str, str] = {
 MAX_PATHS = 80
 # Each side's snapshot, at most (a side that hangs fails the test instead of `make test`).
 TAKE_TIMEOUT_S = 300
+SHARED = REPO_ROOT.parent / "shared" / "traces"
 
 PACKAGE = "tb_pipeline_plugin"
 EXTENSIONS = ("_scan", "_nest")  # tb_pipeline_plugin/trace/_*.c, built in place by setup.py
@@ -119,20 +122,21 @@ def _git(*args: str, binary: bool = False) -> subprocess.CompletedProcess:
 
 
 def _before_exists() -> None:
-    """Fails (never skips) when BEFORE is not in this clone's history: without it nothing is compared."""
+    """Fails (never skips; AssertionError, which a recording's build also fails with) when BEFORE is not in this
+    clone's history: without it nothing is compared."""
     try:
         found = _git("cat-file", "-e", f"{BEFORE}^{{commit}}")
     except FileNotFoundError:
-        pytest.fail("git is not installed: this test compares every route's answer with commit "
-                    f"{BEFORE}'s, which it reads from the repository's history")
+        raise AssertionError("git is not installed: this test compares every route's answer with commit "
+                             f"{BEFORE}'s, which it reads from the repository's history") from None
     if found.returncode == 0:
         return
     shallow = _git("rev-parse", "--is-shallow-repository").stdout.strip() == "true"
-    pytest.fail(f"commit {BEFORE} (where the refactor of issue 43 starts) is not in this clone's history"
-                + (" (a shallow clone: `git fetch --unshallow`)" if shallow else
-                   f" ({REPO_ROOT} is no git checkout, or one without that commit: fetch it)")
-                + "; this test compares every route's answer with that commit's, and cannot run without it. "
-                f"git said: {found.stderr.strip()[:300]}")
+    raise AssertionError(f"commit {BEFORE} (where the refactor of issue 43 starts) is not in this clone's history"
+                         + (" (a shallow clone: `git fetch --unshallow`)" if shallow else
+                            f" ({REPO_ROOT} is no git checkout, or one without that commit: fetch it)")
+                         + "; this test compares every route's answer with that commit's, and cannot run without it. "
+                         f"git said: {found.stderr.strip()[:300]}")
 
 
 def _built(package: Path, name: str) -> Path | None:
@@ -198,14 +202,40 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def _wait(side: str, proc: subprocess.Popen, package: Path) -> None:
+    """Until the side's snapshot ended; AssertionError (a recording's build fails with it too) unless it ended
+    well, on `package`."""
     try:
         output, _ = proc.communicate(timeout=TAKE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         _stop(proc)
         output, _ = proc.communicate()
-        pytest.fail(f"the {side} snapshot ran past {TAKE_TIMEOUT_S} s; its output:\n{output[-3000:]}")
+        raise AssertionError(f"the {side} snapshot ran past {TAKE_TIMEOUT_S} s; its output:\n{output[-3000:]}")
+    finally:
+        _stop(proc)
     assert proc.returncode == 0, f"the {side} snapshot ({package}) failed:\n{output[-5000:]}"
     assert f"{PACKAGE} from {package.resolve()}" in output, output[-2000:]
+
+
+def _logdir(dest: Path) -> Path:
+    """The snapshot's logdir: the demo pair as `make demo` records it (recorded once, support/recorded.py) and
+    the shared traces' pairs."""
+    route_snapshot.build(dest, samples=demo_pair.path(), shared=SHARED)
+    return dest
+
+
+@recording(sources=["tests/support/route_snapshot.py", "requirements-dev.txt"], after=(demo_pair,))
+def before_snapshot(out: Path) -> Path:
+    """BEFORE's side of the snapshot, on the demo pair's entry (about 22 s of CPU): what a refactor's every
+    later commit is compared with."""
+    _before_exists()
+    work = out / "work"
+    old = _before_package(work / "before")
+    proc, path = _take("before", old, _logdir(work / "logdir"), work)
+    _wait("before", proc, old)
+    kept = out / "before.json"
+    path.rename(kept)
+    shutil.rmtree(work)
+    return kept
 
 
 def _message(found: list, before: dict, after: dict, shown: int = int(os.environ.get("SNAPSHOT_SHOWN", "6"))) -> str:
@@ -227,22 +257,12 @@ def test_intended_changes_are_well_formed():
 def test_every_answer_as_before(shared_traces, tmp_path):
     _before_exists()
     renames, new, changed = _intended()
-    # The demo pair as `make demo` records it, recorded once per `make test` (support/recorded.py).
-    samples = demo_pair.path()
-    logdir = tmp_path / "logdir"
-    route_snapshot.build(logdir, samples=samples, shared=shared_traces.parent)
-    old = _before_package(tmp_path / "before")
-
-    # Both sides at once (each is one process and its parse workers): a side alone is about 22 s of CPU.
-    sides = {"before": old, "after": REPO_ROOT / PACKAGE}
-    started = {side: _take(side, package, logdir, tmp_path) for side, package in sides.items()}
-    try:
-        for side, (proc, _) in started.items():
-            _wait(side, proc, sides[side])
-    finally:
-        for proc, _ in started.values():
-            _stop(proc)
-    before, after = (route_snapshot.load(started[side][1]) for side in sides)
+    assert SHARED == shared_traces.parent
+    before = route_snapshot.load(before_snapshot.path() / "before.json")
+    current = REPO_ROOT / PACKAGE
+    proc, path = _take("after", current, _logdir(tmp_path / "logdir"), tmp_path)
+    _wait("after", proc, current)
+    after = route_snapshot.load(path)
 
     # The snapshot asked what it should: every route of every run and pair, and pieces of every tree.
     runs = {r["name"] for r in after["/runs"]["body"]["runs"]}

@@ -18,7 +18,8 @@ cache (`$XDG_CACHE_HOME` or `~/.cache`, then `tb_pipeline_plugin/test-recordings
 `.cache/test-recordings/` where that cannot be written): shared by every clone on the machine, as pip's and npm's
 caches are, so that a fresh clone records only what its code changed. `key` is a hash of
 the file that defines the recording, the `sources` it names (the recording scripts and helpers), the
-package code it records with (RECORDS_WITH), setup.py, and the Python and torch versions. The first
+package code it records with (RECORDS_WITH), setup.py, the Python and torch versions, and the entries of the
+recordings it is made from (`after`: the route snapshot of commit BEFORE is taken on the demo pair). The first
 process that needs an entry builds it under an exclusive `fcntl.flock`, into a temporary folder renamed
 into place when complete; the others wait on the lock and read it. A failed build leaves no entry.
 
@@ -179,6 +180,7 @@ class Recording:
     build: Callable[[Path], Any]
     sources: tuple[Path, ...]
     one_core: bool = False
+    after: tuple["Recording", ...] = ()
     _key: str | None = field(default=None, repr=False)
 
     def key(self) -> str:
@@ -186,6 +188,10 @@ class Recording:
             h = hashlib.sha256(_code_hash().encode() + self.name.encode())
             for p in self.sources:
                 h.update(p.name.encode() + b"\0" + p.read_bytes())  # by name: moving a test module keeps its entry
+            for made_from in self.after:
+                # The entry as built, not only its key: one recorded again under the same key (a suspect one)
+                # makes what was made from it stale.
+                h.update((made_from.path() / META).read_bytes())
             self._key = h.hexdigest()[:16]
         return self._key
 
@@ -217,8 +223,9 @@ class Recording:
                 with _output_to(root / f"{self.name}.log"):
                     value = self.build(tmp)
                 took = time.perf_counter() - t0
+                # `built_at`: no two builds of an entry write the same META (what `after` keys on).
                 (tmp / META).write_text(json.dumps({"name": self.name, "key": self.key(), "built_s": round(took, 1),
-                                                    "value": _to_json(value, str(tmp))}))
+                                                    "built_at": time.time(), "value": _to_json(value, str(tmp))}))
                 os.rename(tmp, entry)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -244,10 +251,12 @@ class Recording:
         return dest if value is None else value
 
 
-def recording(name: str | None = None, sources: tuple | list = (), one_core: bool = False
-              ) -> Callable[[Callable[[Path], Any]], Recording]:
+def recording(name: str | None = None, sources: tuple | list = (), one_core: bool = False,
+              after: tuple | list = ()) -> Callable[[Callable[[Path], Any]], Recording]:
     """Registers `fn(out)`, which records into the empty folder `out` and may return paths under it (and other
-    JSON values). `sources`: repository-relative files it records from, besides the file defining it.
+    JSON values). `sources`: repository-relative files it records from, besides the file defining it. `after`:
+    the recordings it is made from (registered before it, so `build_all` makes them first); each one's entry
+    as built is part of its key.
     `one_core`: what it records runs within one core and no verdict of its tests reads the machine's load (its
     scripts set one intra-op thread, load in the main process, and mostly sleep), so `build_all` may make it
     beside another such recording, each on a core of its own."""
@@ -256,7 +265,7 @@ def recording(name: str | None = None, sources: tuple | list = (), one_core: boo
         module = Path(inspect.getsourcefile(fn)).resolve()
         rec_name = name or f"{module.stem}.{fn.__name__}"
         files = (module, *(REPO_ROOT / s for s in sources))
-        rec = Recording(rec_name, fn, tuple(sorted(set(files))), one_core)
+        rec = Recording(rec_name, fn, tuple(sorted(set(files))), one_core, tuple(after))
         if rec_name in REGISTRY and REGISTRY[rec_name].sources != rec.sources:
             raise ValueError(f"two recordings named {rec_name!r}")
         REGISTRY.setdefault(rec_name, rec)
