@@ -24,7 +24,11 @@ import {
 
 const RUNS_POLL_MS = 2000;
 const RUNS_WAIT_MS = 5 * 60_000;
+// The longest wait for the viewer's ready message; once its page has loaded (its scripts ran, or failed to
+// load, as the CDN polyfill does offline) only AFTER_LOAD_WAIT_MS more, so an offline user reads why in
+// seconds. A ready message after either still shows the trace.
 const VIEWER_WAIT_MS = 20_000;
+const AFTER_LOAD_WAIT_MS = 5_000;
 
 const CSS = `
 html, body { margin: 0; height: 100%; font: 13px system-ui, sans-serif; color: #202124; }
@@ -135,6 +139,7 @@ async function main(): Promise<void> {
       post();
     }
   });
+  const loaded = new Promise<void>((res) => frame.addEventListener("load", () => res(), { once: true }));
   frame.src = EMBED_URL;
   document.getElementById("profiler-main")!.append(frame);
 
@@ -146,7 +151,7 @@ async function main(): Promise<void> {
   }
   trace = await tr.text();
   post();
-  await sleep(VIEWER_WAIT_MS);
+  await Promise.race([sleep(VIEWER_WAIT_MS), loaded.then(() => sleep(AFTER_LOAD_WAIT_MS))]);
   if (!ready) {
     const file = el("a", "the trace file");
     file.href = URL.createObjectURL(new Blob([trace], { type: "application/json" }));
