@@ -213,18 +213,20 @@ def user_row(rounds: list[tuple[dict, dict, dict]], one_core: bool) -> tuple[dic
             f"load average {os.getloadavg()[0]:.1f}" + ("; TB_PIPELINE_PARSE_WORKERS=1 under taskset -c 0" if one_core else ""))
 
 
-def stage_timeline(path: str, logdir: str) -> list[dict]:
+def stage_timeline(path: str, logdir: str, one_core: bool = False) -> list[dict]:
     """One more start -> views with every process's stage times recorded
     (benchmarks/stages/: wrappers that cost a little, so this run is not
-    one of the timed rounds): where the user's seconds go."""
+    one of the timed rounds): where the user's seconds go; `one_core` as
+    in `user_round`."""
     from _tb_stages import timeline
 
     settle(path)
     cache = tempfile.mkdtemp(prefix="tb_pipeline_bench_cache_")
     stages = os.path.join(cache, "stages.jsonl")
     try:
-        r = measure("views", logdir, "run", "--stages", stages, script="_tb_user.py",
-                    env_extra={"TB_PIPELINE_CACHE_DIR": os.path.join(cache, "cache")})
+        env = {"TB_PIPELINE_PARSE_WORKERS": "1"} if one_core else {}
+        r = measure("views", logdir, "run", "--stages", stages, script="_tb_user.py", one_core=one_core,
+                    env_extra=dict(env, TB_PIPELINE_CACHE_DIR=os.path.join(cache, "cache")))
         if "error" in r:
             return [{"error": r["error"]}]
         return timeline(stages, r["start_wall"]) + [{"stage": "4 views answered", "who": "client", "start_s": r["wall_s"],
@@ -275,8 +277,9 @@ def bench_input(kind: str, size_mb: int, ttp_py: str | None, ttp_note: str, repe
     ref = lean.get("wall_s")
     rounds = f"best of {max(1, repeat)}, alternating; load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}"
     if stages:
-        timeline_rows = stage_timeline(path, user_dir)
-        print_timeline(name, timeline_rows)
+        print_timeline(name, stage_timeline(path, user_dir))
+        if taskset:
+            print_timeline(f"{name}, one core (1 worker)", stage_timeline(path, user_dir, one_core=True))
     for one_core, label in ((False, "ours: TensorBoard start -> views"), (True, "  same, one core (1 worker)")):
         if users[one_core]:
             r, note = user_row(users[one_core], one_core)
