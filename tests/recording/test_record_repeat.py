@@ -207,18 +207,26 @@ def test_repeat_usage_errors(tmp_path, capsys):
     assert not (tmp_path / "logs" / "g" / "recordings.json").exists()
 
 
-def test_notices_are_said_once_per_command_and_torchs_own_pass_through(tmp_path):
-    # A Python without gilknocker: its import fails, as it does where the package is not installed.
-    missing = tmp_path / "without_gilknocker"
+@recording()
+def notice_runs(out: Path) -> dict:
+    """`tb-pipeline record --repeat 3 --profile` of PLAIN_SCRIPT in `out`, with a Python that lacks gilknocker
+    (its import fails, as it does where the package is not installed) and TMPDIR in `out`: its exit status and
+    output."""
+    missing = out / "without_gilknocker"
     missing.mkdir()
     (missing / "gilknocker.py").write_text("raise ImportError(\"No module named 'gilknocker'\")\n")
-    (tmp_path / "train.py").write_text(PLAIN_SCRIPT)
-    (tmp_path / "tmp").mkdir()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(missing)]), TMPDIR=str(tmp_path / "tmp"))
+    (out / "train.py").write_text(PLAIN_SCRIPT)
+    (out / "tmp").mkdir()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(missing)]), TMPDIR=str(out / "tmp"))
     # warmup=0: torch.profiler warns that the results may be skewed (its own warning, each recording).
     cmd = [sys.executable, "-m", "tb_pipeline_plugin.cli", "record", "--logdir", "logs", "--host-interval", "0.05",
            "--run", "g", "--repeat", "3", "--profile", "wait=0,warmup=0,active=2", "--", sys.executable, "train.py"]
-    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(cmd, cwd=out, env=env, capture_output=True, text=True, timeout=600)
+    return {"returncode": done.returncode, "stderr": done.stderr}
+
+
+def test_notices_are_said_once_per_command_and_torchs_own_pass_through(tmp_path):
+    done = types.SimpleNamespace(**notice_runs.copy_to(tmp_path))
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stderr.splitlines()
     # Ours: the missing package said once for the three recordings, on one line.
