@@ -48,9 +48,9 @@ TIMING_MARKER = "timing"
 # (docs/development.md, "Test speed"); lengthen it only with a full run of the parallel half.
 HEAVIEST_FIRST = {
     "tests/package/test_wheel_install.py": 100,
-    "tests/routes/test_route_snapshot.py": 50,
-    "tests/e2e/test_e2e_profiler_link.py": 26,
-    "tests/trace/test_decoder_fuzz.py": 23,
+    "tests/trace/test_decoder_fuzz.py": 26,
+    "tests/routes/test_route_snapshot.py": 25,
+    "tests/e2e/test_e2e_profiler_link.py": 13,
 }
 
 

@@ -418,8 +418,11 @@ def test_route_requested_run_parses_before_prefetches(recorded_logdir, tmp_path,
 def test_route_requested_run_is_ready_while_prefetches_still_run(recorded_logdir, tmp_path, monkeypatch):
     """No hooks: `runs` queues all twelve runs, then the UI polls the last
     run's overview. It answers while most of the runs queued before it are
-    still loading (with FIFO loading none would be)."""
-    n = 12
+    still loading (with FIFO loading none would be). Twenty-four: a parse of
+    these is about 20 ms, and with twelve, on a busy box (a core burned at
+    normal priority, the parse workers at nice 10), the last ones finished
+    within one poll of each other and none was left loading to see."""
+    n = 24
     last = f"run{n - 1:02d}"
     logdir = _many_runs(recorded_logdir, tmp_path, n)
     monkeypatch.setenv("TB_PIPELINE_MAX_LOADED_TRACES", str(n))
