@@ -142,3 +142,18 @@ def test_a_recording_made_from_another_is_made_again_when_that_one_is(registry, 
     again = derived3.copy_to(tmp_path / "c")
     assert base3.key() == base.key() and derived3.key() != derived.key()
     assert len(made) == 2 and again == (base3.path() / "numbers").read_text() != first
+    # Both doubted (a test read both): the one made from the other is left for its new key, not dropped by
+    # computing its old one, which would record the other outside the build's own reporting.
+    recordings.reading_for("tests/x/test_reads.py")
+    try:
+        derived3.copy_to(tmp_path / "d")
+        assert recordings.doubt("tests/x/test_reads.py") == ["base", "derived"]
+    finally:
+        recordings.reading_for(None)
+    base4, derived4 = registered()
+    said: list[str] = []
+    assert recordings.build_all(said.append) == []
+    assert any(line.startswith("recording base: recorded again") for line in said), said
+    assert any(line.startswith("recording base: recorded in") for line in said), said
+    assert any(line.startswith("recording derived: recorded in") for line in said), said
+    assert len(made) == 3 and derived4.copy_to(tmp_path / "e") == (base4.path() / "numbers").read_text() != again

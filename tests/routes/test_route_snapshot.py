@@ -210,8 +210,6 @@ def _wait(side: str, proc: subprocess.Popen, package: Path) -> None:
         _stop(proc)
         output, _ = proc.communicate()
         raise AssertionError(f"the {side} snapshot ran past {TAKE_TIMEOUT_S} s; its output:\n{output[-3000:]}")
-    finally:
-        _stop(proc)
     assert proc.returncode == 0, f"the {side} snapshot ({package}) failed:\n{output[-5000:]}"
     assert f"{PACKAGE} from {package.resolve()}" in output, output[-2000:]
 

@@ -294,6 +294,10 @@ def doubt(reader: str) -> list[str]:
 
 
 def _drop_suspect(rec: "Recording", say: Callable[[str], None]) -> None:
+    if not all(made_from.built() for made_from in rec.after):
+        # One it is made from is to be recorded again: its key will change with it (the stale entry is pruned),
+        # and computing it here would record that one outside `_build_one`, which says and survives a failure.
+        return
     entry = rec.entry()
     mark = entry / SUSPECT
     if not mark.is_file():
